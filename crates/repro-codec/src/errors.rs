@@ -1,0 +1,116 @@
+//! Error types of the codec. Messages are lowercase fragments that name what
+//! failed and, for configuration errors, the key to change.
+
+use thiserror::Error;
+
+use crate::Rounding;
+
+/// A codec configuration that cannot work.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum ConfigError {
+    /// Bit widths outside 1..=8.
+    #[error("bits must be in 1..=8, got {bits}; set `codec.bits` to a value between 1 and 8")]
+    BitsOutOfRange { bits: u32 },
+    /// theta must be a positive finite number.
+    #[error(
+        "theta must be positive and finite, got {theta}; set `codec.theta` (the paper uses 2.0)"
+    )]
+    InvalidTheta { theta: f64 },
+    /// An explicit modulus must be a positive finite number.
+    #[error("modulus must be positive and finite, got {modulus}; fix `codec.modulus`")]
+    InvalidModulus { modulus: f64 },
+    /// delta >= 1/2 makes B_theta = 2 theta / (1 - 2 delta) unbounded.
+    #[error(
+        "delta = {delta} is not below 1/2 for {bits}-bit {rounding} rounding, so B_theta = 2 theta / (1 - 2 delta) is unbounded; \
+         set `codec.rounding: nearest`, raise `codec.bits`, or give an explicit `codec.modulus`"
+    )]
+    DeltaTooLarge {
+        delta: f64,
+        bits: u32,
+        rounding: Rounding,
+    },
+    /// An explicit delta below the quantizer's real error bound would void Lemma 2.
+    #[error(
+        "delta = {delta} is below the error bound {bound} of {bits}-bit {rounding} rounding; \
+         remove `codec.delta` or set it to at least {bound}"
+    )]
+    DeltaBelowBound {
+        delta: f64,
+        bound: f64,
+        bits: u32,
+        rounding: Rounding,
+    },
+    /// Bucket size zero.
+    #[error("bucket size must be at least 1; set `codec.bucket`")]
+    InvalidBucket,
+    /// zstd level out of range.
+    #[error("zstd level {level} is outside 1..=22; fix `codec.zstd_level`")]
+    InvalidZstdLevel { level: i32 },
+}
+
+/// A frame that cannot be decoded. Decoding never panics and never reads out
+/// of bounds: every malformed input maps to one of these.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum FrameError {
+    #[error("frame truncated: need {need} bytes, have {have}")]
+    Truncated { need: usize, have: usize },
+    #[error("not a repro frame: magic bytes are {found:02x?}, expected \"MQ\"")]
+    BadMagic { found: [u8; 2] },
+    #[error("unsupported frame format version {found}; this build reads version {supported}")]
+    UnsupportedVersion { found: u8, supported: u8 },
+    #[error("unknown payload kind {found} in frame header")]
+    UnknownKind { found: u8 },
+    #[error("invalid bit width {bits} for a {kind} payload")]
+    BadBits { bits: u8, kind: &'static str },
+    #[error("unknown flag bits {flags:#04x} in frame header")]
+    UnknownFlags { flags: u8 },
+    #[error("reserved header field is {found:#x}, expected 0")]
+    ReservedNonZero { found: u16 },
+    #[error("frame announces {len} values, above the receiver's limit of {max}")]
+    TooLong { len: u32, max: u32 },
+    #[error("stochastic frame has bucket size 0")]
+    ZeroBucket,
+    #[error("frame body is {got} bytes but its header announces {expected}")]
+    BodyLength { expected: usize, got: usize },
+    #[error("frame has {extra} bytes after its body")]
+    TrailingBytes { extra: usize },
+    #[error("zstd decompression of the frame body failed: {reason}")]
+    Decompress { reason: String },
+    #[error("decompressed body is {got} bytes, expected {expected}")]
+    DecompressedLength { expected: usize, got: usize },
+}
+
+/// Errors of encoding or decoding a model buffer.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum CodecError {
+    #[error("malformed frame")]
+    Frame(#[from] FrameError),
+    #[error("input has {count} non-finite values (first at index {first}): the model has diverged")]
+    NonFinite { count: usize, first: usize },
+    #[error("{what} has {got} values, expected {expected}")]
+    LengthMismatch {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    #[error("input has {len} values, above the frame limit of {max}")]
+    TooLong { len: usize, max: usize },
+    #[error("frame carries a {found} payload but this codec decodes {expected}")]
+    KindMismatch {
+        found: &'static str,
+        expected: &'static str,
+    },
+    #[error("frame has {found} bits per value but this codec uses {expected}")]
+    BitsMismatch { found: u8, expected: u8 },
+    #[error(
+        "frame was encoded with modulus {found} but this codec uses {expected}; \
+         all workers must share `codec.theta` / `codec.modulus`"
+    )]
+    ModulusMismatch { found: f32, expected: f32 },
+    #[error("frame bucket size {found} differs from this codec's {expected}")]
+    BucketMismatch { found: u32, expected: u32 },
+    #[error("frame scale of bucket {bucket} is {scale}, not a finite non-negative number")]
+    CorruptScale { bucket: usize, scale: f32 },
+    #[error("zstd compression failed: {reason}")]
+    Compress { reason: String },
+}

@@ -1,0 +1,50 @@
+//! The wire codec of the Moniqua reproduction suite.
+//!
+//! Pure Rust, no torch, no MPI, no I/O: it turns a flat `f32` model buffer into
+//! the framed, bit-packed bytes that Moniqua and its baselines put on the wire,
+//! and back.
+//!
+//! - [`MoniquaCodec`]: modulo quantization (Lu & De Sa 2020, Algorithm 1),
+//!   b = 1..=8 bits on all `2^b` points of the unit circle, nearest or
+//!   stochastic rounding with shared randomness, optional hash verification.
+//! - [`StochasticCodec`]: the baselines' unbiased stochastic rounding over
+//!   `[-s, s]` with a per-bucket f32 scale.
+//! - [`FullPrecision`]: f32 pass-through.
+//! - [`frame`]: the 44-byte header and body layout; [`pack`]: dense bit packing.
+//!
+//! ```
+//! use repro_codec::{MoniquaCodec, MoniquaConfig, Verification};
+//!
+//! let codec = MoniquaCodec::new(&MoniquaConfig { bits: 2, ..Default::default() }, 42)?;
+//! let x = vec![0.30f32, -1.20, 5.00];   // sender's model
+//! let y = vec![0.10f32, -0.90, 4.20];   // receiver's model, |x - y| < theta = 2
+//! let mut frame = Vec::new();
+//! codec.encode(&x, 0, 1, None, &mut frame)?;
+//! assert_eq!(frame.len(), 44 + 1);       // header + 3 values * 2 bits
+//! let mut x_hat = vec![0.0; 3];
+//! let d = codec.decode(&frame, &y, &mut x_hat)?;
+//! assert_eq!(d.verification, Verification::Verified);
+//! for (a, b) in x.iter().zip(&x_hat) {
+//!     assert!(f64::from((a - b).abs()) <= codec.error_bound());
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod dither;
+mod errors;
+pub mod frame;
+mod full;
+mod modulo;
+mod moniqua;
+pub mod pack;
+mod round;
+mod stochastic;
+
+pub use dither::{Dither, SHARED_STREAM};
+pub use errors::{CodecError, ConfigError, FrameError};
+pub use frame::{Compression, FrameHeader, Kind};
+pub use full::FullPrecision;
+pub use modulo::{centred_mod, circle_delta, modulus_for};
+pub use moniqua::{Decoded, Encoded, MoniquaCodec, MoniquaConfig, Verification, VerifyStats};
+pub use round::Rounding;
+pub use stochastic::{DEFAULT_BUCKET, StochasticCodec, StochasticConfig};

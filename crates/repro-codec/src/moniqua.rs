@@ -1,0 +1,652 @@
+//! Moniqua's modulo quantization (Lu & De Sa 2020, Algorithm 1 and Lemma 2).
+//!
+//! With `L = 2^b` points `k / L` on the unit circle and modulus `B`, the sender
+//! computes the *un-modded integer code* `C = floor(x L / B + u)` (stochastic
+//! rounding, dither `u`) or `C = floor(x L / B + 1/2)` (nearest) and sends its
+//! low `b` bits, i.e. `C mod L`. This is exactly `Q((x / B) mod 1)` of the
+//! paper, scaled by `L`: the paper's `mod 1` only removes whole turns of the
+//! circle, which the low bits drop anyway.
+//!
+//! The receiver, holding its own model `y`, recovers the integer `Ĉ` congruent
+//! to the received code mod `L` that is nearest to `y L / B`, and
+//! `x̂ = Ĉ B / L`, which equals the paper's `(q B - y) mod B + y`. When
+//! `|x - y| < theta` then `Ĉ = C`, so `|x̂ - x| <= delta B` (Lemma 2) and the
+//! hash of `Ĉ` equals the sender's hash of `C`. The sender's *local biased
+//! term* `q B - (x mod B) + x` is `C B / L`.
+
+use std::fmt;
+
+use xxhash_rust::xxh3::Xxh3;
+
+use crate::dither::{Dither, SHARED_STREAM};
+use crate::frame::{self, Compression, FrameHeader, Kind};
+use crate::modulo::{circle_delta, modulus_for};
+use crate::pack::{pack, packed_len, unpack};
+use crate::round::floor_i32;
+use crate::{CodecError, ConfigError, Rounding};
+
+/// Values processed per inner block (a multiple of 8, so blocks pack to whole bytes).
+pub(crate) const BLOCK: usize = 1024;
+
+/// What a user configures for Moniqua (keys of `codec.*` in a manifest).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MoniquaConfig {
+    /// Bits per coordinate, 1..=8.
+    pub bits: u32,
+    /// Rounding onto the circle's `2^bits` points.
+    pub rounding: Rounding,
+    /// The a priori consensus bound theta (the paper uses 2.0).
+    pub theta: f64,
+    /// An explicit delta (error bound on the unit circle); derived from
+    /// `bits` and `rounding` when `None`. It may be larger, never smaller,
+    /// than the derived one.
+    pub delta: Option<f64>,
+    /// An explicit modulus `B`; overrides `theta` and `delta`.
+    pub modulus: Option<f64>,
+    /// Use the same dither on all workers (Section 6); otherwise each sender
+    /// draws its own.
+    pub shared_randomness: bool,
+    /// Send a hash of the un-modded codes so receivers can verify recovery.
+    pub hash: bool,
+    /// Entropy coding of the payload.
+    pub compression: Compression,
+}
+
+impl Default for MoniquaConfig {
+    fn default() -> Self {
+        Self {
+            bits: 8,
+            rounding: Rounding::Stochastic,
+            theta: 2.0,
+            delta: None,
+            modulus: None,
+            shared_randomness: true,
+            hash: true,
+            compression: Compression::None,
+        }
+    }
+}
+
+/// The outcome of checking a recovered model against the sender's hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verification {
+    /// The frame carried no hash.
+    Unchecked,
+    /// The recovered integer codes hash to the sender's value.
+    Verified,
+    /// They do not: some coordinate was farther than `B/2` from the receiver's
+    /// model, i.e. theta is too small. The recovered model is wrong.
+    Mismatch,
+}
+
+/// Counts of verification outcomes, for logs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyStats {
+    pub verified: u64,
+    pub mismatched: u64,
+    pub unchecked: u64,
+}
+
+impl VerifyStats {
+    /// Adds one outcome.
+    pub fn record(&mut self, v: Verification) {
+        match v {
+            Verification::Unchecked => self.unchecked += 1,
+            Verification::Verified => self.verified += 1,
+            Verification::Mismatch => self.mismatched += 1,
+        }
+    }
+}
+
+/// What an encode produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Encoded {
+    /// The frame's header (its `frame_len()` is the bytes on the wire).
+    pub header: FrameHeader,
+}
+
+/// What a decode produced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Decoded {
+    pub header: FrameHeader,
+    pub verification: Verification,
+}
+
+/// A validated Moniqua codec for one run.
+#[derive(Clone, PartialEq)]
+pub struct MoniquaCodec {
+    bits: u32,
+    levels: i32,
+    rounding: Rounding,
+    delta: f64,
+    modulus: f32,
+    /// The consensus bound under which recovery is exact: `B (1 - 2 delta) / 2`.
+    theta: f64,
+    scale: f32,
+    step: f32,
+    seed: u64,
+    shared_randomness: bool,
+    hash: bool,
+    compression: Compression,
+}
+
+impl fmt::Debug for MoniquaCodec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MoniquaCodec")
+            .field("bits", &self.bits)
+            .field("rounding", &self.rounding)
+            .field("delta", &self.delta)
+            .field("modulus", &self.modulus)
+            .field("theta", &self.theta)
+            .field("shared_randomness", &self.shared_randomness)
+            .field("hash", &self.hash)
+            .field("compression", &self.compression)
+            .finish()
+    }
+}
+
+impl MoniquaCodec {
+    /// Validates `cfg` and derives `B_theta`. `seed` keys the run's dither.
+    pub fn new(cfg: &MoniquaConfig, seed: u64) -> Result<Self, ConfigError> {
+        let derived = circle_delta(cfg.bits, cfg.rounding)?;
+        let delta = match cfg.delta {
+            Some(d) if !(d >= derived) => {
+                return Err(ConfigError::DeltaBelowBound {
+                    delta: d,
+                    bound: derived,
+                    bits: cfg.bits,
+                    rounding: cfg.rounding,
+                });
+            }
+            Some(d) => d,
+            None => derived,
+        };
+        let (modulus, theta) = match cfg.modulus {
+            Some(m) if !(m > 0.0 && m.is_finite()) => {
+                return Err(ConfigError::InvalidModulus { modulus: m });
+            }
+            Some(m) => (m, (m * (1.0 - 2.0 * delta) / 2.0).max(0.0)),
+            None => {
+                if !(cfg.theta > 0.0 && cfg.theta.is_finite()) {
+                    return Err(ConfigError::InvalidTheta { theta: cfg.theta });
+                }
+                let m = modulus_for(cfg.theta, delta).ok_or(ConfigError::DeltaTooLarge {
+                    delta,
+                    bits: cfg.bits,
+                    rounding: cfg.rounding,
+                })?;
+                (m, cfg.theta)
+            }
+        };
+        let modulus = modulus as f32;
+        if !(modulus > 0.0 && modulus.is_finite()) {
+            return Err(ConfigError::InvalidModulus {
+                modulus: f64::from(modulus),
+            });
+        }
+        let levels = 1i32 << cfg.bits;
+        Ok(Self {
+            bits: cfg.bits,
+            levels,
+            rounding: cfg.rounding,
+            delta,
+            modulus,
+            theta,
+            scale: levels as f32 / modulus,
+            step: modulus / levels as f32,
+            seed,
+            shared_randomness: cfg.shared_randomness,
+            hash: cfg.hash,
+            compression: cfg.compression,
+        })
+    }
+
+    /// Bits per coordinate.
+    pub fn bits(&self) -> u32 {
+        self.bits
+    }
+    /// The modulus `B_theta` (as sent in frames).
+    pub fn modulus(&self) -> f32 {
+        self.modulus
+    }
+    /// The error bound delta on the unit circle.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+    /// The consensus bound under which recovery is exact.
+    pub fn theta(&self) -> f64 {
+        self.theta
+    }
+    /// The recovery error bound `delta * B` of Lemma 2.
+    pub fn error_bound(&self) -> f64 {
+        self.delta * f64::from(self.modulus)
+    }
+    /// The grid spacing `B / 2^bits` in model units.
+    pub fn step(&self) -> f32 {
+        self.step
+    }
+
+    /// Bytes of one frame for `len` values, before entropy coding.
+    pub fn frame_len(&self, len: usize) -> usize {
+        frame::HEADER_LEN + packed_len(len, self.bits)
+    }
+
+    fn dither(&self, iteration: u64, sender: u32) -> Dither {
+        let stream = if self.shared_randomness {
+            SHARED_STREAM
+        } else {
+            1 + u64::from(sender)
+        };
+        Dither::new(self.seed, stream, iteration)
+    }
+
+    /// Encodes `x` (worker `sender`'s model at `iteration`) into a frame in
+    /// `out`, replacing its contents. If `own` is given it receives the local
+    /// biased term `q B - (x mod B) + x` of Algorithm 1, line 4.
+    ///
+    /// Fails on non-finite input (a diverged model) and on more than 2^32 - 1
+    /// values.
+    pub fn encode(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        mut own: Option<&mut [f32]>,
+        out: &mut Vec<u8>,
+    ) -> Result<Encoded, CodecError> {
+        let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
+            len: x.len(),
+            max: u32::MAX as usize,
+        })?;
+        if let Some(own) = own.as_deref() {
+            check_len("local biased term buffer", x.len(), own.len())?;
+        }
+        check_finite(x)?;
+        let dither = self.dither(iteration, sender);
+        let body_start = frame::begin_frame(out, packed_len(x.len(), self.bits));
+        let mut hasher = self.hash.then(Xxh3::new);
+        let mut codes = [0u32; BLOCK];
+        let mut u = [0f32; BLOCK];
+        let mut hash_bytes = [0u8; 4 * BLOCK];
+        let bytes_per_block = BLOCK * self.bits as usize / 8;
+        for (b, xb) in x.chunks(BLOCK).enumerate() {
+            let n = xb.len();
+            let codes = &mut codes[..n];
+            match self.rounding {
+                Rounding::Nearest => {
+                    for (c, &v) in codes.iter_mut().zip(xb) {
+                        *c = floor_i32(v * self.scale + 0.5) as u32;
+                    }
+                }
+                Rounding::Stochastic => {
+                    let u = &mut u[..n];
+                    dither.fill((b * BLOCK) as u32, u);
+                    for ((c, &v), &u) in codes.iter_mut().zip(xb).zip(u.iter()) {
+                        *c = floor_i32(v * self.scale + u) as u32;
+                    }
+                }
+            }
+            if let Some(own) = own.as_deref_mut() {
+                let own = &mut own[b * BLOCK..b * BLOCK + n];
+                for (h, &c) in own.iter_mut().zip(codes.iter()) {
+                    *h = c as i32 as f32 * self.step;
+                }
+            }
+            if let Some(hasher) = hasher.as_mut() {
+                hash_codes(hasher, codes, &mut hash_bytes);
+            }
+            let start = body_start + b * bytes_per_block;
+            let end = start + packed_len(n, self.bits);
+            pack(codes, self.bits, &mut out[start..end]);
+        }
+        let header = FrameHeader {
+            kind: Kind::Moniqua,
+            bits: self.bits as u8,
+            len,
+            bucket: 0,
+            iteration,
+            sender,
+            modulus: self.modulus,
+            hash: hasher.map(|h| h.digest()),
+            compressed: false,
+            body_len: 0,
+        };
+        let header = frame::finish_frame(out, header, self.compression)?;
+        Ok(Encoded { header })
+    }
+
+    /// Decodes a neighbour's frame against the local model `local` into `out`
+    /// (Algorithm 1, line 5) and checks the sender's hash if present.
+    pub fn decode(
+        &self,
+        bytes: &[u8],
+        local: &[f32],
+        out: &mut [f32],
+    ) -> Result<Decoded, CodecError> {
+        let frame = frame::read_frame(bytes, u32::MAX)?;
+        let header = frame.header;
+        if header.kind != Kind::Moniqua {
+            return Err(CodecError::KindMismatch {
+                found: header.kind.name(),
+                expected: Kind::Moniqua.name(),
+            });
+        }
+        if u32::from(header.bits) != self.bits {
+            return Err(CodecError::BitsMismatch {
+                found: header.bits,
+                expected: self.bits as u8,
+            });
+        }
+        if header.modulus.to_bits() != self.modulus.to_bits() {
+            return Err(CodecError::ModulusMismatch {
+                found: header.modulus,
+                expected: self.modulus,
+            });
+        }
+        let len = header.len as usize;
+        check_len("local model", len, local.len())?;
+        check_len("output buffer", len, out.len())?;
+        let mut hasher = header.hash.is_some().then(Xxh3::new);
+        let mut codes = [0u32; BLOCK];
+        let mut hash_bytes = [0u8; 4 * BLOCK];
+        let bytes_per_block = BLOCK * self.bits as usize / 8;
+        let inv_levels = 1.0 / self.levels as f32;
+        for (b, (yb, ob)) in local.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).enumerate() {
+            let n = yb.len();
+            let codes = &mut codes[..n];
+            let start = b * bytes_per_block;
+            unpack(
+                &frame.body[start..start + packed_len(n, self.bits)],
+                self.bits,
+                codes,
+            );
+            for ((c, &y), o) in codes.iter_mut().zip(yb).zip(ob.iter_mut()) {
+                let r = *c as i32;
+                // the whole number of turns that brings r nearest to y L / B
+                let k = floor_i32((y * self.scale - r as f32) * inv_levels + 0.5);
+                let full = r.wrapping_add(k.wrapping_mul(self.levels));
+                *c = full as u32;
+                *o = full as f32 * self.step;
+            }
+            if let Some(hasher) = hasher.as_mut() {
+                hash_codes(hasher, codes, &mut hash_bytes);
+            }
+        }
+        let verification = match (header.hash, hasher) {
+            (Some(sent), Some(h)) if h.digest() == sent => Verification::Verified,
+            (Some(_), _) => Verification::Mismatch,
+            (None, _) => Verification::Unchecked,
+        };
+        Ok(Decoded {
+            header,
+            verification,
+        })
+    }
+}
+
+fn hash_codes(hasher: &mut Xxh3, codes: &[u32], buf: &mut [u8; 4 * BLOCK]) {
+    let bytes = &mut buf[..4 * codes.len()];
+    for (dst, c) in bytes.chunks_exact_mut(4).zip(codes) {
+        dst.copy_from_slice(&c.to_le_bytes());
+    }
+    hasher.update(bytes);
+}
+
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), CodecError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CodecError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+pub(crate) fn check_finite(x: &[f32]) -> Result<(), CodecError> {
+    let bad = x.iter().filter(|v| !v.is_finite()).count();
+    if bad == 0 {
+        return Ok(());
+    }
+    let first = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    Err(CodecError::NonFinite { count: bad, first })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::centred_mod;
+
+    fn codec(bits: u32, rounding: Rounding, theta: f64) -> MoniquaCodec {
+        let cfg = MoniquaConfig {
+            bits,
+            rounding,
+            theta,
+            ..MoniquaConfig::default()
+        };
+        MoniquaCodec::new(&cfg, 11).unwrap()
+    }
+
+    #[test]
+    fn modulus_from_theta_and_bits() {
+        // 1-bit nearest: delta = 1/4, B = 2 theta / (1 - 1/2) = 4 theta.
+        assert_eq!(codec(1, Rounding::Nearest, 2.0).modulus(), 8.0);
+        // 2-bit stochastic: delta = 1/4 as well.
+        assert_eq!(codec(2, Rounding::Stochastic, 2.0).modulus(), 8.0);
+        // 8-bit stochastic: delta = 1/256.
+        let c = codec(8, Rounding::Stochastic, 2.0);
+        assert!((f64::from(c.modulus()) - 4.0 / (1.0 - 2.0 / 256.0)).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_bit_stochastic_is_rejected_with_the_key_to_set() {
+        let cfg = MoniquaConfig {
+            bits: 1,
+            ..MoniquaConfig::default()
+        };
+        let err = MoniquaCodec::new(&cfg, 0).unwrap_err();
+        assert!(matches!(err, ConfigError::DeltaTooLarge { .. }));
+        let msg = err.to_string();
+        assert!(msg.contains("codec.rounding: nearest"), "{msg}");
+        assert!(msg.contains("codec.modulus"), "{msg}");
+        // ... and accepted with an explicit modulus.
+        let cfg = MoniquaConfig {
+            modulus: Some(1.0),
+            ..cfg
+        };
+        let c = MoniquaCodec::new(&cfg, 0).unwrap();
+        assert_eq!(c.theta(), 0.0, "no recovery guarantee at delta = 1/2");
+    }
+
+    #[test]
+    fn explicit_delta_must_not_undercut_the_quantizer() {
+        let cfg = MoniquaConfig {
+            bits: 2,
+            rounding: Rounding::Nearest,
+            delta: Some(0.01),
+            ..MoniquaConfig::default()
+        };
+        let err = MoniquaCodec::new(&cfg, 0).unwrap_err();
+        assert!(err.to_string().contains("remove `codec.delta`"), "{err}");
+        let cfg = MoniquaConfig {
+            delta: Some(0.25),
+            ..cfg
+        };
+        // looser than the derived 1/8: B = 2 * 2 / 0.5
+        assert_eq!(MoniquaCodec::new(&cfg, 0).unwrap().modulus(), 8.0);
+        let cfg = MoniquaConfig {
+            delta: Some(f64::NAN),
+            ..cfg
+        };
+        assert!(MoniquaCodec::new(&cfg, 0).is_err());
+    }
+
+    #[test]
+    fn bad_theta_and_modulus_are_rejected() {
+        for theta in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let cfg = MoniquaConfig {
+                theta,
+                ..MoniquaConfig::default()
+            };
+            assert!(matches!(
+                MoniquaCodec::new(&cfg, 0),
+                Err(ConfigError::InvalidTheta { .. })
+            ));
+        }
+        let cfg = MoniquaConfig {
+            modulus: Some(-2.0),
+            ..MoniquaConfig::default()
+        };
+        assert!(matches!(
+            MoniquaCodec::new(&cfg, 0),
+            Err(ConfigError::InvalidModulus { .. })
+        ));
+    }
+
+    /// The paper's formulas evaluated in f64, coordinate by coordinate.
+    fn paper_recover(q: f64, b: f64, y: f64) -> f64 {
+        centred_mod(q * b - y, b) + y
+    }
+
+    #[test]
+    fn decode_equals_paper_formula() {
+        let c = codec(3, Rounding::Stochastic, 0.5);
+        let b = f64::from(c.modulus());
+        let x: Vec<f32> = (0..3001).map(|i| ((i as f32) * 0.7).sin() * 5.0).collect();
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + ((i as f32) * 1.3).cos() * 0.45)
+            .collect();
+        let mut own = vec![0.0; x.len()];
+        let mut frame = Vec::new();
+        c.encode(&x, 4, 0, Some(&mut own), &mut frame).unwrap();
+        let mut rec = vec![0.0; x.len()];
+        let d = c.decode(&frame, &y, &mut rec).unwrap();
+        assert_eq!(d.verification, Verification::Verified);
+        // Reconstruct the sent codes and apply the paper's formulas.
+        let parsed = frame::read_frame(&frame, u32::MAX).unwrap();
+        let mut codes = vec![0u32; x.len()];
+        unpack(&parsed.body, 3, &mut codes);
+        for i in 0..x.len() {
+            let q = f64::from(codes[i]) / 8.0;
+            let want = paper_recover(q, b, f64::from(y[i]));
+            assert!(
+                (want - f64::from(rec[i])).abs() < 1e-4,
+                "i={i}: {want} vs {}",
+                rec[i]
+            );
+            // local biased term: q B - (x mod B) + x, with q the sender's own code
+            let xi = f64::from(x[i]);
+            let own_paper = q * b - centred_mod(xi, b) + xi;
+            // equal up to whole turns of B that the receiver's mod removes
+            let turns = (own_paper - f64::from(own[i])) / b;
+            assert!((turns - turns.round()).abs() < 1e-4, "i={i}");
+            assert!((f64::from(own[i]) - xi).abs() <= c.error_bound() + 1e-4);
+            // and the receiver recovers exactly the sender's biased term
+            assert_eq!(rec[i], own[i], "i={i}");
+        }
+    }
+
+    #[test]
+    fn nearest_rounding_error_is_half_a_step() {
+        let c = codec(4, Rounding::Nearest, 1.0);
+        let x: Vec<f32> = (0..5000).map(|i| (i as f32 * 0.013).sin() * 3.0).collect();
+        let mut frame = Vec::new();
+        c.encode(&x, 0, 0, None, &mut frame).unwrap();
+        let mut rec = vec![0.0; x.len()];
+        c.decode(&frame, &x, &mut rec).unwrap();
+        let worst = x
+            .iter()
+            .zip(&rec)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(f64::from(worst) <= c.error_bound() + 1e-6);
+        assert!(
+            f64::from(worst) > 0.9 * c.error_bound(),
+            "the bound is tight on dense data"
+        );
+    }
+
+    #[test]
+    fn shared_randomness_gives_equal_codes_for_equal_models() {
+        let cfg = MoniquaConfig {
+            bits: 2,
+            ..MoniquaConfig::default()
+        };
+        let x: Vec<f32> = (0..100).map(|i| i as f32 * 0.01).collect();
+        let enc = |cfg: &MoniquaConfig, sender| {
+            let mut f = Vec::new();
+            MoniquaCodec::new(cfg, 5)
+                .unwrap()
+                .encode(&x, 9, sender, None, &mut f)
+                .unwrap();
+            f[frame::HEADER_LEN..].to_vec()
+        };
+        assert_eq!(enc(&cfg, 0), enc(&cfg, 1));
+        let private = MoniquaConfig {
+            shared_randomness: false,
+            ..cfg
+        };
+        assert_ne!(enc(&private, 0), enc(&private, 1));
+    }
+
+    #[test]
+    fn non_finite_input_is_an_error() {
+        let c = codec(8, Rounding::Stochastic, 2.0);
+        let mut x = vec![0.5f32; 10];
+        x[3] = f32::NAN;
+        x[7] = f32::INFINITY;
+        let err = c.encode(&x, 0, 0, None, &mut Vec::new()).unwrap_err();
+        assert_eq!(err, CodecError::NonFinite { count: 2, first: 3 });
+    }
+
+    #[test]
+    fn decode_rejects_mismatched_configuration() {
+        let a = codec(8, Rounding::Stochastic, 2.0);
+        let b = codec(8, Rounding::Stochastic, 1.0);
+        let c = codec(4, Rounding::Stochastic, 2.0);
+        let x = vec![0.1f32; 16];
+        let mut f = Vec::new();
+        a.encode(&x, 0, 0, None, &mut f).unwrap();
+        let mut out = vec![0.0; 16];
+        assert!(matches!(
+            b.decode(&f, &x, &mut out),
+            Err(CodecError::ModulusMismatch { .. })
+        ));
+        assert!(matches!(
+            c.decode(&f, &x, &mut out),
+            Err(CodecError::BitsMismatch { .. })
+        ));
+        assert!(matches!(
+            a.decode(&f, &x[..15], &mut out),
+            Err(CodecError::LengthMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn entropy_coding_shrinks_a_converged_model() {
+        // Near consensus, high-order bits are redundant: zstd must shrink 8-bit codes
+        // of a smooth model, and the receiver must recover the same values.
+        let cfg = MoniquaConfig {
+            compression: Compression::zstd(3).unwrap(),
+            rounding: Rounding::Nearest,
+            ..MoniquaConfig::default()
+        };
+        let c = MoniquaCodec::new(&cfg, 0).unwrap();
+        let x: Vec<f32> = (0..50_000)
+            .map(|i| 0.01 * ((i / 100) as f32).sin())
+            .collect();
+        let mut f = Vec::new();
+        let e = c.encode(&x, 0, 0, None, &mut f).unwrap();
+        assert!(e.header.compressed);
+        assert!(f.len() < c.frame_len(x.len()) / 4, "{} bytes", f.len());
+        let mut rec = vec![0.0; x.len()];
+        let d = c.decode(&f, &x, &mut rec).unwrap();
+        assert_eq!(d.verification, Verification::Verified);
+        for (a, b) in x.iter().zip(&rec) {
+            assert!(f64::from((a - b).abs()) <= c.error_bound() + 1e-6);
+        }
+    }
+}

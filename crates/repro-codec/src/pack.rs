@@ -1,0 +1,165 @@
+//! Dense bit packing: `b` bits per value, little-endian.
+//!
+//! Value `i` occupies bits `[i*b, (i+1)*b)` of the byte stream, where bit `j`
+//! of the stream is bit `j % 8` of byte `j / 8`. Eight values make exactly `b`
+//! bytes, so the packer works on groups of eight, and a stream of `n` values is
+//! `ceil(n * b / 8)` bytes; unused high bits of the last byte are zero.
+
+/// Bytes needed for `n` values of `bits` bits each.
+pub fn packed_len(n: usize, bits: u32) -> usize {
+    (n * bits as usize).div_ceil(8)
+}
+
+#[inline(always)]
+fn pack_groups<const B: usize>(codes: &[u32], out: &mut [u8]) {
+    let mask = (1u64 << B) - 1;
+    for (group, dst) in codes.chunks_exact(8).zip(out.chunks_exact_mut(B)) {
+        let mut w = 0u64;
+        for (t, &c) in group.iter().enumerate() {
+            w |= (u64::from(c) & mask) << (t * B);
+        }
+        dst.copy_from_slice(&w.to_le_bytes()[..B]);
+    }
+}
+
+#[inline(always)]
+fn unpack_groups<const B: usize>(bytes: &[u8], out: &mut [u32]) {
+    let mask = (1u64 << B) - 1;
+    for (src, group) in bytes.chunks_exact(B).zip(out.chunks_exact_mut(8)) {
+        let mut le = [0u8; 8];
+        le[..B].copy_from_slice(src);
+        let w = u64::from_le_bytes(le);
+        for (t, c) in group.iter_mut().enumerate() {
+            *c = ((w >> (t * B)) & mask) as u32;
+        }
+    }
+}
+
+fn pack_tail(codes: &[u32], bits: u32, out: &mut [u8]) {
+    let mask = (1u64 << bits) - 1;
+    let mut w = 0u64;
+    for (t, &c) in codes.iter().enumerate() {
+        w |= (u64::from(c) & mask) << (t as u32 * bits);
+    }
+    let n = out.len();
+    out.copy_from_slice(&w.to_le_bytes()[..n]);
+}
+
+fn unpack_tail(bytes: &[u8], bits: u32, out: &mut [u32]) {
+    let mask = (1u64 << bits) - 1;
+    let mut le = [0u8; 8];
+    le[..bytes.len()].copy_from_slice(bytes);
+    let w = u64::from_le_bytes(le);
+    for (t, c) in out.iter_mut().enumerate() {
+        *c = ((w >> (t as u32 * bits)) & mask) as u32;
+    }
+}
+
+/// Packs the low `bits` bits of each code into `out`, which must be exactly
+/// `packed_len(codes.len(), bits)` bytes. Higher bits of the codes are ignored.
+///
+/// # Panics
+/// If `bits` is not in 1..=8 or `out` has the wrong length (caller bugs, not
+/// input errors: frames are validated before they reach the unpacker).
+pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
+    assert!((1..=8).contains(&bits), "bits must be in 1..=8");
+    assert_eq!(
+        out.len(),
+        packed_len(codes.len(), bits),
+        "packed buffer length"
+    );
+    let full = codes.len() / 8 * 8;
+    let split = full / 8 * bits as usize;
+    let (head, tail) = out.split_at_mut(split);
+    match bits {
+        1 => pack_groups::<1>(&codes[..full], head),
+        2 => pack_groups::<2>(&codes[..full], head),
+        3 => pack_groups::<3>(&codes[..full], head),
+        4 => pack_groups::<4>(&codes[..full], head),
+        5 => pack_groups::<5>(&codes[..full], head),
+        6 => pack_groups::<6>(&codes[..full], head),
+        7 => pack_groups::<7>(&codes[..full], head),
+        _ => pack_groups::<8>(&codes[..full], head),
+    }
+    if full < codes.len() {
+        pack_tail(&codes[full..], bits, tail);
+    }
+}
+
+/// Unpacks `out.len()` codes of `bits` bits from `bytes`, which must be
+/// exactly `packed_len(out.len(), bits)` bytes.
+///
+/// # Panics
+/// As [`pack`].
+pub fn unpack(bytes: &[u8], bits: u32, out: &mut [u32]) {
+    assert!((1..=8).contains(&bits), "bits must be in 1..=8");
+    assert_eq!(
+        bytes.len(),
+        packed_len(out.len(), bits),
+        "packed buffer length"
+    );
+    let full = out.len() / 8 * 8;
+    let split = full / 8 * bits as usize;
+    let (head, tail) = bytes.split_at(split);
+    let (out_head, out_tail) = out.split_at_mut(full);
+    match bits {
+        1 => unpack_groups::<1>(head, out_head),
+        2 => unpack_groups::<2>(head, out_head),
+        3 => unpack_groups::<3>(head, out_head),
+        4 => unpack_groups::<4>(head, out_head),
+        5 => unpack_groups::<5>(head, out_head),
+        6 => unpack_groups::<6>(head, out_head),
+        7 => unpack_groups::<7>(head, out_head),
+        _ => unpack_groups::<8>(head, out_head),
+    }
+    if !out_tail.is_empty() {
+        unpack_tail(tail, bits, out_tail);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layout_is_little_endian_dense() {
+        // 3-bit values 1..=8 (8 wraps to 0): bits 001 010 011 100 101 110 111 000.
+        let codes: Vec<u32> = (1..=8).collect();
+        let mut out = vec![0u8; 3];
+        pack(&codes, 3, &mut out);
+        // stream (LSB first): 1,0,0, 0,1,0, 1,1,0, 0,0,1, 1,0,1, 0,1,1, 1,1,1, 0,0,0
+        assert_eq!(out, vec![0b1101_0001, 0b0101_1000, 0b0001_1111]);
+    }
+
+    #[test]
+    fn one_bit_matches_bit_order() {
+        let codes = [1, 0, 0, 0, 0, 0, 0, 1, 1];
+        let mut out = vec![0u8; 2];
+        pack(&codes, 1, &mut out);
+        assert_eq!(out, vec![0x81, 0x01]);
+    }
+
+    #[test]
+    fn round_trip_every_width_and_odd_lengths() {
+        for bits in 1..=8u32 {
+            for n in [0usize, 1, 7, 8, 9, 15, 17, 1001] {
+                let codes: Vec<u32> = (0..n as u32)
+                    .map(|i| i.wrapping_mul(2_654_435_761) >> (32 - bits))
+                    .collect();
+                let mut bytes = vec![0u8; packed_len(n, bits)];
+                pack(&codes, bits, &mut bytes);
+                let mut back = vec![0u32; n];
+                unpack(&bytes, bits, &mut back);
+                assert_eq!(back, codes, "bits={bits} n={n}");
+            }
+        }
+    }
+
+    #[test]
+    fn high_bits_are_ignored_and_padding_is_zero() {
+        let codes = [0xFFFF_FFFFu32; 3];
+        let mut out = vec![0u8; packed_len(3, 5)];
+        pack(&codes, 5, &mut out);
+        assert_eq!(out, vec![0xFF, 0x7F]);
+    }
+}
