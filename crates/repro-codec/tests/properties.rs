@@ -1,0 +1,354 @@
+//! Property tests of the codec: Lemma 2's recovery bound, hash verification,
+//! unbiasedness of stochastic rounding, packing round trips, and frame
+//! decoding that never panics.
+
+use proptest::prelude::*;
+use repro_codec::frame::{self, HEADER_LEN, read_frame};
+use repro_codec::pack::{pack, packed_len, unpack};
+use repro_codec::{
+    Compression, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec,
+    StochasticConfig, Verification,
+};
+
+fn moniqua_config() -> impl Strategy<Value = MoniquaConfig> {
+    (1u32..=8, any::<bool>(), 0.01f64..10.0, any::<bool>()).prop_map(
+        |(bits, nearest, theta, zstd)| {
+            MoniquaConfig {
+                bits,
+                // 1-bit stochastic rounding has delta = 1/2 and no B_theta
+                rounding: if nearest || bits == 1 {
+                    Rounding::Nearest
+                } else {
+                    Rounding::Stochastic
+                },
+                theta,
+                compression: if zstd {
+                    Compression::Zstd { level: 1 }
+                } else {
+                    Compression::None
+                },
+                ..MoniquaConfig::default()
+            }
+        },
+    )
+}
+
+/// A receiver model y and a sender model x with |x - y| < 0.999 theta.
+fn models(theta: f64, n: usize) -> impl Strategy<Value = (Vec<f32>, Vec<f32>)> {
+    let t = (0.999 * theta) as f32;
+    proptest::collection::vec((-50.0f32..50.0, -1.0f32..1.0), n).prop_map(move |pairs| {
+        let y: Vec<f32> = pairs.iter().map(|p| p.0).collect();
+        let x: Vec<f32> = pairs.iter().map(|p| p.0 + p.1 * t).collect();
+        (x, y)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Lemma 2: if |x - y| < theta then |x_hat - x| <= delta * B_theta, and the
+    /// recovered integer codes hash to the sender's.
+    #[test]
+    fn lemma2_recovery_bound(
+        (cfg, (x, y), seed, iteration) in moniqua_config().prop_flat_map(|cfg| {
+            let theta = cfg.theta;
+            (Just(cfg), (1usize..3000).prop_flat_map(move |n| models(theta, n)), any::<u64>(), any::<u64>())
+        })
+    ) {
+        let codec = MoniquaCodec::new(&cfg, seed).unwrap();
+        let mut frame = Vec::new();
+        let mut own = vec![0.0; x.len()];
+        let enc = codec.encode(&x, iteration, 3, Some(&mut own), &mut frame).unwrap();
+        prop_assert_eq!(enc.header.frame_len(), frame.len());
+        let mut x_hat = vec![0.0; x.len()];
+        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        prop_assert_eq!(d.verification, Verification::Verified);
+        // f32 arithmetic on values up to ~60 adds a few ulps
+        let bound = codec.error_bound() + 2e-5;
+        for i in 0..x.len() {
+            let err = f64::from((x_hat[i] - x[i]).abs());
+            prop_assert!(err <= bound, "i={} x={} y={} x_hat={} err={} bound={}", i, x[i], y[i], x_hat[i], err, bound);
+            // the receiver sees exactly the sender's local biased term
+            prop_assert_eq!(x_hat[i], own[i]);
+        }
+    }
+
+    /// A theta that is too small is caught: a coordinate farther than
+    /// B/2 + 2 steps from the receiver's model is recovered in the wrong turn
+    /// of the circle, and the hash says so.
+    #[test]
+    fn too_small_theta_is_caught_by_the_hash(
+        cfg in moniqua_config(),
+        n in 1usize..2000,
+        at in any::<prop::sample::Index>(),
+        turns in 0.0f64..20.0,
+        negative in any::<bool>(),
+        seed in any::<u64>(),
+    ) {
+        let codec = MoniquaCodec::new(&cfg, seed).unwrap();
+        let b = f64::from(codec.modulus());
+        let y: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let mut x = y.clone();
+        let i = at.index(n);
+        let far = b / 2.0 + 2.0 * f64::from(codec.step()) + turns * b;
+        x[i] += if negative { -far } else { far } as f32;
+        let mut frame = Vec::new();
+        codec.encode(&x, 0, 0, None, &mut frame).unwrap();
+        let mut x_hat = vec![0.0; n];
+        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        prop_assert_eq!(d.verification, Verification::Mismatch);
+        prop_assert!((x_hat[i] - x[i]).abs() > codec.modulus() / 4.0);
+    }
+
+    /// Packing round-trips for every width and length.
+    #[test]
+    fn packing_round_trips(bits in 1u32..=8, codes in proptest::collection::vec(any::<u32>(), 0..500)) {
+        let mut bytes = vec![0u8; packed_len(codes.len(), bits)];
+        pack(&codes, bits, &mut bytes);
+        let mut back = vec![0u32; codes.len()];
+        unpack(&bytes, bits, &mut back);
+        let mask = (1u32 << bits) - 1;
+        for (a, b) in codes.iter().zip(&back) {
+            prop_assert_eq!(a & mask, *b);
+        }
+        // exactly ceil(n b / 8) bytes with zero padding
+        if let Some(last) = bytes.last() {
+            let used = (codes.len() * bits as usize) % 8;
+            if used != 0 {
+                prop_assert_eq!(last >> used, 0);
+            }
+        }
+    }
+
+    /// The baselines' quantizer lands on its grid and round-trips through a frame.
+    #[test]
+    fn stochastic_round_trip(
+        bits in 1u32..=8,
+        bucket in 1usize..300,
+        x in proptest::collection::vec(-1e3f32..1e3, 0..2000),
+        zstd in any::<bool>(),
+    ) {
+        let cfg = StochasticConfig {
+            bits,
+            bucket,
+            compression: if zstd { Compression::Zstd { level: 1 } } else { Compression::None },
+        };
+        let codec = StochasticCodec::new(&cfg, 9).unwrap();
+        let mut frame = Vec::new();
+        let mut own = vec![0.0; x.len()];
+        codec.encode(&x, 1, 2, Some(&mut own), &mut frame).unwrap();
+        if !zstd {
+            prop_assert_eq!(frame.len(), codec.frame_len(x.len()));
+        }
+        let mut out = vec![0.0; x.len()];
+        codec.decode(&frame, &mut out).unwrap();
+        prop_assert_eq!(&out, &own);
+        for (k, (xb, ob)) in x.chunks(bucket).zip(out.chunks(bucket)).enumerate() {
+            let s = xb.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+            let width = 2.0 * s / ((1u32 << bits) - 1) as f32;
+            for (v, o) in xb.iter().zip(ob) {
+                prop_assert!((v - o).abs() <= width * 1.0001 + 1e-6, "bucket {} v={} o={} width={}", k, v, o, width);
+                prop_assert!(o.abs() <= s * 1.0001);
+            }
+        }
+    }
+
+    /// No input makes frame parsing or any decoder panic.
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        decode_everything(&bytes);
+    }
+
+    /// Nor does a valid frame with arbitrary corruption: header fields that
+    /// still parse, but lie about lengths, kinds, flags or scales.
+    #[test]
+    fn corrupted_frames_never_panic(
+        kind in 0usize..3,
+        n in 0usize..300,
+        zstd in any::<bool>(),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+        cut in any::<prop::sample::Index>(),
+        truncate in any::<bool>(),
+    ) {
+        let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.1).cos()).collect();
+        let compression = if zstd { Compression::Zstd { level: 1 } } else { Compression::None };
+        let mut frame = Vec::new();
+        match kind {
+            0 => { FullPrecision { compression }.encode(&x, 0, 0, &mut frame).unwrap(); }
+            1 => {
+                let cfg = MoniquaConfig { bits: 3, compression, ..MoniquaConfig::default() };
+                MoniquaCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
+            }
+            _ => {
+                let cfg = StochasticConfig { bits: 5, bucket: 7, compression };
+                StochasticCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
+            }
+        }
+        for (at, byte) in edits {
+            let i = at.index(frame.len());
+            frame[i] = byte;
+        }
+        if truncate {
+            frame.truncate(cut.index(frame.len() + 1));
+        }
+        decode_everything(&frame);
+    }
+
+    /// Full precision is bit-exact.
+    #[test]
+    fn full_precision_round_trip(x in proptest::collection::vec(any::<f32>(), 0..500)) {
+        let mut frame = Vec::new();
+        FullPrecision::default().encode(&x, 0, 0, &mut frame).unwrap();
+        let mut out = vec![0.0; x.len()];
+        FullPrecision::default().decode(&frame, &mut out).unwrap();
+        for (a, b) in x.iter().zip(&out) {
+            prop_assert_eq!(a.to_bits(), b.to_bits());
+        }
+    }
+}
+
+/// Runs every decoder over `bytes` with buffers of the length the header
+/// claims (when it parses) so that decoding gets past the length checks.
+fn decode_everything(bytes: &[u8]) {
+    let _ = read_frame(bytes, frame::DEFAULT_MAX_LEN);
+    let claimed = frame::FrameHeader::parse(bytes, 1 << 16)
+        .map(|h| h.len as usize)
+        .unwrap_or(0);
+    let local = vec![0.5f32; claimed];
+    let mut out = vec![0.0f32; claimed];
+    for bits in [3, 8] {
+        let cfg = MoniquaConfig {
+            bits,
+            ..MoniquaConfig::default()
+        };
+        let _ = MoniquaCodec::new(&cfg, 0)
+            .unwrap()
+            .decode(bytes, &local, &mut out);
+    }
+    for (bits, bucket) in [(5, 7), (8, 1024)] {
+        let cfg = StochasticConfig {
+            bits,
+            bucket,
+            compression: Compression::None,
+        };
+        let _ = StochasticCodec::new(&cfg, 0)
+            .unwrap()
+            .decode(bytes, &mut out);
+    }
+    let _ = FullPrecision::default().decode(bytes, &mut out);
+}
+
+/// Stochastic rounding is unbiased: averaged over many iterations (fresh
+/// dither each), the dequantized value converges to the input. The tolerance
+/// is five standard errors of the mean, so a biased rounding (for example
+/// nearest, or a dither that is not uniform) fails.
+#[test]
+fn stochastic_rounding_is_unbiased() {
+    let draws = 4000;
+    let x: Vec<f32> = (0..257).map(|i| ((i as f32) * 0.731).sin() * 3.0).collect();
+    for bits in [1u32, 2, 4, 8] {
+        let cfg = StochasticConfig {
+            bits,
+            bucket: 64,
+            compression: Compression::None,
+        };
+        let codec = StochasticCodec::new(&cfg, 17).unwrap();
+        let mut sum = vec![0.0f64; x.len()];
+        let mut frame = Vec::new();
+        let mut out = vec![0.0; x.len()];
+        for it in 0..draws {
+            codec.encode(&x, it, 0, None, &mut frame).unwrap();
+            codec.decode(&frame, &mut out).unwrap();
+            for (s, o) in sum.iter_mut().zip(&out) {
+                *s += f64::from(*o);
+            }
+        }
+        for (k, xb) in x.chunks(64).enumerate() {
+            let s = f64::from(xb.iter().fold(0.0f32, |m, v| m.max(v.abs())));
+            let width = 2.0 * s / f64::from((1u32 << bits) - 1);
+            let tol = 5.0 * (width / 2.0) / (draws as f64).sqrt() + 1e-6;
+            for (j, v) in xb.iter().enumerate() {
+                let mean = sum[k * 64 + j] / draws as f64;
+                assert!(
+                    (mean - f64::from(*v)).abs() <= tol,
+                    "bits={bits} i={}: mean {mean} vs {v}, tol {tol}",
+                    k * 64 + j
+                );
+            }
+        }
+    }
+}
+
+/// Moniqua's stochastic rounding is unbiased too: with exact recovery,
+/// E[x_hat] = x, while nearest rounding keeps a systematic error.
+#[test]
+fn moniqua_stochastic_recovery_is_unbiased() {
+    let draws = 4000u64;
+    let x: Vec<f32> = (0..100).map(|i| ((i as f32) * 0.917).cos()).collect();
+    let y: Vec<f32> = x.iter().map(|v| v + 0.3).collect();
+    let cfg = MoniquaConfig {
+        bits: 2,
+        theta: 1.0,
+        ..MoniquaConfig::default()
+    };
+    let codec = MoniquaCodec::new(&cfg, 23).unwrap();
+    let step = f64::from(codec.step());
+    let mut sum = vec![0.0f64; x.len()];
+    let mut frame = Vec::new();
+    let mut x_hat = vec![0.0; x.len()];
+    for it in 0..draws {
+        codec.encode(&x, it, 0, None, &mut frame).unwrap();
+        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        assert_eq!(d.verification, Verification::Verified);
+        for (s, v) in sum.iter_mut().zip(&x_hat) {
+            *s += f64::from(*v);
+        }
+    }
+    let tol = 5.0 * (step / 2.0) / (draws as f64).sqrt();
+    for (i, v) in x.iter().enumerate() {
+        let mean = sum[i] / draws as f64;
+        assert!(
+            (mean - f64::from(*v)).abs() <= tol,
+            "i={i}: {mean} vs {v}, tol {tol}"
+        );
+    }
+    // control: nearest rounding is biased on the same data, so the test can fail
+    let nearest = MoniquaCodec::new(
+        &MoniquaConfig {
+            rounding: Rounding::Nearest,
+            ..cfg
+        },
+        23,
+    )
+    .unwrap();
+    nearest.encode(&x, 0, 0, None, &mut frame).unwrap();
+    nearest.decode(&frame, &y, &mut x_hat).unwrap();
+    let biased = x
+        .iter()
+        .zip(&x_hat)
+        .filter(|(a, b)| f64::from((*a - *b).abs()) > tol)
+        .count();
+    assert!(
+        biased > x.len() / 2,
+        "nearest rounding should be visibly biased"
+    );
+}
+
+/// The wire size is what the issue promises: header plus dense bits.
+#[test]
+fn frame_sizes_are_dense() {
+    let x = vec![0.1f32; 270_000];
+    for bits in 1..=8u32 {
+        let cfg = MoniquaConfig {
+            bits,
+            rounding: Rounding::Nearest,
+            ..MoniquaConfig::default()
+        };
+        let mut frame = Vec::new();
+        MoniquaCodec::new(&cfg, 0)
+            .unwrap()
+            .encode(&x, 0, 0, None, &mut frame)
+            .unwrap();
+        assert_eq!(frame.len(), HEADER_LEN + 270_000 * bits as usize / 8);
+    }
+}
