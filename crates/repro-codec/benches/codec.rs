@@ -1,1 +1,183 @@
-fn main() {}
+//! Encode / decode throughput of the codec next to `memcpy` of the same buffer,
+//! measured in the same run on one core.
+//!
+//!     cargo bench -p repro-codec                       # table on stdout
+//!     cargo bench -p repro-codec -- --json out.json    # also machine-readable
+//!     cargo bench -p repro-codec -- --quick            # fewer repetitions
+//!
+//! Throughput is GB/s of f32 input (4 d bytes per call). Sizes are the
+//! parameter counts of ResNet20 (~270k) and ResNet110 (~1.7M).
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use repro_codec::{MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec, StochasticConfig};
+
+const SIZES: [(&str, usize); 2] = [("resnet20", 270_000), ("resnet110", 1_700_000)];
+const BITS: [u32; 3] = [1, 2, 8];
+
+/// Median seconds per call of `f`, over `reps` timed batches after warm-up.
+fn time<F: FnMut()>(mut f: F, reps: usize) -> f64 {
+    for _ in 0..3 {
+        f();
+    }
+    // batch enough calls to make one sample ~2 ms
+    let t = Instant::now();
+    f();
+    let one = t.elapsed().max(Duration::from_nanos(100));
+    let batch = (2e-3 / one.as_secs_f64()).ceil().max(1.0) as usize;
+    let mut samples: Vec<f64> = (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..batch {
+                f();
+            }
+            t.elapsed().as_secs_f64() / batch as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+struct Row {
+    model: &'static str,
+    d: usize,
+    codec: String,
+    bits: u32,
+    memcpy: f64,
+    encode: f64,
+    decode: f64,
+}
+
+fn gbps(d: usize, secs: f64) -> f64 {
+    (4 * d) as f64 / secs / 1e9
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let json = args
+        .iter()
+        .position(|a| a == "--json")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let reps = if args.iter().any(|a| a == "--quick") {
+        7
+    } else {
+        31
+    };
+    let mut rows = Vec::new();
+    for (model, d) in SIZES {
+        let x: Vec<f32> = (0..d).map(|i| ((i as f32) * 0.001).sin() * 0.5).collect();
+        let y: Vec<f32> = x
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + ((i % 97) as f32 - 48.0) * 1e-3)
+            .collect();
+        let mut copy = vec![0f32; d];
+        let memcpy = time(|| copy.copy_from_slice(black_box(&x)), reps);
+        black_box(&copy);
+        for bits in BITS {
+            let cfg = MoniquaConfig {
+                bits,
+                rounding: if bits == 1 {
+                    Rounding::Nearest
+                } else {
+                    Rounding::Stochastic
+                },
+                ..MoniquaConfig::default()
+            };
+            let codec = MoniquaCodec::new(&cfg, 1).unwrap();
+            let mut frame = Vec::with_capacity(codec.frame_len(d));
+            let mut it = 0u64;
+            let encode = time(
+                || {
+                    it += 1;
+                    codec
+                        .encode(black_box(&x), it, 0, None, &mut frame)
+                        .unwrap();
+                },
+                reps,
+            );
+            let mut out = vec![0f32; d];
+            let decode = time(
+                || {
+                    codec.decode(black_box(&frame), &y, &mut out).unwrap();
+                },
+                reps,
+            );
+            rows.push(Row {
+                model,
+                d,
+                codec: format!("moniqua-{}", cfg.rounding),
+                bits,
+                memcpy,
+                encode,
+                decode,
+            });
+
+            let scfg = StochasticConfig {
+                bits,
+                ..StochasticConfig::default()
+            };
+            let sc = StochasticCodec::new(&scfg, 1).unwrap();
+            let encode = time(
+                || {
+                    it += 1;
+                    sc.encode(black_box(&x), it, 0, None, &mut frame).unwrap();
+                },
+                reps,
+            );
+            let decode = time(
+                || {
+                    sc.decode(black_box(&frame), &mut out).unwrap();
+                },
+                reps,
+            );
+            rows.push(Row {
+                model,
+                d,
+                codec: "stochastic-bucket".into(),
+                bits,
+                memcpy,
+                encode,
+                decode,
+            });
+        }
+    }
+    println!(
+        "{:<10} {:>9} {:<20} {:>4} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "model", "d", "codec", "bits", "memcpy", "encode", "decode", "enc+dec", "enc+dec/"
+    );
+    println!(
+        "{:<10} {:>9} {:<20} {:>4} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "", "", "", "", "GB/s", "GB/s", "GB/s", "GB/s", "memcpy"
+    );
+    for r in &rows {
+        let both = gbps(r.d, r.encode + r.decode);
+        println!(
+            "{:<10} {:>9} {:<20} {:>4} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2}",
+            r.model,
+            r.d,
+            r.codec,
+            r.bits,
+            gbps(r.d, r.memcpy),
+            gbps(r.d, r.encode),
+            gbps(r.d, r.decode),
+            both,
+            both / gbps(r.d, r.memcpy)
+        );
+    }
+    if let Some(path) = json {
+        let body: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{{\"model\":\"{}\",\"d\":{},\"codec\":\"{}\",\"bits\":{},\"memcpy_s\":{:e},\"encode_s\":{:e},\"decode_s\":{:e}}}",
+                    r.model, r.d, r.codec, r.bits, r.memcpy, r.encode, r.decode
+                )
+            })
+            .collect();
+        std::fs::write(&path, format!("[\n{}\n]\n", body.join(",\n"))).expect("write --json file");
+        eprintln!("wrote {path}");
+    }
+}

@@ -53,11 +53,11 @@ impl Dither {
     /// A uniform sample in `[0, 1)` with 24 bits of resolution for coordinate `i`.
     #[inline(always)]
     pub fn uniform(&self, i: u32) -> f32 {
-        (self.bits(i) >> 8) as f32 * (1.0 / 16_777_216.0)
+        ((self.bits(i) >> 8) as i32) as f32 * (1.0 / 16_777_216.0)
     }
 
     /// Writes `uniform(start + j)` into `out[j]`.
-    #[inline]
+    #[inline(always)]
     pub fn fill(&self, start: u32, out: &mut [f32]) {
         for (j, u) in out.iter_mut().enumerate() {
             *u = self.uniform(start.wrapping_add(j as u32));

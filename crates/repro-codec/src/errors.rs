@@ -87,6 +87,16 @@ pub enum CodecError {
     Frame(#[from] FrameError),
     #[error("input has {count} non-finite values (first at index {first}): the model has diverged")]
     NonFinite { count: usize, first: usize },
+    #[error(
+        "{count} model values are beyond the codec's exact range +-{limit} (first at index {first}: {value}); \
+         raise `codec.theta` (or `codec.modulus`) or lower `codec.bits`"
+    )]
+    OutOfRange {
+        count: usize,
+        first: usize,
+        value: f32,
+        limit: f32,
+    },
     #[error("{what} has {got} values, expected {expected}")]
     LengthMismatch {
         what: &'static str,

@@ -34,10 +34,12 @@ mod dither;
 mod errors;
 pub mod frame;
 mod full;
+mod kernels;
 mod modulo;
 mod moniqua;
 pub mod pack;
 mod round;
+pub mod simd;
 mod stochastic;
 
 pub use dither::{Dither, SHARED_STREAM};

@@ -16,17 +16,12 @@
 
 use std::fmt;
 
-use xxhash_rust::xxh3::Xxh3;
-
 use crate::dither::{Dither, SHARED_STREAM};
 use crate::frame::{self, Compression, FrameHeader, Kind};
+use crate::kernels::{self, ModParams};
 use crate::modulo::{circle_delta, modulus_for};
-use crate::pack::{pack, packed_len, unpack};
-use crate::round::floor_i32;
+use crate::pack::packed_len;
 use crate::{CodecError, ConfigError, Rounding};
-
-/// Values processed per inner block (a multiple of 8, so blocks pack to whole bytes).
-pub(crate) const BLOCK: usize = 1024;
 
 /// What a user configures for Moniqua (keys of `codec.*` in a manifest).
 #[derive(Debug, Clone, PartialEq)]
@@ -231,6 +226,45 @@ impl MoniquaCodec {
         frame::HEADER_LEN + packed_len(len, self.bits)
     }
 
+    fn params(&self, dither: Dither, hash: bool) -> ModParams {
+        ModParams {
+            bits: self.bits,
+            levels: self.levels,
+            scale: self.scale,
+            step: self.step,
+            rounding: self.rounding,
+            dither,
+            hash,
+        }
+    }
+
+    /// The largest `|x|` this codec encodes exactly.
+    pub fn max_abs(&self) -> f32 {
+        kernels::MODULO_LIMIT / self.scale
+    }
+
+    /// Why an encode rejected `x` (the slow path).
+    fn rejected_error(&self, x: &[f32]) -> CodecError {
+        if x.iter().any(|v| !v.is_finite()) {
+            return non_finite_error(x);
+        }
+        let limit = self.max_abs();
+        let count = x
+            .iter()
+            .filter(|v| !(v.abs() * self.scale < kernels::MODULO_LIMIT))
+            .count();
+        let first = x
+            .iter()
+            .position(|v| !(v.abs() * self.scale < kernels::MODULO_LIMIT))
+            .unwrap_or(0);
+        CodecError::OutOfRange {
+            count,
+            first,
+            value: x.get(first).copied().unwrap_or(0.0),
+            limit,
+        }
+    }
+
     fn dither(&self, iteration: u64, sender: u32) -> Dither {
         let stream = if self.shared_randomness {
             SHARED_STREAM
@@ -251,7 +285,7 @@ impl MoniquaCodec {
         x: &[f32],
         iteration: u64,
         sender: u32,
-        mut own: Option<&mut [f32]>,
+        own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
         let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
@@ -261,43 +295,11 @@ impl MoniquaCodec {
         if let Some(own) = own.as_deref() {
             check_len("local biased term buffer", x.len(), own.len())?;
         }
-        check_finite(x)?;
-        let dither = self.dither(iteration, sender);
         let body_start = frame::begin_frame(out, packed_len(x.len(), self.bits));
-        let mut hasher = self.hash.then(Xxh3::new);
-        let mut codes = [0u32; BLOCK];
-        let mut u = [0f32; BLOCK];
-        let mut hash_bytes = [0u8; 4 * BLOCK];
-        let bytes_per_block = BLOCK * self.bits as usize / 8;
-        for (b, xb) in x.chunks(BLOCK).enumerate() {
-            let n = xb.len();
-            let codes = &mut codes[..n];
-            match self.rounding {
-                Rounding::Nearest => {
-                    for (c, &v) in codes.iter_mut().zip(xb) {
-                        *c = floor_i32(v * self.scale + 0.5) as u32;
-                    }
-                }
-                Rounding::Stochastic => {
-                    let u = &mut u[..n];
-                    dither.fill((b * BLOCK) as u32, u);
-                    for ((c, &v), &u) in codes.iter_mut().zip(xb).zip(u.iter()) {
-                        *c = floor_i32(v * self.scale + u) as u32;
-                    }
-                }
-            }
-            if let Some(own) = own.as_deref_mut() {
-                let own = &mut own[b * BLOCK..b * BLOCK + n];
-                for (h, &c) in own.iter_mut().zip(codes.iter()) {
-                    *h = c as i32 as f32 * self.step;
-                }
-            }
-            if let Some(hasher) = hasher.as_mut() {
-                hash_codes(hasher, codes, &mut hash_bytes);
-            }
-            let start = body_start + b * bytes_per_block;
-            let end = start + packed_len(n, self.bits);
-            pack(codes, self.bits, &mut out[start..end]);
+        let params = self.params(self.dither(iteration, sender), self.hash);
+        let k = kernels::moniqua_encode(&params, x, own, &mut out[body_start..]);
+        if k.rejected > 0 {
+            return Err(self.rejected_error(x));
         }
         let header = FrameHeader {
             kind: Kind::Moniqua,
@@ -307,7 +309,7 @@ impl MoniquaCodec {
             iteration,
             sender,
             modulus: self.modulus,
-            hash: hasher.map(|h| h.digest()),
+            hash: k.hash,
             compressed: false,
             body_len: 0,
         };
@@ -346,34 +348,10 @@ impl MoniquaCodec {
         let len = header.len as usize;
         check_len("local model", len, local.len())?;
         check_len("output buffer", len, out.len())?;
-        let mut hasher = header.hash.is_some().then(Xxh3::new);
-        let mut codes = [0u32; BLOCK];
-        let mut hash_bytes = [0u8; 4 * BLOCK];
-        let bytes_per_block = BLOCK * self.bits as usize / 8;
-        let inv_levels = 1.0 / self.levels as f32;
-        for (b, (yb, ob)) in local.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).enumerate() {
-            let n = yb.len();
-            let codes = &mut codes[..n];
-            let start = b * bytes_per_block;
-            unpack(
-                &frame.body[start..start + packed_len(n, self.bits)],
-                self.bits,
-                codes,
-            );
-            for ((c, &y), o) in codes.iter_mut().zip(yb).zip(ob.iter_mut()) {
-                let r = *c as i32;
-                // the whole number of turns that brings r nearest to y L / B
-                let k = floor_i32((y * self.scale - r as f32) * inv_levels + 0.5);
-                let full = r.wrapping_add(k.wrapping_mul(self.levels));
-                *c = full as u32;
-                *o = full as f32 * self.step;
-            }
-            if let Some(hasher) = hasher.as_mut() {
-                hash_codes(hasher, codes, &mut hash_bytes);
-            }
-        }
-        let verification = match (header.hash, hasher) {
-            (Some(sent), Some(h)) if h.digest() == sent => Verification::Verified,
+        let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
+        let recovered = kernels::moniqua_decode(&params, &frame.body, local, out);
+        let verification = match (header.hash, recovered) {
+            (Some(sent), Some(h)) if h == sent => Verification::Verified,
             (Some(_), _) => Verification::Mismatch,
             (None, _) => Verification::Unchecked,
         };
@@ -382,14 +360,6 @@ impl MoniquaCodec {
             verification,
         })
     }
-}
-
-fn hash_codes(hasher: &mut Xxh3, codes: &[u32], buf: &mut [u8; 4 * BLOCK]) {
-    let bytes = &mut buf[..4 * codes.len()];
-    for (dst, c) in bytes.chunks_exact_mut(4).zip(codes) {
-        dst.copy_from_slice(&c.to_le_bytes());
-    }
-    hasher.update(bytes);
 }
 
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), CodecError> {
@@ -404,13 +374,11 @@ pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Resu
     }
 }
 
-pub(crate) fn check_finite(x: &[f32]) -> Result<(), CodecError> {
-    let bad = x.iter().filter(|v| !v.is_finite()).count();
-    if bad == 0 {
-        return Ok(());
-    }
+/// The error for an input with non-finite values (the slow path of a failed encode).
+pub(crate) fn non_finite_error(x: &[f32]) -> CodecError {
+    let count = x.iter().filter(|v| !v.is_finite()).count();
     let first = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
-    Err(CodecError::NonFinite { count: bad, first })
+    CodecError::NonFinite { count, first }
 }
 
 #[cfg(test)]
@@ -528,7 +496,7 @@ mod tests {
         // Reconstruct the sent codes and apply the paper's formulas.
         let parsed = frame::read_frame(&frame, u32::MAX).unwrap();
         let mut codes = vec![0u32; x.len()];
-        unpack(&parsed.body, 3, &mut codes);
+        crate::pack::unpack(&parsed.body, 3, &mut codes);
         for i in 0..x.len() {
             let q = f64::from(codes[i]) / 8.0;
             let want = paper_recover(q, b, f64::from(y[i]));
@@ -600,6 +568,32 @@ mod tests {
         x[7] = f32::INFINITY;
         let err = c.encode(&x, 0, 0, None, &mut Vec::new()).unwrap_err();
         assert_eq!(err, CodecError::NonFinite { count: 2, first: 3 });
+    }
+
+    #[test]
+    fn values_beyond_the_exact_range_are_an_error() {
+        let c = codec(8, Rounding::Stochastic, 0.01);
+        let limit = c.max_abs();
+        assert!(limit > 100.0 && limit < 1000.0, "{limit}");
+        let mut x = vec![0.5f32; 10];
+        x[4] = limit * 1.01;
+        x[6] = -limit * 2.0;
+        let err = c.encode(&x, 0, 0, None, &mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CodecError::OutOfRange {
+                    count: 2,
+                    first: 4,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("raise `codec.theta`"));
+        x[4] = limit * 0.99;
+        x[6] = -limit * 0.99;
+        c.encode(&x, 0, 0, None, &mut Vec::new()).unwrap();
     }
 
     #[test]

@@ -10,6 +10,32 @@ pub fn packed_len(n: usize, bits: u32) -> usize {
     (n * bits as usize).div_ceil(8)
 }
 
+/// Values whose width divides 8: each byte holds `8 / B` whole values.
+#[inline(always)]
+fn pack_bytes<const B: usize>(codes: &[u32], out: &mut [u8]) {
+    let per = 8 / B;
+    let mask = (1u32 << B) - 1;
+    for (dst, group) in out.iter_mut().zip(codes.chunks_exact(per)) {
+        let mut byte = 0u32;
+        for (t, &c) in group.iter().enumerate() {
+            byte |= (c & mask) << (t * B);
+        }
+        *dst = byte as u8;
+    }
+}
+
+#[inline(always)]
+fn unpack_bytes<const B: usize>(bytes: &[u8], out: &mut [u32]) {
+    let per = 8 / B;
+    let mask = (1u32 << B) - 1;
+    for (&src, group) in bytes.iter().zip(out.chunks_exact_mut(per)) {
+        for (t, c) in group.iter_mut().enumerate() {
+            *c = (u32::from(src) >> (t * B)) & mask;
+        }
+    }
+}
+
+/// Other widths: eight values make exactly `B` bytes.
 #[inline(always)]
 fn pack_groups<const B: usize>(codes: &[u32], out: &mut [u8]) {
     let mask = (1u64 << B) - 1;
@@ -61,6 +87,7 @@ fn unpack_tail(bytes: &[u8], bits: u32, out: &mut [u32]) {
 /// # Panics
 /// If `bits` is not in 1..=8 or `out` has the wrong length (caller bugs, not
 /// input errors: frames are validated before they reach the unpacker).
+#[inline(always)]
 pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
     assert!((1..=8).contains(&bits), "bits must be in 1..=8");
     assert_eq!(
@@ -71,15 +98,20 @@ pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
     let full = codes.len() / 8 * 8;
     let split = full / 8 * bits as usize;
     let (head, tail) = out.split_at_mut(split);
+    let codes_head = &codes[..full];
     match bits {
-        1 => pack_groups::<1>(&codes[..full], head),
-        2 => pack_groups::<2>(&codes[..full], head),
-        3 => pack_groups::<3>(&codes[..full], head),
-        4 => pack_groups::<4>(&codes[..full], head),
-        5 => pack_groups::<5>(&codes[..full], head),
-        6 => pack_groups::<6>(&codes[..full], head),
-        7 => pack_groups::<7>(&codes[..full], head),
-        _ => pack_groups::<8>(&codes[..full], head),
+        1 => pack_bytes::<1>(codes_head, head),
+        2 => pack_bytes::<2>(codes_head, head),
+        3 => pack_groups::<3>(codes_head, head),
+        4 => pack_bytes::<4>(codes_head, head),
+        5 => pack_groups::<5>(codes_head, head),
+        6 => pack_groups::<6>(codes_head, head),
+        7 => pack_groups::<7>(codes_head, head),
+        _ => {
+            for (d, &c) in head.iter_mut().zip(codes_head) {
+                *d = c as u8;
+            }
+        }
     }
     if full < codes.len() {
         pack_tail(&codes[full..], bits, tail);
@@ -91,6 +123,7 @@ pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
 ///
 /// # Panics
 /// As [`pack`].
+#[inline(always)]
 pub fn unpack(bytes: &[u8], bits: u32, out: &mut [u32]) {
     assert!((1..=8).contains(&bits), "bits must be in 1..=8");
     assert_eq!(
@@ -103,14 +136,18 @@ pub fn unpack(bytes: &[u8], bits: u32, out: &mut [u32]) {
     let (head, tail) = bytes.split_at(split);
     let (out_head, out_tail) = out.split_at_mut(full);
     match bits {
-        1 => unpack_groups::<1>(head, out_head),
-        2 => unpack_groups::<2>(head, out_head),
+        1 => unpack_bytes::<1>(head, out_head),
+        2 => unpack_bytes::<2>(head, out_head),
         3 => unpack_groups::<3>(head, out_head),
-        4 => unpack_groups::<4>(head, out_head),
+        4 => unpack_bytes::<4>(head, out_head),
         5 => unpack_groups::<5>(head, out_head),
         6 => unpack_groups::<6>(head, out_head),
         7 => unpack_groups::<7>(head, out_head),
-        _ => unpack_groups::<8>(head, out_head),
+        _ => {
+            for (o, &b) in out_head.iter_mut().zip(head) {
+                *o = u32::from(b);
+            }
+        }
     }
     if !out_tail.is_empty() {
         unpack_tail(tail, bits, out_tail);

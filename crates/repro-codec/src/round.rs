@@ -23,11 +23,23 @@ impl fmt::Display for Rounding {
     }
 }
 
-/// `floor(v)` as i32; saturates outside the i32 range, NaN gives 0.
+/// `1.5 * 2^23`: adding it to `|v| < 2^22` leaves `round(v)` in the mantissa.
+const MAGIC: f32 = 12_582_912.0;
+
+/// Magnitude below which [`floor_i32`] is exact. Callers check their inputs
+/// against it (see `CodecError::OutOfRange`).
+pub(crate) const EXACT_LIMIT: f32 = 4_194_304.0;
+
+/// `floor(v)` as i32, exact for `|v| < 2^22`; any other input (NaN included)
+/// gives an unspecified value, never a panic. Only float adds, compares and
+/// integer subtractions, so it vectorizes on every instruction set (the
+/// saturating `as i32` does not, and SSE2 has no floor).
 #[inline(always)]
 pub(crate) fn floor_i32(v: f32) -> i32 {
-    let t = v as i32;
-    t.wrapping_sub(i32::from((t as f32) > v))
+    let t = v + MAGIC;
+    let nearest = t - MAGIC;
+    let r = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
+    r.wrapping_sub(i32::from(nearest > v))
 }
 
 #[cfg(test)]
@@ -40,12 +52,51 @@ mod tests {
             let v = i as f32 * 0.37;
             assert_eq!(floor_i32(v), v.floor() as i32, "v = {v}");
         }
-        assert_eq!(floor_i32(-0.0), 0);
-        assert_eq!(floor_i32(-1e-30), -1);
-        assert_eq!(floor_i32(f32::NAN), 0);
-        assert_eq!(floor_i32(f32::INFINITY), i32::MAX);
-        // Far below the i32 range: no overflow panic (the value wraps; callers reject non-finite input).
-        let _ = floor_i32(f32::NEG_INFINITY);
-        let _ = floor_i32(-3e9);
+        for v in [
+            0.0f32,
+            -0.0,
+            -1e-30,
+            1e-30,
+            0.5,
+            -0.5,
+            1.5,
+            -1.5,
+            2.5,
+            -2.5,
+            0.999_999_94,
+            -0.999_999_94,
+            4_194_303.5,
+            -4_194_303.5,
+            4_194_303.0,
+            -4_194_304.0,
+            1_000_000.2,
+            -77.999_99,
+        ] {
+            assert_eq!(floor_i32(v), v.floor() as i32, "v = {v}");
+        }
+        // every float in a range straddling zero, and near the limit
+        let mut v = -3.0f32;
+        while v < 3.0 {
+            assert_eq!(floor_i32(v), v.floor() as i32, "v = {v}");
+            v = f32::from_bits(if v < 0.0 {
+                v.to_bits() - 997
+            } else {
+                v.to_bits() + 997
+            });
+            if v.abs() < 1e-6 {
+                v = 1e-6;
+            }
+        }
+        // outside the exact range: no panic
+        for v in [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            3e9,
+            -3e9,
+            EXACT_LIMIT * 4.0,
+        ] {
+            let _ = floor_i32(v);
+        }
     }
 }

@@ -7,9 +7,9 @@
 
 use crate::dither::Dither;
 use crate::frame::{self, Compression, FrameHeader, Kind};
-use crate::moniqua::{BLOCK, Encoded, check_finite, check_len};
-use crate::pack::{pack, packed_len, unpack};
-use crate::round::floor_i32;
+use crate::kernels::{self, BucketParams};
+use crate::moniqua::{Encoded, check_len, non_finite_error};
+use crate::pack::packed_len;
 use crate::{CodecError, ConfigError};
 
 /// Default values per scale.
@@ -85,7 +85,7 @@ impl StochasticCodec {
         x: &[f32],
         iteration: u64,
         sender: u32,
-        mut own: Option<&mut [f32]>,
+        own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
         let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
@@ -95,55 +95,18 @@ impl StochasticCodec {
         if let Some(own) = own.as_deref() {
             check_len("dequantized output buffer", x.len(), own.len())?;
         }
-        check_finite(x)?;
         let nb = x.len().div_ceil(self.bucket);
         let body_start = frame::begin_frame(out, 4 * nb + packed_len(x.len(), self.bits));
-        let codes_start = body_start + 4 * nb;
-        for (k, xb) in x.chunks(self.bucket).enumerate() {
-            let s = xb.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-            let o = body_start + 4 * k;
-            out[o..o + 4].copy_from_slice(&s.to_le_bytes());
+        let (scales, codes) = out[body_start..].split_at_mut(4 * nb);
+        if kernels::bucket_scales(self.bucket, x, scales) > 0 {
+            return Err(non_finite_error(x));
         }
-        let dither = self.dither(iteration, sender);
-        let top = ((1u32 << self.bits) - 1) as i32;
-        let mut codes = [0u32; BLOCK];
-        let mut u = [0f32; BLOCK];
-        let bytes_per_block = BLOCK * self.bits as usize / 8;
-        for (b, xb) in x.chunks(BLOCK).enumerate() {
-            let base = b * BLOCK;
-            let n = xb.len();
-            dither.fill(base as u32, &mut u[..n]);
-            // walk the block in segments that share one bucket scale
-            let mut j = 0;
-            while j < n {
-                let bucket = (base + j) / self.bucket;
-                let seg_end = ((bucket + 1) * self.bucket - base).min(n);
-                let o = body_start + 4 * bucket;
-                let s = f32::from_le_bytes([out[o], out[o + 1], out[o + 2], out[o + 3]]);
-                let inv = if s > 0.0 { top as f32 / (2.0 * s) } else { 0.0 };
-                let seg = j..seg_end;
-                for ((c, &v), &u) in codes[seg.clone()]
-                    .iter_mut()
-                    .zip(&xb[seg.clone()])
-                    .zip(&u[seg.clone()])
-                {
-                    *c = floor_i32((v + s) * inv + u).clamp(0, top) as u32;
-                }
-                if let Some(own) = own.as_deref_mut() {
-                    let width = 2.0 * s / top as f32;
-                    for (h, &c) in own[base + j..base + seg_end].iter_mut().zip(&codes[seg]) {
-                        *h = c as f32 * width - s;
-                    }
-                }
-                j = seg_end;
-            }
-            let start = codes_start + b * bytes_per_block;
-            pack(
-                &codes[..n],
-                self.bits,
-                &mut out[start..start + packed_len(n, self.bits)],
-            );
-        }
+        let params = BucketParams {
+            bits: self.bits,
+            bucket: self.bucket,
+            dither: self.dither(iteration, sender),
+        };
+        kernels::bucket_encode(&params, x, own, scales, codes);
         let header = FrameHeader {
             kind: Kind::Stochastic,
             bits: self.bits as u8,
@@ -186,33 +149,15 @@ impl StochasticCodec {
         check_len("output buffer", len, out.len())?;
         let nb = len.div_ceil(self.bucket);
         let (scales, packed) = frame.body.split_at(4 * nb);
-        let top = ((1u32 << self.bits) - 1) as f32;
-        let mut codes = [0u32; BLOCK];
-        let bytes_per_block = BLOCK * self.bits as usize / 8;
-        for (b, ob) in out.chunks_mut(BLOCK).enumerate() {
-            let base = b * BLOCK;
-            let n = ob.len();
-            let start = b * bytes_per_block;
-            unpack(
-                &packed[start..start + packed_len(n, self.bits)],
-                self.bits,
-                &mut codes[..n],
-            );
-            let mut j = 0;
-            while j < n {
-                let bucket = (base + j) / self.bucket;
-                let seg_end = ((bucket + 1) * self.bucket - base).min(n);
-                let sb = &scales[4 * bucket..4 * bucket + 4];
-                let s = f32::from_le_bytes([sb[0], sb[1], sb[2], sb[3]]);
-                if !(s >= 0.0 && s.is_finite()) {
-                    return Err(CodecError::CorruptScale { bucket, scale: s });
-                }
-                let width = 2.0 * s / top;
-                for (o, &c) in ob[j..seg_end].iter_mut().zip(&codes[j..seg_end]) {
-                    *o = c as f32 * width - s;
-                }
-                j = seg_end;
-            }
+        if let Some(bucket) = kernels::bucket_decode(self.bits, self.bucket, scales, packed, out) {
+            return Err(CodecError::CorruptScale {
+                bucket,
+                scale: f32::from_le_bytes(
+                    scales[4 * bucket..4 * bucket + 4]
+                        .try_into()
+                        .unwrap_or([0; 4]),
+                ),
+            });
         }
         Ok(h)
     }

@@ -1,0 +1,409 @@
+//! The codec's hot loops, each compiled per SIMD level (see [`crate::simd`]).
+//!
+//! Every kernel walks its buffer in blocks of [`BLOCK`] values: quantize into
+//! a code block on the stack, optionally write the local dequantized values,
+//! hash the un-modded codes, pack. Blocks are a multiple of 16 values, so block
+//! boundaries never split a packed byte or a hash lane round.
+
+use crate::Rounding;
+use crate::dither::Dither;
+use crate::pack::{pack, packed_len, unpack};
+use crate::round::{EXACT_LIMIT, floor_i32};
+use crate::simd::multiversion;
+
+/// Values per inner block.
+pub(crate) const BLOCK: usize = 1024;
+
+const LANES: usize = 16;
+const HASH_MUL: u32 = 0x9E37_79B1;
+
+/// A 64-bit hash of a sequence of 32-bit codes, computed in 16 independent
+/// lanes so it vectorizes: lane `l` folds codes `l, l + 16, l + 32, ...` with
+/// `h = rotl((h ^ c) * odd, 15)`, a bijection in `h` and in `c`; the lanes and
+/// the length are then hashed with xxh3-64. One wrong code always changes the
+/// hash; several cancel with probability about 2^-32.
+#[derive(Debug, Clone)]
+pub(crate) struct CodeHash {
+    lanes: [u32; LANES],
+    len: u64,
+}
+
+impl CodeHash {
+    #[inline(always)]
+    pub(crate) fn new() -> Self {
+        let mut lanes = [0u32; LANES];
+        for (l, h) in lanes.iter_mut().enumerate() {
+            *h = (l as u32 + 1).wrapping_mul(0x85EB_CA77);
+        }
+        Self { lanes, len: 0 }
+    }
+
+    /// Folds `codes` in. Every call but the last must pass a multiple of 16.
+    #[inline(always)]
+    pub(crate) fn update(&mut self, codes: &[u32]) {
+        let mut chunks = codes.chunks_exact(LANES);
+        for chunk in &mut chunks {
+            for (h, &c) in self.lanes.iter_mut().zip(chunk) {
+                *h = (*h ^ c).wrapping_mul(HASH_MUL).rotate_left(15);
+            }
+        }
+        for (h, &c) in self.lanes.iter_mut().zip(chunks.remainder()) {
+            *h = (*h ^ c).wrapping_mul(HASH_MUL).rotate_left(15);
+        }
+        self.len += codes.len() as u64;
+    }
+
+    pub(crate) fn finish(&self) -> u64 {
+        let mut bytes = [0u8; 4 * LANES];
+        for (dst, h) in bytes.chunks_exact_mut(4).zip(&self.lanes) {
+            dst.copy_from_slice(&h.to_le_bytes());
+        }
+        xxhash_rust::xxh3::xxh3_64_with_seed(&bytes, self.len)
+    }
+}
+
+/// 1 if `v` is NaN or infinite, else 0 (branch-free, vectorizes).
+#[inline(always)]
+fn non_finite(v: f32) -> u32 {
+    u32::from(v.to_bits() & 0x7f80_0000 == 0x7f80_0000)
+}
+
+/// Largest `|x 2^b / B|` Moniqua encodes exactly (a margin below
+/// [`EXACT_LIMIT`] leaves room for the dither and the rounding offset).
+pub(crate) const MODULO_LIMIT: f32 = EXACT_LIMIT - 4.0;
+
+/// 1 unless `|t| < MODULO_LIMIT` (so NaN and infinities count).
+#[inline(always)]
+fn out_of_range(t: f32) -> u32 {
+    u32::from(!(t.abs() < MODULO_LIMIT))
+}
+
+/// Parameters of a Moniqua encode or decode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ModParams {
+    pub bits: u32,
+    pub levels: i32,
+    /// `2^bits / B`
+    pub scale: f32,
+    /// `B / 2^bits`
+    pub step: f32,
+    pub rounding: Rounding,
+    pub dither: Dither,
+    pub hash: bool,
+}
+
+/// Result of a Moniqua encode: how many inputs were rejected (non-finite, or
+/// too large to encode exactly), and the code hash.
+#[derive(Debug)]
+pub(crate) struct KernelOut {
+    pub rejected: u32,
+    pub hash: Option<u64>,
+}
+
+#[inline(always)]
+fn moniqua_encode_impl(
+    p: &ModParams,
+    x: &[f32],
+    mut own: Option<&mut [f32]>,
+    body: &mut [u8],
+) -> KernelOut {
+    let mut hash = p.hash.then(CodeHash::new);
+    let mut codes = [0u32; BLOCK];
+    let mut u = [0f32; BLOCK];
+    let mut bad = 0u32;
+    let bytes_per_block = BLOCK * p.bits as usize / 8;
+    for (b, xb) in x.chunks(BLOCK).enumerate() {
+        let n = xb.len();
+        let codes = &mut codes[..n];
+        match p.rounding {
+            Rounding::Nearest => {
+                for (c, &v) in codes.iter_mut().zip(xb) {
+                    let t = v * p.scale;
+                    bad += out_of_range(t);
+                    *c = floor_i32(t + 0.5) as u32;
+                }
+            }
+            Rounding::Stochastic => {
+                let u = &mut u[..n];
+                p.dither.fill((b * BLOCK) as u32, u);
+                for ((c, &v), &u) in codes.iter_mut().zip(xb).zip(u.iter()) {
+                    let t = v * p.scale;
+                    bad += out_of_range(t);
+                    *c = floor_i32(t + u) as u32;
+                }
+            }
+        }
+        if let Some(own) = own.as_deref_mut() {
+            for (h, &c) in own[b * BLOCK..b * BLOCK + n].iter_mut().zip(codes.iter()) {
+                *h = c as i32 as f32 * p.step;
+            }
+        }
+        if let Some(hash) = hash.as_mut() {
+            hash.update(codes);
+        }
+        let start = b * bytes_per_block;
+        pack(
+            codes,
+            p.bits,
+            &mut body[start..start + packed_len(n, p.bits)],
+        );
+    }
+    KernelOut {
+        rejected: bad,
+        hash: hash.map(|h| h.finish()),
+    }
+}
+
+#[inline(always)]
+fn moniqua_decode_impl(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32]) -> Option<u64> {
+    let mut hash = p.hash.then(CodeHash::new);
+    let mut codes = [0u32; BLOCK];
+    let bytes_per_block = BLOCK * p.bits as usize / 8;
+    let inv_levels = 1.0 / p.levels as f32;
+    for (b, (yb, ob)) in local.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).enumerate() {
+        let n = yb.len();
+        let codes = &mut codes[..n];
+        let start = b * bytes_per_block;
+        unpack(&body[start..start + packed_len(n, p.bits)], p.bits, codes);
+        for ((c, &y), o) in codes.iter_mut().zip(yb).zip(ob.iter_mut()) {
+            let r = *c as i32;
+            // the whole number of turns that brings r nearest to y 2^b / B
+            let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
+            let full = r.wrapping_add(k.wrapping_mul(p.levels));
+            *c = full as u32;
+            *o = full as f32 * p.step;
+        }
+        if let Some(hash) = hash.as_mut() {
+            hash.update(codes);
+        }
+    }
+    hash.map(|h| h.finish())
+}
+
+/// Parameters of a baseline (per-bucket scale) encode or decode.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BucketParams {
+    pub bits: u32,
+    pub bucket: usize,
+    pub dither: Dither,
+}
+
+/// Writes `max |v|` of each bucket as f32 into `scales`; counts non-finite values.
+#[inline(always)]
+fn bucket_scales_impl(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 {
+    let mut bad = 0u32;
+    for (xb, dst) in x.chunks(bucket).zip(scales.chunks_exact_mut(4)) {
+        let mut m = 0.0f32;
+        for &v in xb {
+            bad += non_finite(v);
+            let a = v.abs();
+            m = if a > m { a } else { m };
+        }
+        dst.copy_from_slice(&m.to_le_bytes());
+    }
+    bad
+}
+
+#[inline(always)]
+fn scale_at(scales: &[u8], k: usize) -> f32 {
+    let s = &scales[4 * k..4 * k + 4];
+    f32::from_le_bytes([s[0], s[1], s[2], s[3]])
+}
+
+/// The end (within the block starting at `base`, of `n` values) of the run
+/// that starts at `j` and shares bucket `(base + j) / bucket`.
+#[inline(always)]
+fn bucket_run_end(base: usize, j: usize, n: usize, bucket: usize) -> (usize, usize) {
+    let k = (base + j) / bucket;
+    (k, ((k + 1) * bucket - base).min(n))
+}
+
+#[inline(always)]
+fn bucket_encode_impl(
+    p: &BucketParams,
+    x: &[f32],
+    mut own: Option<&mut [f32]>,
+    scales: &[u8],
+    codes_out: &mut [u8],
+) {
+    let top = ((1u32 << p.bits) - 1) as i32;
+    let mut codes = [0u32; BLOCK];
+    let mut u = [0f32; BLOCK];
+    let bytes_per_block = BLOCK * p.bits as usize / 8;
+    for (b, xb) in x.chunks(BLOCK).enumerate() {
+        let base = b * BLOCK;
+        let n = xb.len();
+        p.dither.fill(base as u32, &mut u[..n]);
+        let mut j = 0;
+        while j < n {
+            let (k, end) = bucket_run_end(base, j, n, p.bucket);
+            let s = scale_at(scales, k);
+            let inv = if s > 0.0 { top as f32 / (2.0 * s) } else { 0.0 };
+            for ((c, &v), &u) in codes[j..end].iter_mut().zip(&xb[j..end]).zip(&u[j..end]) {
+                *c = floor_i32((v + s) * inv + u).clamp(0, top) as u32;
+            }
+            if let Some(own) = own.as_deref_mut() {
+                let width = 2.0 * s / top as f32;
+                for (h, &c) in own[base + j..base + end].iter_mut().zip(&codes[j..end]) {
+                    *h = c as f32 * width - s;
+                }
+            }
+            j = end;
+        }
+        let start = b * bytes_per_block;
+        pack(
+            &codes[..n],
+            p.bits,
+            &mut codes_out[start..start + packed_len(n, p.bits)],
+        );
+    }
+}
+
+/// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
+#[inline(always)]
+fn bucket_decode_impl(
+    bits: u32,
+    bucket: usize,
+    scales: &[u8],
+    packed: &[u8],
+    out: &mut [f32],
+) -> Option<usize> {
+    let top = ((1u32 << bits) - 1) as f32;
+    let mut codes = [0u32; BLOCK];
+    let bytes_per_block = BLOCK * bits as usize / 8;
+    let mut corrupt = None;
+    for (b, ob) in out.chunks_mut(BLOCK).enumerate() {
+        let base = b * BLOCK;
+        let n = ob.len();
+        let start = b * bytes_per_block;
+        unpack(
+            &packed[start..start + packed_len(n, bits)],
+            bits,
+            &mut codes[..n],
+        );
+        let mut j = 0;
+        while j < n {
+            let (k, end) = bucket_run_end(base, j, n, bucket);
+            let s = scale_at(scales, k);
+            if !(s >= 0.0 && s.is_finite()) {
+                corrupt.get_or_insert(k);
+            }
+            let width = 2.0 * s / top;
+            for (o, &c) in ob[j..end].iter_mut().zip(&codes[j..end]) {
+                *o = c as f32 * width - s;
+            }
+            j = end;
+        }
+    }
+    corrupt
+}
+
+multiversion! {
+    /// Moniqua encode of `x` into `body` (exactly `packed_len(x.len(), bits)` bytes).
+    fn moniqua_encode / moniqua_encode_at(p: &ModParams, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
+}
+multiversion! {
+    /// Moniqua recovery of a neighbour's codes against the local model; returns the code hash.
+    fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32]) -> Option<u64> = moniqua_decode_impl;
+}
+multiversion! {
+    /// Per-bucket scales; returns the number of non-finite inputs.
+    fn bucket_scales / bucket_scales_at(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 = bucket_scales_impl;
+}
+multiversion! {
+    /// Baseline stochastic rounding of `x` given its scales.
+    fn bucket_encode / bucket_encode_at(p: &BucketParams, x: &[f32], own: Option<&mut [f32]>, scales: &[u8], codes_out: &mut [u8]) -> () = bucket_encode_impl;
+}
+multiversion! {
+    /// Baseline dequantization.
+    fn bucket_decode / bucket_decode_at(bits: u32, bucket: usize, scales: &[u8], packed: &[u8], out: &mut [f32]) -> Option<usize> = bucket_decode_impl;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::{Level, detected};
+
+    fn levels() -> Vec<Level> {
+        [Level::Baseline, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .filter(|&l| l <= detected())
+            .collect()
+    }
+
+    #[test]
+    fn every_simd_level_produces_identical_bits() {
+        let x: Vec<f32> = (0..5003).map(|i| ((i as f32) * 0.37).sin() * 7.0).collect();
+        let y: Vec<f32> = x.iter().map(|v| v + 0.3).collect();
+        for bits in 1..=8u32 {
+            for rounding in [Rounding::Nearest, Rounding::Stochastic] {
+                let levels_n = 1i32 << bits;
+                let p = ModParams {
+                    bits,
+                    levels: levels_n,
+                    scale: levels_n as f32 / 5.0,
+                    step: 5.0 / levels_n as f32,
+                    rounding,
+                    dither: Dither::new(1, 0, 2),
+                    hash: true,
+                };
+                let mut reference = None;
+                for level in levels() {
+                    let mut body = vec![0u8; packed_len(x.len(), bits)];
+                    let mut own = vec![0f32; x.len()];
+                    let e = moniqua_encode_at(level, &p, &x, Some(&mut own), &mut body);
+                    let mut out = vec![0f32; x.len()];
+                    let h = moniqua_decode_at(level, &p, &body, &y, &mut out);
+                    let bp = BucketParams {
+                        bits,
+                        bucket: 100,
+                        dither: p.dither,
+                    };
+                    let mut scales = vec![0u8; 4 * x.len().div_ceil(100)];
+                    bucket_scales_at(level, 100, &x, &mut scales);
+                    let mut bcodes = vec![0u8; packed_len(x.len(), bits)];
+                    bucket_encode_at(level, &bp, &x, None, &scales, &mut bcodes);
+                    let mut bout = vec![0f32; x.len()];
+                    bucket_decode_at(level, bits, 100, &scales, &bcodes, &mut bout);
+                    let got = (
+                        body,
+                        own.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        e.hash,
+                        h,
+                        out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        bcodes,
+                        bout.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                    );
+                    match &reference {
+                        None => reference = Some(got),
+                        Some(r) => assert!(
+                            r == &got,
+                            "level {level:?} differs at bits={bits} {rounding}"
+                        ),
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn code_hash_detects_any_single_change() {
+        let codes: Vec<u32> = (0..1000).map(|i| i * 7).collect();
+        let mut h = CodeHash::new();
+        h.update(&codes);
+        let base = h.finish();
+        for i in [0usize, 1, 15, 16, 500, 999] {
+            for delta in [1u32, 2, 256, 1 << 31] {
+                let mut c = codes.clone();
+                c[i] = c[i].wrapping_add(delta);
+                let mut h = CodeHash::new();
+                h.update(&c);
+                assert_ne!(h.finish(), base, "i={i} delta={delta}");
+            }
+        }
+        // length is part of the hash
+        let mut h = CodeHash::new();
+        h.update(&codes[..999]);
+        assert_ne!(h.finish(), base);
+    }
+}

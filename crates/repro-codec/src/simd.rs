@@ -1,0 +1,113 @@
+//! Runtime selection of the instruction set for the codec's hot loops.
+//!
+//! Kernels are written once as `#[inline(always)]` scalar Rust that the
+//! compiler vectorizes; [`multiversion!`] instantiates each one for x86-64-v4
+//! (AVX-512), x86-64-v3 (AVX2 + FMA) and the baseline, and picks at run time.
+//! All instantiations produce bit-identical results (Rust never contracts
+//! `a * b + c` into an FMA), so workers on different CPUs agree on every code;
+//! `kernels::tests` checks this.
+//!
+//! `REPRO_CODEC_SIMD=baseline|avx2|avx512` caps the level (for benchmarks and
+//! for checking a slow path); the default is the best the CPU supports.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Instruction-set levels, in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Baseline = 1,
+    Avx2 = 2,
+    Avx512 = 3,
+}
+
+impl Level {
+    /// Lowercase name, as accepted by `REPRO_CODEC_SIMD`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Baseline => "baseline",
+            Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
+        }
+    }
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(0);
+
+/// The best level this CPU supports.
+pub fn detected() -> Level {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+            && std::arch::is_x86_feature_detected!("avx512dq")
+            && std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Level::Avx512;
+        }
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Level::Avx2;
+        }
+    }
+    Level::Baseline
+}
+
+/// The level the codec uses: the detected one, capped by `REPRO_CODEC_SIMD`.
+pub fn level() -> Level {
+    match LEVEL.load(Ordering::Relaxed) {
+        1 => Level::Baseline,
+        2 => Level::Avx2,
+        3 => Level::Avx512,
+        _ => {
+            let cap = match std::env::var("REPRO_CODEC_SIMD").as_deref() {
+                Ok("baseline") => Level::Baseline,
+                Ok("avx2") => Level::Avx2,
+                _ => Level::Avx512,
+            };
+            let l = detected().min(cap);
+            LEVEL.store(l as u8, Ordering::Relaxed);
+            l
+        }
+    }
+}
+
+/// Defines `pub(crate) fn $name(args) -> ret` that runs `$imp` compiled for the
+/// best available level, plus `$name_at(level, args)` for tests.
+macro_rules! multiversion {
+    ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:path;) => {
+        $(#[$meta])*
+        pub(crate) fn $name($($arg: $ty),*) -> $ret {
+            $at($crate::simd::level(), $($arg),*)
+        }
+
+        /// Runs the kernel at `level`, which must not exceed `simd::detected()`.
+        #[allow(unsafe_code)]
+        pub(crate) fn $at(level: $crate::simd::Level, $($arg: $ty),*) -> $ret {
+            assert!(level <= $crate::simd::detected(), "SIMD level not supported by this CPU");
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+                fn v4($($arg: $ty),*) -> $ret {
+                    $imp($($arg),*)
+                }
+                #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
+                fn v3($($arg: $ty),*) -> $ret {
+                    $imp($($arg),*)
+                }
+                match level {
+                    // SAFETY: the assert above established that the CPU has
+                    // these features (`detected()` checks each of them).
+                    $crate::simd::Level::Avx512 => return unsafe { v4($($arg),*) },
+                    // SAFETY: as above.
+                    $crate::simd::Level::Avx2 => return unsafe { v3($($arg),*) },
+                    $crate::simd::Level::Baseline => {}
+                }
+            }
+            let _ = level;
+            $imp($($arg),*)
+        }
+    };
+}
+pub(crate) use multiversion;
