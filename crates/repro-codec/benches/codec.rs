@@ -6,11 +6,13 @@
 //!     cargo bench -p repro-codec -- --quick            # fewer repetitions
 //!
 //! Throughput is GB/s of f32 input (4 d bytes per call). Sizes are the
-//! parameter counts of ResNet20 (~270k) and ResNet110 (~1.7M).
+//! parameter counts of ResNet20 (~270k) and ResNet110 (~1.7M). The SIMD level
+//! can be capped with `REPRO_CODEC_SIMD=baseline|avx2|avx512`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use repro_codec::simd;
 use repro_codec::{MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec, StochasticConfig};
 
 const SIZES: [(&str, usize); 2] = [("resnet20", 270_000), ("resnet110", 1_700_000)];
@@ -65,8 +67,14 @@ fn main() {
     } else {
         31
     };
+    println!(
+        "simd level: {} (detected: {})",
+        simd::level().name(),
+        simd::detected().name()
+    );
     let mut rows = Vec::new();
     for (model, d) in SIZES {
+        // a model and a neighbour within theta of it
         let x: Vec<f32> = (0..d).map(|i| ((i as f32) * 0.001).sin() * 0.5).collect();
         let y: Vec<f32> = x
             .iter()
@@ -76,44 +84,53 @@ fn main() {
         let mut copy = vec![0f32; d];
         let memcpy = time(|| copy.copy_from_slice(black_box(&x)), reps);
         black_box(&copy);
+        let mut frame = Vec::new();
+        let mut out = vec![0f32; d];
+        let mut it = 0u64;
         for bits in BITS {
-            let cfg = MoniquaConfig {
-                bits,
-                rounding: if bits == 1 {
-                    Rounding::Nearest
-                } else {
-                    Rounding::Stochastic
-                },
-                ..MoniquaConfig::default()
-            };
-            let codec = MoniquaCodec::new(&cfg, 1).unwrap();
-            let mut frame = Vec::with_capacity(codec.frame_len(d));
-            let mut it = 0u64;
-            let encode = time(
-                || {
-                    it += 1;
-                    codec
-                        .encode(black_box(&x), it, 0, None, &mut frame)
-                        .unwrap();
-                },
-                reps,
-            );
-            let mut out = vec![0f32; d];
-            let decode = time(
-                || {
-                    codec.decode(black_box(&frame), &y, &mut out).unwrap();
-                },
-                reps,
-            );
-            rows.push(Row {
-                model,
-                d,
-                codec: format!("moniqua-{}", cfg.rounding),
-                bits,
-                memcpy,
-                encode,
-                decode,
-            });
+            for hash in [true, false] {
+                let cfg = MoniquaConfig {
+                    bits,
+                    // 1-bit stochastic rounding has delta = 1/2: no B_theta
+                    rounding: if bits == 1 {
+                        Rounding::Nearest
+                    } else {
+                        Rounding::Stochastic
+                    },
+                    hash,
+                    ..MoniquaConfig::default()
+                };
+                let codec = MoniquaCodec::new(&cfg, 1).unwrap();
+                let encode = time(
+                    || {
+                        it += 1;
+                        codec
+                            .encode(black_box(&x), it, 0, None, &mut frame)
+                            .unwrap();
+                    },
+                    reps,
+                );
+                let decode = time(
+                    || {
+                        codec.decode(black_box(&frame), &y, &mut out).unwrap();
+                    },
+                    reps,
+                );
+                let name = format!(
+                    "moniqua-{}{}",
+                    cfg.rounding,
+                    if hash { "+hash" } else { "" }
+                );
+                rows.push(Row {
+                    model,
+                    d,
+                    codec: name,
+                    bits,
+                    memcpy,
+                    encode,
+                    decode,
+                });
+            }
 
             let scfg = StochasticConfig {
                 bits,
@@ -133,10 +150,11 @@ fn main() {
                 },
                 reps,
             );
+            let codec = "stochastic-bucket1024".to_string();
             rows.push(Row {
                 model,
                 d,
-                codec: "stochastic-bucket".into(),
+                codec,
                 bits,
                 memcpy,
                 encode,
@@ -145,17 +163,17 @@ fn main() {
         }
     }
     println!(
-        "{:<10} {:>9} {:<20} {:>4} {:>9} {:>9} {:>9} {:>9} {:>10}",
-        "model", "d", "codec", "bits", "memcpy", "encode", "decode", "enc+dec", "enc+dec/"
+        "{:<10} {:>9} {:<26} {:>4} {:>8} {:>8} {:>8} {:>8} {:>9}",
+        "model", "d", "codec", "bits", "memcpy", "encode", "decode", "enc+dec", "enc+dec /"
     );
     println!(
-        "{:<10} {:>9} {:<20} {:>4} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "{:<10} {:>9} {:<26} {:>4} {:>8} {:>8} {:>8} {:>8} {:>9}",
         "", "", "", "", "GB/s", "GB/s", "GB/s", "GB/s", "memcpy"
     );
     for r in &rows {
         let both = gbps(r.d, r.encode + r.decode);
         println!(
-            "{:<10} {:>9} {:<20} {:>4} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>10.2}",
+            "{:<10} {:>9} {:<26} {:>4} {:>8.2} {:>8.2} {:>8.2} {:>8.2} {:>9.2}",
             r.model,
             r.d,
             r.codec,
@@ -172,8 +190,15 @@ fn main() {
             .iter()
             .map(|r| {
                 format!(
-                    "{{\"model\":\"{}\",\"d\":{},\"codec\":\"{}\",\"bits\":{},\"memcpy_s\":{:e},\"encode_s\":{:e},\"decode_s\":{:e}}}",
-                    r.model, r.d, r.codec, r.bits, r.memcpy, r.encode, r.decode
+                    "  {{\"model\": \"{}\", \"d\": {}, \"codec\": \"{}\", \"bits\": {}, \"memcpy_s\": {:e}, \"encode_s\": {:e}, \"decode_s\": {:e}, \"simd\": \"{}\"}}",
+                    r.model,
+                    r.d,
+                    r.codec,
+                    r.bits,
+                    r.memcpy,
+                    r.encode,
+                    r.decode,
+                    simd::level().name()
                 )
             })
             .collect();

@@ -14,11 +14,13 @@ use crate::simd::multiversion;
 /// Values per inner block.
 pub(crate) const BLOCK: usize = 1024;
 
-const LANES: usize = 16;
+/// Hash lanes: four independent 16-lane vectors keep the multiplier busy
+/// (one chain would wait on the multiply latency).
+const LANES: usize = 64;
 const HASH_MUL: u32 = 0x9E37_79B1;
 
-/// A 64-bit hash of a sequence of 32-bit codes, computed in 16 independent
-/// lanes so it vectorizes: lane `l` folds codes `l, l + 16, l + 32, ...` with
+/// A 64-bit hash of a sequence of 32-bit codes, computed in 64 independent
+/// lanes so it vectorizes: lane `l` folds codes `l, l + 64, l + 128, ...` with
 /// `h = rotl((h ^ c) * odd, 15)`, a bijection in `h` and in `c`; the lanes and
 /// the length are then hashed with xxh3-64. One wrong code always changes the
 /// hash; several cancel with probability about 2^-32.
@@ -38,7 +40,7 @@ impl CodeHash {
         Self { lanes, len: 0 }
     }
 
-    /// Folds `codes` in. Every call but the last must pass a multiple of 16.
+    /// Folds `codes` in. Every call but the last must pass a multiple of 64.
     #[inline(always)]
     pub(crate) fn update(&mut self, codes: &[u32]) {
         let mut chunks = codes.chunks_exact(LANES);
@@ -60,12 +62,6 @@ impl CodeHash {
         }
         xxhash_rust::xxh3::xxh3_64_with_seed(&bytes, self.len)
     }
-}
-
-/// 1 if `v` is NaN or infinite, else 0 (branch-free, vectorizes).
-#[inline(always)]
-fn non_finite(v: f32) -> u32 {
-    u32::from(v.to_bits() & 0x7f80_0000 == 0x7f80_0000)
 }
 
 /// Largest `|x 2^b / B|` Moniqua encodes exactly (a margin below
@@ -109,7 +105,6 @@ fn moniqua_encode_impl(
 ) -> KernelOut {
     let mut hash = p.hash.then(CodeHash::new);
     let mut codes = [0u32; BLOCK];
-    let mut u = [0f32; BLOCK];
     let mut bad = 0u32;
     let bytes_per_block = BLOCK * p.bits as usize / 8;
     for (b, xb) in x.chunks(BLOCK).enumerate() {
@@ -124,12 +119,11 @@ fn moniqua_encode_impl(
                 }
             }
             Rounding::Stochastic => {
-                let u = &mut u[..n];
-                p.dither.fill((b * BLOCK) as u32, u);
-                for ((c, &v), &u) in codes.iter_mut().zip(xb).zip(u.iter()) {
+                let base = (b * BLOCK) as u32;
+                for (j, (c, &v)) in codes.iter_mut().zip(xb).enumerate() {
                     let t = v * p.scale;
                     bad += out_of_range(t);
-                    *c = floor_i32(t + u) as u32;
+                    *c = floor_i32(t + p.dither.uniform(base.wrapping_add(j as u32))) as u32;
                 }
             }
         }
@@ -169,7 +163,7 @@ fn moniqua_decode_impl(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32
             let r = *c as i32;
             // the whole number of turns that brings r nearest to y 2^b / B
             let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
-            let full = r.wrapping_add(k.wrapping_mul(p.levels));
+            let full = r.wrapping_add(k.wrapping_shl(p.bits));
             *c = full as u32;
             *o = full as f32 * p.step;
         }
@@ -188,17 +182,18 @@ pub(crate) struct BucketParams {
     pub dither: Dither,
 }
 
-/// Writes `max |v|` of each bucket as f32 into `scales`; counts non-finite values.
+/// Writes `max |v|` of each bucket as f32 into `scales`; counts buckets with
+/// non-finite values. The maximum is taken over the bit patterns of `|v|`,
+/// whose integer order is the float order, with NaN and infinity on top: an
+/// integer max reduction vectorizes where a float one would not.
 #[inline(always)]
 fn bucket_scales_impl(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 {
     let mut bad = 0u32;
     for (xb, dst) in x.chunks(bucket).zip(scales.chunks_exact_mut(4)) {
-        let mut m = 0.0f32;
-        for &v in xb {
-            bad += non_finite(v);
-            let a = v.abs();
-            m = if a > m { a } else { m };
-        }
+        let m = xb
+            .iter()
+            .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff));
+        bad += u32::from(m >= 0x7f80_0000);
         dst.copy_from_slice(&m.to_le_bytes());
     }
     bad
