@@ -128,7 +128,10 @@ mod tests {
                 let f = f64::from(o) / f64::from(n);
                 assert!((f - 0.5).abs() < 3e-3, "bit {k}: {f}");
             }
-            assert!((lag1 / f64::from(n)).abs() < 1e-3, "lag-1 correlation {lag1}");
+            assert!(
+                (lag1 / f64::from(n)).abs() < 1e-3,
+                "lag-1 correlation {lag1}"
+            );
         }
     }
 

@@ -68,10 +68,16 @@ impl CodeHash {
 /// [`EXACT_LIMIT`] leaves room for the dither and the rounding offset).
 pub(crate) const MODULO_LIMIT: f32 = EXACT_LIMIT - 4.0;
 
-/// 1 unless `|t| < MODULO_LIMIT` (so NaN and infinities count).
+/// Whether `|t| < MODULO_LIMIT` (false for NaN and infinities).
+#[inline(always)]
+pub(crate) fn in_range(t: f32) -> bool {
+    t.abs() < MODULO_LIMIT
+}
+
+/// 1 unless `t` is [`in_range`].
 #[inline(always)]
 fn out_of_range(t: f32) -> u32 {
-    u32::from(!(t.abs() < MODULO_LIMIT))
+    u32::from(!in_range(t))
 }
 
 /// Parameters of a Moniqua encode or decode.

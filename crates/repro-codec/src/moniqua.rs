@@ -145,7 +145,7 @@ impl MoniquaCodec {
     pub fn new(cfg: &MoniquaConfig, seed: u64) -> Result<Self, ConfigError> {
         let derived = circle_delta(cfg.bits, cfg.rounding)?;
         let delta = match cfg.delta {
-            Some(d) if !(d >= derived) => {
+            Some(d) if d.is_nan() || d < derived => {
                 return Err(ConfigError::DeltaBelowBound {
                     delta: d,
                     bound: derived,
@@ -251,11 +251,11 @@ impl MoniquaCodec {
         let limit = self.max_abs();
         let count = x
             .iter()
-            .filter(|v| !(v.abs() * self.scale < kernels::MODULO_LIMIT))
+            .filter(|v| !kernels::in_range(*v * self.scale))
             .count();
         let first = x
             .iter()
-            .position(|v| !(v.abs() * self.scale < kernels::MODULO_LIMIT))
+            .position(|v| !kernels::in_range(*v * self.scale))
             .unwrap_or(0);
         CodecError::OutOfRange {
             count,

@@ -1,1 +1,15 @@
-//! placeholder
+//! The trainer: one worker's model, data and optimizer, exchanging framed
+//! messages with its neighbours (issue "Trainer: real models, real data, MPI
+//! transport, run logs").
+//!
+//! This crate links libtorch through `tch`; the driver (`repro`) never
+//! depends on it. So far it holds the bridge between a `tch` model and the
+//! codec's flat `f32` buffer, and the choice of device per rank.
+
+mod device;
+mod errors;
+mod flat;
+
+pub use device::{DevicePlan, plan_device};
+pub use errors::TrainerError;
+pub use flat::FlatParams;

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Sets up the machine (idempotent) and runs every check CI runs:
+# rustfmt, clippy with -D warnings, and the workspace tests (debug profile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash ci/setup.sh
+# shellcheck disable=SC1091
+source "${REPRO_HOME:-$HOME/.cache/repro}/env.sh"
+echo "[test] cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "[test] cargo clippy -D warnings" >&2
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "[test] cargo test" >&2
+cargo test --workspace --locked
+echo "[test] all checks passed" >&2
