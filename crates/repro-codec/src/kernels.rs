@@ -7,7 +7,7 @@
 
 use crate::Rounding;
 use crate::dither::Dither;
-use crate::pack::{pack, packed_len, unpack};
+use crate::pack::{pack, pack_fixed, packed_len, unpack, unpack_fixed};
 use crate::round::{EXACT_LIMIT, floor_i32};
 use crate::simd::multiversion;
 
@@ -102,82 +102,191 @@ pub(crate) struct KernelOut {
     pub hash: Option<u64>,
 }
 
+/// Expands `$body` with `$B` bound to `bits` as a constant (1..=8), so each
+/// width gets its own monomorphized loop.
+macro_rules! for_bits {
+    ($bits:expr, $B:ident => $body:expr) => {
+        match $bits {
+            1 => {
+                const $B: usize = 1;
+                $body
+            }
+            2 => {
+                const $B: usize = 2;
+                $body
+            }
+            3 => {
+                const $B: usize = 3;
+                $body
+            }
+            4 => {
+                const $B: usize = 4;
+                $body
+            }
+            5 => {
+                const $B: usize = 5;
+                $body
+            }
+            6 => {
+                const $B: usize = 6;
+                $body
+            }
+            7 => {
+                const $B: usize = 7;
+                $body
+            }
+            _ => {
+                const $B: usize = 8;
+                $body
+            }
+        }
+    };
+}
+
+/// Values per fused step: one round of every hash lane, a whole number of bytes.
+const CHUNK: usize = LANES;
+
+/// Quantizes `xc` (coordinates `base..`) into un-modded codes; returns the
+/// number of rejected inputs.
 #[inline(always)]
-fn moniqua_encode_impl(
+fn quantize<const NEAREST: bool>(p: &ModParams, xc: &[f32], base: u32, codes: &mut [u32]) -> u32 {
+    let mut bad = 0;
+    for (j, (c, &v)) in codes.iter_mut().zip(xc).enumerate() {
+        let t = v * p.scale;
+        bad += out_of_range(t);
+        let offset = if NEAREST {
+            0.5
+        } else {
+            p.dither.uniform(base.wrapping_add(j as u32))
+        };
+        *c = floor_i32(t + offset) as u32;
+    }
+    bad
+}
+
+/// The local biased term `C B / 2^b` of each code.
+#[inline(always)]
+fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
+    for (h, &c) in own.iter_mut().zip(codes) {
+        *h = c as i32 as f32 * p.step;
+    }
+}
+
+/// Turns received codes `r` (low `b` bits) into the integer congruent to `r`
+/// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b`.
+#[inline(always)]
+fn recover(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32]) {
+    let inv_levels = 1.0 / p.levels as f32;
+    for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
+        let r = *c as i32;
+        // the whole number of turns that brings r nearest to y 2^b / B
+        let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
+        let full = r.wrapping_add(k.wrapping_shl(p.bits));
+        *c = full as u32;
+        *o = full as f32 * p.step;
+    }
+}
+
+#[inline(always)]
+fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
     p: &ModParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
     body: &mut [u8],
 ) -> KernelOut {
-    let mut hash = p.hash.then(CodeHash::new);
-    let mut codes = [0u32; BLOCK];
+    let mut hash = CodeHash::new();
     let mut bad = 0u32;
-    let bytes_per_block = BLOCK * p.bits as usize / 8;
-    for (b, xb) in x.chunks(BLOCK).enumerate() {
-        let n = xb.len();
-        let codes = &mut codes[..n];
-        match p.rounding {
-            Rounding::Nearest => {
-                for (c, &v) in codes.iter_mut().zip(xb) {
-                    let t = v * p.scale;
-                    bad += out_of_range(t);
-                    *c = floor_i32(t + 0.5) as u32;
-                }
-            }
-            Rounding::Stochastic => {
-                let base = (b * BLOCK) as u32;
-                for (j, (c, &v)) in codes.iter_mut().zip(xb).enumerate() {
-                    let t = v * p.scale;
-                    bad += out_of_range(t);
-                    *c = floor_i32(t + p.dither.uniform(base.wrapping_add(j as u32))) as u32;
-                }
-            }
-        }
+    let mut codes = [0u32; CHUNK];
+    let full = x.len() / CHUNK * CHUNK;
+    let (body_head, body_tail) = body.split_at_mut(full / 8 * B);
+    for (ci, (xc, dst)) in x[..full]
+        .chunks_exact(CHUNK)
+        .zip(body_head.chunks_exact_mut(CHUNK / 8 * B))
+        .enumerate()
+    {
+        let at = ci * CHUNK;
+        bad += quantize::<NEAREST>(p, xc, at as u32, &mut codes);
         if let Some(own) = own.as_deref_mut() {
-            for (h, &c) in own[b * BLOCK..b * BLOCK + n].iter_mut().zip(codes.iter()) {
-                *h = c as i32 as f32 * p.step;
-            }
+            dequantize(p, &codes, &mut own[at..at + CHUNK]);
         }
-        if let Some(hash) = hash.as_mut() {
+        if p.hash {
+            hash.update(&codes);
+        }
+        pack_fixed::<B>(&codes, dst);
+    }
+    let rest = x.len() - full;
+    if rest > 0 {
+        let codes = &mut codes[..rest];
+        bad += quantize::<NEAREST>(p, &x[full..], full as u32, codes);
+        if let Some(own) = own.as_deref_mut() {
+            dequantize(p, codes, &mut own[full..]);
+        }
+        if p.hash {
             hash.update(codes);
         }
-        let start = b * bytes_per_block;
-        pack(
-            codes,
-            p.bits,
-            &mut body[start..start + packed_len(n, p.bits)],
-        );
+        pack(codes, B as u32, body_tail);
     }
     KernelOut {
         rejected: bad,
-        hash: hash.map(|h| h.finish()),
+        hash: p.hash.then(|| hash.finish()),
+    }
+}
+
+#[inline(always)]
+fn moniqua_decode_fixed<const B: usize>(
+    p: &ModParams,
+    body: &[u8],
+    local: &[f32],
+    out: &mut [f32],
+) -> Option<u64> {
+    let mut hash = CodeHash::new();
+    let mut codes = [0u32; CHUNK];
+    let full = local.len() / CHUNK * CHUNK;
+    let (body_head, body_tail) = body.split_at(full / 8 * B);
+    let (out_head, out_tail) = out.split_at_mut(full);
+    for ((src, yc), oc) in body_head
+        .chunks_exact(CHUNK / 8 * B)
+        .zip(local[..full].chunks_exact(CHUNK))
+        .zip(out_head.chunks_exact_mut(CHUNK))
+    {
+        unpack_fixed::<B>(src, &mut codes);
+        recover(p, &mut codes, yc, oc);
+        if p.hash {
+            hash.update(&codes);
+        }
+    }
+    let rest = local.len() - full;
+    if rest > 0 {
+        let codes = &mut codes[..rest];
+        unpack(body_tail, B as u32, codes);
+        recover(p, codes, &local[full..], out_tail);
+        if p.hash {
+            hash.update(codes);
+        }
+    }
+    p.hash.then(|| hash.finish())
+}
+
+#[inline(always)]
+fn moniqua_encode_impl(
+    p: &ModParams,
+    x: &[f32],
+    own: Option<&mut [f32]>,
+    body: &mut [u8],
+) -> KernelOut {
+    match p.rounding {
+        Rounding::Nearest => {
+            for_bits!(p.bits, B => moniqua_encode_fixed::<B, true>(p, x, own, body))
+        }
+        Rounding::Stochastic => {
+            for_bits!(p.bits, B => moniqua_encode_fixed::<B, false>(p, x, own, body))
+        }
     }
 }
 
 #[inline(always)]
 fn moniqua_decode_impl(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32]) -> Option<u64> {
-    let mut hash = p.hash.then(CodeHash::new);
-    let mut codes = [0u32; BLOCK];
-    let bytes_per_block = BLOCK * p.bits as usize / 8;
-    let inv_levels = 1.0 / p.levels as f32;
-    for (b, (yb, ob)) in local.chunks(BLOCK).zip(out.chunks_mut(BLOCK)).enumerate() {
-        let n = yb.len();
-        let codes = &mut codes[..n];
-        let start = b * bytes_per_block;
-        unpack(&body[start..start + packed_len(n, p.bits)], p.bits, codes);
-        for ((c, &y), o) in codes.iter_mut().zip(yb).zip(ob.iter_mut()) {
-            let r = *c as i32;
-            // the whole number of turns that brings r nearest to y 2^b / B
-            let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
-            let full = r.wrapping_add(k.wrapping_shl(p.bits));
-            *c = full as u32;
-            *o = full as f32 * p.step;
-        }
-        if let Some(hash) = hash.as_mut() {
-            hash.update(codes);
-        }
-    }
-    hash.map(|h| h.finish())
+    for_bits!(p.bits, B => moniqua_decode_fixed::<B>(p, body, local, out))
 }
 
 /// Parameters of a baseline (per-bucket scale) encode or decode.

@@ -561,6 +561,44 @@ mod tests {
     }
 
     #[test]
+    fn verification_outcomes_are_counted_apart() {
+        let c = codec(4, Rounding::Nearest, 1.0);
+        let x: Vec<f32> = (0..300).map(|i| (i as f32 * 0.1).sin()).collect();
+        let near: Vec<f32> = x.iter().map(|v| v + 0.5).collect();
+        let far: Vec<f32> = x.iter().map(|v| v + 3.0 * c.modulus()).collect();
+        let mut f = Vec::new();
+        let mut out = vec![0.0; x.len()];
+        let mut stats = VerifyStats::default();
+        c.encode(&x, 0, 0, None, &mut f).unwrap();
+        stats.record(c.decode(&f, &near, &mut out).unwrap().verification);
+        stats.record(c.decode(&f, &far, &mut out).unwrap().verification);
+        stats.record(c.decode(&f, &far, &mut out).unwrap().verification);
+        let unhashed = MoniquaCodec::new(
+            &MoniquaConfig {
+                bits: 4,
+                rounding: Rounding::Nearest,
+                theta: 1.0,
+                hash: false,
+                ..MoniquaConfig::default()
+            },
+            11,
+        )
+        .unwrap();
+        unhashed.encode(&x, 0, 0, None, &mut f).unwrap();
+        let d = c.decode(&f, &near, &mut out).unwrap();
+        assert_eq!(d.header.hash, None);
+        stats.record(d.verification);
+        assert_eq!(
+            stats,
+            VerifyStats {
+                verified: 1,
+                mismatched: 2,
+                unchecked: 1
+            }
+        );
+    }
+
+    #[test]
     fn non_finite_input_is_an_error() {
         let c = codec(8, Rounding::Stochastic, 2.0);
         let mut x = vec![0.5f32; 10];

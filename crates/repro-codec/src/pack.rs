@@ -61,7 +61,35 @@ fn unpack_groups<const B: usize>(bytes: &[u8], out: &mut [u32]) {
     }
 }
 
-fn pack_tail(codes: &[u32], bits: u32, out: &mut [u8]) {
+/// Packs `codes` (a multiple of 8 values) at compile-time width `B`.
+#[inline(always)]
+pub(crate) fn pack_fixed<const B: usize>(codes: &[u32], out: &mut [u8]) {
+    match B {
+        1 | 2 | 4 => pack_bytes::<B>(codes, out),
+        8 => {
+            for (d, &c) in out.iter_mut().zip(codes) {
+                *d = c as u8;
+            }
+        }
+        _ => pack_groups::<B>(codes, out),
+    }
+}
+
+/// Unpacks `out` (a multiple of 8 values) at compile-time width `B`.
+#[inline(always)]
+pub(crate) fn unpack_fixed<const B: usize>(bytes: &[u8], out: &mut [u32]) {
+    match B {
+        1 | 2 | 4 => unpack_bytes::<B>(bytes, out),
+        8 => {
+            for (o, &b) in out.iter_mut().zip(bytes) {
+                *o = u32::from(b);
+            }
+        }
+        _ => unpack_groups::<B>(bytes, out),
+    }
+}
+
+pub(crate) fn pack_tail(codes: &[u32], bits: u32, out: &mut [u8]) {
     let mask = (1u64 << bits) - 1;
     let mut w = 0u64;
     for (t, &c) in codes.iter().enumerate() {
@@ -71,7 +99,7 @@ fn pack_tail(codes: &[u32], bits: u32, out: &mut [u8]) {
     out.copy_from_slice(&w.to_le_bytes()[..n]);
 }
 
-fn unpack_tail(bytes: &[u8], bits: u32, out: &mut [u32]) {
+pub(crate) fn unpack_tail(bytes: &[u8], bits: u32, out: &mut [u32]) {
     let mask = (1u64 << bits) - 1;
     let mut le = [0u8; 8];
     le[..bytes.len()].copy_from_slice(bytes);
@@ -100,18 +128,14 @@ pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
     let (head, tail) = out.split_at_mut(split);
     let codes_head = &codes[..full];
     match bits {
-        1 => pack_bytes::<1>(codes_head, head),
-        2 => pack_bytes::<2>(codes_head, head),
-        3 => pack_groups::<3>(codes_head, head),
-        4 => pack_bytes::<4>(codes_head, head),
-        5 => pack_groups::<5>(codes_head, head),
-        6 => pack_groups::<6>(codes_head, head),
-        7 => pack_groups::<7>(codes_head, head),
-        _ => {
-            for (d, &c) in head.iter_mut().zip(codes_head) {
-                *d = c as u8;
-            }
-        }
+        1 => pack_fixed::<1>(codes_head, head),
+        2 => pack_fixed::<2>(codes_head, head),
+        3 => pack_fixed::<3>(codes_head, head),
+        4 => pack_fixed::<4>(codes_head, head),
+        5 => pack_fixed::<5>(codes_head, head),
+        6 => pack_fixed::<6>(codes_head, head),
+        7 => pack_fixed::<7>(codes_head, head),
+        _ => pack_fixed::<8>(codes_head, head),
     }
     if full < codes.len() {
         pack_tail(&codes[full..], bits, tail);
@@ -136,18 +160,14 @@ pub fn unpack(bytes: &[u8], bits: u32, out: &mut [u32]) {
     let (head, tail) = bytes.split_at(split);
     let (out_head, out_tail) = out.split_at_mut(full);
     match bits {
-        1 => unpack_bytes::<1>(head, out_head),
-        2 => unpack_bytes::<2>(head, out_head),
-        3 => unpack_groups::<3>(head, out_head),
-        4 => unpack_bytes::<4>(head, out_head),
-        5 => unpack_groups::<5>(head, out_head),
-        6 => unpack_groups::<6>(head, out_head),
-        7 => unpack_groups::<7>(head, out_head),
-        _ => {
-            for (o, &b) in out_head.iter_mut().zip(head) {
-                *o = u32::from(b);
-            }
-        }
+        1 => unpack_fixed::<1>(head, out_head),
+        2 => unpack_fixed::<2>(head, out_head),
+        3 => unpack_fixed::<3>(head, out_head),
+        4 => unpack_fixed::<4>(head, out_head),
+        5 => unpack_fixed::<5>(head, out_head),
+        6 => unpack_fixed::<6>(head, out_head),
+        7 => unpack_fixed::<7>(head, out_head),
+        _ => unpack_fixed::<8>(head, out_head),
     }
     if !out_tail.is_empty() {
         unpack_tail(tail, bits, out_tail);
