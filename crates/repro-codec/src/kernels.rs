@@ -218,7 +218,7 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
     if rest > 0 {
         let codes = &mut codes[..rest];
         bad += quantize::<NEAREST>(p, &x[full..], full as u32, codes);
-        if let Some(own) = own.as_deref_mut() {
+        if let Some(own) = own {
             dequantize(p, codes, &mut own[full..]);
         }
         if p.hash {
