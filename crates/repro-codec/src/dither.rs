@@ -34,6 +34,9 @@ pub struct Dither {
     k1: u32,
 }
 
+/// Coordinates per dither chunk (see [`Dither::uniform`]).
+pub const DITHER_CHUNK: usize = 64;
+
 /// The stream all Moniqua workers share (Section 6, shared randomness).
 pub const SHARED_STREAM: u64 = 0;
 
@@ -47,23 +50,53 @@ impl Dither {
         }
     }
 
-    /// The raw 32 random bits of coordinate `i`.
+    /// 32 random bits: word `w` of this dither.
     #[inline(always)]
-    pub fn bits(&self, i: u32) -> u32 {
-        mix32(i.wrapping_add(self.k0)) ^ self.k1
+    pub fn word(&self, w: u32) -> u32 {
+        mix32(w.wrapping_add(self.k0)) ^ self.k1
     }
 
-    /// A uniform sample in `[0, 1)` with 24 bits of resolution for coordinate `i`.
+    /// A uniform sample in `[0, 1)` with 16 bits of resolution for coordinate
+    /// `i`. Coordinates come in chunks of [`DITHER_CHUNK`]: coordinate
+    /// `64 c + j` takes the low half of word `32 c + j` when `j < 32`, else the
+    /// high half of word `32 c + j - 32`; one hash serves two coordinates.
+    /// (16 bits bias stochastic rounding by at most 2^-17 of a step.)
     #[inline(always)]
     pub fn uniform(&self, i: u32) -> f32 {
-        ((self.bits(i) >> 8) as i32) as f32 * (1.0 / 16_777_216.0)
+        let j = i % 64;
+        let w = self.word((i / 64) * 32 + j % 32);
+        let half = if j < 32 { w & 0xffff } else { w >> 16 };
+        half as i32 as f32 * (1.0 / 65_536.0)
+    }
+
+    /// Writes `uniform(64 chunk + j)` into `out[j]` (`out` holds at most 64).
+    #[inline(always)]
+    pub fn fill_chunk(&self, chunk: u32, out: &mut [f32]) {
+        let mut words = [0u32; DITHER_CHUNK / 2];
+        let base = chunk.wrapping_mul(32);
+        for (j, w) in words.iter_mut().enumerate() {
+            *w = self.word(base.wrapping_add(j as u32));
+        }
+        let (low, high) = out.split_at_mut(out.len().min(DITHER_CHUNK / 2));
+        for (u, &w) in low.iter_mut().zip(&words) {
+            *u = (w & 0xffff) as i32 as f32 * (1.0 / 65_536.0);
+        }
+        for (u, &w) in high.iter_mut().zip(&words) {
+            *u = (w >> 16) as i32 as f32 * (1.0 / 65_536.0);
+        }
     }
 
     /// Writes `uniform(start + j)` into `out[j]`.
     #[inline(always)]
     pub fn fill(&self, start: u32, out: &mut [f32]) {
-        for (j, u) in out.iter_mut().enumerate() {
-            *u = self.uniform(start.wrapping_add(j as u32));
+        if start % DITHER_CHUNK as u32 == 0 {
+            for (c, chunk) in out.chunks_mut(DITHER_CHUNK).enumerate() {
+                self.fill_chunk(start / DITHER_CHUNK as u32 + c as u32, chunk);
+            }
+        } else {
+            for (j, u) in out.iter_mut().enumerate() {
+                *u = self.uniform(start.wrapping_add(j as u32));
+            }
         }
     }
 }
@@ -111,16 +144,21 @@ mod tests {
         let n = 1u32 << 20;
         for key in [(0u64, 0u64, 0u64), (5, 3, 1 << 40)] {
             let d = Dither::new(key.0, key.1, key.2);
-            let mut ones = [0u32; 24];
+            let mut ones = [0u32; 16];
             let mut lag1 = 0.0f64;
-            let mut prev = d.uniform(0);
+            let mut lag32 = 0.0f64;
+            let mut prev = 0.5f32;
             for i in 0..n {
-                let b = d.bits(i) >> 8;
-                for (k, o) in ones.iter_mut().enumerate() {
-                    *o += (b >> k) & 1;
-                }
                 let u = d.uniform(i);
+                let half = (u * 65_536.0) as u32;
+                for (k, o) in ones.iter_mut().enumerate() {
+                    *o += (half >> k) & 1;
+                }
                 lag1 += (f64::from(u) - 0.5) * (f64::from(prev) - 0.5);
+                // the two halves of one word: coordinates j and j + 32 of a chunk
+                if i % 64 < 32 {
+                    lag32 += (f64::from(u) - 0.5) * (f64::from(d.uniform(i + 32)) - 0.5);
+                }
                 prev = u;
             }
             for (k, &o) in ones.iter().enumerate() {
@@ -132,6 +170,28 @@ mod tests {
                 (lag1 / f64::from(n)).abs() < 1e-3,
                 "lag-1 correlation {lag1}"
             );
+            assert!(
+                (lag32 / f64::from(n / 2)).abs() < 1.5e-3,
+                "half-word correlation {lag32}"
+            );
+        }
+    }
+
+    #[test]
+    fn fill_agrees_with_uniform() {
+        let d = Dither::new(9, 1, 77);
+        for (start, len) in [
+            (0u32, 200usize),
+            (64, 64),
+            (128, 10),
+            (5, 100),
+            (1024, 1000),
+        ] {
+            let mut out = vec![0f32; len];
+            d.fill(start, &mut out);
+            for (j, u) in out.iter().enumerate() {
+                assert_eq!(*u, d.uniform(start + j as u32), "start {start} j {j}");
+            }
         }
     }
 

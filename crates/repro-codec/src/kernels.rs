@@ -143,23 +143,25 @@ macro_rules! for_bits {
     };
 }
 
-/// Values per fused step: one round of every hash lane, a whole number of bytes.
+/// Values per fused step: one round of every hash lane, one dither chunk, a
+/// whole number of bytes.
 const CHUNK: usize = LANES;
+const _: () = assert!(CHUNK == crate::dither::DITHER_CHUNK);
 
-/// Quantizes `xc` (coordinates `base..`) into un-modded codes; returns the
-/// number of rejected inputs.
+/// Quantizes `xc` (coordinates `64 chunk ..`) into un-modded codes; returns
+/// the number of rejected inputs.
 #[inline(always)]
-fn quantize<const NEAREST: bool>(p: &ModParams, xc: &[f32], base: u32, codes: &mut [u32]) -> u32 {
+fn quantize<const NEAREST: bool>(p: &ModParams, xc: &[f32], chunk: u32, codes: &mut [u32]) -> u32 {
+    let mut u = [0.5f32; CHUNK];
+    let u = &mut u[..xc.len()];
+    if !NEAREST {
+        p.dither.fill_chunk(chunk, u);
+    }
     let mut bad = 0;
-    for (j, (c, &v)) in codes.iter_mut().zip(xc).enumerate() {
+    for ((c, &v), &u) in codes.iter_mut().zip(xc).zip(u.iter()) {
         let t = v * p.scale;
         bad += out_of_range(t);
-        let offset = if NEAREST {
-            0.5
-        } else {
-            p.dither.uniform(base.wrapping_add(j as u32))
-        };
-        *c = floor_i32(t + offset) as u32;
+        *c = floor_i32(t + u) as u32;
     }
     bad
 }
@@ -205,7 +207,7 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
         .enumerate()
     {
         let at = ci * CHUNK;
-        bad += quantize::<NEAREST>(p, xc, at as u32, &mut codes);
+        bad += quantize::<NEAREST>(p, xc, ci as u32, &mut codes);
         if let Some(own) = own.as_deref_mut() {
             dequantize(p, &codes, &mut own[at..at + CHUNK]);
         }
@@ -217,7 +219,7 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
     let rest = x.len() - full;
     if rest > 0 {
         let codes = &mut codes[..rest];
-        bad += quantize::<NEAREST>(p, &x[full..], full as u32, codes);
+        bad += quantize::<NEAREST>(p, &x[full..], (full / CHUNK) as u32, codes);
         if let Some(own) = own {
             dequantize(p, codes, &mut own[full..]);
         }

@@ -42,7 +42,7 @@ mod round;
 pub mod simd;
 mod stochastic;
 
-pub use dither::{Dither, SHARED_STREAM};
+pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};
 pub use errors::{CodecError, ConfigError, FrameError};
 pub use frame::{Compression, FrameHeader, Kind};
 pub use full::FullPrecision;
