@@ -266,7 +266,16 @@ pub struct Frame<'a> {
 /// length the header implies. Never panics on any input.
 pub fn read_frame(bytes: &[u8], max_len: u32) -> Result<Frame<'_>, FrameError> {
     let header = FrameHeader::parse(bytes, max_len)?;
-    let body = &bytes[HEADER_LEN..];
+    let body = read_body(&header, bytes)?;
+    Ok(Frame { header, body })
+}
+
+/// The uncompressed body of a frame whose header is `header`.
+///
+/// Decompression allocates the body length the header implies, so callers
+/// that take `len` from the wire must bound it first (as [`open_frame`] does).
+pub fn read_body<'a>(header: &FrameHeader, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>, FrameError> {
+    let body = bytes.get(HEADER_LEN..).unwrap_or_default();
     let sent = header.body_len as usize;
     if body.len() < sent {
         return Err(FrameError::Truncated {
@@ -280,7 +289,7 @@ pub fn read_frame(bytes: &[u8], max_len: u32) -> Result<Frame<'_>, FrameError> {
         });
     }
     let expected = header.raw_body_len();
-    let body = if header.compressed {
+    if header.compressed {
         let raw = zstd::bulk::decompress(body, expected).map_err(|e| FrameError::Decompress {
             reason: e.to_string(),
         })?;
@@ -290,16 +299,73 @@ pub fn read_frame(bytes: &[u8], max_len: u32) -> Result<Frame<'_>, FrameError> {
                 got: raw.len(),
             });
         }
-        Cow::Owned(raw)
+        Ok(Cow::Owned(raw))
+    } else if sent != expected {
+        Err(FrameError::BodyLength {
+            expected,
+            got: sent,
+        })
     } else {
-        if sent != expected {
-            return Err(FrameError::BodyLength {
-                expected,
-                got: sent,
-            });
-        }
-        Cow::Borrowed(body)
-    };
+        Ok(Cow::Borrowed(body))
+    }
+}
+
+/// What a decoder expects of a frame before it touches the body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expect {
+    pub kind: Kind,
+    pub bits: u8,
+    pub len: usize,
+    pub modulus: Option<f32>,
+    pub bucket: Option<u32>,
+}
+
+/// Parses the header, checks it against what the decoder expects (kind, bits,
+/// length of the caller's buffers, modulus, bucket), and only then reads the
+/// body: a header that lies about its length cannot make the receiver
+/// allocate more than its own model.
+pub(crate) fn open_frame<'a>(
+    bytes: &'a [u8],
+    want: &Expect,
+) -> Result<Frame<'a>, crate::CodecError> {
+    use crate::CodecError;
+    let header = FrameHeader::parse(bytes, u32::MAX)?;
+    if header.kind != want.kind {
+        return Err(CodecError::KindMismatch {
+            found: header.kind.name(),
+            expected: want.kind.name(),
+        });
+    }
+    if header.bits != want.bits {
+        return Err(CodecError::BitsMismatch {
+            found: header.bits,
+            expected: want.bits,
+        });
+    }
+    if header.len as usize != want.len {
+        return Err(CodecError::LengthMismatch {
+            what: "frame",
+            expected: want.len,
+            got: header.len as usize,
+        });
+    }
+    if let Some(m) = want.modulus
+        && header.modulus.to_bits() != m.to_bits()
+    {
+        return Err(CodecError::ModulusMismatch {
+            found: header.modulus,
+            expected: m,
+        });
+    }
+    if let Some(b) = want.bucket
+        && header.bucket != b
+    {
+        return Err(CodecError::BucketMismatch {
+            found: header.bucket,
+            expected: b,
+        });
+    }
+    let body = read_body(&header, bytes)?;
     Ok(Frame { header, body })
 }
 

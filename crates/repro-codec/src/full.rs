@@ -1,8 +1,8 @@
 //! Full precision pass-through: the model as little-endian f32.
 
 use crate::CodecError;
-use crate::frame::{self, Compression, FrameHeader, Kind};
-use crate::moniqua::{Encoded, check_len};
+use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
+use crate::moniqua::Encoded;
 
 /// The full-precision "codec" (D-PSGD, AllReduce).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -52,14 +52,16 @@ impl FullPrecision {
 
     /// Reads a frame into `out`.
     pub fn decode(&self, bytes: &[u8], out: &mut [f32]) -> Result<FrameHeader, CodecError> {
-        let frame = frame::read_frame(bytes, u32::MAX)?;
-        if frame.header.kind != Kind::F32 {
-            return Err(CodecError::KindMismatch {
-                found: frame.header.kind.name(),
-                expected: Kind::F32.name(),
-            });
-        }
-        check_len("output buffer", frame.header.len as usize, out.len())?;
+        let frame = frame::open_frame(
+            bytes,
+            &Expect {
+                kind: Kind::F32,
+                bits: 32,
+                len: out.len(),
+                modulus: None,
+                bucket: None,
+            },
+        )?;
         for (o, src) in out.iter_mut().zip(frame.body.chunks_exact(4)) {
             *o = f32::from_le_bytes([src[0], src[1], src[2], src[3]]);
         }

@@ -17,7 +17,7 @@
 use std::fmt;
 
 use crate::dither::{Dither, SHARED_STREAM};
-use crate::frame::{self, Compression, FrameHeader, Kind};
+use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
 use crate::kernels::{self, ModParams};
 use crate::modulo::{circle_delta, modulus_for};
 use crate::pack::packed_len;
@@ -325,29 +325,19 @@ impl MoniquaCodec {
         local: &[f32],
         out: &mut [f32],
     ) -> Result<Decoded, CodecError> {
-        let frame = frame::read_frame(bytes, u32::MAX)?;
+        check_len("output buffer", local.len(), out.len())?;
+        let frame = frame::open_frame(
+            bytes,
+            &Expect {
+                kind: Kind::Moniqua,
+                bits: self.bits as u8,
+                len: local.len(),
+                modulus: Some(self.modulus),
+                bucket: None,
+            },
+        )?;
         let header = frame.header;
-        if header.kind != Kind::Moniqua {
-            return Err(CodecError::KindMismatch {
-                found: header.kind.name(),
-                expected: Kind::Moniqua.name(),
-            });
-        }
-        if u32::from(header.bits) != self.bits {
-            return Err(CodecError::BitsMismatch {
-                found: header.bits,
-                expected: self.bits as u8,
-            });
-        }
-        if header.modulus.to_bits() != self.modulus.to_bits() {
-            return Err(CodecError::ModulusMismatch {
-                found: header.modulus,
-                expected: self.modulus,
-            });
-        }
-        let len = header.len as usize;
-        check_len("local model", len, local.len())?;
-        check_len("output buffer", len, out.len())?;
+
         let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
         let recovered = kernels::moniqua_decode(&params, &frame.body, local, out);
         let verification = match (header.hash, recovered) {

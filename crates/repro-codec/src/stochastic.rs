@@ -6,7 +6,7 @@
 //! `k = floor((v + s) (L - 1) / (2s) + u)` is unbiased for a uniform dither `u`.
 
 use crate::dither::Dither;
-use crate::frame::{self, Compression, FrameHeader, Kind};
+use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
 use crate::kernels::{self, BucketParams};
 use crate::moniqua::{Encoded, check_len, non_finite_error};
 use crate::pack::packed_len;
@@ -125,28 +125,18 @@ impl StochasticCodec {
 
     /// Dequantizes a frame into `out`.
     pub fn decode(&self, bytes: &[u8], out: &mut [f32]) -> Result<FrameHeader, CodecError> {
-        let frame = frame::read_frame(bytes, u32::MAX)?;
+        let frame = frame::open_frame(
+            bytes,
+            &Expect {
+                kind: Kind::Stochastic,
+                bits: self.bits as u8,
+                len: out.len(),
+                modulus: None,
+                bucket: Some(self.bucket as u32),
+            },
+        )?;
         let h = frame.header;
-        if h.kind != Kind::Stochastic {
-            return Err(CodecError::KindMismatch {
-                found: h.kind.name(),
-                expected: Kind::Stochastic.name(),
-            });
-        }
-        if u32::from(h.bits) != self.bits {
-            return Err(CodecError::BitsMismatch {
-                found: h.bits,
-                expected: self.bits as u8,
-            });
-        }
-        if h.bucket as usize != self.bucket {
-            return Err(CodecError::BucketMismatch {
-                found: h.bucket,
-                expected: self.bucket as u32,
-            });
-        }
-        let len = h.len as usize;
-        check_len("output buffer", len, out.len())?;
+        let len = out.len();
         let nb = len.div_ceil(self.bucket);
         let (scales, packed) = frame.body.split_at(4 * nb);
         if let Some(bucket) = kernels::bucket_decode(self.bits, self.bucket, scales, packed, out) {

@@ -352,3 +352,41 @@ fn frame_sizes_are_dense() {
         assert_eq!(frame.len(), HEADER_LEN + 270_000 * bits as usize / 8);
     }
 }
+
+/// Regression (found by `cargo fuzz`, frame_decode): a zstd-flagged frame whose
+/// header claimed ~2^31 values made every decoder allocate the implied body
+/// (2.6 GB) before checking the length against its own buffers. The length is
+/// now checked first, so the error is a length mismatch, not a decompression
+/// failure after a huge allocation.
+#[test]
+fn regression_lying_length_is_rejected_before_decompression() {
+    let cfg = MoniquaConfig {
+        bits: 8,
+        compression: Compression::Zstd { level: 1 },
+        ..MoniquaConfig::default()
+    };
+    let codec = MoniquaCodec::new(&cfg, 0).unwrap();
+    let x = vec![0.0f32; 1000];
+    let mut frame = Vec::new();
+    let e = codec.encode(&x, 0, 0, None, &mut frame).unwrap();
+    assert!(e.header.compressed);
+    frame[8..12].copy_from_slice(&(u32::MAX / 2).to_le_bytes());
+    let mut out = vec![0.0; 1000];
+    let err = codec.decode(&frame, &x, &mut out).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            repro_codec::CodecError::LengthMismatch { what: "frame", .. }
+        ),
+        "{err:?}"
+    );
+    let full = FullPrecision {
+        compression: Compression::Zstd { level: 1 },
+    };
+    full.encode(&x, 0, 0, &mut frame).unwrap();
+    frame[8..12].copy_from_slice(&(u32::MAX / 2).to_le_bytes());
+    assert!(matches!(
+        full.decode(&frame, &mut out),
+        Err(repro_codec::CodecError::LengthMismatch { .. })
+    ));
+}
