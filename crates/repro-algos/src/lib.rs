@@ -1,6 +1,11 @@
-//! Decentralized SGD algorithms over flat parameter buffers and the
-//! virtual-clock simulator (issue "Algorithms and the virtual-clock simulator").
+//! Decentralized SGD algorithms over flat parameter buffers, and the
+//! virtual-clock simulator (issue "Algorithms and the virtual-clock
+//! simulator"). Nothing here calls MPI or torch.
 //!
-//! Not implemented yet: this crate holds the place in the workspace so the
-//! dependency graph (codec <- algos <- trainer, codec <- driver) is fixed from
-//! the start. It exposes nothing.
+//! So far: [`Topology`], the communication graphs and their mixing matrices.
+
+mod errors;
+pub mod topology;
+
+pub use errors::TopologyError;
+pub use topology::{Spectrum, Topology};

@@ -1,0 +1,30 @@
+//! Error types of the algorithms crate.
+
+use thiserror::Error;
+
+/// A topology that cannot be built.
+#[derive(Debug, Error, Clone, PartialEq)]
+pub enum TopologyError {
+    #[error(
+        "a {kind} needs at least {min} workers, got {n}; set `workers` or pick another `topology`"
+    )]
+    TooFewWorkers {
+        kind: &'static str,
+        n: usize,
+        min: usize,
+    },
+    #[error(
+        "a square torus needs a square number of workers, got {n}; give `torus: {{rows, cols}}`"
+    )]
+    NotSquare { n: usize },
+    #[error("edge ({a}, {b}) names a worker outside 0..{n}")]
+    EdgeOutOfRange { a: usize, b: usize, n: usize },
+    #[error("edge ({a}, {a}) is a self-loop; self weights are implied")]
+    SelfLoop { a: usize },
+    #[error(
+        "the graph is not connected (worker {unreached} cannot be reached from worker 0), so W has no spectral gap"
+    )]
+    Disconnected { unreached: usize },
+    #[error("gamma must be in (0, 1], got {gamma}; fix `gamma`")]
+    InvalidGamma { gamma: f64 },
+}
