@@ -371,10 +371,7 @@ mod tests {
         let s = Topology::ring(16).unwrap().spectrum();
         let want = (1.0 + 2.0 * (2.0 * std::f64::consts::PI / 16.0).cos()) / 3.0;
         assert!((s.rho - want).abs() < 1e-12);
-        assert_eq!(
-            Topology::complete(8).unwrap().spectrum().rho.abs() < 1e-12,
-            true
-        );
+        assert!(Topology::complete(8).unwrap().spectrum().rho.abs() < 1e-12);
     }
 
     #[test]
