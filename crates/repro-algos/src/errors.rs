@@ -28,3 +28,24 @@ pub enum TopologyError {
     #[error("gamma must be in (0, 1], got {gamma}; fix `gamma`")]
     InvalidGamma { gamma: f64 },
 }
+
+/// An algorithm that cannot be built or cannot step.
+#[derive(Debug, Error)]
+pub enum AlgoError {
+    #[error(transparent)]
+    Config(#[from] repro_codec::ConfigError),
+    #[error("codec failed")]
+    Codec(#[from] repro_codec::CodecError),
+    #[error("invalid topology")]
+    Topology(#[from] TopologyError),
+    #[error("{what} has {got} values, expected {expected}")]
+    Length {
+        what: &'static str,
+        expected: usize,
+        got: usize,
+    },
+    #[error("worker {worker} received a frame from {from}, which is not its neighbour")]
+    NotNeighbour { worker: usize, from: usize },
+    #[error("invalid setting: {0}")]
+    Invalid(String),
+}

@@ -1,11 +1,28 @@
 //! Decentralized SGD algorithms over flat parameter buffers, and the
-//! virtual-clock simulator (issue "Algorithms and the virtual-clock
-//! simulator"). Nothing here calls MPI or torch.
+//! virtual-clock simulator. Nothing here calls MPI or torch: workers turn
+//! models into frames and frames into models; a transport (the simulator's
+//! memory, or MPI in the trainer) carries the bytes.
 //!
-//! So far: [`Topology`], the communication graphs and their mixing matrices.
+//! - [`Topology`]: communication graphs and their mixing matrices.
+//! - [`Worker`] and [`AlgorithmSpec`]: the algorithms, one file each in `algos/`.
+//! - [`Simulator`]: n workers in one process with a virtual clock.
+//! - [`objective`]: objectives with analytic gradients for tests and studies.
 
+pub mod algorithm;
+pub mod algos;
+pub mod compress;
 mod errors;
+pub mod objective;
+pub mod optim;
+pub mod rng;
+pub mod sim;
 pub mod topology;
 
-pub use errors::TopologyError;
+pub use algorithm::{Pattern, Received, Worker};
+pub use algos::AlgorithmSpec;
+pub use compress::{Compressor, CompressorSpec};
+pub use errors::{AlgoError, TopologyError};
+pub use objective::{Objective, Quadratic};
+pub use optim::Sgd;
+pub use sim::{Network, SimConfig, Simulator, StepReport};
 pub use topology::{Spectrum, Topology};

@@ -1,0 +1,95 @@
+//! The interface every decentralized algorithm implements.
+//!
+//! One synchronous iteration `k` of worker `i`:
+//! 1. the caller computes a stochastic gradient at the current model and
+//!    turns it into the local step `delta = lr * direction` (momentum and
+//!    weight decay are the optimizer's, identical for every algorithm, see
+//!    [`crate::optim`]); algorithms use `delta` wherever their paper writes
+//!    `alpha g`;
+//! 2. [`Worker::send`] writes the one frame the worker broadcasts to all its
+//!    neighbours this iteration;
+//! 3. the transport delivers the neighbours' frames and
+//!    [`Worker::receive`] finishes the iteration.
+//!
+//! Workers never call MPI or torch: they see bytes in and bytes out, and every
+//! byte counted is a byte of a frame they produced.
+//!
+//! D-PSGD step order (used by every gossip algorithm here): the gradient is
+//! taken at `x_k`, and `x_{k+1} = sum_j W_ij x_{k,j} - delta_k`, i.e. mixing of
+//! the models as they were when the gradient was computed (Lian et al. 2017,
+//! Moniqua's Algorithm 1; powergossip and Bagua do the same).
+
+use crate::AlgoError;
+
+/// How a worker's frames travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// One frame to each neighbour in the topology.
+    Gossip,
+    /// A collective over all workers (ring all-reduce); the inbox holds every
+    /// other worker's frame.
+    AllReduce,
+}
+
+/// Counts from one `receive`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Received {
+    /// Frames whose hash verified the recovered model.
+    pub verified: u64,
+    /// Frames whose recovered model failed the hash (theta too small).
+    pub mismatched: u64,
+}
+
+/// One worker of a decentralized algorithm.
+pub trait Worker: Send {
+    /// The local model `x_i`.
+    fn model(&self) -> &[f32];
+    /// Writes this iteration's frame into `out` (replacing its contents).
+    fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError>;
+    /// Consumes the neighbours' frames `(sender, bytes)`, sorted by sender,
+    /// and finishes iteration `k`.
+    fn receive(
+        &mut self,
+        k: u64,
+        delta: &[f32],
+        inbox: &[(usize, &[u8])],
+    ) -> Result<Received, AlgoError>;
+    /// Bytes of state this worker keeps beyond D-PSGD's (the model, one
+    /// accumulator, one decode buffer and the frames of one iteration).
+    fn extra_memory(&self) -> usize;
+    /// How the frames travel.
+    fn pattern(&self) -> Pattern {
+        Pattern::Gossip
+    }
+}
+
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), AlgoError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(AlgoError::Length {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// `W_ij` of `i`'s neighbour `j`, or an error if `j` is not one.
+pub(crate) fn weight_of(
+    weights: &[(usize, f64)],
+    worker: usize,
+    from: usize,
+) -> Result<f32, AlgoError> {
+    weights
+        .binary_search_by_key(&from, |&(j, _)| j)
+        .map(|at| weights[at].1 as f32)
+        .map_err(|_| AlgoError::NotNeighbour { worker, from })
+}
+
+/// `acc += w * v`.
+pub(crate) fn axpy(acc: &mut [f32], w: f32, v: &[f32]) {
+    for (a, &x) in acc.iter_mut().zip(v) {
+        *a += w * x;
+    }
+}

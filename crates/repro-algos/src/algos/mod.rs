@@ -1,0 +1,77 @@
+//! The algorithms, one file each, and the spec that builds them.
+
+mod allreduce;
+mod dpsgd;
+mod moniqua;
+mod naive;
+
+pub use allreduce::AllReduce;
+pub use dpsgd::DPsgd;
+pub use moniqua::Moniqua;
+pub use naive::NaiveQuantized;
+
+use repro_codec::{MoniquaCodec, MoniquaConfig};
+
+use crate::algorithm::Worker;
+use crate::compress::{Compressor, CompressorSpec};
+use crate::{AlgoError, Topology};
+
+/// Which algorithm, with its settings.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlgorithmSpec {
+    /// Centralized SGD by all-reduce of the local steps.
+    AllReduce,
+    /// D-PSGD with full-precision models.
+    DPsgd,
+    /// D-PSGD with neighbours' models quantized directly (Moniqua eq. 4).
+    Naive(CompressorSpec),
+    /// Moniqua; `gamma` = 1 is Algorithm 1, below 1 the slack matrix of Theorem 3.
+    Moniqua { codec: MoniquaConfig, gamma: f64 },
+}
+
+impl AlgorithmSpec {
+    /// A short name for logs and tables.
+    pub fn name(&self) -> &'static str {
+        match self {
+            AlgorithmSpec::AllReduce => "allreduce",
+            AlgorithmSpec::DPsgd => "d-psgd",
+            AlgorithmSpec::Naive(_) => "naive",
+            AlgorithmSpec::Moniqua { .. } => "moniqua",
+        }
+    }
+
+    /// The same spec with Moniqua's rounding changed (other algorithms unchanged).
+    pub fn with_rounding(mut self, rounding: repro_codec::Rounding) -> Self {
+        if let AlgorithmSpec::Moniqua { codec, .. } = &mut self {
+            codec.rounding = rounding;
+        }
+        self
+    }
+
+    /// Builds worker `rank` of a run keyed by `seed`, starting from `x0`.
+    pub fn build(
+        &self,
+        rank: usize,
+        topology: &Topology,
+        seed: u64,
+        x0: &[f32],
+    ) -> Result<Box<dyn Worker>, AlgoError> {
+        Ok(match self {
+            AlgorithmSpec::AllReduce => Box::new(AllReduce::new(rank, topology.n(), x0)),
+            AlgorithmSpec::DPsgd => Box::new(DPsgd::new(rank, topology, x0)),
+            AlgorithmSpec::Naive(spec) => Box::new(NaiveQuantized::new(
+                rank,
+                topology,
+                Compressor::new(spec, seed)?,
+                x0,
+            )),
+            AlgorithmSpec::Moniqua { codec, gamma } => Box::new(Moniqua::new(
+                rank,
+                topology,
+                MoniquaCodec::new(codec, seed)?,
+                *gamma,
+                x0,
+            )?),
+        })
+    }
+}

@@ -1,0 +1,120 @@
+//! The compressors the baselines apply to what they send: the paper's
+//! "identical quantizer" (unbiased stochastic rounding with a per-bucket
+//! scale), full precision, and the fixed-grid quantizer of Theorem 1.
+
+use repro_codec::{CodecError, FullPrecision, StochasticCodec, StochasticConfig};
+
+use crate::AlgoError;
+
+/// What a baseline's frames carry.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CompressorSpec {
+    /// f32 values.
+    Full,
+    /// Unbiased stochastic rounding to `bits` over `[-s, s]`, `s` per bucket.
+    Stochastic(StochasticConfig),
+    /// Unbiased stochastic rounding onto the fixed grid `step * Z`, sent as
+    /// f32 values (32 bits each: the grid is unbounded). The quantizer of
+    /// Moniqua's Theorem 1.
+    Grid { step: f32 },
+}
+
+/// A built compressor for one worker.
+#[derive(Debug, Clone)]
+pub enum Compressor {
+    Full(FullPrecision),
+    Stochastic(StochasticCodec),
+    Grid { step: f32, seed: u64 },
+}
+
+impl Compressor {
+    /// Builds the compressor of a run keyed by `seed`.
+    pub fn new(spec: &CompressorSpec, seed: u64) -> Result<Self, AlgoError> {
+        Ok(match spec {
+            CompressorSpec::Full => Compressor::Full(FullPrecision::default()),
+            CompressorSpec::Stochastic(cfg) => {
+                Compressor::Stochastic(StochasticCodec::new(cfg, seed)?)
+            }
+            CompressorSpec::Grid { step } => {
+                if !(*step > 0.0 && step.is_finite()) {
+                    return Err(AlgoError::Invalid(format!(
+                        "grid step must be positive, got {step}"
+                    )));
+                }
+                Compressor::Grid { step: *step, seed }
+            }
+        })
+    }
+
+    /// Compresses `v` into a frame in `out`; `own` receives `C(v)` as the
+    /// receivers will decode it.
+    pub fn encode(
+        &self,
+        v: &[f32],
+        k: u64,
+        sender: u32,
+        own: Option<&mut [f32]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        match self {
+            Compressor::Full(f) => {
+                f.encode(v, k, sender, out)?;
+                if let Some(own) = own {
+                    own.copy_from_slice(v);
+                }
+            }
+            Compressor::Stochastic(c) => {
+                c.encode(v, k, sender, own, out)?;
+            }
+            Compressor::Grid { step, seed } => {
+                let dither = repro_codec::Dither::new(*seed, 1 + u64::from(sender), k);
+                let q: Vec<f32> = v
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| step * (x / step + dither.uniform(i as u32)).floor())
+                    .collect();
+                FullPrecision::default().encode(&q, k, sender, out)?;
+                if let Some(own) = own {
+                    own.copy_from_slice(&q);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes a frame into `out`.
+    pub fn decode(&self, bytes: &[u8], out: &mut [f32]) -> Result<(), CodecError> {
+        match self {
+            Compressor::Full(f) => f.decode(bytes, out).map(drop),
+            Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
+            Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grid_quantizer_is_unbiased_on_its_grid() {
+        let c = Compressor::new(&CompressorSpec::Grid { step: 0.5 }, 1).unwrap();
+        let v = [0.25f32, 0.1, -0.3, 1.0];
+        let mut mean = [0.0f64; 4];
+        let mut f = Vec::new();
+        let mut out = [0.0f32; 4];
+        let draws = 20_000;
+        for k in 0..draws {
+            c.encode(&v, k, 0, None, &mut f).unwrap();
+            c.decode(&f, &mut out).unwrap();
+            for ((m, &o), &x) in mean.iter_mut().zip(&out).zip(&v) {
+                assert!((o / 0.5).fract() == 0.0, "off the grid: {o}");
+                assert!((o - x).abs() < 0.5);
+                *m += f64::from(o) / draws as f64;
+            }
+        }
+        for (m, &x) in mean.iter().zip(&v) {
+            assert!((m - f64::from(x)).abs() < 0.01, "{m} vs {x}");
+        }
+    }
+}

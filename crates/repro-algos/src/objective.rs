@@ -1,0 +1,128 @@
+//! Objectives with analytic gradients, split across workers.
+//!
+//! `f(x) = 1/n sum_i f_i(x)`; worker `i` samples stochastic gradients of its
+//! own `f_i`.
+
+use crate::rng::Rng;
+
+/// A distributed objective with a stochastic gradient oracle per worker.
+pub trait Objective: Send + Sync {
+    /// Dimension `d`.
+    fn dim(&self) -> usize;
+    /// Number of workers `n` the data is split across.
+    fn workers(&self) -> usize;
+    /// A stochastic gradient of `f_i` at `x` into `g`; returns the sampled loss.
+    fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64;
+    /// `f(x)` (the global objective, no noise).
+    fn loss(&self, x: &[f32]) -> f64;
+    /// `grad f(x)` (the global gradient, no noise) into `g`.
+    fn full_gradient(&self, x: &[f32], g: &mut [f32]);
+}
+
+/// `f_i(x) = |x - b_i|^2 / 2`, with Gaussian gradient noise of standard
+/// deviation `sigma` per coordinate. Homogeneous when all `b_i` are equal.
+#[derive(Debug, Clone)]
+pub struct Quadratic {
+    targets: Vec<Vec<f32>>,
+    mean: Vec<f32>,
+    sigma: f32,
+}
+
+impl Quadratic {
+    /// Every worker has the same minimizer `b`.
+    pub fn homogeneous(n: usize, b: Vec<f32>, sigma: f32) -> Self {
+        Self::heterogeneous(vec![b; n], sigma)
+    }
+
+    /// Worker `i` has minimizer `targets[i]`; the global minimizer is their mean.
+    pub fn heterogeneous(targets: Vec<Vec<f32>>, sigma: f32) -> Self {
+        let n = targets.len();
+        let d = targets.first().map_or(0, Vec::len);
+        assert!(
+            targets.iter().all(|t| t.len() == d),
+            "all targets need dimension {d}"
+        );
+        let mut mean = vec![0.0f32; d];
+        for t in &targets {
+            for (m, v) in mean.iter_mut().zip(t) {
+                *m += v / n as f32;
+            }
+        }
+        Self {
+            targets,
+            mean,
+            sigma,
+        }
+    }
+
+    /// The global minimizer.
+    pub fn minimizer(&self) -> &[f32] {
+        &self.mean
+    }
+}
+
+impl Objective for Quadratic {
+    fn dim(&self) -> usize {
+        self.mean.len()
+    }
+
+    fn workers(&self) -> usize {
+        self.targets.len()
+    }
+
+    fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
+        let b = &self.targets[worker];
+        let mut loss = 0.0f64;
+        for ((gi, &xi), &bi) in g.iter_mut().zip(x).zip(b) {
+            let r = xi - bi;
+            loss += 0.5 * f64::from(r) * f64::from(r);
+            *gi = r;
+        }
+        if self.sigma > 0.0 {
+            for gi in g.iter_mut() {
+                *gi += self.sigma * rng.normal() as f32;
+            }
+        }
+        loss
+    }
+
+    fn loss(&self, x: &[f32]) -> f64 {
+        // 1/n sum_i |x - b_i|^2 / 2
+        let n = self.targets.len() as f64;
+        self.targets
+            .iter()
+            .map(|b| {
+                x.iter()
+                    .zip(b)
+                    .map(|(&xi, &bi)| 0.5 * f64::from(xi - bi).powi(2))
+                    .sum::<f64>()
+            })
+            .sum::<f64>()
+            / n
+    }
+
+    fn full_gradient(&self, x: &[f32], g: &mut [f32]) {
+        for ((gi, &xi), &m) in g.iter_mut().zip(x).zip(&self.mean) {
+            *gi = xi - m;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quadratic_gradients() {
+        let q = Quadratic::heterogeneous(vec![vec![1.0, 0.0], vec![3.0, 2.0]], 0.0);
+        assert_eq!(q.minimizer(), &[2.0, 1.0]);
+        let mut g = [0.0; 2];
+        let mut rng = Rng::new(0, 0);
+        let l = q.gradient(1, &[0.0, 0.0], &mut rng, &mut g);
+        assert_eq!(g, [-3.0, -2.0]);
+        assert_eq!(l, 6.5);
+        q.full_gradient(&[2.0, 1.0], &mut g);
+        assert_eq!(g, [0.0, 0.0]);
+        assert_eq!(q.loss(&[2.0, 1.0]), 1.0);
+    }
+}
