@@ -49,3 +49,18 @@ pub enum AlgoError {
     #[error("invalid setting: {0}")]
     Invalid(String),
 }
+
+impl AlgoError {
+    /// Whether this error means the run diverged (a model became non-finite
+    /// or left the range a codec can represent), rather than a bug or a
+    /// misconfiguration.
+    pub fn is_divergence(&self) -> bool {
+        matches!(
+            self,
+            AlgoError::Codec(
+                repro_codec::CodecError::NonFinite { .. }
+                    | repro_codec::CodecError::OutOfRange { .. }
+            )
+        )
+    }
+}

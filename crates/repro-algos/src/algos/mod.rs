@@ -1,12 +1,20 @@
 //! The algorithms, one file each, and the spec that builds them.
 
 mod allreduce;
+mod choco;
+mod dcd;
+mod deepsqueeze;
 mod dpsgd;
+mod ecd;
 mod moniqua;
 mod naive;
 
 pub use allreduce::AllReduce;
+pub use choco::Choco;
+pub use dcd::Dcd;
+pub use deepsqueeze::DeepSqueeze;
 pub use dpsgd::DPsgd;
+pub use ecd::Ecd;
 pub use moniqua::Moniqua;
 pub use naive::NaiveQuantized;
 
@@ -27,6 +35,20 @@ pub enum AlgorithmSpec {
     Naive(CompressorSpec),
     /// Moniqua; `gamma` = 1 is Algorithm 1, below 1 the slack matrix of Theorem 3.
     Moniqua { codec: MoniquaConfig, gamma: f64 },
+    /// DCD-PSGD: compressed differences, exact neighbour replicas.
+    Dcd(CompressorSpec),
+    /// ECD-PSGD: compressed extrapolations, neighbour estimates.
+    Ecd(CompressorSpec),
+    /// CHOCO-SGD with consensus step size `gamma`.
+    Choco {
+        compressor: CompressorSpec,
+        gamma: f64,
+    },
+    /// DeepSqueeze with consensus step size `gamma`.
+    DeepSqueeze {
+        compressor: CompressorSpec,
+        gamma: f64,
+    },
 }
 
 impl AlgorithmSpec {
@@ -37,6 +59,10 @@ impl AlgorithmSpec {
             AlgorithmSpec::DPsgd => "d-psgd",
             AlgorithmSpec::Naive(_) => "naive",
             AlgorithmSpec::Moniqua { .. } => "moniqua",
+            AlgorithmSpec::Dcd(_) => "dcd-psgd",
+            AlgorithmSpec::Ecd(_) => "ecd-psgd",
+            AlgorithmSpec::Choco { .. } => "choco-sgd",
+            AlgorithmSpec::DeepSqueeze { .. } => "deepsqueeze",
         }
     }
 
@@ -69,6 +95,26 @@ impl AlgorithmSpec {
                 rank,
                 topology,
                 MoniquaCodec::new(codec, seed)?,
+                *gamma,
+                x0,
+            )?),
+            AlgorithmSpec::Dcd(spec) => {
+                Box::new(Dcd::new(rank, topology, Compressor::new(spec, seed)?, x0))
+            }
+            AlgorithmSpec::Ecd(spec) => {
+                Box::new(Ecd::new(rank, topology, Compressor::new(spec, seed)?, x0))
+            }
+            AlgorithmSpec::Choco { compressor, gamma } => Box::new(Choco::new(
+                rank,
+                topology,
+                Compressor::new(compressor, seed)?,
+                *gamma,
+                x0,
+            )?),
+            AlgorithmSpec::DeepSqueeze { compressor, gamma } => Box::new(DeepSqueeze::new(
+                rank,
+                topology,
+                Compressor::new(compressor, seed)?,
                 *gamma,
                 x0,
             )?),

@@ -1,0 +1,97 @@
+//! CHOCO-SGD (Koloskova et al. 2019, Algorithm 2), memory-lean form:
+//! local step `x <- x - delta`; `q_i = C(x_i - x^_i)`; `x^_j <- x^_j + q_j`
+//! for `i` and its neighbours; gossip
+//! `x_i <- x_i + gamma sum_j W_ij (x^_j - x^_i)`. Instead of one replica per
+//! neighbour, each worker keeps `x^_i` and `s_i = sum_{j != i} W_ij x^_j`,
+//! which is all the gossip step needs: two vectors, whatever the degree.
+//! `x^` starts at 0.
+
+use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::compress::Compressor;
+use crate::{AlgoError, Topology};
+
+/// A CHOCO-SGD worker.
+#[derive(Debug)]
+pub struct Choco {
+    rank: usize,
+    x: Vec<f32>,
+    compressor: Compressor,
+    gamma: f32,
+    self_weight: f32,
+    weights: Vec<(usize, f64)>,
+    x_hat: Vec<f32>,
+    s: Vec<f32>,
+    acc: Vec<f32>,
+    scratch: Vec<f32>,
+}
+
+impl Choco {
+    pub fn new(
+        rank: usize,
+        topology: &Topology,
+        compressor: Compressor,
+        gamma: f64,
+        x0: &[f32],
+    ) -> Result<Self, AlgoError> {
+        if !(gamma > 0.0 && gamma <= 1.0) {
+            return Err(AlgoError::Invalid(format!(
+                "CHOCO's gamma must be in (0, 1], got {gamma}"
+            )));
+        }
+        Ok(Self {
+            rank,
+            x: x0.to_vec(),
+            compressor,
+            gamma: gamma as f32,
+            self_weight: topology.self_weight(rank) as f32,
+            weights: topology.neighbours(rank).to_vec(),
+            x_hat: vec![0.0; x0.len()],
+            s: vec![0.0; x0.len()],
+            acc: vec![0.0; x0.len()],
+            scratch: vec![0.0; x0.len()],
+        })
+    }
+}
+
+impl Worker for Choco {
+    fn model(&self) -> &[f32] {
+        &self.x
+    }
+
+    fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
+        check_len("delta", self.x.len(), delta.len())?;
+        for (x, &d) in self.x.iter_mut().zip(delta) {
+            *x -= d;
+        }
+        for ((a, &x), &h) in self.acc.iter_mut().zip(&self.x).zip(&self.x_hat) {
+            *a = x - h;
+        }
+        self.compressor
+            .encode(&self.acc, k, self.rank as u32, Some(&mut self.scratch), out)?;
+        axpy(&mut self.x_hat, 1.0, &self.scratch);
+        Ok(())
+    }
+
+    fn receive(
+        &mut self,
+        _k: u64,
+        _delta: &[f32],
+        inbox: &[(usize, &[u8])],
+    ) -> Result<Received, AlgoError> {
+        for &(from, bytes) in inbox {
+            let w = weight_of(&self.weights, self.rank, from)?;
+            self.compressor.decode(bytes, &mut self.scratch)?;
+            axpy(&mut self.s, w, &self.scratch);
+        }
+        // sum_j W_ij (x^_j - x^_i) = s_i - (1 - W_ii) x^_i
+        let off = 1.0 - self.self_weight;
+        for ((x, &s), &h) in self.x.iter_mut().zip(&self.s).zip(&self.x_hat) {
+            *x += self.gamma * (s - off * h);
+        }
+        Ok(Received::default())
+    }
+
+    fn extra_memory(&self) -> usize {
+        4 * (self.x_hat.len() + self.s.len())
+    }
+}
