@@ -2,6 +2,7 @@
 
 mod allreduce;
 mod choco;
+mod d2;
 mod dcd;
 mod deepsqueeze;
 mod dpsgd;
@@ -11,6 +12,7 @@ mod naive;
 
 pub use allreduce::AllReduce;
 pub use choco::Choco;
+pub use d2::{D2, D2Exchange};
 pub use dcd::Dcd;
 pub use deepsqueeze::DeepSqueeze;
 pub use dpsgd::DPsgd;
@@ -49,6 +51,10 @@ pub enum AlgorithmSpec {
         compressor: CompressorSpec,
         gamma: f64,
     },
+    /// D², mixing with `gamma W + (1 - gamma) I` (0.5 in the reference code).
+    D2 { gamma: f64 },
+    /// Moniqua on D² (Section 5).
+    MoniquaD2 { codec: MoniquaConfig, gamma: f64 },
 }
 
 impl AlgorithmSpec {
@@ -63,6 +69,8 @@ impl AlgorithmSpec {
             AlgorithmSpec::Ecd(_) => "ecd-psgd",
             AlgorithmSpec::Choco { .. } => "choco-sgd",
             AlgorithmSpec::DeepSqueeze { .. } => "deepsqueeze",
+            AlgorithmSpec::D2 { .. } => "d2",
+            AlgorithmSpec::MoniquaD2 { .. } => "moniqua-d2",
         }
     }
 
@@ -108,6 +116,16 @@ impl AlgorithmSpec {
                 rank,
                 topology,
                 Compressor::new(compressor, seed)?,
+                *gamma,
+                x0,
+            )?),
+            AlgorithmSpec::D2 { gamma } => {
+                Box::new(D2::new(rank, topology, D2Exchange::Full, *gamma, x0)?)
+            }
+            AlgorithmSpec::MoniquaD2 { codec, gamma } => Box::new(D2::new(
+                rank,
+                topology,
+                D2Exchange::Moniqua(MoniquaCodec::new(codec, seed)?),
                 *gamma,
                 x0,
             )?),
