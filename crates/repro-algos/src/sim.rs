@@ -68,13 +68,10 @@ pub struct StepReport {
 pub struct Simulator<'o> {
     objective: &'o dyn Objective,
     topology: Topology,
-    workers: Vec<Box<dyn Worker>>,
-    cfg: SimConfig,
-    rngs: Vec<Rng>,
-    momentum: Vec<Vec<f32>>,
-    deltas: Vec<Vec<f32>>,
+    lanes: Vec<Lane>,
     frames: Vec<Vec<u8>>,
-    grad: Vec<f32>,
+    cfg: SimConfig,
+    threads: usize,
     k: u64,
     clock: f64,
     total_bytes: u64,
@@ -85,7 +82,7 @@ impl std::fmt::Debug for Simulator<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Simulator")
             .field("topology", &self.topology.name())
-            .field("workers", &self.workers.len())
+            .field("workers", &self.lanes.len())
             .field("iteration", &self.k)
             .finish()
     }
@@ -109,19 +106,30 @@ impl<'o> Simulator<'o> {
                 objective.workers()
             )));
         }
-        let workers = (0..n)
-            .map(|i| spec.build(i, &topology, cfg.seed, x0))
-            .collect::<Result<Vec<_>, _>>()?;
+        let lanes = (0..n)
+            .map(|i| {
+                Ok(Lane {
+                    worker: spec.build(i, &topology, cfg.seed, x0)?,
+                    rng: Rng::new(cfg.seed, 1000 + i as u64),
+                    momentum: vec![0.0; d],
+                    delta: vec![0.0; d],
+                    grad: vec![0.0; d],
+                })
+            })
+            .collect::<Result<Vec<_>, AlgoError>>()?;
+        // threads only pay off when a phase has real work
+        let threads = if n * d >= 1 << 16 {
+            std::thread::available_parallelism()
+                .map_or(1, |p| p.get())
+                .min(n)
+        } else {
+            1
+        };
         Ok(Self {
             objective,
-            workers,
-            rngs: (0..n)
-                .map(|i| Rng::new(cfg.seed, 1000 + i as u64))
-                .collect(),
-            momentum: vec![vec![0.0; d]; n],
-            deltas: vec![vec![0.0; d]; n],
+            lanes,
             frames: vec![Vec::new(); n],
-            grad: vec![0.0; d],
+            threads,
             topology,
             cfg,
             k: 0,
@@ -131,50 +139,47 @@ impl<'o> Simulator<'o> {
         })
     }
 
-    /// Runs one synchronous iteration.
+    /// Runs one synchronous iteration. Workers are independent within each
+    /// phase (gradient, send, receive), which run on several threads when the
+    /// problem is large; results do not depend on the thread count.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
-        let n = self.workers.len();
+        let n = self.lanes.len();
         let k = self.k;
-        let mut loss = 0.0;
-        for i in 0..n {
-            let x = self.workers[i].model();
-            loss += self
-                .objective
-                .gradient(i, x, &mut self.rngs[i], &mut self.grad);
-            self.cfg.sgd.step(
-                self.cfg.lr,
-                x,
-                &self.grad,
-                &mut self.momentum[i],
-                &mut self.deltas[i],
-            );
-        }
-        for i in 0..n {
-            self.workers[i].send(k, &self.deltas[i], &mut self.frames[i])?;
-        }
-        let mut verified = 0;
-        let mut mismatched = 0;
-        let mut egress = vec![0u64; n];
-        let mut slowest = self.cfg.compute_s;
-        for (i, out) in egress.iter_mut().enumerate() {
-            let pattern = self.workers[i].pattern();
-            let inbox: Vec<(usize, &[u8])> = match pattern {
-                Pattern::Gossip => self
-                    .topology
+        let objective = self.objective;
+        let (lr, sgd) = (self.cfg.lr, self.cfg.sgd);
+        let losses = par_map(&mut self.lanes, self.threads, |i, lane| {
+            let x = lane.worker.model();
+            let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.grad);
+            sgd.step(lr, x, &lane.grad, &mut lane.momentum, &mut lane.delta);
+            Ok(loss)
+        })?;
+        let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
+            self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
+        par_map(&mut pairs, self.threads, |_, (lane, frame)| {
+            lane.worker.send(k, &lane.delta, frame)
+        })?;
+        drop(pairs);
+        let frames = &self.frames;
+        let topology = &self.topology;
+        let received = par_map(&mut self.lanes, self.threads, |i, lane| {
+            let inbox: Vec<(usize, &[u8])> = match lane.worker.pattern() {
+                Pattern::Gossip => topology
                     .neighbours(i)
                     .iter()
-                    .map(|&(j, _)| (j, self.frames[j].as_slice()))
+                    .map(|&(j, _)| (j, frames[j].as_slice()))
                     .collect(),
                 Pattern::AllReduce => (0..n)
                     .filter(|&j| j != i)
-                    .map(|j| (j, self.frames[j].as_slice()))
+                    .map(|j| (j, frames[j].as_slice()))
                     .collect(),
             };
-            let r = self.workers[i].receive(k, &self.deltas[i], &inbox)?;
-            verified += r.verified;
-            mismatched += r.mismatched;
+            lane.worker.receive(k, &lane.delta, &inbox)
+        })?;
+        let mut egress = vec![0u64; n];
+        let mut slowest = self.cfg.compute_s;
+        for (i, out) in egress.iter_mut().enumerate() {
             let frame = self.frames[i].len() as u64;
-            let (bytes, hops) = match pattern {
+            let (bytes, hops) = match self.lanes[i].worker.pattern() {
                 Pattern::Gossip => (frame * self.topology.neighbours(i).len() as u64, 1.0),
                 Pattern::AllReduce => (
                     (2 * (n as u64 - 1) * frame).div_ceil(n as u64),
@@ -187,13 +192,15 @@ impl<'o> Simulator<'o> {
                 slowest = slowest.max(t.max(self.cfg.compute_s));
             }
         }
+        let verified = received.iter().map(|r| r.verified).sum();
+        let mismatched = received.iter().map(|r| r.mismatched).sum();
         self.clock += slowest;
         self.k += 1;
         self.total_bytes += egress.iter().sum::<u64>();
         self.mismatched += mismatched;
         Ok(StepReport {
             iteration: k,
-            train_loss: loss / n as f64,
+            train_loss: losses.iter().sum::<f64>() / n as f64,
             frame_bytes: self.frames.iter().map(Vec::len).collect(),
             egress_bytes: egress,
             time_s: self.clock,
@@ -214,15 +221,15 @@ impl<'o> Simulator<'o> {
 
     /// Worker `i`'s model.
     pub fn model(&self, i: usize) -> &[f32] {
-        self.workers[i].model()
+        self.lanes[i].worker.model()
     }
 
     /// `x_bar = 1/n sum_i x_i`.
     pub fn average_model(&self) -> Vec<f32> {
-        let n = self.workers.len() as f32;
+        let n = self.lanes.len() as f32;
         let mut avg = vec![0.0f32; self.objective.dim()];
-        for w in &self.workers {
-            for (a, &x) in avg.iter_mut().zip(w.model()) {
+        for lane in &self.lanes {
+            for (a, &x) in avg.iter_mut().zip(lane.worker.model()) {
                 *a += x / n;
             }
         }
@@ -232,10 +239,11 @@ impl<'o> Simulator<'o> {
     /// `max_i |x_i - x_bar|_inf`.
     pub fn consensus_distance(&self) -> f64 {
         let avg = self.average_model();
-        self.workers
+        self.lanes
             .iter()
-            .flat_map(|w| {
-                w.model()
+            .flat_map(|l| {
+                l.worker
+                    .model()
                     .iter()
                     .zip(&avg)
                     .map(|(x, a)| f64::from((x - a).abs()))
@@ -246,12 +254,13 @@ impl<'o> Simulator<'o> {
     /// `max over edges (i, j) of |x_i - x_j|_inf`: what Moniqua's theta bounds.
     pub fn neighbour_distance(&self) -> f64 {
         let mut worst = 0.0f64;
-        for i in 0..self.workers.len() {
+        for i in 0..self.lanes.len() {
             for &(j, _) in self.topology.neighbours(i) {
-                let d = self.workers[i]
+                let d = self.lanes[i]
+                    .worker
                     .model()
                     .iter()
-                    .zip(self.workers[j].model())
+                    .zip(self.lanes[j].worker.model())
                     .map(|(a, b)| f64::from((a - b).abs()))
                     .fold(0.0, f64::max);
                 worst = worst.max(d);
@@ -264,7 +273,7 @@ impl<'o> Simulator<'o> {
     pub fn grad_norm_sq(&self, i: usize) -> f64 {
         let mut g = vec![0.0f32; self.objective.dim()];
         self.objective
-            .full_gradient(self.workers[i].model(), &mut g);
+            .full_gradient(self.lanes[i].worker.model(), &mut g);
         g.iter().map(|&v| f64::from(v) * f64::from(v)).sum()
     }
 
@@ -285,6 +294,51 @@ impl<'o> Simulator<'o> {
 
     /// Bytes of state each worker keeps beyond D-PSGD's.
     pub fn extra_memory(&self) -> Vec<usize> {
-        self.workers.iter().map(|w| w.extra_memory()).collect()
+        self.lanes.iter().map(|l| l.worker.extra_memory()).collect()
     }
+}
+
+/// One worker and what the simulator keeps for it.
+struct Lane {
+    worker: Box<dyn Worker>,
+    rng: Rng,
+    momentum: Vec<f32>,
+    delta: Vec<f32>,
+    grad: Vec<f32>,
+}
+
+/// `f(i, &mut items[i])` for every item, on up to `threads` scoped threads,
+/// results in item order; the first error (in item order) wins.
+fn par_map<T: Send, R: Send>(
+    items: &mut [T],
+    threads: usize,
+    f: impl Fn(usize, &mut T) -> Result<R, AlgoError> + Sync,
+) -> Result<Vec<R>, AlgoError> {
+    if threads <= 1 || items.len() <= 1 {
+        return items.iter_mut().enumerate().map(|(i, t)| f(i, t)).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    let f = &f;
+    let parts: Vec<Vec<Result<R, AlgoError>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks_mut(chunk)
+            .enumerate()
+            .map(|(c, part)| {
+                s.spawn(move || {
+                    part.iter_mut()
+                        .enumerate()
+                        .map(|(j, t)| f(c * chunk + j, t))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    parts.into_iter().flatten().collect()
 }

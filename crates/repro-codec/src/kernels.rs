@@ -175,9 +175,10 @@ fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
 }
 
 /// Turns received codes `r` (low `b` bits) into the integer congruent to `r`
-/// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b`.
+/// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b` (or,
+/// with `ACC`, adds `w Ĉ B / 2^b`).
 #[inline(always)]
-fn recover(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32]) {
+fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32], w: f32) {
     let inv_levels = 1.0 / p.levels as f32;
     for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
         let r = *c as i32;
@@ -185,7 +186,12 @@ fn recover(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32]) {
         let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
         let full = r.wrapping_add(k.wrapping_shl(p.bits));
         *c = full as u32;
-        *o = full as f32 * p.step;
+        let v = full as f32 * p.step;
+        if ACC {
+            *o += w * v;
+        } else {
+            *o = v;
+        }
     }
 }
 
@@ -235,11 +241,12 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
 }
 
 #[inline(always)]
-fn moniqua_decode_fixed<const B: usize>(
+fn moniqua_decode_fixed<const B: usize, const ACC: bool>(
     p: &ModParams,
     body: &[u8],
     local: &[f32],
     out: &mut [f32],
+    w: f32,
 ) -> Option<u64> {
     let mut hash = CodeHash::new();
     let mut codes = [0u32; CHUNK];
@@ -252,7 +259,7 @@ fn moniqua_decode_fixed<const B: usize>(
         .zip(out_head.chunks_exact_mut(CHUNK))
     {
         unpack_fixed::<B>(src, &mut codes);
-        recover(p, &mut codes, yc, oc);
+        recover::<ACC>(p, &mut codes, yc, oc, w);
         if p.hash {
             hash.update(&codes);
         }
@@ -261,7 +268,7 @@ fn moniqua_decode_fixed<const B: usize>(
     if rest > 0 {
         let codes = &mut codes[..rest];
         unpack(body_tail, B as u32, codes);
-        recover(p, codes, &local[full..], out_tail);
+        recover::<ACC>(p, codes, &local[full..], out_tail, w);
         if p.hash {
             hash.update(codes);
         }
@@ -287,8 +294,17 @@ fn moniqua_encode_impl(
 }
 
 #[inline(always)]
-fn moniqua_decode_impl(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32]) -> Option<u64> {
-    for_bits!(p.bits, B => moniqua_decode_fixed::<B>(p, body, local, out))
+fn moniqua_decode_impl(
+    p: &ModParams,
+    body: &[u8],
+    local: &[f32],
+    out: &mut [f32],
+    accumulate: Option<f32>,
+) -> Option<u64> {
+    match accumulate {
+        None => for_bits!(p.bits, B => moniqua_decode_fixed::<B, false>(p, body, local, out, 0.0)),
+        Some(w) => for_bits!(p.bits, B => moniqua_decode_fixed::<B, true>(p, body, local, out, w)),
+    }
 }
 
 /// Parameters of a baseline (per-bucket scale) encode or decode.
@@ -415,8 +431,9 @@ multiversion! {
     fn moniqua_encode / moniqua_encode_at(p: &ModParams, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
 }
 multiversion! {
-    /// Moniqua recovery of a neighbour's codes against the local model; returns the code hash.
-    fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32]) -> Option<u64> = moniqua_decode_impl;
+    /// Moniqua recovery of a neighbour's codes against the local model into
+    /// `out` (or `out += w x^` with `accumulate = Some(w)`); returns the code hash.
+    fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32], accumulate: Option<f32>) -> Option<u64> = moniqua_decode_impl;
 }
 multiversion! {
     /// Per-bucket scales; returns the number of non-finite inputs.
@@ -465,7 +482,9 @@ mod tests {
                     let mut own = vec![0f32; x.len()];
                     let e = moniqua_encode_at(level, &p, &x, Some(&mut own), &mut body);
                     let mut out = vec![0f32; x.len()];
-                    let h = moniqua_decode_at(level, &p, &body, &y, &mut out);
+                    let h = moniqua_decode_at(level, &p, &body, &y, &mut out, None);
+                    let mut acc = vec![1.0f32; x.len()];
+                    moniqua_decode_at(level, &p, &body, &y, &mut acc, Some(0.25));
                     let bp = BucketParams {
                         bits,
                         bucket: 100,

@@ -325,6 +325,30 @@ impl MoniquaCodec {
         local: &[f32],
         out: &mut [f32],
     ) -> Result<Decoded, CodecError> {
+        self.decode_into(bytes, local, out, None)
+    }
+
+    /// As [`decode`](Self::decode), but adds `weight * x^_j` to `acc` instead
+    /// of writing `x^_j`: one pass instead of a decode and an axpy, and no
+    /// buffer for the recovered model. Bit-identical to decoding, then
+    /// `acc[i] += weight * out[i]`.
+    pub fn decode_accumulate(
+        &self,
+        bytes: &[u8],
+        local: &[f32],
+        weight: f32,
+        acc: &mut [f32],
+    ) -> Result<Decoded, CodecError> {
+        self.decode_into(bytes, local, acc, Some(weight))
+    }
+
+    fn decode_into(
+        &self,
+        bytes: &[u8],
+        local: &[f32],
+        out: &mut [f32],
+        accumulate: Option<f32>,
+    ) -> Result<Decoded, CodecError> {
         check_len("output buffer", local.len(), out.len())?;
         let frame = frame::open_frame(
             bytes,
@@ -337,9 +361,8 @@ impl MoniquaCodec {
             },
         )?;
         let header = frame.header;
-
         let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
-        let recovered = kernels::moniqua_decode(&params, &frame.body, local, out);
+        let recovered = kernels::moniqua_decode(&params, &frame.body, local, out, accumulate);
         let verification = match (header.hash, recovered) {
             (Some(sent), Some(h)) if h == sent => Verification::Verified,
             (Some(_), _) => Verification::Mismatch,
@@ -505,6 +528,22 @@ mod tests {
             // and the receiver recovers exactly the sender's biased term
             assert_eq!(rec[i], own[i], "i={i}");
         }
+    }
+
+    #[test]
+    fn decode_accumulate_equals_decode_then_axpy() {
+        let c = codec(5, Rounding::Stochastic, 1.0);
+        let x: Vec<f32> = (0..777).map(|i| (i as f32 * 0.3).sin()).collect();
+        let y: Vec<f32> = x.iter().map(|v| v + 0.2).collect();
+        let mut f = Vec::new();
+        c.encode(&x, 3, 1, None, &mut f).unwrap();
+        let mut rec = vec![0.0; x.len()];
+        c.decode(&f, &y, &mut rec).unwrap();
+        let mut acc: Vec<f32> = (0..777).map(|i| i as f32 * 0.01).collect();
+        let want: Vec<f32> = acc.iter().zip(&rec).map(|(a, r)| a + 0.3 * r).collect();
+        let d = c.decode_accumulate(&f, &y, 0.3, &mut acc).unwrap();
+        assert_eq!(d.verification, Verification::Verified);
+        assert_eq!(acc, want);
     }
 
     #[test]

@@ -126,13 +126,12 @@ impl Worker for D2 {
                 }
                 for &(from, bytes) in inbox {
                     let w = weight_of(&self.weights, self.rank, from)?;
-                    let d = codec.decode(bytes, &self.half, &mut self.scratch)?;
+                    let d = codec.decode_accumulate(bytes, &self.half, w, &mut self.acc)?;
                     match d.verification {
                         Verification::Verified => received.verified += 1,
                         Verification::Mismatch => received.mismatched += 1,
                         Verification::Unchecked => {}
                     }
-                    axpy(&mut self.acc, w, &self.scratch);
                 }
                 for ((x, &h), &a) in self.x.iter_mut().zip(&self.half).zip(&self.acc) {
                     *x = h + a;

@@ -5,12 +5,12 @@
 //! term is scaled by `gamma` (the slack matrix of Theorem 3).
 //!
 //! No state beyond D-PSGD's: the local biased term is written into the
-//! accumulator at `send` time, and neighbours are decoded into the same
-//! scratch buffer D-PSGD uses.
+//! accumulator at `send` time, and neighbours are decoded straight into it
+//! (`decode_accumulate`), so not even D-PSGD's decode buffer is needed.
 
 use repro_codec::{MoniquaCodec, Verification};
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Worker, check_len, weight_of};
 use crate::{AlgoError, Topology};
 
 /// A Moniqua worker.
@@ -23,7 +23,6 @@ pub struct Moniqua {
     weights: Vec<(usize, f64)>,
     /// Holds `x^_i` between `send` and `receive`, then the averaging term.
     acc: Vec<f32>,
-    scratch: Vec<f32>,
 }
 
 impl Moniqua {
@@ -42,7 +41,6 @@ impl Moniqua {
             codec,
             weights: slack.neighbours(rank).to_vec(),
             acc: vec![0.0; x0.len()],
-            scratch: vec![0.0; x0.len()],
         })
     }
 }
@@ -76,13 +74,14 @@ impl Worker for Moniqua {
         let mut received = Received::default();
         for &(from, bytes) in inbox {
             let w = weight_of(&self.weights, self.rank, from)?;
-            let d = self.codec.decode(bytes, &self.x, &mut self.scratch)?;
+            let d = self
+                .codec
+                .decode_accumulate(bytes, &self.x, w, &mut self.acc)?;
             match d.verification {
                 Verification::Verified => received.verified += 1,
                 Verification::Mismatch => received.mismatched += 1,
                 Verification::Unchecked => {}
             }
-            axpy(&mut self.acc, w, &self.scratch);
         }
         for ((x, &a), &d) in self.x.iter_mut().zip(&self.acc).zip(delta) {
             *x += a - d;

@@ -1,0 +1,101 @@
+//! Simulated iterations per second, next to the time to stream every
+//! worker's model through memory once (measured in the same run).
+//!
+//!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
+//!
+//! Sizes: n in {8, 64, 1024} workers, d in {10k, 100k, 1M}, skipping those
+//! whose state would not fit comfortably in memory (n d > 1.2e8).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use repro_algos::{AlgorithmSpec, CompressorSpec, Quadratic, SimConfig, Simulator, Topology};
+use repro_codec::{MoniquaConfig, StochasticConfig};
+
+fn spec(name: &str) -> AlgorithmSpec {
+    match name {
+        "dpsgd" => AlgorithmSpec::DPsgd,
+        "choco" => AlgorithmSpec::Choco {
+            compressor: CompressorSpec::Stochastic(StochasticConfig {
+                bits: 8,
+                ..StochasticConfig::default()
+            }),
+            gamma: 0.5,
+        },
+        _ => AlgorithmSpec::Moniqua {
+            codec: MoniquaConfig {
+                bits: 8,
+                theta: 1.0,
+                ..MoniquaConfig::default()
+            },
+            gamma: 1.0,
+        },
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let algo = args
+        .iter()
+        .position(|a| a == "--algo")
+        .and_then(|i| args.get(i + 1))
+        .map_or("moniqua", String::as_str);
+    println!(
+        "{:<8} {:>6} {:>9} {:>12} {:>12} {:>14} {:>10}",
+        "algo", "n", "d", "iter/s", "ms/iter", "stream ms", "iter/stream"
+    );
+    for n in [8usize, 64, 1024] {
+        for d in [10_000usize, 100_000, 1_000_000] {
+            if n * d > 120_000_000 {
+                continue;
+            }
+            // homogeneous, so the objective holds one target, not n
+            // exact gradients: the bench measures the algorithm, not a noise generator
+            let objective = Quadratic::homogeneous(n, vec![0.1; d], 0.0);
+            let ring = Topology::ring(n).unwrap();
+            let cfg = SimConfig {
+                lr: 0.05,
+                ..SimConfig::default()
+            };
+            let mut sim =
+                Simulator::new(&objective, ring, &spec(algo), cfg, &vec![0.0; d]).unwrap();
+            sim.step().unwrap();
+            let iters = if quick {
+                2
+            } else {
+                (2e8 / (n * d) as f64).clamp(3.0, 50.0) as usize
+            };
+            let t = Instant::now();
+            for _ in 0..iters {
+                sim.step().unwrap();
+            }
+            let per_iter = t.elapsed().as_secs_f64() / iters as f64;
+            // stream every model through memory once (a sum over all of them)
+            let t = Instant::now();
+            let reps = 3;
+            for _ in 0..reps {
+                let mut lanes = [0.0f32; 16];
+                for i in 0..n {
+                    for chunk in sim.model(i).chunks_exact(16) {
+                        for (l, &v) in lanes.iter_mut().zip(chunk) {
+                            *l += v;
+                        }
+                    }
+                }
+                black_box(lanes);
+            }
+            let stream = t.elapsed().as_secs_f64() / reps as f64;
+            println!(
+                "{:<8} {:>6} {:>9} {:>12.2} {:>12.3} {:>14.3} {:>10.1}",
+                algo,
+                n,
+                d,
+                1.0 / per_iter,
+                per_iter * 1e3,
+                stream * 1e3,
+                per_iter / stream
+            );
+        }
+    }
+}
