@@ -209,6 +209,12 @@ impl<'o> Simulator<'o> {
         })
     }
 
+    /// Sets how many threads the phases may use (at least 1). Results do not
+    /// depend on it.
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = threads.max(1);
+    }
+
     /// Runs `iterations` steps, returning their reports.
     pub fn run(&mut self, iterations: u64) -> Result<Vec<StepReport>, AlgoError> {
         (0..iterations).map(|_| self.step()).collect()

@@ -283,6 +283,34 @@ fn virtual_clock_charges_the_slower_of_compute_and_network() {
     }
 }
 
+/// Threads change nothing: each worker's phase is independent of the others.
+#[test]
+fn results_do_not_depend_on_the_thread_count() {
+    let objective = heterogeneous(6, 500, 0.3);
+    let run = |threads| {
+        let mut sim = Simulator::new(
+            &objective,
+            Topology::ring(6).unwrap(),
+            &moniqua(8, 1.0),
+            SimConfig {
+                seed: 9,
+                ..SimConfig::default()
+            },
+            &[0.0; 500],
+        )
+        .unwrap();
+        sim.set_threads(threads);
+        let reports = sim.run(20).unwrap();
+        (
+            reports,
+            (0..6)
+                .flat_map(|i| sim.model(i).to_vec())
+                .collect::<Vec<f32>>(),
+        )
+    };
+    assert_eq!(run(1), run(3));
+}
+
 /// Same seed, same trajectory.
 #[test]
 fn simulation_is_deterministic() {
