@@ -5,7 +5,8 @@
 //!
 //! - [`Topology`]: communication graphs and their mixing matrices.
 //! - [`Worker`] and [`AlgorithmSpec`]: the algorithms, one file each in `algos/`.
-//! - [`Simulator`]: n workers in one process with a virtual clock.
+//! - [`Simulator`]: n workers in one process with a virtual clock;
+//!   [`AsyncSimulator`]: AD-PSGD and Moniqua on AD-PSGD, event-driven.
 //! - [`objective`]: objectives with analytic gradients for tests and studies.
 
 pub mod algorithm;
@@ -16,6 +17,7 @@ pub mod objective;
 pub mod optim;
 pub mod rng;
 pub mod sim;
+pub mod sim_async;
 pub mod topology;
 
 pub use algorithm::{Pattern, Received, Worker};
@@ -25,4 +27,5 @@ pub use errors::{AlgoError, TopologyError};
 pub use objective::{Objective, Quadratic};
 pub use optim::Sgd;
 pub use sim::{Network, SimConfig, Simulator, StepReport};
+pub use sim_async::{AsyncConfig, AsyncExchange, AsyncReport, AsyncSimulator};
 pub use topology::{Spectrum, Topology};
