@@ -61,6 +61,41 @@ pub trait Worker: Send {
     fn pattern(&self) -> Pattern {
         Pattern::Gossip
     }
+
+    /// For algorithms with an a priori bound theta (Moniqua): exchange full
+    /// precision and track the largest local step until
+    /// [`set_auto_theta`](Self::set_auto_theta). Returns whether the worker
+    /// has a theta at all.
+    fn start_theta_warmup(&mut self) -> bool {
+        false
+    }
+
+    /// The largest `|delta|_inf` seen during the warm-up, if warming up.
+    fn max_step(&self) -> Option<f32> {
+        None
+    }
+
+    /// Ends the warm-up: theta from Theorem 2 (or 3, with gamma) given the
+    /// largest step over all workers, `n` and `rho`. Returns the theta chosen.
+    fn set_auto_theta(
+        &mut self,
+        _max_step: f32,
+        _n: usize,
+        _rho: f64,
+    ) -> Result<Option<f64>, AlgoError> {
+        Ok(None)
+    }
+
+    /// The current theta, for algorithms that have one.
+    fn theta(&self) -> Option<f64> {
+        None
+    }
+
+    /// Replaces theta (all workers must agree on it: the modulus is checked
+    /// on every frame).
+    fn set_theta(&mut self, _theta: f64) -> Result<(), AlgoError> {
+        Ok(())
+    }
 }
 
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), AlgoError> {

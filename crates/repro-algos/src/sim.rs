@@ -34,6 +34,11 @@ pub struct SimConfig {
     pub compute_s: f64,
     /// `None`: communication is free.
     pub network: Option<Network>,
+    /// theta "auto": run this many warm-up iterations at full precision,
+    /// then set theta from Theorem 2/3 with the largest step seen.
+    pub theta_warmup: Option<u64>,
+    /// After an iteration with hash mismatches, multiply theta by this.
+    pub theta_growth: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -44,6 +49,8 @@ impl Default for SimConfig {
             sgd: Sgd::default(),
             compute_s: 0.0,
             network: None,
+            theta_warmup: None,
+            theta_growth: None,
         }
     }
 }
@@ -62,6 +69,8 @@ pub struct StepReport {
     pub time_s: f64,
     pub verified: u64,
     pub mismatched: u64,
+    /// theta after the iteration (algorithms that have one).
+    pub theta: Option<f64>,
 }
 
 /// n workers of one algorithm on one objective.
@@ -116,7 +125,13 @@ impl<'o> Simulator<'o> {
                     grad: vec![0.0; d],
                 })
             })
-            .collect::<Result<Vec<_>, AlgoError>>()?;
+            .collect::<Result<Vec<Lane>, AlgoError>>()?;
+        let mut lanes = lanes;
+        if cfg.theta_warmup.is_some_and(|w| w > 0) {
+            for lane in &mut lanes {
+                lane.worker.start_theta_warmup();
+            }
+        }
         // threads only pay off when a phase has real work
         let threads = if n * d >= 1 << 16 {
             std::thread::available_parallelism()
@@ -193,7 +208,27 @@ impl<'o> Simulator<'o> {
             }
         }
         let verified = received.iter().map(|r| r.verified).sum();
-        let mismatched = received.iter().map(|r| r.mismatched).sum();
+        let mismatched: u64 = received.iter().map(|r| r.mismatched).sum();
+        if self.cfg.theta_warmup == Some(k + 1) {
+            let max_step = self
+                .lanes
+                .iter()
+                .filter_map(|l| l.worker.max_step())
+                .fold(0.0f32, f32::max);
+            let rho = self.topology.spectrum().rho;
+            for lane in &mut self.lanes {
+                lane.worker.set_auto_theta(max_step, n, rho)?;
+            }
+        }
+        if let Some(growth) = self.cfg.theta_growth
+            && mismatched > 0
+        {
+            for lane in &mut self.lanes {
+                if let Some(theta) = lane.worker.theta() {
+                    lane.worker.set_theta(theta * growth)?;
+                }
+            }
+        }
         self.clock += slowest;
         self.k += 1;
         self.total_bytes += egress.iter().sum::<u64>();
@@ -206,6 +241,7 @@ impl<'o> Simulator<'o> {
             time_s: self.clock,
             verified,
             mismatched,
+            theta: self.lanes.first().and_then(|l| l.worker.theta()),
         })
     }
 

@@ -293,15 +293,24 @@ impl<'o> AsyncSimulator<'o> {
                 codec.encode(&na.x, k, a as u32, Some(&mut self.hat_i), &mut self.frame_i)?;
                 codec.encode(&nb.x, k, b as u32, Some(&mut self.hat_j), &mut self.frame_j)?;
                 // a: x_a += (x^_b - x^_a) / 2, with x^_b recovered against x_a
+                // a side whose recovery fails the hash keeps its model
                 let d = codec.decode(&self.frame_j, &na.x, &mut self.scratch)?;
-                mismatched += u64::from(d.verification == Verification::Mismatch);
-                for ((x, &theirs), &own) in na.x.iter_mut().zip(&self.scratch).zip(&self.hat_i) {
-                    *x += 0.5 * (theirs - own);
+                if d.verification == Verification::Mismatch {
+                    mismatched += 1;
+                } else {
+                    for ((x, &theirs), &own) in na.x.iter_mut().zip(&self.scratch).zip(&self.hat_i)
+                    {
+                        *x += 0.5 * (theirs - own);
+                    }
                 }
                 let d = codec.decode(&self.frame_i, &nb.x, &mut self.scratch)?;
-                mismatched += u64::from(d.verification == Verification::Mismatch);
-                for ((x, &theirs), &own) in nb.x.iter_mut().zip(&self.scratch).zip(&self.hat_j) {
-                    *x += 0.5 * (theirs - own);
+                if d.verification == Verification::Mismatch {
+                    mismatched += 1;
+                } else {
+                    for ((x, &theirs), &own) in nb.x.iter_mut().zip(&self.scratch).zip(&self.hat_j)
+                    {
+                        *x += 0.5 * (theirs - own);
+                    }
                 }
             }
         }

@@ -149,7 +149,11 @@ fn moniqua_with_more_bits_limits_to_dpsgd() {
         let mut sim = Simulator::new(&objective, ring.clone(), spec, cfg.clone(), &x0).unwrap();
         sim.run(300).unwrap();
         assert_eq!(sim.mismatched(), 0);
-        sim.average_model()
+        // every local model: on a quadratic the *average* model is the same
+        // for any symmetric averaging, quantized or not
+        (0..n)
+            .flat_map(|i| sim.model(i).to_vec())
+            .collect::<Vec<f32>>()
     };
     let reference = run(&AlgorithmSpec::DPsgd);
     let errors: Vec<f64> = [2u32, 4, 8]
@@ -157,7 +161,7 @@ fn moniqua_with_more_bits_limits_to_dpsgd() {
         .map(|&b| distance(&run(&moniqua(b, 1.0)), &reference))
         .collect();
     assert!(errors[0] > errors[1] && errors[1] > errors[2], "{errors:?}");
-    assert!(errors[2] < 0.02, "{errors:?}");
+    assert!(errors[2] < 0.05 * errors[0], "{errors:?}");
 }
 
 /// In the regime the theorem covers, the models of neighbours stay within
@@ -659,4 +663,80 @@ fn asynchronous_moniqua_beats_adpsgd_beats_dpsgd_in_wall_clock() {
         moniqua < adpsgd,
         "Moniqua {moniqua:e} vs AD-PSGD {adpsgd:e}"
     );
+}
+
+/// theta "auto" (Section 6, first method): a full-precision warm-up tracks
+/// the largest step, then theta = 2 G log(16 n) / (1 - rho); every recovery
+/// after it verifies, and the run ends where a fixed, generous theta does.
+#[test]
+fn auto_theta_from_a_warm_up() {
+    let n = 8;
+    let d = 40;
+    let objective = heterogeneous(n, d, 0.2);
+    let ring = Topology::ring(n).unwrap();
+    let x0 = vec![0.0f32; d];
+    let cfg = SimConfig {
+        lr: 0.05,
+        seed: 1,
+        theta_warmup: Some(50),
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(
+        &objective,
+        ring.clone(),
+        &moniqua(8, 123.0),
+        cfg.clone(),
+        &x0,
+    )
+    .unwrap();
+    let reports = sim.run(400).unwrap();
+    // during the warm-up frames are f32; after it, 8-bit codes with the new theta
+    assert_eq!(
+        reports[10].frame_bytes[0],
+        repro_codec::frame::HEADER_LEN + 4 * d
+    );
+    assert_eq!(
+        reports[60].frame_bytes[0],
+        repro_codec::frame::HEADER_LEN + d
+    );
+    let theta = reports[60].theta.unwrap();
+    assert_eq!(reports[10].theta, Some(123.0));
+    let rho = ring.spectrum().rho;
+    let bound = 2.0 * (16.0 * n as f64).ln() / (1.0 - rho);
+    // theta = bound * (largest |delta|_inf), and a step is at most lr * |grad|_inf
+    assert!(theta > 0.0 && theta < bound * 0.05 * 3.0, "theta {theta}");
+    assert_eq!(sim.mismatched(), 0);
+    assert!(sim.neighbour_distance() < theta);
+}
+
+/// A theta far too small is caught by the hash; the mismatched neighbours are
+/// left out (no wrong model is used), and with growth enabled theta doubles
+/// until recoveries verify again.
+#[test]
+fn theta_grows_after_mismatches_until_recovery_verifies() {
+    let n = 8;
+    let d = 40;
+    let objective = heterogeneous(n, d, 0.2);
+    let ring = Topology::ring(n).unwrap();
+    let x0 = vec![0.0f32; d];
+    let run = |growth| {
+        let cfg = SimConfig {
+            lr: 0.05,
+            seed: 1,
+            theta_growth: growth,
+            ..SimConfig::default()
+        };
+        let mut sim =
+            Simulator::new(&objective, ring.clone(), &moniqua(8, 1e-4), cfg, &x0).unwrap();
+        let reports = sim.run(600).unwrap();
+        (sim.mismatched(), reports, local_excess(&sim, &objective, n))
+    };
+    let (stuck_mismatches, _, stuck_excess) = run(None);
+    let (mismatches, reports, excess) = run(Some(2.0));
+    assert!(stuck_mismatches > 0 && stuck_excess.is_finite());
+    assert!(mismatches > 0 && mismatches < stuck_mismatches);
+    let last = reports.last().unwrap();
+    assert!(last.theta.unwrap() > 1e-2, "theta grew to {:?}", last.theta);
+    assert!(reports[500..].iter().all(|r| r.mismatched == 0));
+    assert!(excess < stuck_excess, "{excess} vs {stuck_excess}");
 }

@@ -93,7 +93,13 @@ impl Worker for D2 {
                 .encode(&self.half, k, self.rank as u32, out)
                 .map(drop)?,
             D2Exchange::Moniqua(codec) => codec
-                .encode(&self.half, k, self.rank as u32, Some(&mut self.acc), out)
+                .encode(
+                    &self.half,
+                    k,
+                    self.rank as u32,
+                    Some(&mut self.scratch),
+                    out,
+                )
                 .map(drop)?,
         }
         Ok(())
@@ -119,22 +125,32 @@ impl Worker for D2 {
                 self.x.copy_from_slice(&self.acc);
             }
             D2Exchange::Moniqua(codec) => {
-                // acc holds x^_i of the half-step
-                let total = 1.0 - self.self_weight;
-                for a in self.acc.iter_mut() {
-                    *a *= -total;
-                }
+                // scratch holds x^_i of the half-step; a neighbour whose
+                // recovery fails the hash is left out, as in Moniqua
+                self.acc.fill(0.0);
+                let mut total = 0.0f32;
                 for &(from, bytes) in inbox {
                     let w = weight_of(&self.weights, self.rank, from)?;
                     let d = codec.decode_accumulate(bytes, &self.half, w, &mut self.acc)?;
                     match d.verification {
+                        Verification::Mismatch => {
+                            codec.decode_accumulate(bytes, &self.half, -w, &mut self.acc)?;
+                            received.mismatched += 1;
+                            continue;
+                        }
                         Verification::Verified => received.verified += 1,
-                        Verification::Mismatch => received.mismatched += 1,
                         Verification::Unchecked => {}
                     }
+                    total += w;
                 }
-                for ((x, &h), &a) in self.x.iter_mut().zip(&self.half).zip(&self.acc) {
-                    *x = h + a;
+                for (((x, &h), &a), &own) in self
+                    .x
+                    .iter_mut()
+                    .zip(&self.half)
+                    .zip(&self.acc)
+                    .zip(&self.scratch)
+                {
+                    *x = h + a - total * own;
                 }
             }
         }

@@ -99,13 +99,9 @@ impl AlgorithmSpec {
                 Compressor::new(spec, seed)?,
                 x0,
             )),
-            AlgorithmSpec::Moniqua { codec, gamma } => Box::new(Moniqua::new(
-                rank,
-                topology,
-                MoniquaCodec::new(codec, seed)?,
-                *gamma,
-                x0,
-            )?),
+            AlgorithmSpec::Moniqua { codec, gamma } => {
+                Box::new(Moniqua::new(rank, topology, codec, seed, *gamma, x0)?)
+            }
             AlgorithmSpec::Dcd(spec) => {
                 Box::new(Dcd::new(rank, topology, Compressor::new(spec, seed)?, x0))
             }

@@ -4,13 +4,22 @@
 //! `x_i`, and `x^_i` the local biased term. With `gamma < 1` the averaging
 //! term is scaled by `gamma` (the slack matrix of Theorem 3).
 //!
-//! No state beyond D-PSGD's: the local biased term is written into the
-//! accumulator at `send` time, and neighbours are decoded straight into it
-//! (`decode_accumulate`), so not even D-PSGD's decode buffer is needed.
+//! No state beyond D-PSGD's: the local biased term takes the place of
+//! D-PSGD's decode buffer, and neighbours are decoded straight into the
+//! accumulator (`decode_accumulate`).
+//!
+//! A neighbour whose recovery fails the hash (theta too small) is left out of
+//! that iteration's average, as if it had not sent: a wrong model is counted,
+//! never used.
+//!
+//! theta "auto" (Section 6, first method): during a warm-up the worker
+//! exchanges full-precision models (it is D-PSGD) and tracks the largest
+//! `|delta|_inf`; the caller then sets `theta = 2 G log(16 n) / (gamma (1 - rho))`
+//! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
-use repro_codec::{MoniquaCodec, Verification};
+use repro_codec::{FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
 
-use crate::algorithm::{Received, Worker, check_len, weight_of};
+use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::{AlgoError, Topology};
 
 /// A Moniqua worker.
@@ -18,11 +27,19 @@ use crate::{AlgoError, Topology};
 pub struct Moniqua {
     rank: usize,
     x: Vec<f32>,
+    config: MoniquaConfig,
+    seed: u64,
     codec: MoniquaCodec,
+    gamma: f64,
     /// `(j, gamma W_ij)`.
     weights: Vec<(usize, f64)>,
-    /// Holds `x^_i` between `send` and `receive`, then the averaging term.
+    /// The averaging term being accumulated.
     acc: Vec<f32>,
+    /// The local biased term `x^_i` between `send` and `receive` (during a
+    /// warm-up: the decode buffer).
+    own: Vec<f32>,
+    /// `Some(max |delta|_inf)` while warming up for theta = auto.
+    warmup: Option<f32>,
 }
 
 impl Moniqua {
@@ -30,7 +47,8 @@ impl Moniqua {
     pub fn new(
         rank: usize,
         topology: &Topology,
-        codec: MoniquaCodec,
+        config: &MoniquaConfig,
+        seed: u64,
         gamma: f64,
         x0: &[f32],
     ) -> Result<Self, AlgoError> {
@@ -38,9 +56,14 @@ impl Moniqua {
         Ok(Self {
             rank,
             x: x0.to_vec(),
-            codec,
+            codec: MoniquaCodec::new(config, seed)?,
+            config: config.clone(),
+            seed,
+            gamma,
             weights: slack.neighbours(rank).to_vec(),
             acc: vec![0.0; x0.len()],
+            own: vec![0.0; x0.len()],
+            warmup: None,
         })
     }
 }
@@ -50,9 +73,14 @@ impl Worker for Moniqua {
         &self.x
     }
 
-    fn send(&mut self, k: u64, _delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
+    fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
+        if let Some(g) = self.warmup.as_mut() {
+            *g = delta.iter().fold(*g, |m, d| m.max(d.abs()));
+            FullPrecision::default().encode(&self.x, k, self.rank as u32, out)?;
+            return Ok(());
+        }
         self.codec
-            .encode(&self.x, k, self.rank as u32, Some(&mut self.acc), out)?;
+            .encode(&self.x, k, self.rank as u32, Some(&mut self.own), out)?;
         Ok(())
     }
 
@@ -63,33 +91,77 @@ impl Worker for Moniqua {
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
-        // acc holds x^_i: start from -(sum_j W_ij) x^_i
+        self.acc.fill(0.0);
         let mut total = 0.0f32;
-        for &(from, _) in inbox {
-            total += weight_of(&self.weights, self.rank, from)?;
-        }
-        for a in self.acc.iter_mut() {
-            *a *= -total;
-        }
         let mut received = Received::default();
-        for &(from, bytes) in inbox {
-            let w = weight_of(&self.weights, self.rank, from)?;
-            let d = self
-                .codec
-                .decode_accumulate(bytes, &self.x, w, &mut self.acc)?;
-            match d.verification {
-                Verification::Verified => received.verified += 1,
-                Verification::Mismatch => received.mismatched += 1,
-                Verification::Unchecked => {}
+        if self.warmup.is_some() {
+            // D-PSGD with the slack weights: x^ = x exactly
+            for &(from, bytes) in inbox {
+                let w = weight_of(&self.weights, self.rank, from)?;
+                FullPrecision::default().decode(bytes, &mut self.own)?;
+                axpy(&mut self.acc, w, &self.own);
+                total += w;
+            }
+            self.own.copy_from_slice(&self.x);
+        } else {
+            for &(from, bytes) in inbox {
+                let w = weight_of(&self.weights, self.rank, from)?;
+                let d = self
+                    .codec
+                    .decode_accumulate(bytes, &self.x, w, &mut self.acc)?;
+                match d.verification {
+                    Verification::Mismatch => {
+                        // take the wrong recovery back out, leave the neighbour out
+                        self.codec
+                            .decode_accumulate(bytes, &self.x, -w, &mut self.acc)?;
+                        received.mismatched += 1;
+                        continue;
+                    }
+                    Verification::Verified => received.verified += 1,
+                    Verification::Unchecked => {}
+                }
+                total += w;
             }
         }
-        for ((x, &a), &d) in self.x.iter_mut().zip(&self.acc).zip(delta) {
-            *x += a - d;
+        for (((x, &a), &h), &d) in self.x.iter_mut().zip(&self.acc).zip(&self.own).zip(delta) {
+            *x += a - total * h - d;
         }
         Ok(received)
     }
 
     fn extra_memory(&self) -> usize {
         0
+    }
+
+    fn start_theta_warmup(&mut self) -> bool {
+        self.warmup = Some(0.0);
+        true
+    }
+
+    fn max_step(&self) -> Option<f32> {
+        self.warmup
+    }
+
+    fn set_auto_theta(
+        &mut self,
+        max_step: f32,
+        n: usize,
+        rho: f64,
+    ) -> Result<Option<f64>, AlgoError> {
+        let theta = 2.0 * f64::from(max_step) * (16.0 * n as f64).ln() / (self.gamma * (1.0 - rho));
+        self.set_theta(theta)?;
+        self.warmup = None;
+        Ok(Some(theta))
+    }
+
+    fn theta(&self) -> Option<f64> {
+        Some(self.codec.theta())
+    }
+
+    fn set_theta(&mut self, theta: f64) -> Result<(), AlgoError> {
+        self.config.theta = theta;
+        self.config.modulus = None;
+        self.codec = MoniquaCodec::new(&self.config, self.seed)?;
+        Ok(())
     }
 }
