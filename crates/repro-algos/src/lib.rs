@@ -7,11 +7,13 @@
 //! - [`Worker`] and [`AlgorithmSpec`]: the algorithms, one file each in `algos/`.
 //! - [`Simulator`]: n workers in one process with a virtual clock;
 //!   [`AsyncSimulator`]: AD-PSGD and Moniqua on AD-PSGD, event-driven.
-//! - [`objective`]: objectives with analytic gradients for tests and studies.
+//! - [`objective`]: objectives with analytic gradients for tests and studies;
+//!   [`data`]: least squares and logistic regression on LIBSVM or generated data.
 
 pub mod algorithm;
 pub mod algos;
 pub mod compress;
+pub mod data;
 mod errors;
 pub mod objective;
 pub mod optim;
@@ -23,6 +25,7 @@ pub mod topology;
 pub use algorithm::{Pattern, Received, Worker};
 pub use algos::AlgorithmSpec;
 pub use compress::{Compressor, CompressorSpec};
+pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError};
 pub use objective::{Objective, Quadratic};
 pub use optim::Sgd;
