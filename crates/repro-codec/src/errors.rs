@@ -40,6 +40,11 @@ pub enum ConfigError {
         bits: u32,
         rounding: Rounding,
     },
+    /// QSGD / TernGrad levels out of range.
+    #[error(
+        "levels must be in 1..=127 (so a sign and level fit 8 bits), got {levels}; fix `codec.levels`"
+    )]
+    InvalidLevels { levels: u32 },
     /// Bucket size zero.
     #[error("bucket size must be at least 1; set `codec.bucket`")]
     InvalidBucket,
@@ -121,6 +126,8 @@ pub enum CodecError {
     BucketMismatch { found: u32, expected: u32 },
     #[error("frame scale of bucket {bucket} is {scale}, not a finite non-negative number")]
     CorruptScale { bucket: usize, scale: f32 },
+    #[error("frame code in bucket {bucket} is above the codec's {levels} levels")]
+    CorruptCode { bucket: usize, levels: u32 },
     #[error("zstd compression failed: {reason}")]
     Compress { reason: String },
 }

@@ -14,7 +14,7 @@
 //! | 16 | 8 | iteration |
 //! | 24 | 4 | sender rank |
 //! | 28 | 4 | body length in bytes as sent (after compression) |
-//! | 32 | 4 | modulus `B_theta` as f32 (Moniqua), else 0 |
+//! | 32 | 4 | f32 parameter: modulus `B_theta` (Moniqua), levels `s` (norm), else 0 |
 //! | 36 | 8 | xxh3-64 of the un-modded integer codes, or 0 |
 //!
 //! The uncompressed body length is a function of `(kind, bits, len, bucket)`,
@@ -46,6 +46,9 @@ pub enum Kind {
     Moniqua = 1,
     /// Baseline stochastic rounding: `ceil(len / bucket)` f32 scales, then `len` codes.
     Stochastic = 2,
+    /// Norm-scaled sign + level codes (QSGD, TernGrad): `ceil(len / bucket)`
+    /// f32 norms, then `len` codes; the header's parameter field holds `s`.
+    Norm = 3,
 }
 
 impl Kind {
@@ -54,6 +57,7 @@ impl Kind {
             0 => Ok(Kind::F32),
             1 => Ok(Kind::Moniqua),
             2 => Ok(Kind::Stochastic),
+            3 => Ok(Kind::Norm),
             found => Err(FrameError::UnknownKind { found }),
         }
     }
@@ -64,6 +68,7 @@ impl Kind {
             Kind::F32 => "f32",
             Kind::Moniqua => "moniqua",
             Kind::Stochastic => "stochastic",
+            Kind::Norm => "norm",
         }
     }
 }
@@ -170,6 +175,7 @@ impl FrameHeader {
         let bits_ok = match kind {
             Kind::F32 => bits == 32,
             Kind::Moniqua | Kind::Stochastic => (1..=8).contains(&bits),
+            Kind::Norm => (2..=8).contains(&bits),
         };
         if !bits_ok {
             return Err(FrameError::BadBits {
@@ -190,7 +196,7 @@ impl FrameHeader {
             return Err(FrameError::TooLong { len, max: max_len });
         }
         let bucket = u32_at(12);
-        if kind == Kind::Stochastic && bucket == 0 {
+        if matches!(kind, Kind::Stochastic | Kind::Norm) && bucket == 0 {
             return Err(FrameError::ZeroBucket);
         }
         let hash = u64_at(36);
@@ -214,7 +220,9 @@ pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
     match kind {
         Kind::F32 => 4 * len,
         Kind::Moniqua => crate::pack::packed_len(len, bits),
-        Kind::Stochastic => 4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits),
+        Kind::Stochastic | Kind::Norm => {
+            4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits)
+        }
     }
 }
 

@@ -163,7 +163,7 @@ proptest! {
     /// still parse, but lie about lengths, kinds, flags or scales.
     #[test]
     fn corrupted_frames_never_panic(
-        kind in 0usize..3,
+        kind in 0usize..4,
         n in 0usize..300,
         zstd in any::<bool>(),
         edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
@@ -179,9 +179,13 @@ proptest! {
                 let cfg = MoniquaConfig { bits: 3, compression, ..MoniquaConfig::default() };
                 MoniquaCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
             }
-            _ => {
+            2 => {
                 let cfg = StochasticConfig { bits: 5, bucket: 7, compression };
                 StochasticCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
+            }
+            _ => {
+                let cfg = repro_codec::NormConfig { compression, ..repro_codec::NormConfig::terngrad(7) };
+                repro_codec::NormCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
             }
         }
         for (at, byte) in edits {
@@ -232,6 +236,14 @@ fn decode_everything(bytes: &[u8]) {
             compression: Compression::None,
         };
         let _ = StochasticCodec::new(&cfg, 0)
+            .unwrap()
+            .decode(bytes, &mut out);
+    }
+    for cfg in [
+        repro_codec::NormConfig::terngrad(7),
+        repro_codec::NormConfig::qsgd(100, 64),
+    ] {
+        let _ = repro_codec::NormCodec::new(&cfg, 0)
             .unwrap()
             .decode(bytes, &mut out);
     }
