@@ -26,9 +26,12 @@ use crate::AlgoError;
 pub enum Pattern {
     /// One frame to each neighbour in the topology.
     Gossip,
-    /// A collective over all workers (ring all-reduce); the inbox holds every
-    /// other worker's frame.
+    /// A collective over all workers (ring all-reduce) of summable f32
+    /// frames; the inbox holds every other worker's frame.
     AllReduce,
+    /// A gather of every worker's (compressed, not summable) frame by every
+    /// worker (ring all-gather); the inbox holds every other worker's frame.
+    AllGather,
 }
 
 /// Counts from one `receive`.
@@ -44,7 +47,8 @@ pub struct Received {
 pub trait Worker: Send {
     /// The local model `x_i`.
     fn model(&self) -> &[f32];
-    /// Writes this iteration's frame into `out` (replacing its contents).
+    /// Writes this iteration's frame into `out` (replacing its contents); an
+    /// empty frame means the worker sends nothing this iteration.
     fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError>;
     /// Consumes the neighbours' frames `(sender, bytes)`, sorted by sender,
     /// and finishes iteration `k`.
@@ -127,4 +131,31 @@ pub(crate) fn axpy(acc: &mut [f32], w: f32, v: &[f32]) {
     for (a, &x) in acc.iter_mut().zip(v) {
         *a += w * x;
     }
+}
+
+/// `sum_j v_j` over all workers in rank order (so that every worker computes
+/// the same bits, as a deterministic collective does), `own` at `rank`, the
+/// others decoded from `inbox` (sorted by sender) with `decode`.
+pub(crate) fn sum_in_rank_order(
+    rank: usize,
+    own: &[f32],
+    inbox: &[(usize, &[u8])],
+    sum: &mut [f32],
+    scratch: &mut [f32],
+    mut decode: impl FnMut(&[u8], &mut [f32]) -> Result<(), AlgoError>,
+) -> Result<(), AlgoError> {
+    sum.fill(0.0);
+    let mut own_added = false;
+    for &(from, bytes) in inbox {
+        if from > rank && !own_added {
+            axpy(sum, 1.0, own);
+            own_added = true;
+        }
+        decode(bytes, scratch)?;
+        axpy(sum, 1.0, scratch);
+    }
+    if !own_added {
+        axpy(sum, 1.0, own);
+    }
+    Ok(())
 }

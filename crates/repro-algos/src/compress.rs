@@ -2,7 +2,9 @@
 //! "identical quantizer" (unbiased stochastic rounding with a per-bucket
 //! scale), full precision, and the fixed-grid quantizer of Theorem 1.
 
-use repro_codec::{CodecError, FullPrecision, StochasticCodec, StochasticConfig};
+use repro_codec::{
+    CodecError, FullPrecision, NormCodec, NormConfig, StochasticCodec, StochasticConfig,
+};
 
 use crate::AlgoError;
 
@@ -17,6 +19,8 @@ pub enum CompressorSpec {
     /// f32 values (32 bits each: the grid is unbounded). The quantizer of
     /// Moniqua's Theorem 1.
     Grid { step: f32 },
+    /// Norm-scaled sign + level codes: QSGD (L2) or TernGrad (Linf, 1 level).
+    Norm(NormConfig),
 }
 
 /// A built compressor for one worker.
@@ -25,9 +29,16 @@ pub enum Compressor {
     Full(FullPrecision),
     Stochastic(StochasticCodec),
     Grid { step: f32, seed: u64 },
+    Norm(NormCodec),
 }
 
 impl Compressor {
+    /// Whether frames carry f32 values that a collective could sum
+    /// (all-reduce) rather than gather.
+    pub fn is_full(&self) -> bool {
+        matches!(self, Compressor::Full(_))
+    }
+
     /// Builds the compressor of a run keyed by `seed`.
     pub fn new(spec: &CompressorSpec, seed: u64) -> Result<Self, AlgoError> {
         Ok(match spec {
@@ -43,6 +54,7 @@ impl Compressor {
                 }
                 Compressor::Grid { step: *step, seed }
             }
+            CompressorSpec::Norm(cfg) => Compressor::Norm(NormCodec::new(cfg, seed)?),
         })
     }
 
@@ -78,6 +90,9 @@ impl Compressor {
                     own.copy_from_slice(&q);
                 }
             }
+            Compressor::Norm(c) => {
+                c.encode(v, k, sender, own, out)?;
+            }
         }
         Ok(())
     }
@@ -88,6 +103,7 @@ impl Compressor {
             Compressor::Full(f) => f.decode(bytes, out).map(drop),
             Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
             Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
+            Compressor::Norm(c) => c.decode(bytes, out).map(drop),
         }
     }
 }

@@ -6,7 +6,8 @@
 //! `max(compute, egress_bytes * 8 / bandwidth + latency * hops)`: egress is
 //! per host (like `tc` shaping a NIC), a gossip worker sends its frame once
 //! to each neighbour (one hop), and a ring all-reduce sends `2 (n - 1) / n`
-//! of a frame in `2 (n - 1)` hops. Deterministic for a given seed.
+//! of a frame in `2 (n - 1)` hops, a ring all-gather `(n - 1)` frames in
+//! `n - 1` hops. Deterministic for a given seed.
 
 use crate::algorithm::{Pattern, Worker};
 use crate::algos::AlgorithmSpec;
@@ -183,7 +184,7 @@ impl<'o> Simulator<'o> {
                     .iter()
                     .map(|&(j, _)| (j, frames[j].as_slice()))
                     .collect(),
-                Pattern::AllReduce => (0..n)
+                Pattern::AllReduce | Pattern::AllGather => (0..n)
                     .filter(|&j| j != i)
                     .map(|j| (j, frames[j].as_slice()))
                     .collect(),
@@ -200,7 +201,10 @@ impl<'o> Simulator<'o> {
                     (2 * (n as u64 - 1) * frame).div_ceil(n as u64),
                     2.0 * (n as f64 - 1.0),
                 ),
+                Pattern::AllGather => ((n as u64 - 1) * frame, n as f64 - 1.0),
             };
+            // a worker that sent nothing this iteration spends no time on the network
+            let hops = if bytes == 0 { 0.0 } else { hops };
             *out = bytes;
             if let Some(net) = self.cfg.network {
                 let t = bytes as f64 * 8.0 / net.bandwidth_bps + net.latency_s * hops;

@@ -774,3 +774,86 @@ fn logistic_regression_trains_with_moniqua() {
         );
     }
 }
+
+/// The centralized family of Jiang & Agrawal (2018) on logistic regression
+/// with labels sorted across workers (partitioned data): PSGD with period 1
+/// is all-reduce SGD; PSGD, RSGD, PQASGD, QSGD and TernGrad all train close
+/// to all-reduce. Bytes: PSGD(p) sends 1/p of all-reduce's; PQASGD's
+/// quantized changes must be all-gathered (n - 1 frames instead of
+/// all-reduce's 2 (n - 1) / n) yet still send a small fraction.
+#[test]
+fn periodic_quantized_and_rotating_averaging_train_on_a_fraction_of_the_bytes() {
+    use repro_algos::{Dataset, LinearModel, Loss, Objective, Split, data};
+    use repro_codec::NormConfig;
+    let n = 8;
+    let d = 400;
+    let ds = Dataset::generate(1600, d, 0.2, true, 5);
+    let shards = data::split(&ds, n, Split::SortedByLabel, 1).unwrap();
+    let objective = LinearModel::new(ds, shards, Loss::Logistic, 8, 1e-3);
+    let x0 = vec![0.0f32; d];
+    let ring = Topology::ring(n).unwrap();
+    let cfg = SimConfig {
+        lr: 0.1,
+        seed: 2,
+        ..SimConfig::default()
+    };
+    let iterations = 400;
+    let run = |spec: &AlgorithmSpec| {
+        let mut sim = Simulator::new(&objective, ring.clone(), spec, cfg.clone(), &x0).unwrap();
+        sim.run(iterations).unwrap();
+        let models: Vec<f32> = (0..n).flat_map(|i| sim.model(i).to_vec()).collect();
+        (
+            objective.loss(&sim.average_model()),
+            sim.total_bytes(),
+            models,
+        )
+    };
+    let (allreduce, ar_bytes, ar_models) = run(&AlgorithmSpec::AllReduce);
+    let (psgd1, _, psgd1_models) = run(&AlgorithmSpec::Periodic {
+        period: 1,
+        compressor: CompressorSpec::Full,
+    });
+    assert!(
+        distance(&psgd1_models, &ar_models) < 1e-3,
+        "PSGD(p=1) should be all-reduce"
+    );
+    assert!((psgd1 - allreduce).abs() < 1e-4);
+
+    let start = objective.loss(&x0);
+    let header = repro_codec::frame::HEADER_LEN as f64;
+    let full_frame = header + 4.0 * d as f64;
+    let mut ratios = Vec::new();
+    for spec in [
+        AlgorithmSpec::Periodic {
+            period: 4,
+            compressor: CompressorSpec::Full,
+        },
+        AlgorithmSpec::Rotating { chunks: 4 },
+        AlgorithmSpec::Periodic {
+            period: 4,
+            compressor: stochastic(2, 400),
+        },
+        AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(7, 400))),
+        AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::terngrad(400))),
+    ] {
+        let (loss, bytes, _) = run(&spec);
+        assert!(loss < 0.6 * start, "{}: {loss} from {start}", spec.name());
+        assert!(
+            loss < 1.1 * allreduce,
+            "{}: {loss} vs all-reduce {allreduce}",
+            spec.name()
+        );
+        ratios.push(bytes as f64 / ar_bytes as f64);
+    }
+    // PSGD(4): a quarter; RSGD(4): a quarter of the values, a whole header
+    assert!((ratios[0] - 0.25).abs() < 1e-9, "{ratios:?}");
+    assert!(
+        (ratios[1] - (header + d as f64) / full_frame).abs() < 1e-9,
+        "{ratios:?}"
+    );
+    // PQASGD(4, 2 bits): (n - 1) gathered frames of 2 bits, every 4 iterations
+    let pq_frame = header + 4.0 + (2 * d / 8) as f64;
+    let want = (n as f64 - 1.0) * pq_frame / 4.0 / (2.0 * (n as f64 - 1.0) / n as f64 * full_frame);
+    assert!((ratios[2] - want).abs() < 1e-3, "{ratios:?} vs {want}");
+    assert!(ratios[2] < 0.1, "{ratios:?}");
+}

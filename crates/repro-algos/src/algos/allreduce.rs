@@ -48,21 +48,19 @@ impl Worker for AllReduce {
     ) -> Result<Received, AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
         check_len("all-reduce inbox", self.n - 1, inbox.len())?;
-        // sum in rank order, so that every worker computes the same bits
-        // (as MPI_Allreduce does) and the models stay identical
-        self.sum.fill(0.0);
-        let mut own_added = false;
-        for &(from, bytes) in inbox {
-            if from > self.rank && !own_added {
-                crate::algorithm::axpy(&mut self.sum, 1.0, delta);
-                own_added = true;
-            }
-            FullPrecision::default().decode(bytes, &mut self.scratch)?;
-            crate::algorithm::axpy(&mut self.sum, 1.0, &self.scratch);
-        }
-        if !own_added {
-            crate::algorithm::axpy(&mut self.sum, 1.0, delta);
-        }
+        crate::algorithm::sum_in_rank_order(
+            self.rank,
+            delta,
+            inbox,
+            &mut self.sum,
+            &mut self.scratch,
+            |b, out| {
+                FullPrecision::default()
+                    .decode(b, out)
+                    .map(drop)
+                    .map_err(Into::into)
+            },
+        )?;
         let inv = 1.0 / self.n as f32;
         for (x, &s) in self.x.iter_mut().zip(&self.sum) {
             *x -= s * inv;

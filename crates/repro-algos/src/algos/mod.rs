@@ -9,6 +9,7 @@ mod dpsgd;
 mod ecd;
 mod moniqua;
 mod naive;
+mod periodic;
 
 pub use allreduce::AllReduce;
 pub use choco::Choco;
@@ -19,6 +20,7 @@ pub use dpsgd::DPsgd;
 pub use ecd::Ecd;
 pub use moniqua::Moniqua;
 pub use naive::NaiveQuantized;
+pub use periodic::{Periodic, QuantizedGradient, Rotating};
 
 use repro_codec::{MoniquaCodec, MoniquaConfig};
 
@@ -55,6 +57,17 @@ pub enum AlgorithmSpec {
     D2 { gamma: f64 },
     /// Moniqua on D² (Section 5).
     MoniquaD2 { codec: MoniquaConfig, gamma: f64 },
+    /// PQASGD (Jiang & Agrawal, Algorithm 2): quantized model changes averaged
+    /// every `period` iterations; with `CompressorSpec::Full`, PSGD.
+    Periodic {
+        period: u64,
+        compressor: CompressorSpec,
+    },
+    /// RSGD: one of `chunks` slices of the model averaged per iteration.
+    Rotating { chunks: u64 },
+    /// Centralized SGD on compressed steps: QSGD and TernGrad
+    /// (`CompressorSpec::Norm`), or any other compressor.
+    QuantizedGradient(CompressorSpec),
 }
 
 impl AlgorithmSpec {
@@ -71,6 +84,13 @@ impl AlgorithmSpec {
             AlgorithmSpec::DeepSqueeze { .. } => "deepsqueeze",
             AlgorithmSpec::D2 { .. } => "d2",
             AlgorithmSpec::MoniquaD2 { .. } => "moniqua-d2",
+            AlgorithmSpec::Periodic {
+                compressor: CompressorSpec::Full,
+                ..
+            } => "psgd",
+            AlgorithmSpec::Periodic { .. } => "pqasgd",
+            AlgorithmSpec::Rotating { .. } => "rsgd",
+            AlgorithmSpec::QuantizedGradient(_) => "quantized-sgd",
         }
     }
 
@@ -125,6 +145,22 @@ impl AlgorithmSpec {
                 *gamma,
                 x0,
             )?),
+            AlgorithmSpec::Periodic { period, compressor } => Box::new(Periodic::new(
+                rank,
+                topology.n(),
+                *period,
+                Compressor::new(compressor, seed)?,
+                x0,
+            )?),
+            AlgorithmSpec::Rotating { chunks } => {
+                Box::new(Rotating::new(rank, topology.n(), *chunks, x0)?)
+            }
+            AlgorithmSpec::QuantizedGradient(spec) => Box::new(QuantizedGradient::new(
+                rank,
+                topology.n(),
+                Compressor::new(spec, seed)?,
+                x0,
+            )),
             AlgorithmSpec::DeepSqueeze { compressor, gamma } => Box::new(DeepSqueeze::new(
                 rank,
                 topology,
