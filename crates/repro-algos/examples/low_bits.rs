@@ -77,6 +77,28 @@ fn main() {
                 ));
             }
         }
+        if bits == 1 {
+            // 1-bit stochastic rounding (delta = 1/2: only with an explicit
+            // modulus) and no hash: at 1 bit some coordinate of every frame
+            // recovers in the wrong turn, so a whole-frame hash rejects all.
+            for modulus in [0.2, 0.5, 1.0] {
+                for g in [0.5, 0.2, 0.1, 0.05] {
+                    specs.push((
+                        format!("mq1-stoch B={modulus} g={g}"),
+                        AlgorithmSpec::Moniqua {
+                            codec: MoniquaConfig {
+                                bits: 1,
+                                rounding: Rounding::Stochastic,
+                                modulus: Some(modulus),
+                                hash: false,
+                                ..MoniquaConfig::default()
+                            },
+                            gamma: g,
+                        },
+                    ));
+                }
+            }
+        }
         for (name, spec) in specs {
             let cfg = SimConfig {
                 lr,
