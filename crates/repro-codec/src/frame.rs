@@ -228,9 +228,17 @@ pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
 
 /// Appends a header placeholder to `out` and returns the body's start offset.
 /// The encoder writes the raw body after it, then calls [`finish_frame`].
+///
+/// Encoders overwrite every byte of the frame, so a buffer reused at the same
+/// size (the common case: one model, one size, every iteration) is not
+/// zeroed first; only new capacity is.
 pub(crate) fn begin_frame(out: &mut Vec<u8>, raw_body_len: usize) -> usize {
-    out.clear();
-    out.resize(HEADER_LEN + raw_body_len, 0);
+    let len = HEADER_LEN + raw_body_len;
+    if out.len() >= len {
+        out.truncate(len);
+    } else {
+        out.resize(len, 0);
+    }
     HEADER_LEN
 }
 

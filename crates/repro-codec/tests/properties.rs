@@ -402,3 +402,46 @@ fn regression_lying_length_is_rejected_before_decompression() {
         Err(repro_codec::CodecError::LengthMismatch { .. })
     ));
 }
+
+/// Encoders reuse the caller's buffer without zeroing it, so they must write
+/// every byte: a frame encoded into a dirty, larger buffer equals one encoded
+/// into a fresh buffer.
+#[test]
+fn encoding_into_a_dirty_buffer_writes_every_byte() {
+    for len in [0usize, 1, 7, 63, 64, 65, 1000, 4097] {
+        let x: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.71).sin()).collect();
+        let check = |encode: &dyn Fn(&mut Vec<u8>)| {
+            let mut fresh = Vec::new();
+            encode(&mut fresh);
+            let mut dirty = vec![0xA5u8; fresh.len() + 100];
+            encode(&mut dirty);
+            assert_eq!(fresh, dirty, "len {len}");
+            let mut same = vec![0x5Au8; fresh.len()];
+            encode(&mut same);
+            assert_eq!(fresh, same, "len {len}");
+        };
+        for bits in 1..=8 {
+            let cfg = MoniquaConfig {
+                bits,
+                rounding: Rounding::Nearest,
+                ..MoniquaConfig::default()
+            };
+            let m = MoniquaCodec::new(&cfg, 1).unwrap();
+            check(&|out| drop(m.encode(&x, 3, 1, None, out).unwrap()));
+            let cfg = StochasticConfig {
+                bits,
+                bucket: 10,
+                compression: Compression::None,
+            };
+            let s = StochasticCodec::new(&cfg, 1).unwrap();
+            check(&|out| drop(s.encode(&x, 3, 1, None, out).unwrap()));
+        }
+        let n = repro_codec::NormCodec::new(&repro_codec::NormConfig::qsgd(5, 33), 1).unwrap();
+        check(&|out| drop(n.encode(&x, 3, 1, None, out).unwrap()));
+        check(&|out| drop(FullPrecision::default().encode(&x, 3, 1, out).unwrap()));
+        let z = FullPrecision {
+            compression: Compression::Zstd { level: 1 },
+        };
+        check(&|out| drop(z.encode(&x, 3, 1, out).unwrap()));
+    }
+}
