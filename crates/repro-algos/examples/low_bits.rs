@@ -40,6 +40,19 @@ fn main() {
             ("ecd".into(), AlgorithmSpec::Ecd(q.clone())),
             ("naive".into(), AlgorithmSpec::Naive(q.clone())),
         ];
+        let scaled = CompressorSpec::Scaled {
+            inner: Box::new(q.clone()),
+            factor: 1.0 / (1.0 + bucket as f32),
+        };
+        for g in [0.5, 0.2, 0.05] {
+            specs.push((
+                format!("choco scaled g={g}"),
+                AlgorithmSpec::Choco {
+                    compressor: scaled.clone(),
+                    gamma: g,
+                },
+            ));
+        }
         for g in [1.0, 0.5, 0.2, 0.05] {
             specs.push((
                 format!("choco g={g}"),

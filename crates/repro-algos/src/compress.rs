@@ -21,6 +21,14 @@ pub enum CompressorSpec {
     Grid { step: f32 },
     /// Norm-scaled sign + level codes: QSGD (L2) or TernGrad (Linf, 1 level).
     Norm(NormConfig),
+    /// Another compressor's output multiplied by `factor` on both ends:
+    /// `Q(v) / (1 + omega)` turns an unbiased quantizer with variance
+    /// `omega |v|^2` into the contraction CHOCO and DeepSqueeze need
+    /// (Koloskova et al. 2019; what ChocoSGD's code does).
+    Scaled {
+        inner: Box<CompressorSpec>,
+        factor: f32,
+    },
 }
 
 /// A built compressor for one worker.
@@ -30,6 +38,7 @@ pub enum Compressor {
     Stochastic(StochasticCodec),
     Grid { step: f32, seed: u64 },
     Norm(NormCodec),
+    Scaled { inner: Box<Compressor>, factor: f32 },
 }
 
 impl Compressor {
@@ -55,6 +64,17 @@ impl Compressor {
                 Compressor::Grid { step: *step, seed }
             }
             CompressorSpec::Norm(cfg) => Compressor::Norm(NormCodec::new(cfg, seed)?),
+            CompressorSpec::Scaled { inner, factor } => {
+                if !(*factor > 0.0 && factor.is_finite()) {
+                    return Err(AlgoError::Invalid(format!(
+                        "scale factor must be positive, got {factor}"
+                    )));
+                }
+                Compressor::Scaled {
+                    inner: Box::new(Compressor::new(inner, seed)?),
+                    factor: *factor,
+                }
+            }
         })
     }
 
@@ -93,6 +113,13 @@ impl Compressor {
             Compressor::Norm(c) => {
                 c.encode(v, k, sender, own, out)?;
             }
+            Compressor::Scaled { inner, factor } => {
+                let mut own = own;
+                inner.encode(v, k, sender, own.as_deref_mut(), out)?;
+                if let Some(own) = own {
+                    own.iter_mut().for_each(|o| *o *= *factor);
+                }
+            }
         }
         Ok(())
     }
@@ -104,6 +131,11 @@ impl Compressor {
             Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
             Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
             Compressor::Norm(c) => c.decode(bytes, out).map(drop),
+            Compressor::Scaled { inner, factor } => {
+                inner.decode(bytes, out)?;
+                out.iter_mut().for_each(|o| *o *= *factor);
+                Ok(())
+            }
         }
     }
 }

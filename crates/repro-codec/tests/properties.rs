@@ -427,21 +427,31 @@ fn encoding_into_a_dirty_buffer_writes_every_byte() {
                 ..MoniquaConfig::default()
             };
             let m = MoniquaCodec::new(&cfg, 1).unwrap();
-            check(&|out| drop(m.encode(&x, 3, 1, None, out).unwrap()));
+            check(&|out| {
+                m.encode(&x, 3, 1, None, out).unwrap();
+            });
             let cfg = StochasticConfig {
                 bits,
                 bucket: 10,
                 compression: Compression::None,
             };
             let s = StochasticCodec::new(&cfg, 1).unwrap();
-            check(&|out| drop(s.encode(&x, 3, 1, None, out).unwrap()));
+            check(&|out| {
+                s.encode(&x, 3, 1, None, out).unwrap();
+            });
         }
         let n = repro_codec::NormCodec::new(&repro_codec::NormConfig::qsgd(5, 33), 1).unwrap();
-        check(&|out| drop(n.encode(&x, 3, 1, None, out).unwrap()));
-        check(&|out| drop(FullPrecision::default().encode(&x, 3, 1, out).unwrap()));
+        check(&|out| {
+            n.encode(&x, 3, 1, None, out).unwrap();
+        });
+        check(&|out| {
+            FullPrecision::default().encode(&x, 3, 1, out).unwrap();
+        });
         let z = FullPrecision {
             compression: Compression::Zstd { level: 1 },
         };
-        check(&|out| drop(z.encode(&x, 3, 1, out).unwrap()));
+        check(&|out| {
+            z.encode(&x, 3, 1, out).unwrap();
+        });
     }
 }
