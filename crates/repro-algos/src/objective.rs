@@ -72,12 +72,17 @@ impl Objective for Quadratic {
 
     fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
         let b = &self.targets[worker];
-        let mut loss = 0.0f64;
-        for ((gi, &xi), &bi) in g.iter_mut().zip(x).zip(b) {
-            let r = xi - bi;
-            loss += 0.5 * f64::from(r) * f64::from(r);
-            *gi = r;
+        // 16 independent f32 partial sums: a single f64 accumulator would
+        // serialize the loop on the add latency
+        let mut lanes = [0.0f32; 16];
+        for ((gc, xc), bc) in g.chunks_mut(16).zip(x.chunks(16)).zip(b.chunks(16)) {
+            for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(lanes.iter_mut()) {
+                let r = xi - bi;
+                *l += r * r;
+                *gi = r;
+            }
         }
+        let loss = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
         if self.sigma > 0.0 {
             for gi in g.iter_mut() {
                 *gi += self.sigma * rng.normal() as f32;

@@ -23,13 +23,16 @@ impl Sgd {
     /// Turns gradient `g` at `x` into the step `delta`, updating the
     /// momentum buffer `m` (ignored when momentum is 0).
     pub fn step(&self, lr: f32, x: &[f32], g: &[f32], m: &mut [f32], delta: &mut [f32]) {
-        for (((d, &g), &x), m) in delta.iter_mut().zip(g).zip(x).zip(m.iter_mut()) {
-            let dir = g + self.weight_decay * x;
-            if self.momentum > 0.0 {
-                *m = self.momentum * *m + dir;
+        let wd = self.weight_decay;
+        if self.momentum > 0.0 {
+            let beta = self.momentum;
+            for (((d, &g), &x), m) in delta.iter_mut().zip(g).zip(x).zip(m.iter_mut()) {
+                *m = beta * *m + (g + wd * x);
                 *d = lr * *m;
-            } else {
-                *d = lr * dir;
+            }
+        } else {
+            for ((d, &g), &x) in delta.iter_mut().zip(g).zip(x) {
+                *d = lr * (g + wd * x);
             }
         }
     }
