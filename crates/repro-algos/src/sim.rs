@@ -272,14 +272,10 @@ impl<'o> Simulator<'o> {
 
     /// `x_bar = 1/n sum_i x_i`.
     pub fn average_model(&self) -> Vec<f32> {
-        let n = self.lanes.len() as f32;
-        let mut avg = vec![0.0f32; self.objective.dim()];
-        for lane in &self.lanes {
-            for (a, &x) in avg.iter_mut().zip(lane.worker.model()) {
-                *a += x / n;
-            }
-        }
-        avg
+        average(
+            self.lanes.iter().map(|l| l.worker.model()),
+            self.objective.dim(),
+        )
     }
 
     /// `max_i |x_i - x_bar|_inf`.
@@ -387,4 +383,16 @@ fn par_map<T: Send, R: Send>(
             .collect()
     });
     parts.into_iter().flatten().collect()
+}
+
+/// `1/n sum_i x_i` of `n` models of dimension `d`.
+pub(crate) fn average<'a>(models: impl ExactSizeIterator<Item = &'a [f32]>, d: usize) -> Vec<f32> {
+    let n = models.len() as f32;
+    let mut avg = vec![0.0f32; d];
+    for model in models {
+        for (a, &x) in avg.iter_mut().zip(model) {
+            *a += x / n;
+        }
+    }
+    avg
 }

@@ -335,14 +335,10 @@ impl<'o> AsyncSimulator<'o> {
 
     /// `x_bar`.
     pub fn average_model(&self) -> Vec<f32> {
-        let n = self.nodes.len() as f32;
-        let mut avg = vec![0.0f32; self.objective.dim()];
-        for node in &self.nodes {
-            for (a, &x) in avg.iter_mut().zip(&node.x) {
-                *a += x / n;
-            }
-        }
-        avg
+        crate::sim::average(
+            self.nodes.iter().map(|n| n.x.as_slice()),
+            self.objective.dim(),
+        )
     }
 
     /// Gradient updates so far.

@@ -1,22 +1,18 @@
 //! The algorithms, one file each, and the spec that builds them.
 
-mod allreduce;
 mod choco;
 mod d2;
 mod dcd;
 mod deepsqueeze;
-mod dpsgd;
 mod ecd;
 mod moniqua;
 mod naive;
 mod periodic;
 
-pub use allreduce::AllReduce;
 pub use choco::Choco;
 pub use d2::{D2, D2Exchange};
 pub use dcd::Dcd;
 pub use deepsqueeze::DeepSqueeze;
-pub use dpsgd::DPsgd;
 pub use ecd::Ecd;
 pub use moniqua::Moniqua;
 pub use naive::NaiveQuantized;
@@ -111,8 +107,20 @@ impl AlgorithmSpec {
         x0: &[f32],
     ) -> Result<Box<dyn Worker>, AlgoError> {
         Ok(match self {
-            AlgorithmSpec::AllReduce => Box::new(AllReduce::new(rank, topology.n(), x0)),
-            AlgorithmSpec::DPsgd => Box::new(DPsgd::new(rank, topology, x0)),
+            // all-reduce SGD is gradient "compression" at full precision
+            AlgorithmSpec::AllReduce => Box::new(QuantizedGradient::new(
+                rank,
+                topology.n(),
+                Compressor::new(&CompressorSpec::Full, seed)?,
+                x0,
+            )),
+            // D-PSGD is gossip of the models at full precision
+            AlgorithmSpec::DPsgd => Box::new(NaiveQuantized::new(
+                rank,
+                topology,
+                Compressor::new(&CompressorSpec::Full, seed)?,
+                x0,
+            )),
             AlgorithmSpec::Naive(spec) => Box::new(NaiveQuantized::new(
                 rank,
                 topology,

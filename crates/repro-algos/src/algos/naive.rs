@@ -1,12 +1,14 @@
-//! Naively quantized D-PSGD (Moniqua eq. 4): neighbours' models are quantized
-//! directly, `x_i <- W_ii x_i + sum_{j != i} W_ij Q(x_j) - delta_i`. Theorem 1
+//! D-PSGD (Lian et al. 2017) and its naively quantized form (Moniqua eq. 4):
+//! neighbours' models go through a compressor `Q`,
+//! `x_i <- W_ii x_i + sum_{j != i} W_ij Q(x_j) - delta_i`. With `Q` the
+//! identity (full precision) this is D-PSGD; with a quantizer, Theorem 1
 //! shows it cannot converge on `|x - delta/2|^2 / 2` with the grid `delta Z`.
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
-/// A naively quantized D-PSGD worker.
+/// A D-PSGD worker, exact or naively quantized.
 #[derive(Debug)]
 pub struct NaiveQuantized {
     rank: usize,
