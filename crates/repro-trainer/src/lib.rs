@@ -4,8 +4,10 @@
 //!
 //! This crate links libtorch through `tch`; the driver (`repro`) never
 //! depends on it. So far it holds the bridge between a `tch` model and the
-//! codec's flat `f32` buffer, and the choice of device per rank.
+//! codec's flat `f32` buffer, the choice of device per rank, and the data
+//! sets (Fashion-MNIST, CIFAR-10) with their partitions across workers.
 
+pub mod data;
 mod device;
 mod errors;
 mod flat;
