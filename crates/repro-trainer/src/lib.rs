@@ -11,7 +11,9 @@ pub mod data;
 mod device;
 mod errors;
 mod flat;
+pub mod models;
 
 pub use device::{DevicePlan, plan_device};
 pub use errors::TrainerError;
 pub use flat::FlatParams;
+pub use models::{ImageShape, ModelSpec};
