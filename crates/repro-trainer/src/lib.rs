@@ -12,8 +12,10 @@ mod device;
 mod errors;
 mod flat;
 pub mod models;
+pub mod schedule;
 
 pub use device::{DevicePlan, plan_device};
 pub use errors::TrainerError;
 pub use flat::FlatParams;
 pub use models::{ImageShape, ModelSpec};
+pub use schedule::{LrSchedule, Schedule};

@@ -1,10 +1,12 @@
 //! Image datasets as bytes (Fashion-MNIST from IDX files, CIFAR-10 from its
 //! binary batches), their partition across workers, and batch assembly.
 
+mod batch;
 mod cifar;
 mod idx;
 mod partition;
 
+pub use batch::Transform;
 pub use cifar::Cifar10;
 pub use idx::{DEFAULT_DIR as FASHION_MNIST_DIR, FashionMnist};
 pub use partition::{Partition, partition};
