@@ -1,0 +1,304 @@
+//! The contract between whatever runs an experiment (the trainer's MPI
+//! ranks, the simulator) and the driver that turns runs into tables and
+//! figures: one JSON object per line, per rank.
+//!
+//! A log is a `header` line, then any number of `step` and `eval` lines, then
+//! an `end` line (absent if the process died). Every line has a `"type"`
+//! field. The header carries [`SCHEMA_VERSION`]; readers refuse logs from a
+//! newer schema instead of misreading them.
+//!
+//! ```text
+//! {"type":"header","schema":1,"run_id":"ab12","rank":0,"world":8,"config":{..},"provenance":{..}}
+//! {"type":"step","iteration":0,"epoch":0.0,"wall_s":0.12,"compute_s":0.1,"comm_s":0.02,"train_loss":2.3,"bytes_sent":270044,"bytes_received":540088,"hash_failures":0}
+//! {"type":"eval","iteration":390,"epoch":1.0,"wall_s":48.0,"test_loss":1.2,"test_accuracy":0.61,"avg_test_loss":1.1,"avg_test_accuracy":0.63,"consensus_distance":0.02}
+//! {"type":"end","status":"completed","wall_s":4800.0,"iterations":39000}
+//! ```
+//!
+//! All byte counts are lengths of frames really sent or received.
+
+use std::io::{BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// The schema this build writes and the newest it reads.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Where, with what and on what a run ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Provenance {
+    /// `git rev-parse HEAD` of the source, with `-dirty` if modified.
+    pub git_commit: String,
+    /// `repro` crate version.
+    pub version: String,
+    pub host: String,
+    /// `cpu`, `cuda:0`, ...
+    pub device: String,
+    /// `mpi`, `sim`, ...
+    pub backend: String,
+    /// How the network was shaped (`none`, `netns tbf 100mbit`, `virtual clock`, ...),
+    /// including how latency was realized (netem, injected per message).
+    pub network: String,
+}
+
+/// The first line of a log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    pub schema: u32,
+    /// Stable id of the resolved configuration.
+    pub run_id: String,
+    pub rank: u32,
+    pub world: u32,
+    /// The full resolved configuration.
+    pub config: serde_json::Value,
+    pub provenance: Provenance,
+}
+
+/// One training iteration of one rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub iteration: u64,
+    pub epoch: f64,
+    /// Seconds since the run started (virtual seconds for the simulator).
+    pub wall_s: f64,
+    pub compute_s: f64,
+    pub comm_s: f64,
+    pub train_loss: f64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Received frames whose recovery failed the hash (Moniqua).
+    pub hash_failures: u64,
+}
+
+/// An evaluation of one rank's model (and of the averaged model).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Eval {
+    pub iteration: u64,
+    pub epoch: f64,
+    pub wall_s: f64,
+    pub test_loss: f64,
+    pub test_accuracy: f64,
+    pub avg_test_loss: Option<f64>,
+    pub avg_test_accuracy: Option<f64>,
+    pub consensus_distance: Option<f64>,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum Status {
+    Completed,
+    /// The model became non-finite (or left a codec's range): a result, not a bug.
+    Diverged {
+        iteration: u64,
+    },
+    Failed {
+        reason: String,
+    },
+}
+
+/// The last line of a log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct End {
+    #[serde(flatten)]
+    pub status: Status,
+    pub wall_s: f64,
+    pub iterations: u64,
+}
+
+/// One line of a log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    Header(Header),
+    Step(Step),
+    Eval(Eval),
+    End(End),
+}
+
+/// A log that cannot be read.
+#[derive(Debug, Error)]
+pub enum LogError {
+    #[error("could not read the log")]
+    Io(#[from] std::io::Error),
+    #[error("line {line}: {source}")]
+    Parse {
+        line: usize,
+        source: serde_json::Error,
+    },
+    #[error("the log does not start with a header line")]
+    NoHeader,
+    #[error(
+        "the log was written with schema {found}, newer than this build's {supported}; update repro to read it"
+    )]
+    NewerSchema { found: u32, supported: u32 },
+}
+
+/// Writes one record as a line.
+pub fn write_record(mut w: impl Write, record: &Record) -> std::io::Result<()> {
+    serde_json::to_writer(&mut w, record)?;
+    w.write_all(b"\n")
+}
+
+/// A parsed log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Log {
+    pub header: Header,
+    pub steps: Vec<Step>,
+    pub evals: Vec<Eval>,
+    /// `None` if the run did not finish (crashed or still running).
+    pub end: Option<End>,
+}
+
+/// Reads a whole log; a truncated last line (a process killed mid-write) is
+/// ignored, any other malformed line is an error naming it.
+pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
+    let lines: Vec<String> = reader.lines().collect::<Result<_, _>>()?;
+    let mut records = Vec::with_capacity(lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Record>(line) {
+            Ok(r) => records.push(r),
+            Err(e) if i + 1 == lines.len() && e.is_eof() => break,
+            Err(source) => {
+                return Err(LogError::Parse {
+                    line: i + 1,
+                    source,
+                });
+            }
+        }
+    }
+    let mut records = records.into_iter();
+    let header = match records.next() {
+        Some(Record::Header(h)) => h,
+        _ => return Err(LogError::NoHeader),
+    };
+    if header.schema > SCHEMA_VERSION {
+        return Err(LogError::NewerSchema {
+            found: header.schema,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let mut log = Log {
+        header,
+        steps: Vec::new(),
+        evals: Vec::new(),
+        end: None,
+    };
+    for r in records {
+        match r {
+            Record::Step(s) => log.steps.push(s),
+            Record::Eval(e) => log.evals.push(e),
+            Record::End(e) => log.end = Some(e),
+            Record::Header(_) => {}
+        }
+    }
+    Ok(log)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> Header {
+        Header {
+            schema: SCHEMA_VERSION,
+            run_id: "ab12".into(),
+            rank: 0,
+            world: 8,
+            config: serde_json::json!({"algorithm": "moniqua", "bits": 8}),
+            provenance: Provenance {
+                git_commit: "0123abc".into(),
+                version: "0.1.0".into(),
+                host: "node1".into(),
+                device: "cpu".into(),
+                backend: "sim".into(),
+                network: "virtual clock".into(),
+            },
+        }
+    }
+
+    fn step(i: u64) -> Step {
+        Step {
+            iteration: i,
+            epoch: i as f64 / 10.0,
+            wall_s: 0.5 * i as f64,
+            compute_s: 0.4,
+            comm_s: 0.1,
+            train_loss: 2.0,
+            bytes_sent: 1000,
+            bytes_received: 2000,
+            hash_failures: 0,
+        }
+    }
+
+    /// The wire form is a contract with the driver: pin it.
+    #[test]
+    fn lines_are_pinned() {
+        let mut out = Vec::new();
+        write_record(&mut out, &Record::Step(step(3))).unwrap();
+        write_record(
+            &mut out,
+            &Record::End(End {
+                status: Status::Diverged { iteration: 7 },
+                wall_s: 1.5,
+                iterations: 8,
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"type\":\"step\",\"iteration\":3,\"epoch\":0.3,\"wall_s\":1.5,\"compute_s\":0.4,\"comm_s\":0.1,\
+             \"train_loss\":2.0,\"bytes_sent\":1000,\"bytes_received\":2000,\"hash_failures\":0}\n\
+             {\"type\":\"end\",\"status\":\"diverged\",\"iteration\":7,\"wall_s\":1.5,\"iterations\":8}\n"
+        );
+    }
+
+    #[test]
+    fn round_trip_and_truncated_tail() {
+        let mut out = Vec::new();
+        write_record(&mut out, &Record::Header(header())).unwrap();
+        for i in 0..3 {
+            write_record(&mut out, &Record::Step(step(i))).unwrap();
+        }
+        // a process killed mid-line leaves a partial record: ignored
+        out.extend_from_slice(b"{\"type\":\"step\",\"itera");
+        let log = read_log(out.as_slice()).unwrap();
+        assert_eq!(log.header, header());
+        assert_eq!(log.steps.len(), 3);
+        assert_eq!(log.end, None);
+    }
+
+    #[test]
+    fn bad_logs_are_errors() {
+        let err = read_log("{\"type\":\"step\"}\n".as_bytes()).unwrap_err();
+        assert!(matches!(err, LogError::Parse { line: 1, .. }), "{err}");
+        let mut out = Vec::new();
+        write_record(&mut out, &Record::Step(step(0))).unwrap();
+        assert!(matches!(read_log(out.as_slice()), Err(LogError::NoHeader)));
+        let mut newer = header();
+        newer.schema = SCHEMA_VERSION + 1;
+        let mut out = Vec::new();
+        write_record(&mut out, &Record::Header(newer)).unwrap();
+        assert!(
+            read_log(out.as_slice())
+                .unwrap_err()
+                .to_string()
+                .contains("update repro")
+        );
+        // an unknown field in the middle of a log is an error naming its line
+        let mut out = Vec::new();
+        write_record(&mut out, &Record::Header(header())).unwrap();
+        out.extend_from_slice(b"{\"type\":\"eval\",\"bogus\":1}\n{\"type\":\"end\",\"status\":\"completed\",\"wall_s\":1,\"iterations\":1}\n");
+        assert!(matches!(
+            read_log(out.as_slice()),
+            Err(LogError::Parse { line: 2, .. })
+        ));
+    }
+}
