@@ -1,13 +1,20 @@
 //! `repro`: the driver of the Moniqua reproduction suite.
 //!
-//! Exit codes: 0 success, 1 a command failed (the message says why),
-//! 2 bad usage (unknown command or option).
+//! Exit codes: 0 success; 1 a command failed (the message says why);
+//! 2 bad usage (unknown command or option); 3 an experiment finished but
+//! some of its runs failed (see runs.csv).
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod errors;
+mod manifest;
+mod plan;
+mod results;
+mod run;
+mod sim_backend;
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.
@@ -20,6 +27,13 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run an experiment (a name from `repro list`, or a path to a manifest):
+    /// every run of its grid at one scale, then its table.
+    Run(run::RunArgs),
+    /// Render an experiment's table from its runs.csv.
+    Table(run::TableArgs),
+    /// List the experiments, their scales and how many runs each has.
+    List,
     /// Show what each codec puts on the wire for one model-sized exchange:
     /// bytes, recovery error against Lemma 2's bound, hash verification.
     Demo(demo::DemoArgs),
@@ -28,10 +42,14 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Demo(args) => demo::run(&args),
+        Command::Run(args) => run::run(&args),
+        Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
+        Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,
+        Ok(run::Outcome::SomeFailed) => ExitCode::from(3),
         Err(err) => {
             eprintln!("error: {err}");
             for cause in err.chain().skip(1) {

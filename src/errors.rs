@@ -1,0 +1,44 @@
+//! Errors of the driver. Messages are lowercase fragments naming what failed
+//! and how to fix it.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum DriverError {
+    #[error("no experiment `{name}`: looked for {tried}; `repro list` shows the experiments")]
+    UnknownExperiment { name: String, tried: String },
+    #[error("could not read {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not valid YAML: {message}")]
+    Yaml { path: PathBuf, message: String },
+    #[error("{path}: `{key}`: {message}")]
+    Manifest {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+    #[error("--set `{arg}` is not `key=value` (a dotted key, e.g. params.lr=0.05)")]
+    BadOverride { arg: String },
+    #[error("experiment `{experiment}` has no scale `{scale}`; it has: {available}")]
+    UnknownScale {
+        experiment: String,
+        scale: String,
+        available: String,
+    },
+    #[error("run {run}: `{key}`: {message}")]
+    RunParams {
+        run: String,
+        key: String,
+        message: String,
+    },
+    #[error(
+        "the `{backend}` backend is not available yet (it arrives with the trainer); use `--backend sim`"
+    )]
+    BackendUnavailable { backend: String },
+}

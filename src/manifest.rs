@@ -1,0 +1,194 @@
+//! Experiment manifests (`experiments/*.yaml`): parsed into raw structs with
+//! unknown keys rejected and errors that name the YAML path, after `--set`
+//! overrides are applied to the YAML tree.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use yaml_serde::{Mapping, Value};
+
+use crate::errors::DriverError;
+
+/// Which machinery runs the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The in-process simulator with a virtual clock.
+    Sim,
+    /// MPI ranks running the trainer.
+    Mpi,
+}
+
+/// What the table shows.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// Grid keys that make the rows.
+    pub rows: Vec<String>,
+    /// A grid key whose values make the columns (none: one column).
+    #[serde(default)]
+    pub cols: Option<String>,
+    /// The metric in the cells (a column of runs.csv).
+    pub value: String,
+}
+
+/// A manifest as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub title: String,
+    /// The paper, table or figure it reproduces.
+    pub source: String,
+    #[serde(default = "default_backend")]
+    pub backend: Backend,
+    /// Scale name -> parameter overrides (smoke: seconds; cpu: minutes; paper).
+    pub scales: BTreeMap<String, Mapping>,
+    /// Grid key -> values; every combination is a run.
+    #[serde(default)]
+    pub grid: BTreeMap<String, Vec<Value>>,
+    /// Parameters shared by every run.
+    #[serde(default)]
+    pub params: Mapping,
+    pub table: TableSpec,
+}
+
+fn default_backend() -> Backend {
+    Backend::Sim
+}
+
+/// Finds an experiment by name (in `experiments/` of the working directory or
+/// of this source tree) or takes a path to a YAML file.
+pub fn locate(name: &str) -> Result<PathBuf, DriverError> {
+    let direct = Path::new(name);
+    if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
+        return Ok(direct.to_path_buf());
+    }
+    let candidates = [
+        PathBuf::from("experiments").join(format!("{name}.yaml")),
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments")
+            .join(format!("{name}.yaml")),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .ok_or_else(|| DriverError::UnknownExperiment {
+            name: name.to_string(),
+            tried: candidates
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
+/// The experiments directory in use.
+pub fn experiments_dir() -> PathBuf {
+    let local = PathBuf::from("experiments");
+    if local.is_dir() {
+        local
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments")
+    }
+}
+
+/// Reads `path`, applies `key=value` overrides, and parses the manifest.
+pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+    let text = std::fs::read_to_string(path).map_err(|source| DriverError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    for arg in overrides {
+        apply_override(&mut tree, arg)?;
+    }
+    serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: e.path().to_string(),
+        message: e.inner().to_string(),
+    })
+}
+
+/// `a.b.c=value`: sets the key, creating mappings on the way; the value is
+/// parsed as YAML (`0.05`, `[1, 2]`, `ring`).
+pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
+    let bad = || DriverError::BadOverride {
+        arg: arg.to_string(),
+    };
+    let (key, raw) = arg.split_once('=').ok_or_else(bad)?;
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(bad());
+    }
+    let value: Value = yaml_serde::from_str(raw).map_err(|_| bad())?;
+    let mut node = tree;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !node.is_mapping() {
+            *node = Value::Mapping(Mapping::new());
+        }
+        let map = node.as_mapping_mut().ok_or_else(bad)?;
+        let k = Value::String((*part).to_string());
+        if i + 1 == parts.len() {
+            map.insert(k, value);
+            return Ok(());
+        }
+        node = map.entry(k).or_insert(Value::Mapping(Mapping::new()));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "
+name: demo
+title: A demo
+source: nowhere
+scales:
+  smoke: { iterations: 10 }
+grid:
+  algorithm: [d-psgd, moniqua]
+params:
+  workers: 4
+table: { rows: [algorithm], value: final_loss }
+";
+
+    fn write(text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "repro-manifest-{}-{}.yaml",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn parses_and_overrides() {
+        let p = write(GOOD);
+        let m = load(&p, &["params.lr=0.05".into(), "grid.seed=[1, 2]".into()]).unwrap();
+        assert_eq!(m.name, "demo");
+        assert_eq!(m.backend, Backend::Sim);
+        assert_eq!(m.params.get("lr"), Some(&Value::from(0.05)));
+        assert_eq!(m.grid["seed"].len(), 2);
+        assert_eq!(m.grid["algorithm"].len(), 2);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_that_name_the_path() {
+        let p = write(&GOOD.replace("table: { rows", "table: { colour: red, rows"));
+        let err = load(&p, &[]).unwrap_err().to_string();
+        assert!(err.contains("table") && err.contains("colour"), "{err}");
+        let p = write(&GOOD.replace("name: demo", "name: demo\nbogus: 1"));
+        assert!(load(&p, &[]).unwrap_err().to_string().contains("bogus"));
+        let err = load(&p, &["noequals".into()]).unwrap_err().to_string();
+        assert!(err.contains("key=value"), "{err}");
+    }
+}

@@ -1,0 +1,288 @@
+//! A manifest at one scale, expanded into runs with stable ids.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use yaml_serde::{Mapping, Value};
+
+use crate::errors::DriverError;
+use crate::manifest::Manifest;
+
+/// Everything one simulated run needs. Unknown keys are errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimParams {
+    /// allreduce, d-psgd, naive, naive-grid, moniqua, dcd, ecd, choco,
+    /// deepsqueeze, d2, moniqua-d2, psgd, pqasgd, rsgd, qsgd, terngrad
+    pub algorithm: String,
+    pub workers: usize,
+    /// ring, torus, complete, star, exponential
+    pub topology: String,
+    /// quadratic, theorem1, logistic, least-squares
+    pub objective: String,
+    pub dim: usize,
+    pub samples: usize,
+    /// Spread of the workers' minimizers (quadratic).
+    pub heterogeneity: f32,
+    /// iid or by-label (logistic, least-squares)
+    pub split: String,
+    /// Gradient noise (quadratic) or label noise (generated data).
+    pub noise: f32,
+    pub batch: usize,
+    pub bits: u32,
+    /// stochastic or nearest
+    pub rounding: String,
+    pub theta: f64,
+    pub modulus: Option<f64>,
+    pub hash: bool,
+    pub gamma: f64,
+    pub bucket: usize,
+    /// Grid of Theorem 1's quantizer (naive-grid, theorem1).
+    pub grid_step: f32,
+    pub period: u64,
+    pub levels: u32,
+    pub lr: f32,
+    pub momentum: f32,
+    pub weight_decay: f32,
+    pub iterations: u64,
+    pub seed: u64,
+    /// e.g. `100mbit`, `1gbit`
+    pub bandwidth: Option<String>,
+    /// e.g. `0.15ms`, `1ms`
+    pub latency: Option<String>,
+    pub compute_ms: f64,
+    /// Write a step record every this many iterations.
+    pub log_every: u64,
+}
+
+impl Default for SimParams {
+    fn default() -> Self {
+        Self {
+            algorithm: "d-psgd".into(),
+            workers: 8,
+            topology: "ring".into(),
+            objective: "quadratic".into(),
+            dim: 100,
+            samples: 2000,
+            heterogeneity: 0.5,
+            split: "iid".into(),
+            noise: 0.1,
+            batch: 8,
+            bits: 8,
+            rounding: "stochastic".into(),
+            theta: 2.0,
+            modulus: None,
+            hash: true,
+            gamma: 1.0,
+            bucket: 1024,
+            grid_step: 0.1,
+            period: 4,
+            levels: 7,
+            lr: 0.1,
+            momentum: 0.0,
+            weight_decay: 0.0,
+            iterations: 100,
+            seed: 0,
+            bandwidth: None,
+            latency: None,
+            compute_ms: 0.0,
+            log_every: 10,
+        }
+    }
+}
+
+/// One run of the plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedRun {
+    /// First 12 hex digits of the xxh3 of the resolved parameters (JSON).
+    pub id: String,
+    /// The grid values that define it, as text.
+    pub point: BTreeMap<String, String>,
+    pub params: SimParams,
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => yaml_serde::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
+}
+
+/// Expands `manifest` at `scale`: params, then the scale's overrides, then
+/// each grid point, resolved into [`SimParams`].
+pub fn expand(manifest: &Manifest, scale: &str) -> Result<Vec<PlannedRun>, DriverError> {
+    let overrides = manifest
+        .scales
+        .get(scale)
+        .ok_or_else(|| DriverError::UnknownScale {
+            experiment: manifest.name.clone(),
+            scale: scale.to_string(),
+            available: manifest
+                .scales
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    let mut base = manifest.params.clone();
+    for (k, v) in overrides {
+        base.insert(k.clone(), v.clone());
+    }
+    // cartesian product in key order
+    let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
+    for (key, values) in &manifest.grid {
+        points = points
+            .into_iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((key.clone(), v.clone()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+        .into_iter()
+        .map(|point| {
+            let mut map: Mapping = base.clone();
+            for (k, v) in &point {
+                map.insert(Value::String(k.clone()), v.clone());
+            }
+            let label: BTreeMap<String, String> =
+                point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+            let run = label
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let params: SimParams =
+                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(|e| {
+                    DriverError::RunParams {
+                        run: if run.is_empty() {
+                            "(no grid)".into()
+                        } else {
+                            run
+                        },
+                        key: e.path().to_string(),
+                        message: e.inner().to_string(),
+                    }
+                })?;
+            let json = serde_json::to_string(&params).unwrap_or_default();
+            let id =
+                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(json.as_bytes()))[..12].to_string();
+            Ok(PlannedRun {
+                id,
+                point: label,
+                params,
+            })
+        })
+        .collect()
+}
+
+/// `100mbit`, `1.5gbit`, `800kbit`, `1000000` (bits per second).
+pub fn parse_bandwidth(s: &str) -> Option<f64> {
+    let s = s.trim().to_ascii_lowercase();
+    let (num, mult) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
+        .iter()
+        .find_map(|(suffix, m)| s.strip_suffix(suffix).map(|n| (n.trim().to_string(), *m)))
+        .unwrap_or((s.clone(), 1.0));
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .map(|v| v * mult)
+}
+
+/// `0.15ms`, `1ms`, `20us`, `0.5s` (seconds).
+pub fn parse_latency(s: &str) -> Option<f64> {
+    let s = s.trim().to_ascii_lowercase();
+    let (num, mult) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0)]
+        .iter()
+        .find_map(|(suffix, m)| s.strip_suffix(suffix).map(|n| (n.trim().to_string(), *m)))?;
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| *v >= 0.0 && v.is_finite())
+        .map(|v| v * mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::manifest::{Backend, TableSpec};
+
+    fn manifest() -> Manifest {
+        Manifest {
+            name: "t".into(),
+            title: "t".into(),
+            source: "s".into(),
+            backend: Backend::Sim,
+            scales: [(
+                "smoke".to_string(),
+                yaml_serde::from_str("{iterations: 5}").unwrap(),
+            )]
+            .into(),
+            grid: [
+                (
+                    "algorithm".to_string(),
+                    vec![Value::from("d-psgd"), Value::from("moniqua")],
+                ),
+                (
+                    "seed".to_string(),
+                    vec![Value::from(0), Value::from(1), Value::from(2)],
+                ),
+            ]
+            .into(),
+            params: yaml_serde::from_str("{workers: 4, lr: 0.05}").unwrap(),
+            table: TableSpec {
+                rows: vec!["algorithm".into()],
+                cols: None,
+                value: "final_loss".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn grid_expands_with_stable_distinct_ids() {
+        let runs = expand(&manifest(), "smoke").unwrap();
+        assert_eq!(runs.len(), 6);
+        assert!(
+            runs.iter()
+                .all(|r| r.params.iterations == 5 && r.params.workers == 4)
+        );
+        let mut ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 6);
+        assert_eq!(runs, expand(&manifest(), "smoke").unwrap());
+        assert_eq!(runs[0].point["algorithm"], "d-psgd");
+    }
+
+    #[test]
+    fn bad_params_name_the_run_and_key() {
+        let mut m = manifest();
+        m.params.insert(Value::from("workerz"), Value::from(3));
+        let err = expand(&m, "smoke").unwrap_err().to_string();
+        assert!(
+            err.contains("workerz") && err.contains("algorithm=d-psgd"),
+            "{err}"
+        );
+        let err = expand(&manifest(), "paper").unwrap_err().to_string();
+        assert!(
+            err.contains("has no scale `paper`") && err.contains("smoke"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(parse_bandwidth("100mbit"), Some(1e8));
+        assert_eq!(parse_bandwidth("1.5Gbit"), Some(1.5e9));
+        assert_eq!(parse_bandwidth("fast"), None);
+        assert_eq!(parse_latency("0.15ms"), Some(0.15e-3));
+        assert!((parse_latency("20us").unwrap() - 20e-6).abs() < 1e-18);
+        assert_eq!(parse_latency("1"), None);
+    }
+}

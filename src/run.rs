@@ -1,0 +1,233 @@
+//! `repro run`, `repro table`, `repro list`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::errors::DriverError;
+use crate::manifest::{self, Backend};
+use crate::plan::{self, PlannedRun};
+use crate::results::{self, Row};
+use crate::sim_backend;
+
+/// Options of `repro run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment name (see `repro list`) or path to a manifest.
+    #[arg(default_value = "smoke")]
+    pub experiment: String,
+    /// smoke (seconds), cpu (minutes on a laptop) or paper.
+    #[arg(long, default_value = "smoke")]
+    pub scale: String,
+    /// Override any manifest key, e.g. `--set params.lr=0.05` or `--set grid.seed=[0,1]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Where results go (default: results/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the runs the plan expands to, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Override the manifest's backend.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Runs at a time.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+}
+
+/// Options of `repro table`.
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Experiment name or path to a manifest.
+    pub experiment: String,
+    /// Results directory (default: results/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Whether every run of an experiment succeeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    AllSucceeded,
+    SomeFailed,
+}
+
+fn out_dir(out: &Option<PathBuf>, name: &str) -> PathBuf {
+    out.clone()
+        .unwrap_or_else(|| PathBuf::from("results").join(name))
+}
+
+fn describe(run: &PlannedRun) -> String {
+    run.point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn run(args: &RunArgs) -> Result<Outcome> {
+    let path = manifest::locate(&args.experiment)?;
+    let m = manifest::load(&path, &args.overrides)?;
+    let backend = args.backend.unwrap_or(m.backend);
+    if backend != Backend::Sim {
+        return Err(DriverError::BackendUnavailable {
+            backend: "mpi".into(),
+        }
+        .into());
+    }
+    let runs = plan::expand(&m, &args.scale)?;
+    if args.dry_run {
+        println!(
+            "{}: {} at scale `{}`, {} runs (backend sim)",
+            m.name,
+            m.title,
+            args.scale,
+            runs.len()
+        );
+        for r in &runs {
+            println!("  {}  {}", r.id, describe(r));
+        }
+        return Ok(Outcome::AllSucceeded);
+    }
+    let out = out_dir(&args.out, &m.name);
+    std::fs::create_dir_all(out.join("raw"))
+        .with_context(|| format!("could not create {}", out.display()))?;
+    eprintln!(
+        "{}: {} runs at scale `{}` -> {}",
+        m.name,
+        runs.len(),
+        args.scale,
+        out.display()
+    );
+    let started = Instant::now();
+    let total = runs.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let execute = |r: &PlannedRun| -> Row {
+        let t = Instant::now();
+        let log = out.join("raw").join(format!("{}.jsonl", r.id));
+        let result = sim_backend::execute(r, &m.name, &log);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let mut metrics = BTreeMap::new();
+        match result {
+            Ok(s) => {
+                eprintln!(
+                    "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {:.4e}, {} bytes)",
+                    r.id,
+                    describe(r),
+                    s.status,
+                    t.elapsed().as_secs_f64(),
+                    s.final_loss,
+                    s.bytes
+                );
+                for (k, v) in [
+                    ("status", s.status.clone()),
+                    ("final_loss", format!("{:e}", s.final_loss)),
+                    ("local_loss", format!("{:e}", s.local_loss)),
+                    ("grad_norm_sq", format!("{:e}", s.grad_norm_sq)),
+                    ("consensus", format!("{:e}", s.consensus)),
+                    ("bytes", s.bytes.to_string()),
+                    ("virtual_s", format!("{:e}", s.virtual_s)),
+                    ("hash_failures", s.hash_failures.to_string()),
+                ] {
+                    metrics.insert(k.to_string(), v);
+                }
+            }
+            Err(e) => {
+                eprintln!("[{n}/{total}] {} {}: FAILED: {e:#}", r.id, describe(r));
+                metrics.insert("status".into(), "failed".into());
+            }
+        }
+        Row {
+            run_id: r.id.clone(),
+            point: r.point.clone(),
+            metrics,
+        }
+    };
+    let jobs = args.jobs.clamp(1, total.max(1));
+    let rows: Vec<Row> = if jobs == 1 {
+        runs.iter().map(&execute).collect()
+    } else {
+        let chunk = total.div_ceil(jobs);
+        std::thread::scope(|s| {
+            let handles: Vec<_> = runs
+                .chunks(chunk)
+                .map(|part| s.spawn(|| part.iter().map(&execute).collect::<Vec<_>>()))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    };
+    let csv = out.join("runs.csv");
+    results::write_csv(&csv, &rows)?;
+    let table = results::render_markdown(&m.title, &m.source, &m.table, &rows)?;
+    std::fs::write(out.join("table.md"), &table)
+        .with_context(|| format!("could not write {}/table.md", out.display()))?;
+    println!("{table}");
+    let failed = rows
+        .iter()
+        .filter(|r| r.metrics.get("status").map(String::as_str) == Some("failed"))
+        .count();
+    eprintln!(
+        "{} runs in {:.1}s, {failed} failed; wrote {} and table.md",
+        total,
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    );
+    Ok(if failed == 0 {
+        Outcome::AllSucceeded
+    } else {
+        Outcome::SomeFailed
+    })
+}
+
+pub fn table(args: &TableArgs) -> Result<()> {
+    let path = manifest::locate(&args.experiment)?;
+    let m = manifest::load(&path, &[])?;
+    let out = out_dir(&args.out, &m.name);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
+    print!(
+        "{}",
+        results::render_markdown(&m.title, &m.source, &m.table, &rows)?
+    );
+    Ok(())
+}
+
+pub fn list() -> Result<()> {
+    let dir = manifest::experiments_dir();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("could not read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    entries.sort();
+    for path in entries {
+        match manifest::load(&path, &[]) {
+            Ok(m) => {
+                let scales: Vec<String> = m
+                    .scales
+                    .keys()
+                    .map(|s| match plan::expand(&m, s) {
+                        Ok(runs) => format!("{s}: {} runs", runs.len()),
+                        Err(_) => format!("{s}: invalid"),
+                    })
+                    .collect();
+                println!(
+                    "{:<20} {} [{}]\n{:<20} {}",
+                    m.name,
+                    m.title,
+                    scales.join(", "),
+                    "",
+                    m.source
+                );
+            }
+            Err(e) => println!("{:<20} invalid manifest: {e}", path.display()),
+        }
+    }
+    Ok(())
+}

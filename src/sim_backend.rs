@@ -1,0 +1,314 @@
+//! Runs a planned run in the in-process simulator and writes its log.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
+use repro_algos::{
+    AlgorithmSpec, CompressorSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator,
+    Topology,
+};
+use repro_codec::{MoniquaConfig, NormConfig, Rounding, StochasticConfig};
+use repro_runlog::{End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record};
+
+use crate::plan::{PlannedRun, SimParams, parse_bandwidth, parse_latency};
+
+/// What one run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub status: String,
+    /// `f(x_bar)` at the end.
+    pub final_loss: f64,
+    /// `mean_i f(x_i)` at the end.
+    pub local_loss: f64,
+    /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run.
+    pub grad_norm_sq: f64,
+    pub consensus: f64,
+    pub bytes: u64,
+    pub virtual_s: f64,
+    pub hash_failures: u64,
+}
+
+fn topology(p: &SimParams) -> Result<Topology> {
+    Ok(match p.topology.as_str() {
+        "ring" => Topology::ring(p.workers)?,
+        "torus" => Topology::torus_square(p.workers)?,
+        "complete" => Topology::complete(p.workers)?,
+        "star" => Topology::star(p.workers)?,
+        "exponential" => Topology::exponential(p.workers)?,
+        other => {
+            bail!("unknown topology `{other}`; use ring, torus, complete, star or exponential")
+        }
+    })
+}
+
+fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
+    let n = p.workers;
+    Ok(match p.objective.as_str() {
+        "theorem1" => Box::new(Quadratic::homogeneous(
+            n,
+            vec![p.grid_step / 2.0; p.dim],
+            0.0,
+        )),
+        "quadratic" => {
+            let targets = (0..n)
+                .map(|i| {
+                    (0..p.dim)
+                        .map(|j| {
+                            p.heterogeneity * (2.0 * ((i * 7 + j * 3) % 11) as f32 / 10.0 - 1.0)
+                        })
+                        .collect()
+                })
+                .collect();
+            Box::new(Quadratic::heterogeneous(targets, p.noise))
+        }
+        "logistic" | "least-squares" => {
+            let classification = p.objective == "logistic";
+            let ds = Dataset::generate(p.samples, p.dim, p.noise, classification, p.seed);
+            let split = match p.split.as_str() {
+                "iid" => Split::Iid,
+                "by-label" => Split::SortedByLabel,
+                other => bail!("unknown split `{other}`; use iid or by-label"),
+            };
+            let shards = data::split(&ds, n, split, p.seed)?;
+            let loss = if classification {
+                Loss::Logistic
+            } else {
+                Loss::Squares
+            };
+            Box::new(LinearModel::new(ds, shards, loss, p.batch, p.weight_decay))
+        }
+        other => {
+            bail!("unknown objective `{other}`; use quadratic, theorem1, logistic or least-squares")
+        }
+    })
+}
+
+fn rounding(p: &SimParams) -> Result<Rounding> {
+    Ok(match p.rounding.as_str() {
+        "stochastic" => Rounding::Stochastic,
+        "nearest" => Rounding::Nearest,
+        other => bail!("unknown rounding `{other}`; use stochastic or nearest"),
+    })
+}
+
+fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
+    let moniqua = MoniquaConfig {
+        bits: p.bits,
+        rounding: rounding(p)?,
+        theta: p.theta,
+        modulus: p.modulus,
+        hash: p.hash,
+        ..MoniquaConfig::default()
+    };
+    let q = CompressorSpec::Stochastic(StochasticConfig {
+        bits: p.bits,
+        bucket: p.bucket,
+        ..StochasticConfig::default()
+    });
+    Ok(match p.algorithm.as_str() {
+        "allreduce" => AlgorithmSpec::AllReduce,
+        "d-psgd" => AlgorithmSpec::DPsgd,
+        "naive" => AlgorithmSpec::Naive(q),
+        "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid { step: p.grid_step }),
+        "moniqua" => AlgorithmSpec::Moniqua {
+            codec: moniqua,
+            gamma: p.gamma,
+        },
+        "dcd" => AlgorithmSpec::Dcd(q),
+        "ecd" => AlgorithmSpec::Ecd(q),
+        "choco" => AlgorithmSpec::Choco {
+            compressor: q,
+            gamma: p.gamma,
+        },
+        "deepsqueeze" => AlgorithmSpec::DeepSqueeze {
+            compressor: q,
+            gamma: p.gamma,
+        },
+        "d2" => AlgorithmSpec::D2 { gamma: p.gamma },
+        "moniqua-d2" => AlgorithmSpec::MoniquaD2 {
+            codec: moniqua,
+            gamma: p.gamma,
+        },
+        "psgd" => AlgorithmSpec::Periodic {
+            period: p.period,
+            compressor: CompressorSpec::Full,
+        },
+        "pqasgd" => AlgorithmSpec::Periodic {
+            period: p.period,
+            compressor: q,
+        },
+        "rsgd" => AlgorithmSpec::Rotating { chunks: p.period },
+        "qsgd" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
+            p.levels, p.bucket,
+        ))),
+        "terngrad" => {
+            AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::terngrad(p.bucket)))
+        }
+        other => bail!(
+            "unknown algorithm `{other}` (AD-PSGD runs need the asynchronous runner, not yet wired here)"
+        ),
+    })
+}
+
+fn network(p: &SimParams) -> Result<Option<Network>> {
+    match (&p.bandwidth, &p.latency) {
+        (None, None) => Ok(None),
+        (bw, lat) => {
+            let bandwidth_bps = match bw {
+                Some(b) => parse_bandwidth(b)
+                    .with_context(|| format!("bandwidth `{b}` is not like `100mbit`"))?,
+                None => f64::INFINITY,
+            };
+            let latency_s = match lat {
+                Some(l) => parse_latency(l)
+                    .with_context(|| format!("latency `{l}` is not like `0.15ms`"))?,
+                None => 0.0,
+            };
+            Ok(Some(Network {
+                bandwidth_bps,
+                latency_s,
+            }))
+        }
+    }
+}
+
+/// Runs `run`, writing its JSON-lines log to `log_path`.
+pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Summary> {
+    let p = &run.params;
+    let objective = objective(p)?;
+    let spec = algorithm(p)?;
+    let cfg = SimConfig {
+        seed: p.seed,
+        lr: p.lr,
+        sgd: Sgd {
+            momentum: p.momentum,
+            weight_decay: if p.objective == "logistic" || p.objective == "least-squares" {
+                0.0 // applied by the objective
+            } else {
+                p.weight_decay
+            },
+        },
+        compute_s: p.compute_ms * 1e-3,
+        network: network(p)?,
+        ..SimConfig::default()
+    };
+    let topology = topology(p)?;
+    let network_note = match cfg.network {
+        Some(n) => format!(
+            "virtual clock: {} bit/s, {} s latency per message",
+            n.bandwidth_bps, n.latency_s
+        ),
+        None => "virtual clock: communication free".into(),
+    };
+    let mut sim = Simulator::new(
+        objective.as_ref(),
+        topology,
+        &spec,
+        cfg,
+        &vec![0.0; objective.dim()],
+    )?;
+    if let Some(dir) = log_path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+    }
+    let file = std::fs::File::create(log_path)
+        .with_context(|| format!("could not create {}", log_path.display()))?;
+    let mut log = std::io::BufWriter::new(file);
+    let header = Header {
+        schema: SCHEMA_VERSION,
+        run_id: run.id.clone(),
+        rank: 0,
+        world: p.workers as u32,
+        config: serde_json::json!({ "experiment": experiment, "params": p }),
+        provenance: Provenance {
+            git_commit: option_env!("REPRO_GIT_COMMIT")
+                .unwrap_or("unknown")
+                .to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
+            device: "cpu".into(),
+            backend: "sim".into(),
+            network: network_note,
+        },
+    };
+    write_record(&mut log, &Record::Header(header))?;
+    let tail_start = p.iterations - p.iterations / 5;
+    let (mut grad_acc, mut grad_count) = (0.0, 0u64);
+    let mut status = Status::Completed;
+    let mut hash_failures = 0;
+    for k in 0..p.iterations {
+        let r = match sim.step() {
+            Ok(r) => r,
+            Err(e) if e.is_divergence() => {
+                status = Status::Diverged { iteration: k };
+                break;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("run {} failed", run.id))),
+        };
+        hash_failures += r.mismatched;
+        if !r.train_loss.is_finite() {
+            status = Status::Diverged { iteration: k };
+            break;
+        }
+        if k >= tail_start {
+            grad_acc += (0..p.workers).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / p.workers as f64;
+            grad_count += 1;
+        }
+        if k % p.log_every.max(1) == 0 || k + 1 == p.iterations {
+            let bytes: u64 = r.egress_bytes.iter().sum();
+            let step = Step {
+                iteration: k,
+                epoch: 0.0,
+                wall_s: r.time_s,
+                compute_s: p.compute_ms * 1e-3,
+                comm_s: 0.0,
+                train_loss: r.train_loss,
+                bytes_sent: bytes,
+                bytes_received: bytes,
+                hash_failures: r.mismatched,
+            };
+            write_record(&mut log, &Record::Step(step))?;
+        }
+    }
+    let avg = sim.average_model();
+    let final_loss = objective.loss(&avg);
+    let local_loss = (0..p.workers)
+        .map(|i| objective.loss(sim.model(i)))
+        .sum::<f64>()
+        / p.workers as f64;
+    let diverged = !matches!(status, Status::Completed) || !final_loss.is_finite();
+    if diverged && matches!(status, Status::Completed) {
+        status = Status::Diverged {
+            iteration: p.iterations,
+        };
+    }
+    write_record(
+        &mut log,
+        &Record::End(End {
+            status: status.clone(),
+            wall_s: sim.clock(),
+            iterations: p.iterations,
+        }),
+    )?;
+    log.flush()?;
+    Ok(Summary {
+        status: if diverged {
+            "diverged".into()
+        } else {
+            "completed".into()
+        },
+        final_loss,
+        local_loss,
+        grad_norm_sq: if grad_count > 0 {
+            grad_acc / grad_count as f64
+        } else {
+            f64::NAN
+        },
+        consensus: sim.consensus_distance(),
+        bytes: sim.total_bytes(),
+        virtual_s: sim.clock(),
+        hash_failures,
+    })
+}

@@ -1,0 +1,134 @@
+//! The `repro` binary end to end: experiments run in the simulator, results
+//! land in runs.csv and table.md, and bad input gives clear errors and the
+//! documented exit codes.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repro(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro")
+}
+
+fn temp_out(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("repro-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+#[test]
+fn theorem1_reproduces_in_the_simulator() {
+    let out = temp_out("theorem1");
+    let o = repro(&[
+        "run",
+        "theorem1",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 18);
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    // bound phi^2 delta^2 / (8 (1 + phi^2)) with phi = 1/3, delta = 0.1
+    let bound = 0.01 / 80.0;
+    for line in &lines[1..] {
+        let f: Vec<&str> = line.split(',').collect();
+        let g: f64 = f[col("grad_norm_sq")].parse().unwrap();
+        match f[col("algorithm")] {
+            "naive-grid" => assert!(g >= bound, "{line}"),
+            "moniqua" => assert!(g < bound / 100.0, "{line}"),
+            other => panic!("unexpected algorithm {other}"),
+        }
+        // every run left a log with a header and an end line
+        let log = std::fs::read_to_string(out.join("raw").join(format!("{}.jsonl", f[0]))).unwrap();
+        let parsed = repro_runlog::read_log(log.as_bytes()).unwrap();
+        assert!(parsed.end.is_some() && !parsed.steps.is_empty());
+    }
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(
+        table.contains("| algorithm | lr=0.5 | lr=0.1 | lr=0.02 |"),
+        "{table}"
+    );
+    // `repro table` renders the same table from runs.csv
+    let t = repro(&["table", "theorem1", "--out", out.to_str().unwrap()]);
+    assert!(t.status.success());
+    assert_eq!(String::from_utf8_lossy(&t.stdout), table);
+}
+
+#[test]
+fn smoke_is_the_default_and_every_algorithm_completes() {
+    let out = temp_out("smoke");
+    let o = repro(&["run", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 14);
+    assert!(
+        csv.lines().skip(1).all(|l| l.contains(",completed,")),
+        "{csv}"
+    );
+}
+
+#[test]
+fn dry_run_and_overrides() {
+    let o = repro(&["run", "theorem1", "--dry-run", "--set", "grid.seed=[0]"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("6 runs"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains("algorithm=")).count(), 6);
+}
+
+#[test]
+fn bad_input_is_a_clear_error_with_exit_code_1() {
+    for (args, needle) in [
+        (vec!["run", "nosuch"], "no experiment `nosuch`"),
+        (
+            vec!["run", "theorem1", "--scale", "paper"],
+            "has no scale `paper`",
+        ),
+        (
+            vec!["run", "theorem1", "--set", "params.workerz=3", "--dry-run"],
+            "workerz",
+        ),
+        (vec!["run", "theorem1", "--set", "oops"], "key=value"),
+        (
+            vec!["run", "theorem1", "--backend", "mpi"],
+            "`--backend sim`",
+        ),
+    ] {
+        let o = repro(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    assert_eq!(repro(&["frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn a_failing_run_is_reported_and_the_others_still_run() {
+    let out = temp_out("failing");
+    let o = repro(&[
+        "run",
+        "smoke",
+        "--set",
+        "grid.algorithm=[d-psgd, no-such-algorithm]",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(csv.contains(",d-psgd,completed,"), "{csv}");
+    assert!(csv.contains(",no-such-algorithm,failed,"), "{csv}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown algorithm `no-such-algorithm`"));
+}
