@@ -1,0 +1,106 @@
+//! The MPI transport over the `mpi` crate (OpenMPI).
+
+use mpi::collective::SystemOperation;
+use mpi::point_to_point::MatchedReceiveVec;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+use super::{Transport, TransportError};
+
+/// Frames between MPI ranks of `MPI_COMM_WORLD`.
+pub struct MpiTransport {
+    world: SimpleCommunicator,
+}
+
+impl std::fmt::Debug for MpiTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiTransport")
+            .field("rank", &self.world.rank())
+            .field("size", &self.world.size())
+            .finish()
+    }
+}
+
+impl MpiTransport {
+    /// The world communicator of an initialized MPI environment.
+    pub fn new(universe: &mpi::environment::Universe) -> Self {
+        Self {
+            world: universe.world(),
+        }
+    }
+
+    fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
+        let size = self.size();
+        match ranks.iter().find(|&&r| r >= size) {
+            Some(&rank) => Err(TransportError::BadRank { rank, size }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Makes a panic on any rank abort the whole MPI job: without it the other
+/// ranks would wait forever for the frames the dead rank never sends.
+pub fn abort_on_panic() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default(info);
+        eprintln!("repro: rank panicked, aborting the MPI job");
+        SimpleCommunicator::world().abort(70);
+    }));
+}
+
+impl Transport for MpiTransport {
+    fn rank(&self) -> usize {
+        self.world.rank() as usize
+    }
+
+    fn size(&self) -> usize {
+        self.world.size() as usize
+    }
+
+    fn exchange(
+        &mut self,
+        to: &[usize],
+        frame: &[u8],
+        from: &[usize],
+    ) -> Result<Vec<Vec<u8>>, TransportError> {
+        self.check(to)?;
+        self.check(from)?;
+        let world = &self.world;
+        let mut received = Vec::with_capacity(from.len());
+        mpi::request::scope(|scope| {
+            let sends: Vec<_> = to
+                .iter()
+                .map(|&r| world.process_at_rank(r as i32).immediate_send(scope, frame))
+                .collect();
+            for &r in from {
+                let (data, _status) = world
+                    .process_at_rank(r as i32)
+                    .matched_probe()
+                    .matched_receive_vec::<u8>();
+                received.push(data);
+            }
+            for s in sends {
+                s.wait();
+            }
+        });
+        Ok(received)
+    }
+
+    fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
+        let send = buf.to_vec();
+        self.world
+            .all_reduce_into(&send[..], buf, SystemOperation::sum());
+        Ok(())
+    }
+
+    fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
+        // lengths first, then the frames, with every other rank
+        let size = self.size();
+        let me = self.rank();
+        let others: Vec<usize> = (0..size).filter(|&r| r != me).collect();
+        let mut frames = self.exchange(&others, frame, &others)?;
+        frames.insert(me, frame.to_vec());
+        Ok(frames)
+    }
+}
