@@ -6,10 +6,9 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
 use repro_algos::{
-    AlgorithmSpec, CompressorSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator,
-    Topology,
+    AlgorithmSpec, Knobs, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
 };
-use repro_codec::{MoniquaConfig, NormConfig, Rounding, StochasticConfig};
+use repro_codec::Rounding;
 use repro_runlog::{End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record};
 
 use crate::plan::{PlannedRun, SimParams, parse_bandwidth, parse_latency};
@@ -94,62 +93,19 @@ fn rounding(p: &SimParams) -> Result<Rounding> {
 }
 
 fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
-    let moniqua = MoniquaConfig {
+    let knobs = Knobs {
         bits: p.bits,
         rounding: rounding(p)?,
         theta: p.theta,
         modulus: p.modulus,
         hash: p.hash,
-        ..MoniquaConfig::default()
-    };
-    let q = CompressorSpec::Stochastic(StochasticConfig {
-        bits: p.bits,
+        gamma: p.gamma,
         bucket: p.bucket,
-        ..StochasticConfig::default()
-    });
-    Ok(match p.algorithm.as_str() {
-        "allreduce" => AlgorithmSpec::AllReduce,
-        "d-psgd" => AlgorithmSpec::DPsgd,
-        "naive" => AlgorithmSpec::Naive(q),
-        "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid { step: p.grid_step }),
-        "moniqua" => AlgorithmSpec::Moniqua {
-            codec: moniqua,
-            gamma: p.gamma,
-        },
-        "dcd" => AlgorithmSpec::Dcd(q),
-        "ecd" => AlgorithmSpec::Ecd(q),
-        "choco" => AlgorithmSpec::Choco {
-            compressor: q,
-            gamma: p.gamma,
-        },
-        "deepsqueeze" => AlgorithmSpec::DeepSqueeze {
-            compressor: q,
-            gamma: p.gamma,
-        },
-        "d2" => AlgorithmSpec::D2 { gamma: p.gamma },
-        "moniqua-d2" => AlgorithmSpec::MoniquaD2 {
-            codec: moniqua,
-            gamma: p.gamma,
-        },
-        "psgd" => AlgorithmSpec::Periodic {
-            period: p.period,
-            compressor: CompressorSpec::Full,
-        },
-        "pqasgd" => AlgorithmSpec::Periodic {
-            period: p.period,
-            compressor: q,
-        },
-        "rsgd" => AlgorithmSpec::Rotating { chunks: p.period },
-        "qsgd" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
-            p.levels, p.bucket,
-        ))),
-        "terngrad" => {
-            AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::terngrad(p.bucket)))
-        }
-        other => bail!(
-            "unknown algorithm `{other}` (AD-PSGD runs need the asynchronous runner, not yet wired here)"
-        ),
-    })
+        grid_step: p.grid_step,
+        period: p.period,
+        levels: p.levels,
+    };
+    Ok(AlgorithmSpec::from_name(&p.algorithm, &knobs)?)
 }
 
 fn network(p: &SimParams) -> Result<Option<Network>> {

@@ -23,7 +23,7 @@ pub mod sim_async;
 pub mod topology;
 
 pub use algorithm::{Pattern, Received, Worker};
-pub use algos::AlgorithmSpec;
+pub use algos::{ALGORITHM_NAMES, AlgorithmSpec, Knobs};
 pub use compress::{Compressor, CompressorSpec};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError};

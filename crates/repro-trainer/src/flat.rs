@@ -72,6 +72,23 @@ impl FlatParams {
         Ok(())
     }
 
+    /// Copies the parameters' gradients into `out` (`len()` values); a
+    /// parameter without a gradient contributes zeros.
+    pub fn gather_grad(&self, out: &mut [f32]) -> Result<(), TrainerError> {
+        self.check(out.len())?;
+        for (_, t, offset, numel) in &self.entries {
+            let dst = &mut out[*offset..*offset + *numel];
+            let grad = t.grad();
+            if grad.defined() {
+                let host = grad.f_to_device(Device::Cpu)?.f_contiguous()?;
+                host.f_copy_data(dst, *numel)?;
+            } else {
+                dst.fill(0.0);
+            }
+        }
+        Ok(())
+    }
+
     /// Overwrites the parameters with `values` (`len()` values), without
     /// recording the copy in autograd.
     pub fn scatter(&self, values: &[f32]) -> Result<(), TrainerError> {
@@ -149,6 +166,22 @@ mod tests {
         assert_eq!(y.abs().sum(Kind::Float).double_value(&[]), 0.0);
         // and the parameters still train
         assert!(vs.trainable_variables().iter().all(|t| t.requires_grad()));
+    }
+
+    #[test]
+    fn gradients_gather_in_the_same_layout() {
+        let vs = VarStore::new(Device::Cpu);
+        let m = model(&vs);
+        let flat = FlatParams::new(&vs).unwrap();
+        let mut g = vec![1.0; flat.len()];
+        flat.gather_grad(&mut g).unwrap();
+        assert!(g.iter().all(|&v| v == 0.0), "no backward yet: zeros");
+        let y = m.forward(&Tensor::ones([1, 3], (Kind::Float, Device::Cpu)));
+        y.sum(Kind::Float).backward();
+        flat.gather_grad(&mut g).unwrap();
+        // d(sum of outputs)/d(bias of the last layer) = 1 for each of its 2 entries
+        let (_, bias) = flat.layout().find(|(n, _)| *n == "a_second.bias").unwrap();
+        assert_eq!(&g[bias], &[1.0, 1.0]);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub use moniqua::Moniqua;
 pub use naive::NaiveQuantized;
 pub use periodic::{Periodic, QuantizedGradient, Rotating};
 
-use repro_codec::{MoniquaCodec, MoniquaConfig};
+use repro_codec::{MoniquaCodec, MoniquaConfig, NormConfig, Rounding, StochasticConfig};
 
 use crate::algorithm::Worker;
 use crate::compress::{Compressor, CompressorSpec};
@@ -176,6 +176,128 @@ impl AlgorithmSpec {
                 *gamma,
                 x0,
             )?),
+        })
+    }
+}
+
+/// The knobs that, with an algorithm's name, pick an [`AlgorithmSpec`]: what
+/// manifests and trainer configs carry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Knobs {
+    pub bits: u32,
+    pub rounding: Rounding,
+    pub theta: f64,
+    pub modulus: Option<f64>,
+    pub hash: bool,
+    pub gamma: f64,
+    /// The baselines' quantizer bucket.
+    pub bucket: usize,
+    /// Theorem 1's grid.
+    pub grid_step: f32,
+    /// PSGD / PQASGD period, RSGD chunks.
+    pub period: u64,
+    /// QSGD levels.
+    pub levels: u32,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Self {
+            bits: 8,
+            rounding: Rounding::Stochastic,
+            theta: 2.0,
+            modulus: None,
+            hash: true,
+            gamma: 1.0,
+            bucket: 1024,
+            grid_step: 0.1,
+            period: 4,
+            levels: 7,
+        }
+    }
+}
+
+/// The names [`AlgorithmSpec::from_name`] knows.
+pub const ALGORITHM_NAMES: [&str; 16] = [
+    "allreduce",
+    "d-psgd",
+    "naive",
+    "naive-grid",
+    "moniqua",
+    "dcd",
+    "ecd",
+    "choco",
+    "deepsqueeze",
+    "d2",
+    "moniqua-d2",
+    "psgd",
+    "pqasgd",
+    "rsgd",
+    "qsgd",
+    "terngrad",
+];
+
+impl AlgorithmSpec {
+    /// The algorithm called `name` with the given knobs.
+    pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
+        let moniqua = MoniquaConfig {
+            bits: k.bits,
+            rounding: k.rounding,
+            theta: k.theta,
+            modulus: k.modulus,
+            hash: k.hash,
+            ..MoniquaConfig::default()
+        };
+        let q = CompressorSpec::Stochastic(StochasticConfig {
+            bits: k.bits,
+            bucket: k.bucket,
+            ..StochasticConfig::default()
+        });
+        Ok(match name {
+            "allreduce" => AlgorithmSpec::AllReduce,
+            "d-psgd" => AlgorithmSpec::DPsgd,
+            "naive" => AlgorithmSpec::Naive(q),
+            "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid { step: k.grid_step }),
+            "moniqua" => AlgorithmSpec::Moniqua {
+                codec: moniqua,
+                gamma: k.gamma,
+            },
+            "dcd" => AlgorithmSpec::Dcd(q),
+            "ecd" => AlgorithmSpec::Ecd(q),
+            "choco" => AlgorithmSpec::Choco {
+                compressor: q,
+                gamma: k.gamma,
+            },
+            "deepsqueeze" => AlgorithmSpec::DeepSqueeze {
+                compressor: q,
+                gamma: k.gamma,
+            },
+            "d2" => AlgorithmSpec::D2 { gamma: k.gamma },
+            "moniqua-d2" => AlgorithmSpec::MoniquaD2 {
+                codec: moniqua,
+                gamma: k.gamma,
+            },
+            "psgd" => AlgorithmSpec::Periodic {
+                period: k.period,
+                compressor: CompressorSpec::Full,
+            },
+            "pqasgd" => AlgorithmSpec::Periodic {
+                period: k.period,
+                compressor: q,
+            },
+            "rsgd" => AlgorithmSpec::Rotating { chunks: k.period },
+            "qsgd" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
+                k.levels, k.bucket,
+            ))),
+            "terngrad" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(
+                NormConfig::terngrad(k.bucket),
+            )),
+            other => {
+                return Err(AlgoError::Invalid(format!(
+                    "unknown algorithm `{other}`; use one of {}",
+                    ALGORITHM_NAMES.join(", ")
+                )));
+            }
         })
     }
 }
