@@ -30,16 +30,7 @@ pub struct Summary {
 }
 
 fn topology(p: &SimParams) -> Result<Topology> {
-    Ok(match p.topology.as_str() {
-        "ring" => Topology::ring(p.workers)?,
-        "torus" => Topology::torus_square(p.workers)?,
-        "complete" => Topology::complete(p.workers)?,
-        "star" => Topology::star(p.workers)?,
-        "exponential" => Topology::exponential(p.workers)?,
-        other => {
-            bail!("unknown topology `{other}`; use ring, torus, complete, star or exponential")
-        }
-    })
+    Ok(Topology::by_name(&p.topology, p.workers)?)
 }
 
 fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {

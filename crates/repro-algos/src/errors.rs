@@ -25,6 +25,8 @@ pub enum TopologyError {
         "the graph is not connected (worker {unreached} cannot be reached from worker 0), so W has no spectral gap"
     )]
     Disconnected { unreached: usize },
+    #[error("unknown topology `{name}`; use ring, torus, complete, star or exponential")]
+    UnknownName { name: String },
     #[error("gamma must be in (0, 1], got {gamma}; fix `gamma`")]
     InvalidGamma { gamma: f64 },
 }

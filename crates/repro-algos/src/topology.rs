@@ -182,6 +182,20 @@ impl Topology {
         Self::from_edges(format!("exponential({n})"), n, &edges)
     }
 
+    /// A topology by name: `ring`, `torus` (square), `complete`, `star`, `exponential`.
+    pub fn by_name(name: &str, n: usize) -> Result<Self, TopologyError> {
+        match name {
+            "ring" => Self::ring(n),
+            "torus" => Self::torus_square(n),
+            "complete" => Self::complete(n),
+            "star" => Self::star(n),
+            "exponential" => Self::exponential(n),
+            other => Err(TopologyError::UnknownName {
+                name: other.to_string(),
+            }),
+        }
+    }
+
     /// The slack matrix `gamma W + (1 - gamma) I` (Moniqua's Theorem 3,
     /// CHOCO's and DeepSqueeze's consensus step size).
     pub fn slack(&self, gamma: f64) -> Result<Self, TopologyError> {

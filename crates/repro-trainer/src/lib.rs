@@ -13,6 +13,7 @@ mod errors;
 mod flat;
 pub mod models;
 pub mod schedule;
+pub mod train;
 pub mod transport;
 
 pub use device::{DevicePlan, plan_device};

@@ -20,12 +20,14 @@ fn model(rank: usize, d: usize) -> Vec<f32> {
 }
 
 fn main() -> ExitCode {
-    let Some(universe) = mpi::initialize() else {
-        eprintln!("repro-mpi-check: MPI was already initialized");
-        return ExitCode::from(1);
+    let mut t = match MpiTransport::init() {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("repro-mpi-check: {e}");
+            return ExitCode::from(1);
+        }
     };
     abort_on_panic();
-    let mut t = MpiTransport::new(&universe);
     let (rank, size) = (t.rank(), t.size());
     if std::env::var("REPRO_MPI_CHECK_PANIC_RANK")
         .ok()

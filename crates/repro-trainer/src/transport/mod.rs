@@ -5,13 +5,15 @@
 mod mpi_transport;
 
 #[cfg(feature = "mpi")]
-pub use mpi_transport::{MpiTransport, abort_on_panic};
+pub use mpi_transport::{MpiTransport, abort_job, abort_on_panic};
 
 use thiserror::Error;
 
 /// A transport failure.
 #[derive(Debug, Error)]
 pub enum TransportError {
+    #[error("MPI was already initialized in this process")]
+    AlreadyInitialized,
     #[error("rank {rank} is outside the world of {size}")]
     BadRank { rank: usize, size: usize },
     #[error("{what}: got {got} values, expected {expected}")]

@@ -7,9 +7,11 @@ use mpi::traits::*;
 
 use super::{Transport, TransportError};
 
-/// Frames between MPI ranks of `MPI_COMM_WORLD`.
+/// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
+/// MPI is finalized when it is dropped.
 pub struct MpiTransport {
     world: SimpleCommunicator,
+    _universe: mpi::environment::Universe,
 }
 
 impl std::fmt::Debug for MpiTransport {
@@ -22,11 +24,13 @@ impl std::fmt::Debug for MpiTransport {
 }
 
 impl MpiTransport {
-    /// The world communicator of an initialized MPI environment.
-    pub fn new(universe: &mpi::environment::Universe) -> Self {
-        Self {
+    /// Initializes MPI (once per process) and takes the world communicator.
+    pub fn init() -> Result<Self, TransportError> {
+        let universe = mpi::initialize().ok_or(TransportError::AlreadyInitialized)?;
+        Ok(Self {
             world: universe.world(),
-        }
+            _universe: universe,
+        })
     }
 
     fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
@@ -36,6 +40,11 @@ impl MpiTransport {
             None => Ok(()),
         }
     }
+}
+
+/// Aborts every rank of the job (after a fatal error on this one).
+pub fn abort_job(code: i32) -> ! {
+    SimpleCommunicator::world().abort(code)
 }
 
 /// Makes a panic on any rank abort the whole MPI job: without it the other

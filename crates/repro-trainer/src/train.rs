@@ -1,0 +1,474 @@
+//! One rank's training run: its shard of the data, its model, an algorithm's
+//! worker, a transport, and a run log.
+//!
+//! Every rank builds its model after seeding libtorch with the run seed, so
+//! all ranks start from the same point (assumption A4 of the papers). The
+//! flat parameters live in the algorithm's worker; each iteration scatters
+//! them into the model, takes a minibatch gradient, turns it into the local
+//! step with the shared SGD (momentum, weight decay), and lets the worker
+//! send and receive frames through the transport. Bytes are counted from the
+//! frames handed to the transport. Evaluation traffic (the all-reduce for the
+//! averaged model) is not counted.
+
+use std::io::Write;
+use std::time::Instant;
+
+use repro_algos::rng::Rng;
+use repro_algos::{AlgorithmSpec, Knobs, Pattern, Sgd, Topology};
+use repro_codec::Rounding;
+use repro_runlog::{
+    End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record,
+};
+use serde::{Deserialize, Serialize};
+use tch::nn::{ModuleT, VarStore};
+use tch::{Device, Kind};
+use thiserror::Error;
+
+use crate::data::{Cifar10, FashionMnist, ImageSet, Partition, Transform, partition};
+use crate::models::{ImageShape, ModelSpec};
+use crate::schedule::{LrSchedule, Schedule};
+use crate::transport::{Transport, TransportError};
+use crate::{FlatParams, TrainerError};
+
+/// Everything a rank needs to train. Unknown keys are errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub run_id: String,
+    /// logistic, mlp, lenet, resnet8 .. resnet110, vgg16
+    pub model: String,
+    /// fashion-mnist, cifar10, synthetic
+    pub dataset: String,
+    pub data_dir: Option<String>,
+    /// iid, by-label, dirichlet
+    pub partition: String,
+    pub dirichlet_alpha: f64,
+    pub algorithm: String,
+    pub topology: String,
+    pub bits: u32,
+    /// stochastic or nearest
+    pub rounding: String,
+    pub theta: f64,
+    pub modulus: Option<f64>,
+    pub hash: bool,
+    pub gamma: f64,
+    pub bucket: usize,
+    pub period: u64,
+    pub levels: u32,
+    /// Per-worker batch size.
+    pub batch: usize,
+    pub lr: f64,
+    pub warmup_epochs: f64,
+    /// constant, cosine, step
+    pub schedule: String,
+    pub milestones: Vec<f64>,
+    pub momentum: f32,
+    pub weight_decay: f32,
+    pub iterations: u64,
+    pub eval_every: u64,
+    /// Test images per evaluation (0: all).
+    pub eval_samples: usize,
+    pub synthetic_samples: usize,
+    pub seed: u64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        Self {
+            run_id: "manual".into(),
+            model: "lenet".into(),
+            dataset: "fashion-mnist".into(),
+            data_dir: None,
+            partition: "iid".into(),
+            dirichlet_alpha: 0.5,
+            algorithm: "d-psgd".into(),
+            topology: "ring".into(),
+            bits: 8,
+            rounding: "stochastic".into(),
+            theta: 2.0,
+            modulus: None,
+            hash: true,
+            gamma: 1.0,
+            bucket: 1024,
+            period: 4,
+            levels: 7,
+            batch: 32,
+            // LeNet with momentum 0.9 collapsed at 0.05 on 3 ranks in tests
+            lr: 0.02,
+            warmup_epochs: 0.0,
+            schedule: "constant".into(),
+            milestones: Vec::new(),
+            momentum: 0.9,
+            weight_decay: 5e-4,
+            iterations: 100,
+            eval_every: 50,
+            eval_samples: 1000,
+            synthetic_samples: 2000,
+            seed: 0,
+        }
+    }
+}
+
+/// A training run that could not start or failed.
+#[derive(Debug, Error)]
+pub enum TrainError {
+    #[error("invalid config: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Data(#[from] crate::data::DataError),
+    #[error(transparent)]
+    Trainer(#[from] TrainerError),
+    #[error(transparent)]
+    Algo(#[from] repro_algos::AlgoError),
+    #[error(transparent)]
+    Topology(#[from] repro_algos::TopologyError),
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("libtorch failed")]
+    Torch(#[from] tch::TchError),
+    #[error("could not write the run log")]
+    Log(#[from] std::io::Error),
+}
+
+/// Deterministic synthetic images (1x28x28, 10 classes): a per-class pattern
+/// plus noise, learnable in a few hundred steps. For smoke runs and tests.
+pub fn synthetic(samples: usize, seed: u64) -> ImageSet {
+    let mut rng = Rng::new(seed, 0x5EED);
+    let templates: Vec<Vec<u8>> = (0..10)
+        .map(|c| {
+            (0..784)
+                .map(|p| if (p * 7 + c * 13) % 10 < 3 { 200 } else { 30 })
+                .collect()
+        })
+        .collect();
+    let mut pixels = Vec::with_capacity(samples * 784);
+    let mut labels = Vec::with_capacity(samples);
+    for s in 0..samples {
+        let c = s % 10;
+        labels.push(c as u8);
+        pixels.extend(
+            templates[c]
+                .iter()
+                .map(|&t| (f64::from(t) + 40.0 * rng.normal()).clamp(0.0, 255.0) as u8),
+        );
+    }
+    ImageSet {
+        pixels,
+        labels,
+        channels: 1,
+        height: 28,
+        width: 28,
+    }
+}
+
+struct Data {
+    train: ImageSet,
+    test: ImageSet,
+    shape: ImageShape,
+    train_tf: Transform,
+    test_tf: Transform,
+}
+
+fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
+    Ok(match cfg.dataset.as_str() {
+        "fashion-mnist" => {
+            let d = FashionMnist::load(
+                cfg.data_dir
+                    .as_deref()
+                    .unwrap_or(crate::data::FASHION_MNIST_DIR),
+            )?;
+            Data {
+                train: d.train,
+                test: d.test,
+                shape: ImageShape::FASHION_MNIST,
+                train_tf: Transform::fashion_mnist(),
+                test_tf: Transform::fashion_mnist(),
+            }
+        }
+        "cifar10" => {
+            let dir = cfg
+                .data_dir
+                .as_deref()
+                .ok_or_else(|| TrainError::Config("cifar10 needs `data_dir`".into()))?;
+            let d = Cifar10::load(dir)?;
+            Data {
+                train: d.train,
+                test: d.test,
+                shape: ImageShape::CIFAR10,
+                train_tf: Transform::cifar10_train(),
+                test_tf: Transform::cifar10_test(),
+            }
+        }
+        "synthetic" => Data {
+            train: synthetic(cfg.synthetic_samples, cfg.seed),
+            test: synthetic(cfg.synthetic_samples / 4 + 10, cfg.seed + 1),
+            shape: ImageShape::FASHION_MNIST,
+            train_tf: Transform::fashion_mnist(),
+            test_tf: Transform::fashion_mnist(),
+        },
+        other => {
+            return Err(TrainError::Config(format!(
+                "unknown dataset `{other}`; use fashion-mnist, cifar10 or synthetic"
+            )));
+        }
+    })
+}
+
+fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
+    Ok(Knobs {
+        bits: cfg.bits,
+        rounding: match cfg.rounding.as_str() {
+            "stochastic" => Rounding::Stochastic,
+            "nearest" => Rounding::Nearest,
+            other => return Err(TrainError::Config(format!("unknown rounding `{other}`"))),
+        },
+        theta: cfg.theta,
+        modulus: cfg.modulus,
+        hash: cfg.hash,
+        gamma: cfg.gamma,
+        bucket: cfg.bucket,
+        grid_step: 0.1,
+        period: cfg.period,
+        levels: cfg.levels,
+    })
+}
+
+/// Test loss and accuracy of the model now in `vs` on the first `samples` test images.
+fn evaluate(
+    model: &dyn ModuleT,
+    data: &Data,
+    samples: usize,
+    rng: &mut Rng,
+    device: Device,
+) -> (f64, f64) {
+    let n = if samples == 0 {
+        data.test.len()
+    } else {
+        samples.min(data.test.len())
+    };
+    let idx: Vec<usize> = (0..n).collect();
+    let (mut loss, mut correct) = (0.0, 0.0);
+    tch::no_grad(|| {
+        for chunk in idx.chunks(500) {
+            let (x, y) = data.test_tf.batch(&data.test, chunk, rng, device);
+            let logits = model.forward_t(&x, false);
+            loss += logits.cross_entropy_for_logits(&y).double_value(&[]) * chunk.len() as f64;
+            correct += logits
+                .argmax(-1, false)
+                .eq_tensor(&y)
+                .to_kind(Kind::Float)
+                .sum(Kind::Float)
+                .double_value(&[]);
+        }
+    });
+    (loss / n as f64, correct / n as f64)
+}
+
+/// Trains one rank; writes its log to `log`. Returns how the run ended.
+pub fn train<T: Transport>(
+    cfg: &TrainConfig,
+    t: &mut T,
+    mut log: impl Write,
+) -> Result<Status, TrainError> {
+    let started = Instant::now();
+    let (rank, n) = (t.rank(), t.size());
+    tch::set_num_threads(1);
+    let device = Device::Cpu;
+    let data = load(cfg)?;
+    let how = match cfg.partition.as_str() {
+        "iid" => Partition::Iid,
+        "by-label" => Partition::ByLabel,
+        "dirichlet" => Partition::Dirichlet {
+            alpha: cfg.dirichlet_alpha,
+        },
+        other => return Err(TrainError::Config(format!("unknown partition `{other}`"))),
+    };
+    let shard = partition(&data.train.labels, n, how, cfg.seed)?.swap_remove(rank);
+    tch::manual_seed(cfg.seed as i64);
+    let vs = VarStore::new(device);
+    let model = ModelSpec::parse(&cfg.model)?.build(&vs.root(), data.shape);
+    let flat = FlatParams::new(&vs)?;
+    let mut x0 = vec![0f32; flat.len()];
+    flat.gather(&mut x0)?;
+    let topology = Topology::by_name(&cfg.topology, n)?;
+    let spec = AlgorithmSpec::from_name(&cfg.algorithm, &knobs(cfg)?)?;
+    let mut worker = spec.build(rank, &topology, cfg.seed, &x0)?;
+    let neighbours: Vec<usize> = topology.neighbours(rank).iter().map(|&(j, _)| j).collect();
+    let schedule = LrSchedule {
+        base: cfg.lr,
+        warmup_epochs: cfg.warmup_epochs,
+        schedule: match cfg.schedule.as_str() {
+            "constant" => Schedule::Constant,
+            "cosine" => Schedule::Cosine {
+                epochs: cfg.iterations as f64 * cfg.batch as f64 / shard.len() as f64,
+            },
+            "step" => Schedule::Step {
+                milestones: cfg.milestones.clone(),
+                gamma: 0.1,
+            },
+            other => return Err(TrainError::Config(format!("unknown schedule `{other}`"))),
+        },
+    };
+    let sgd = Sgd {
+        momentum: cfg.momentum,
+        weight_decay: cfg.weight_decay,
+    };
+    let header = Header {
+        schema: SCHEMA_VERSION,
+        run_id: cfg.run_id.clone(),
+        rank: rank as u32,
+        world: n as u32,
+        config: serde_json::to_value(cfg).unwrap_or_default(),
+        provenance: Provenance {
+            git_commit: option_env!("REPRO_GIT_COMMIT").unwrap_or("unknown").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
+            device: format!("{device:?}").to_lowercase(),
+            backend: "mpi".into(),
+            network: "as launched".into(),
+        },
+    };
+    write_record(&mut log, &Record::Header(header))?;
+    let mut rng = Rng::new(cfg.seed, 100 + rank as u64);
+    let d = flat.len();
+    let (mut grad, mut momentum, mut delta) = (vec![0f32; d], vec![0f32; d], vec![0f32; d]);
+    let mut frame = Vec::new();
+    let mut status = Status::Completed;
+    let mut done = 0;
+    for k in 0..cfg.iterations {
+        let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
+        let lr = schedule.at(epoch) as f32;
+        let t0 = Instant::now();
+        flat.scatter(worker.model())?;
+        vs.trainable_variables()
+            .iter_mut()
+            .for_each(|v| v.zero_grad());
+        let batch: Vec<usize> = (0..cfg.batch)
+            .map(|_| shard[rng.below(shard.len())])
+            .collect();
+        let (xb, yb) = data.train_tf.batch(&data.train, &batch, &mut rng, device);
+        let loss_t = model.forward_t(&xb, true).cross_entropy_for_logits(&yb);
+        let loss = loss_t.double_value(&[]);
+        if !loss.is_finite() {
+            status = Status::Diverged { iteration: k };
+            break;
+        }
+        loss_t.backward();
+        flat.gather_grad(&mut grad)?;
+        sgd.step(lr, worker.model(), &grad, &mut momentum, &mut delta);
+        let compute_s = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        match worker.send(k, &delta, &mut frame) {
+            Err(e) if e.is_divergence() => {
+                status = Status::Diverged { iteration: k };
+                break;
+            }
+            other => other?,
+        }
+        let (inbox, sent): (Vec<(usize, Vec<u8>)>, u64) = match worker.pattern() {
+            Pattern::Gossip => {
+                let frames = t.exchange(&neighbours, &frame, &neighbours)?;
+                (
+                    neighbours.iter().copied().zip(frames).collect(),
+                    (frame.len() * neighbours.len()) as u64,
+                )
+            }
+            Pattern::AllReduce | Pattern::AllGather if frame.is_empty() => (
+                (0..n)
+                    .filter(|&j| j != rank)
+                    .map(|j| (j, Vec::new()))
+                    .collect(),
+                0,
+            ),
+            Pattern::AllReduce | Pattern::AllGather => {
+                let all = t.all_gather(&frame)?;
+                (
+                    all.into_iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != rank)
+                        .collect(),
+                    (frame.len() * (n - 1)) as u64,
+                )
+            }
+        };
+        let received_bytes: u64 = inbox.iter().map(|(_, f)| f.len() as u64).sum();
+        let borrowed: Vec<(usize, &[u8])> = inbox.iter().map(|(j, f)| (*j, f.as_slice())).collect();
+        let r = worker.receive(k, &delta, &borrowed)?;
+        let comm_s = t1.elapsed().as_secs_f64();
+        write_record(
+            &mut log,
+            &Record::Step(Step {
+                iteration: k,
+                epoch,
+                wall_s: started.elapsed().as_secs_f64(),
+                compute_s,
+                comm_s,
+                train_loss: loss,
+                bytes_sent: sent,
+                bytes_received: received_bytes,
+                hash_failures: r.mismatched,
+            }),
+        )?;
+        done = k + 1;
+        if cfg.eval_every > 0 && (done % cfg.eval_every == 0 || done == cfg.iterations) {
+            write_record(
+                &mut log,
+                &Record::Eval(eval(
+                    cfg, &*model, &flat, &*worker, &data, t, &mut rng, done, epoch, &started,
+                )?),
+            )?;
+        }
+    }
+    write_record(
+        &mut log,
+        &Record::End(End {
+            status: status.clone(),
+            wall_s: started.elapsed().as_secs_f64(),
+            iterations: done,
+        }),
+    )?;
+    log.flush()?;
+    Ok(status)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn eval<T: Transport>(
+    cfg: &TrainConfig,
+    model: &dyn ModuleT,
+    flat: &FlatParams,
+    worker: &dyn repro_algos::Worker,
+    data: &Data,
+    t: &mut T,
+    rng: &mut Rng,
+    iteration: u64,
+    epoch: f64,
+    started: &Instant,
+) -> Result<Eval, TrainError> {
+    let n = t.size() as f32;
+    let x = worker.model();
+    flat.scatter(x)?;
+    let (test_loss, test_accuracy) = evaluate(model, data, cfg.eval_samples, rng, Device::Cpu);
+    // the averaged model and the consensus distance sqrt(1/n sum_i |x_i - x_bar|^2)
+    let mut avg = x.to_vec();
+    t.all_reduce_sum(&mut avg)?;
+    avg.iter_mut().for_each(|v| *v /= n);
+    let mut sq = [x
+        .iter()
+        .zip(&avg)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum::<f64>() as f32];
+    t.all_reduce_sum(&mut sq)?;
+    flat.scatter(&avg)?;
+    let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, Device::Cpu);
+    flat.scatter(x)?;
+    Ok(Eval {
+        iteration,
+        epoch,
+        wall_s: started.elapsed().as_secs_f64(),
+        test_loss,
+        test_accuracy,
+        avg_test_loss: Some(avg_loss),
+        avg_test_accuracy: Some(avg_accuracy),
+        consensus_distance: Some(f64::from(sq[0] / n).sqrt()),
+    })
+}
