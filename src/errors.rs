@@ -37,8 +37,4 @@ pub enum DriverError {
         key: String,
         message: String,
     },
-    #[error(
-        "the `{backend}` backend is not available yet (it arrives with the trainer); use `--backend sim`"
-    )]
-    BackendUnavailable { backend: String },
 }

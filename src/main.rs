@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod demo;
 mod errors;
 mod manifest;
+mod mpi_backend;
 mod plan;
 mod results;
 mod run;

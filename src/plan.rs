@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use yaml_serde::{Mapping, Value};
 
+use repro_runlog::TrainConfig;
+
 use crate::errors::DriverError;
-use crate::manifest::Manifest;
+use crate::manifest::{Backend, Manifest};
 
 /// Everything one simulated run needs. Unknown keys are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,6 +93,15 @@ impl Default for SimParams {
     }
 }
 
+/// A run's resolved parameters, for the backend that runs it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Params {
+    /// The in-process simulator.
+    Sim(SimParams),
+    /// `repro-train` ranks under mpirun (the trainer's own config).
+    Train(TrainConfig),
+}
+
 /// One run of the plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedRun {
@@ -98,7 +109,7 @@ pub struct PlannedRun {
     pub id: String,
     /// The grid values that define it, as text.
     pub point: BTreeMap<String, String>,
-    pub params: SimParams,
+    pub params: Params,
 }
 
 fn text(v: &Value) -> String {
@@ -111,9 +122,13 @@ fn text(v: &Value) -> String {
     }
 }
 
-/// Expands `manifest` at `scale`: params, then the scale's overrides, then
-/// each grid point, resolved into [`SimParams`].
-pub fn expand(manifest: &Manifest, scale: &str) -> Result<Vec<PlannedRun>, DriverError> {
+/// Expands `manifest` at `scale` for `backend`: params, then the scale's
+/// overrides, then each grid point, resolved into the backend's parameters.
+pub fn expand(
+    manifest: &Manifest,
+    scale: &str,
+    backend: Backend,
+) -> Result<Vec<PlannedRun>, DriverError> {
     let overrides = manifest
         .scales
         .get(scale)
@@ -159,21 +174,39 @@ pub fn expand(manifest: &Manifest, scale: &str) -> Result<Vec<PlannedRun>, Drive
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(" ");
-            let params: SimParams =
-                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(|e| {
-                    DriverError::RunParams {
-                        run: if run.is_empty() {
-                            "(no grid)".into()
-                        } else {
-                            run
-                        },
-                        key: e.path().to_string(),
-                        message: e.inner().to_string(),
-                    }
-                })?;
-            let json = serde_json::to_string(&params).unwrap_or_default();
-            let id =
-                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(json.as_bytes()))[..12].to_string();
+            let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| DriverError::RunParams {
+                run: if run.is_empty() {
+                    "(no grid)".into()
+                } else {
+                    run.clone()
+                },
+                key: e.path().to_string(),
+                message: e.inner().to_string(),
+            };
+            let hash = |json: String| {
+                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(json.as_bytes()))[..12].to_string()
+            };
+            let (id, params) = match backend {
+                Backend::Sim => {
+                    let p: SimParams =
+                        serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+                    (
+                        hash(serde_json::to_string(&p).unwrap_or_default()),
+                        Params::Sim(p),
+                    )
+                }
+                Backend::Mpi => {
+                    let mut p: TrainConfig =
+                        serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+                    p.run_id = String::new();
+                    let id = hash(format!(
+                        "train:{}",
+                        serde_json::to_string(&p).unwrap_or_default()
+                    ));
+                    p.run_id = id.clone();
+                    (id, Params::Train(p))
+                }
+            };
             Ok(PlannedRun {
                 id,
                 point: label,
@@ -246,17 +279,25 @@ mod tests {
 
     #[test]
     fn grid_expands_with_stable_distinct_ids() {
-        let runs = expand(&manifest(), "smoke").unwrap();
+        let runs = expand(&manifest(), "smoke", Backend::Sim).unwrap();
         assert_eq!(runs.len(), 6);
-        assert!(
-            runs.iter()
-                .all(|r| r.params.iterations == 5 && r.params.workers == 4)
-        );
+        assert!(runs.iter().all(|r| match &r.params {
+            Params::Sim(p) => p.iterations == 5 && p.workers == 4,
+            Params::Train(_) => false,
+        }));
         let mut ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 6);
-        assert_eq!(runs, expand(&manifest(), "smoke").unwrap());
+        assert_eq!(runs, expand(&manifest(), "smoke", Backend::Sim).unwrap());
+        // the same grid for the trainer: its config, its own ids
+        let train = expand(&manifest(), "smoke", Backend::Mpi).unwrap();
+        assert!(
+            train.iter().all(
+                |r| matches!(&r.params, Params::Train(c) if c.run_id == r.id && c.workers == 4)
+            )
+        );
+        assert_ne!(train[0].id, runs[0].id);
         assert_eq!(runs[0].point["algorithm"], "d-psgd");
     }
 
@@ -264,12 +305,14 @@ mod tests {
     fn bad_params_name_the_run_and_key() {
         let mut m = manifest();
         m.params.insert(Value::from("workerz"), Value::from(3));
-        let err = expand(&m, "smoke").unwrap_err().to_string();
+        let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
         assert!(
             err.contains("workerz") && err.contains("algorithm=d-psgd"),
             "{err}"
         );
-        let err = expand(&manifest(), "paper").unwrap_err().to_string();
+        let err = expand(&manifest(), "paper", Backend::Sim)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("has no scale `paper`") && err.contains("smoke"),
             "{err}"

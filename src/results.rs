@@ -18,7 +18,7 @@ pub struct Row {
 }
 
 /// The measured columns, in order.
-pub const METRICS: [&str; 8] = [
+pub const METRICS: [&str; 10] = [
     "status",
     "final_loss",
     "local_loss",
@@ -27,6 +27,8 @@ pub const METRICS: [&str; 8] = [
     "bytes",
     "virtual_s",
     "hash_failures",
+    "test_accuracy",
+    "avg_test_accuracy",
 ];
 
 fn escape(field: &str) -> String {

@@ -7,11 +7,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::errors::DriverError;
 use crate::manifest::{self, Backend};
 use crate::plan::{self, PlannedRun};
 use crate::results::{self, Row};
-use crate::sim_backend;
+use crate::{mpi_backend, sim_backend};
 
 /// Options of `repro run`.
 #[derive(Debug, Args)]
@@ -73,13 +72,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
-    if backend != Backend::Sim {
-        return Err(DriverError::BackendUnavailable {
-            backend: "mpi".into(),
-        }
-        .into());
-    }
-    let runs = plan::expand(&m, &args.scale)?;
+    let runs = plan::expand(&m, &args.scale, backend)?;
     if args.dry_run {
         println!(
             "{}: {} at scale `{}`, {} runs (backend sim)",
@@ -108,8 +101,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let execute = |r: &PlannedRun| -> Row {
         let t = Instant::now();
-        let log = out.join("raw").join(format!("{}.jsonl", r.id));
-        let result = sim_backend::execute(r, &m.name, &log);
+        let result = match backend {
+            Backend::Sim => {
+                sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
+            }
+            Backend::Mpi => mpi_backend::execute(r, &out.join("raw").join(&r.id)),
+        };
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let mut metrics = BTreeMap::new();
         match result {
@@ -132,6 +129,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     ("bytes", s.bytes.to_string()),
                     ("virtual_s", format!("{:e}", s.virtual_s)),
                     ("hash_failures", s.hash_failures.to_string()),
+                    ("test_accuracy", format!("{:e}", s.test_accuracy)),
+                    ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
                 ] {
                     metrics.insert(k.to_string(), v);
                 }
@@ -212,7 +211,7 @@ pub fn list() -> Result<()> {
                 let scales: Vec<String> = m
                     .scales
                     .keys()
-                    .map(|s| match plan::expand(&m, s) {
+                    .map(|s| match plan::expand(&m, s, m.backend) {
                         Ok(runs) => format!("{s}: {} runs", runs.len()),
                         Err(_) => format!("{s}: invalid"),
                     })

@@ -11,9 +11,9 @@ use repro_algos::{
 use repro_codec::Rounding;
 use repro_runlog::{End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record};
 
-use crate::plan::{PlannedRun, SimParams, parse_bandwidth, parse_latency};
+use crate::plan::{Params, PlannedRun, SimParams, parse_bandwidth, parse_latency};
 
-/// What one run measured.
+/// What one run measured (fields a backend cannot measure are NaN).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub status: String,
@@ -25,8 +25,12 @@ pub struct Summary {
     pub grad_norm_sq: f64,
     pub consensus: f64,
     pub bytes: u64,
+    /// Seconds: virtual (simulator) or wall-clock (MPI).
     pub virtual_s: f64,
     pub hash_failures: u64,
+    /// Test accuracy of the local models (mean over ranks) and of the averaged model.
+    pub test_accuracy: f64,
+    pub avg_test_accuracy: f64,
 }
 
 fn topology(p: &SimParams) -> Result<Topology> {
@@ -123,7 +127,9 @@ fn network(p: &SimParams) -> Result<Option<Network>> {
 
 /// Runs `run`, writing its JSON-lines log to `log_path`.
 pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Summary> {
-    let p = &run.params;
+    let Params::Sim(p) = &run.params else {
+        bail!("run {} is not a simulator run", run.id);
+    };
     let objective = objective(p)?;
     let spec = algorithm(p)?;
     let cfg = SimConfig {
@@ -257,5 +263,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         bytes: sim.total_bytes(),
         virtual_s: sim.clock(),
         hash_failures,
+        test_accuracy: f64::NAN,
+        avg_test_accuracy: f64::NAN,
     })
 }

@@ -99,7 +99,7 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
         (vec!["run", "theorem1", "--set", "oops"], "key=value"),
         (
             vec!["run", "theorem1", "--backend", "mpi"],
-            "`--backend sim`",
+            "unknown field `objective`",
         ),
     ] {
         let o = repro(&args);
@@ -131,4 +131,63 @@ fn a_failing_run_is_reported_and_the_others_still_run() {
     assert!(csv.contains(",d-psgd,completed,"), "{csv}");
     assert!(csv.contains(",no-such-algorithm,failed,"), "{csv}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("unknown algorithm `no-such-algorithm`"));
+}
+
+/// The trainer binary next to `repro` (cargo test --workspace builds it), or
+/// built now.
+fn train_binary() -> PathBuf {
+    let sibling = PathBuf::from(env!("CARGO_BIN_EXE_repro")).with_file_name("repro-train");
+    if !sibling.is_file() {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "repro-trainer", "--bin", "repro-train"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "could not build repro-train");
+    }
+    sibling
+}
+
+/// `repro run` with the MPI backend: real `repro-train` ranks under mpirun,
+/// their logs summarized into runs.csv; Moniqua sends a quarter of D-PSGD's
+/// bytes (8-bit codes instead of f32) and both learn.
+#[test]
+fn mpi_backend_trains_with_real_ranks() {
+    let out = temp_out("mpi");
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["run", "mpi-smoke", "--out", out.to_str().unwrap()])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let mut bytes = std::collections::BTreeMap::new();
+    for line in csv.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!(f[col("status")], "completed", "{line}");
+        let acc: f64 = f[col("avg_test_accuracy")].parse().unwrap();
+        assert!(acc > 0.8, "{line}");
+        bytes.insert(
+            f[col("algorithm")].to_string(),
+            f[col("bytes")].parse::<f64>().unwrap(),
+        );
+        // every rank left its log
+        for r in 0..3 {
+            assert!(
+                out.join("raw")
+                    .join(f[0])
+                    .join(format!("rank-{r}.jsonl"))
+                    .is_file()
+            );
+        }
+    }
+    let ratio = bytes["moniqua"] / bytes["d-psgd"];
+    assert!(
+        (ratio - 0.25).abs() < 0.01,
+        "moniqua/d-psgd bytes = {ratio}"
+    );
 }

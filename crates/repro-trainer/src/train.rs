@@ -16,10 +16,10 @@ use std::time::Instant;
 use repro_algos::rng::Rng;
 use repro_algos::{AlgorithmSpec, Knobs, Pattern, Sgd, Topology};
 use repro_codec::Rounding;
+pub use repro_runlog::TrainConfig;
 use repro_runlog::{
     End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record,
 };
-use serde::{Deserialize, Serialize};
 use tch::nn::{ModuleT, VarStore};
 use tch::{Device, Kind};
 use thiserror::Error;
@@ -29,85 +29,6 @@ use crate::models::{ImageShape, ModelSpec};
 use crate::schedule::{LrSchedule, Schedule};
 use crate::transport::{Transport, TransportError};
 use crate::{FlatParams, TrainerError};
-
-/// Everything a rank needs to train. Unknown keys are errors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TrainConfig {
-    pub run_id: String,
-    /// logistic, mlp, lenet, resnet8 .. resnet110, vgg16
-    pub model: String,
-    /// fashion-mnist, cifar10, synthetic
-    pub dataset: String,
-    pub data_dir: Option<String>,
-    /// iid, by-label, dirichlet
-    pub partition: String,
-    pub dirichlet_alpha: f64,
-    pub algorithm: String,
-    pub topology: String,
-    pub bits: u32,
-    /// stochastic or nearest
-    pub rounding: String,
-    pub theta: f64,
-    pub modulus: Option<f64>,
-    pub hash: bool,
-    pub gamma: f64,
-    pub bucket: usize,
-    pub period: u64,
-    pub levels: u32,
-    /// Per-worker batch size.
-    pub batch: usize,
-    pub lr: f64,
-    pub warmup_epochs: f64,
-    /// constant, cosine, step
-    pub schedule: String,
-    pub milestones: Vec<f64>,
-    pub momentum: f32,
-    pub weight_decay: f32,
-    pub iterations: u64,
-    pub eval_every: u64,
-    /// Test images per evaluation (0: all).
-    pub eval_samples: usize,
-    pub synthetic_samples: usize,
-    pub seed: u64,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        Self {
-            run_id: "manual".into(),
-            model: "lenet".into(),
-            dataset: "fashion-mnist".into(),
-            data_dir: None,
-            partition: "iid".into(),
-            dirichlet_alpha: 0.5,
-            algorithm: "d-psgd".into(),
-            topology: "ring".into(),
-            bits: 8,
-            rounding: "stochastic".into(),
-            theta: 2.0,
-            modulus: None,
-            hash: true,
-            gamma: 1.0,
-            bucket: 1024,
-            period: 4,
-            levels: 7,
-            batch: 32,
-            // LeNet with momentum 0.9 collapsed at 0.05 on 3 ranks in tests
-            lr: 0.02,
-            warmup_epochs: 0.0,
-            schedule: "constant".into(),
-            milestones: Vec::new(),
-            momentum: 0.9,
-            weight_decay: 5e-4,
-            iterations: 100,
-            eval_every: 50,
-            eval_samples: 1000,
-            synthetic_samples: 2000,
-            seed: 0,
-        }
-    }
-}
 
 /// A training run that could not start or failed.
 #[derive(Debug, Error)]
@@ -272,6 +193,12 @@ pub fn train<T: Transport>(
 ) -> Result<Status, TrainError> {
     let started = Instant::now();
     let (rank, n) = (t.rank(), t.size());
+    if cfg.workers != 0 && cfg.workers != n {
+        return Err(TrainError::Config(format!(
+            "the config asks for {} workers but MPI started {n} ranks; pass `-np {}` to mpirun",
+            cfg.workers, cfg.workers
+        )));
+    }
     tch::set_num_threads(1);
     let device = Device::Cpu;
     let data = load(cfg)?;
