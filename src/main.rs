@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod demo;
+mod doctor;
 mod errors;
 mod manifest;
 mod mpi_backend;
@@ -35,6 +36,9 @@ enum Command {
     Table(run::TableArgs),
     /// List the experiments, their scales and how many runs each has.
     List,
+    /// What this host can do: MPI, root, tc, netem, namespaces, libtorch,
+    /// CUDA, data sets, free disk; and how to get what is missing.
+    Doctor,
     /// Show what each codec puts on the wire for one model-sized exchange:
     /// bytes, recovery error against Lemma 2's bound, hash verification.
     Demo(demo::DemoArgs),
@@ -46,6 +50,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
+        Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {

@@ -191,3 +191,20 @@ fn mpi_backend_trains_with_real_ranks() {
         "moniqua/d-psgd bytes = {ratio}"
     );
 }
+
+/// `repro doctor` probes the host and always reports every check.
+#[test]
+fn doctor_reports_what_the_host_can_do() {
+    let o = repro(&["doctor"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for what in [
+        "MPI (mpirun)",
+        "tc rate limiting (tbf)",
+        "tc delay (netem)",
+        "network namespaces",
+        "Fashion-MNIST",
+    ] {
+        assert!(text.contains(what), "{what} missing from:\n{text}");
+    }
+}
