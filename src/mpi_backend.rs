@@ -65,6 +65,11 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
     std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
         .with_context(|| format!("could not write {}", config.display()))?;
     let train = train_binary()?;
+    // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
+    // we wait could fill up and stall the job
+    let stderr_path = dir.join("mpirun.stderr");
+    let stderr_file = std::fs::File::create(&stderr_path)
+        .with_context(|| format!("could not create {}", stderr_path.display()))?;
     let mut cmd = Command::new("mpirun");
     cmd.args(["-np", &workers.to_string(), "--oversubscribe"]);
     if is_root() {
@@ -76,7 +81,7 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
         .arg("--log-dir")
         .arg(dir)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(stderr_file))
         .process_group(0);
     let mut child = cmd
         .spawn()
@@ -97,11 +102,7 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let mut stderr = String::new();
-    if let Some(mut e) = child.stderr.take() {
-        use std::io::Read;
-        let _ = e.read_to_string(&mut stderr);
-    }
+    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let logs = (0..workers)
         .map(|r| {
             let path = dir.join(format!("rank-{r}.jsonl"));
