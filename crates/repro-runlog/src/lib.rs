@@ -35,6 +35,9 @@ pub struct TrainConfig {
     pub workers: usize,
     /// Seconds the driver lets the whole run take before killing it.
     pub timeout_s: u64,
+    /// Latency added to every message by the transport, milliseconds (for
+    /// kernels without netem; 0: none).
+    pub latency_ms: f64,
     /// logistic, mlp, lenet, resnet8 .. resnet110, vgg16
     pub model: String,
     /// fashion-mnist, cifar10, synthetic
@@ -78,6 +81,7 @@ impl Default for TrainConfig {
             run_id: "manual".into(),
             workers: 0,
             timeout_s: 3600,
+            latency_ms: 0.0,
             model: "lenet".into(),
             dataset: "fashion-mnist".into(),
             data_dir: None,

@@ -200,6 +200,17 @@ pub fn train<T: Transport>(
         )));
     }
     tch::set_num_threads(1);
+    if !(cfg.latency_ms >= 0.0 && cfg.latency_ms.is_finite()) {
+        return Err(TrainError::Config(format!(
+            "latency_ms must be >= 0, got {}",
+            cfg.latency_ms
+        )));
+    }
+    if cfg.latency_ms > 0.0 {
+        t.set_injected_latency(Some(std::time::Duration::from_secs_f64(
+            cfg.latency_ms / 1e3,
+        )));
+    }
     let device = Device::Cpu;
     let data = load(cfg)?;
     let how = match cfg.partition.as_str() {
@@ -252,7 +263,14 @@ pub fn train<T: Transport>(
             host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
             device: format!("{device:?}").to_lowercase(),
             backend: "mpi".into(),
-            network: "as launched".into(),
+            network: if cfg.latency_ms > 0.0 {
+                format!(
+                    "as launched; latency injected per message by the transport: {} ms",
+                    cfg.latency_ms
+                )
+            } else {
+                "as launched".into()
+            },
         },
     };
     write_record(&mut log, &Record::Header(header))?;

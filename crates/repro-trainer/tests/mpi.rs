@@ -147,3 +147,31 @@ fn dpsgd_learns_fashion_mnist_over_mpi() {
         assert!(last < 0.6 * first, "{first} -> {last}");
     }
 }
+
+/// Latency injected per message (kernels without netem): every step's
+/// communication takes at least that long (a lower bound only), and the
+/// provenance says how latency was realized.
+#[test]
+fn injected_latency_delays_every_exchange() {
+    let logs = train(
+        2,
+        "latency",
+        r#"{"run_id": "l", "model": "logistic", "dataset": "synthetic", "algorithm": "moniqua",
+            "iterations": 10, "eval_every": 0, "batch": 8, "lr": 0.01, "synthetic_samples": 100,
+            "latency_ms": 30}"#,
+    );
+    for log in &logs {
+        assert!(
+            log.header
+                .provenance
+                .network
+                .contains("latency injected per message")
+        );
+        assert_eq!(log.steps.len(), 10);
+        assert!(
+            log.steps.iter().all(|s| s.comm_s >= 0.030),
+            "{:?}",
+            log.steps
+        );
+    }
+}

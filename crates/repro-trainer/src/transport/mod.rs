@@ -43,4 +43,7 @@ pub trait Transport {
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError>;
     /// Every rank's frame (lengths may differ), in rank order.
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError>;
+    /// Delays every outgoing message by `latency` (for kernels without
+    /// netem); `None` switches it off.
+    fn set_injected_latency(&mut self, latency: Option<std::time::Duration>);
 }

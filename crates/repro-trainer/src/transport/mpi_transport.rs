@@ -11,6 +11,7 @@ use super::{Transport, TransportError};
 /// MPI is finalized when it is dropped.
 pub struct MpiTransport {
     world: SimpleCommunicator,
+    latency: Option<std::time::Duration>,
     _universe: mpi::environment::Universe,
 }
 
@@ -29,6 +30,7 @@ impl MpiTransport {
         let universe = mpi::initialize().ok_or(TransportError::AlreadyInitialized)?;
         Ok(Self {
             world: universe.world(),
+            latency: None,
             _universe: universe,
         })
     }
@@ -75,6 +77,12 @@ impl Transport for MpiTransport {
     ) -> Result<Vec<Vec<u8>>, TransportError> {
         self.check(to)?;
         self.check(from)?;
+        // the messages leave together, so one wait delays each of them
+        if let Some(latency) = self.latency
+            && !to.is_empty()
+        {
+            std::thread::sleep(latency);
+        }
         let world = &self.world;
         let mut received = Vec::with_capacity(from.len());
         mpi::request::scope(|scope| {
@@ -94,6 +102,10 @@ impl Transport for MpiTransport {
             }
         });
         Ok(received)
+    }
+
+    fn set_injected_latency(&mut self, latency: Option<std::time::Duration>) {
+        self.latency = latency;
     }
 
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
