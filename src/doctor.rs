@@ -106,7 +106,7 @@ pub fn checks() -> Vec<Check> {
         ("tc rate limiting (tbf)", "a kernel with sch_tbf"),
         (
             "tc delay (netem)",
-            "a kernel with sch_netem (without it latency cannot be shaped with tc here; per-message injection by the transport is planned, not built)",
+            "a kernel with sch_netem (without it, set `latency_ms`: the transport injects latency per message)",
         ),
     ]
     .into_iter()
