@@ -28,7 +28,8 @@ fn run(program: &str, args: &[&str]) -> Option<String> {
         .then(|| text.lines().next().unwrap_or("").trim().to_string())
 }
 
-fn is_root() -> bool {
+/// Whether this process runs as root (uid 0).
+pub(crate) fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {

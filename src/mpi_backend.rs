@@ -31,17 +31,6 @@ pub fn train_binary() -> Result<PathBuf> {
     )
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 /// TERM to the process group, then KILL after a grace period.
 fn terminate_group(pgid: u32) {
     let group = format!("-{pgid}");
@@ -72,7 +61,7 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
         .with_context(|| format!("could not create {}", stderr_path.display()))?;
     let mut cmd = Command::new("mpirun");
     cmd.args(["-np", &workers.to_string(), "--oversubscribe"]);
-    if is_root() {
+    if crate::doctor::is_root() {
         cmd.arg("--allow-run-as-root");
     }
     cmd.arg(&train)

@@ -10,7 +10,9 @@
 //! With Moniqua the half-step is sent modulo-quantized and mixed as
 //! `x_{k+1} = x_{k+1/2} + sum_j W_ij (x^_{j,k+1/2} - x^_{i,k+1/2})`.
 
-use repro_codec::{FullPrecision, MoniquaCodec, Verification};
+use repro_codec::{FullPrecision, MoniquaCodec};
+
+use super::moniqua::accumulate_verified;
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::{AlgoError, Topology};
@@ -128,21 +130,15 @@ impl Worker for D2 {
                 // scratch holds x^_i of the half-step; a neighbour whose
                 // recovery fails the hash is left out, as in Moniqua
                 self.acc.fill(0.0);
-                let mut total = 0.0f32;
-                for &(from, bytes) in inbox {
-                    let w = weight_of(&self.weights, self.rank, from)?;
-                    let d = codec.decode_accumulate(bytes, &self.half, w, &mut self.acc)?;
-                    match d.verification {
-                        Verification::Mismatch => {
-                            codec.decode_accumulate(bytes, &self.half, -w, &mut self.acc)?;
-                            received.mismatched += 1;
-                            continue;
-                        }
-                        Verification::Verified => received.verified += 1,
-                        Verification::Unchecked => {}
-                    }
-                    total += w;
-                }
+                let total;
+                (total, received) = accumulate_verified(
+                    codec,
+                    &self.weights,
+                    self.rank,
+                    &self.half,
+                    inbox,
+                    &mut self.acc,
+                )?;
                 for (((x, &h), &a), &own) in self
                     .x
                     .iter_mut()

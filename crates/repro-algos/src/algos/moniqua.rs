@@ -104,24 +104,14 @@ impl Worker for Moniqua {
             }
             self.own.copy_from_slice(&self.x);
         } else {
-            for &(from, bytes) in inbox {
-                let w = weight_of(&self.weights, self.rank, from)?;
-                let d = self
-                    .codec
-                    .decode_accumulate(bytes, &self.x, w, &mut self.acc)?;
-                match d.verification {
-                    Verification::Mismatch => {
-                        // take the wrong recovery back out, leave the neighbour out
-                        self.codec
-                            .decode_accumulate(bytes, &self.x, -w, &mut self.acc)?;
-                        received.mismatched += 1;
-                        continue;
-                    }
-                    Verification::Verified => received.verified += 1,
-                    Verification::Unchecked => {}
-                }
-                total += w;
-            }
+            (total, received) = accumulate_verified(
+                &self.codec,
+                &self.weights,
+                self.rank,
+                &self.x,
+                inbox,
+                &mut self.acc,
+            )?;
         }
         for (((x, &a), &h), &d) in self.x.iter_mut().zip(&self.acc).zip(&self.own).zip(delta) {
             *x += a - total * h - d;
@@ -164,4 +154,36 @@ impl Worker for Moniqua {
         self.codec = MoniquaCodec::new(&self.config, self.seed)?;
         Ok(())
     }
+}
+
+/// `acc += sum_j W_ij x^_j` over the neighbours' Moniqua frames, recovered
+/// against `local`. A frame whose recovery fails the hash is taken back out
+/// and its neighbour left out of the average (counted, never used). Returns
+/// the total weight of the neighbours used and the verification counts.
+/// Shared by Moniqua and Moniqua on D².
+pub(crate) fn accumulate_verified(
+    codec: &MoniquaCodec,
+    weights: &[(usize, f64)],
+    rank: usize,
+    local: &[f32],
+    inbox: &[(usize, &[u8])],
+    acc: &mut [f32],
+) -> Result<(f32, Received), AlgoError> {
+    let mut total = 0.0f32;
+    let mut received = Received::default();
+    for &(from, bytes) in inbox {
+        let w = weight_of(weights, rank, from)?;
+        let d = codec.decode_accumulate(bytes, local, w, acc)?;
+        match d.verification {
+            Verification::Mismatch => {
+                codec.decode_accumulate(bytes, local, -w, acc)?;
+                received.mismatched += 1;
+                continue;
+            }
+            Verification::Verified => received.verified += 1,
+            Verification::Unchecked => {}
+        }
+        total += w;
+    }
+    Ok((total, received))
 }
