@@ -11,5 +11,6 @@ cargo fmt --all -- --check
 echo "[test] cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "[test] cargo test" >&2
-cargo test --workspace --locked
+# the tests that need root (network namespaces, tc) must run here, not skip
+REPRO_REQUIRE_ROOT_TESTS=1 cargo test --workspace --locked
 echo "[test] all checks passed" >&2

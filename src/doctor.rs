@@ -69,6 +69,11 @@ fn probe_qdiscs(qdiscs: &[&[&str]]) -> Vec<Option<bool>> {
     results
 }
 
+/// Whether the kernel accepts a netem qdisc (false when it cannot probe).
+pub(crate) fn kernel_has_netem() -> bool {
+    probe_qdiscs(&[&["netem", "delay", "1ms"]])[0] == Some(true)
+}
+
 /// All checks, in report order.
 pub fn checks() -> Vec<Check> {
     let mut out = Vec::new();

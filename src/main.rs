@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 success; 1 a command failed (the message says why);
 //! 2 bad usage (unknown command or option); 3 an experiment finished but
-//! some of its runs failed (see runs.csv).
+//! some of its runs failed (see runs.csv); 130 stopped by Ctrl-C or
+//! SIGTERM (after terminating the running job and removing its network).
 
 use std::process::ExitCode;
 
@@ -13,9 +14,12 @@ mod doctor;
 mod errors;
 mod manifest;
 mod mpi_backend;
+mod net;
+mod net_cmd;
 mod plan;
 mod results;
 mod run;
+mod signals;
 mod sim_backend;
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
@@ -42,6 +46,8 @@ enum Command {
     /// Show what each codec puts on the wire for one model-sized exchange:
     /// bytes, recovery error against Lemma 2's bound, hash verification.
     Demo(demo::DemoArgs),
+    /// The shaped networks of runs: list or remove what was left behind.
+    Net(net_cmd::NetArgs),
 }
 
 fn main() -> ExitCode {
@@ -52,10 +58,12 @@ fn main() -> ExitCode {
         Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Net(args) => net_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {
         Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,
         Ok(run::Outcome::SomeFailed) => ExitCode::from(3),
+        Ok(run::Outcome::Interrupted) => ExitCode::from(130),
         Err(err) => {
             eprintln!("error: {err}");
             for cause in err.chain().skip(1) {

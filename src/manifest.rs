@@ -9,6 +9,7 @@ use serde::Deserialize;
 use yaml_serde::{Mapping, Value};
 
 use crate::errors::DriverError;
+use crate::net::ShapingMode;
 
 /// Which machinery runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -43,6 +44,10 @@ pub struct Manifest {
     pub source: String,
     #[serde(default = "default_backend")]
     pub backend: Backend,
+    /// How `network` conditions are applied (auto: netns for MPI runs,
+    /// the virtual clock for the simulator).
+    #[serde(default)]
+    pub shaping: ShapingMode,
     /// Scale name -> parameter overrides (smoke: seconds; cpu: minutes; paper).
     pub scales: BTreeMap<String, Mapping>,
     /// Grid key -> values; every combination is a run.

@@ -11,6 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use repro_runlog::{Status, TrainConfig, read_log};
 
+use serde::Serialize;
+
+use crate::net::{Condition, Exec, Fabric, NetError, QdiscStats, ShapingMode};
 use crate::plan::{Params, PlannedRun};
 use crate::sim_backend::Summary;
 
@@ -39,36 +42,152 @@ fn terminate_group(pgid: u32) {
     let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
 }
 
+/// How the network conditions of MPI runs are applied.
+pub struct NetContext {
+    pub mode: ShapingMode,
+    /// Whether the kernel has netem (else latency is injected by the transport).
+    pub netem: bool,
+    pub exec: Box<dyn Exec>,
+}
+
+impl std::fmt::Debug for NetContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetContext")
+            .field("mode", &self.mode)
+            .field("netem", &self.netem)
+            .finish()
+    }
+}
+
+impl NetContext {
+    /// Whether `run` gets a shaped network of namespaces.
+    pub fn shapes(&self, run: &PlannedRun) -> bool {
+        run.network.is_some() && self.mode != ShapingMode::None
+    }
+}
+
+/// The launch of one run: mpirun's argument vector and extra environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Launch {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl Launch {
+    /// The command as one line, environment first (for --dry-run and logs).
+    pub fn display(&self) -> String {
+        self.env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .chain(self.argv.iter().cloned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// mpirun for `workers` ranks of `train` with `config`, inside `fabric`'s
+/// namespaces when there is one (each rank enters its namespace through
+/// `repro net exec`).
+pub fn launch(
+    workers: usize,
+    train: &Path,
+    config: &Path,
+    log_dir: &Path,
+    fabric: Option<&Fabric<'_>>,
+    repro: &Path,
+) -> Launch {
+    let mut argv: Vec<String> = vec![
+        "mpirun".into(),
+        "-np".into(),
+        workers.to_string(),
+        "--oversubscribe".into(),
+    ];
+    if crate::doctor::is_root() {
+        argv.push("--allow-run-as-root".into());
+    }
+    let mut env = Vec::new();
+    if let Some(f) = fabric {
+        argv.extend(f.mpirun_args());
+        env.extend(f.mpirun_env());
+        argv.extend([
+            repro.display().to_string(),
+            "net".into(),
+            "exec".into(),
+            "--namespace-prefix".into(),
+            f.namespace_prefix(),
+            "--".into(),
+        ]);
+    }
+    argv.extend([
+        train.display().to_string(),
+        "--config".into(),
+        config.display().to_string(),
+        "--log-dir".into(),
+        log_dir.display().to_string(),
+    ]);
+    Launch { argv, env }
+}
+
+/// What the shaped network recorded, written beside the logs as shaping.json.
+#[derive(Debug, Serialize)]
+struct ShapingRecord<'a> {
+    condition: &'a Condition,
+    method: String,
+    setup: Vec<String>,
+    warnings: &'a [String],
+    /// Per rank, in rank order, read after the run.
+    kernel: Vec<QdiscStats>,
+    counted_bytes_sent: Vec<Option<u64>>,
+}
+
 /// Runs `run` with `workers` ranks; logs go to `dir/rank-<r>.jsonl`.
-pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
+pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary> {
     let Params::Train(cfg) = &run.params else {
         bail!("run {} is not a trainer run", run.id);
     };
     let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
-    let cfg = TrainConfig {
+    let mut cfg = TrainConfig {
         workers,
         ..cfg.clone()
     };
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let mut fabric = None;
+    let mut shaping = "none".to_string();
+    if let Some(condition) = &run.network {
+        if net.shapes(run) {
+            if !crate::doctor::is_root() {
+                return Err(NetError::NotRoot.into());
+            }
+            let mut f = Fabric::new(&*net.exec, &run.id, workers, condition.clone(), net.netem)?;
+            f.up().context("could not build the shaped network")?;
+            if let Some(l) = f.injected_latency_s() {
+                cfg.latency_ms = l * 1e3;
+            }
+            shaping = f.describe();
+            fabric = Some(f);
+        } else {
+            shaping = format!(
+                "none (condition {} not applied: shaping: none)",
+                condition.label
+            );
+        }
+    }
     let config = dir.join("run.json");
     std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
         .with_context(|| format!("could not write {}", config.display()))?;
     let train = train_binary()?;
+    let repro = std::env::current_exe().context("could not locate the repro executable")?;
+    let launch = launch(workers, &train, &config, dir, fabric.as_ref(), &repro);
+    std::fs::write(dir.join("launch.txt"), launch.display() + "\n")
+        .with_context(|| format!("could not write {}/launch.txt", dir.display()))?;
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
     // we wait could fill up and stall the job
     let stderr_path = dir.join("mpirun.stderr");
     let stderr_file = std::fs::File::create(&stderr_path)
         .with_context(|| format!("could not create {}", stderr_path.display()))?;
-    let mut cmd = Command::new("mpirun");
-    cmd.args(["-np", &workers.to_string(), "--oversubscribe"]);
-    if crate::doctor::is_root() {
-        cmd.arg("--allow-run-as-root");
-    }
-    cmd.arg(&train)
-        .arg("--config")
-        .arg(&config)
-        .arg("--log-dir")
-        .arg(dir)
+    let mut cmd = Command::new(&launch.argv[0]);
+    cmd.args(&launch.argv[1..])
+        .envs(launch.env.iter().cloned())
         .stdout(Stdio::null())
         .stderr(Stdio::from(stderr_file))
         .process_group(0);
@@ -80,6 +199,11 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
         if let Some(status) = child.try_wait()? {
             break status;
         }
+        if crate::signals::interrupted() {
+            terminate_group(child.id());
+            let _ = child.wait();
+            bail!("run {} was interrupted and its job terminated", run.id);
+        }
         if Instant::now() > deadline {
             terminate_group(child.id());
             let _ = child.wait();
@@ -90,6 +214,12 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
             );
         }
         std::thread::sleep(Duration::from_millis(100));
+    };
+    let kernel = match &fabric {
+        Some(f) => f
+            .counters()
+            .context("could not read the kernel's byte counters")?,
+        None => Vec::new(),
     };
     let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     let logs = (0..workers)
@@ -109,6 +239,39 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
     if !status.success() && status.code() != Some(4) {
         bail!("mpirun exited with {status}: {}", stderr.trim());
     }
+    let counted: Vec<Option<u64>> = logs
+        .iter()
+        .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
+        .collect();
+    if let (Some(condition), Some(f)) = (&run.network, &fabric) {
+        let record = ShapingRecord {
+            condition,
+            method: shaping.clone(),
+            setup: f.setup_commands()?.iter().map(|c| c.join(" ")).collect(),
+            warnings: &f.warnings,
+            kernel: kernel.clone(),
+            counted_bytes_sent: counted.clone(),
+        };
+        std::fs::write(
+            dir.join("shaping.json"),
+            serde_json::to_string_pretty(&record)?,
+        )
+        .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
+    }
+    drop(fabric);
+    let mean = |v: Vec<f64>| {
+        if v.is_empty() {
+            f64::NAN
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let counted_per_worker = if counted.iter().all(Option::is_some) {
+        mean(counted.iter().flatten().map(|&b| b as f64).collect())
+    } else {
+        f64::NAN
+    };
+    let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64).collect());
     let diverged = logs.iter().any(|l| {
         matches!(
             l.end.as_ref().map(|e| &e.status),
@@ -150,5 +313,8 @@ pub fn execute(run: &PlannedRun, dir: &Path) -> Result<Summary> {
             .sum(),
         test_accuracy: last(&|e| Some(e.test_accuracy)),
         avg_test_accuracy: last(&|e| e.avg_test_accuracy),
+        counted_bytes_per_worker: counted_per_worker,
+        kernel_bytes_per_worker: kernel_per_worker,
+        shaping,
     })
 }

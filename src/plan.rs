@@ -9,6 +9,7 @@ use repro_runlog::TrainConfig;
 
 use crate::errors::DriverError;
 use crate::manifest::{Backend, Manifest};
+use crate::net::Condition;
 
 /// Everything one simulated run needs. Unknown keys are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +111,8 @@ pub struct PlannedRun {
     /// The grid values that define it, as text.
     pub point: BTreeMap<String, String>,
     pub params: Params,
+    /// The network condition (`network` key); `None`: unshaped.
+    pub network: Option<Condition>,
 }
 
 fn text(v: &Value) -> String {
@@ -167,7 +170,7 @@ pub fn expand(
             for (k, v) in &point {
                 map.insert(Value::String(k.clone()), v.clone());
             }
-            let label: BTreeMap<String, String> =
+            let mut label: BTreeMap<String, String> =
                 point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
             let run = label
                 .iter()
@@ -183,11 +186,43 @@ pub fn expand(
                 key: e.path().to_string(),
                 message: e.inner().to_string(),
             };
+            let network = match map.remove("network") {
+                Some(v) => {
+                    Condition::from_yaml(&v).map_err(|(key, message)| DriverError::RunParams {
+                        run: if run.is_empty() {
+                            "(no grid)".into()
+                        } else {
+                            run.clone()
+                        },
+                        key: if key.is_empty() {
+                            "network".into()
+                        } else {
+                            format!("network.{key}")
+                        },
+                        message,
+                    })?
+                }
+                None => None,
+            };
+            if let Some(l) = label.get_mut("network") {
+                *l = network
+                    .as_ref()
+                    .map_or_else(|| "none".to_string(), |c| c.label.clone());
+            }
             let hash = |json: String| {
                 format!("{:016x}", xxhash_rust::xxh3::xxh3_64(json.as_bytes()))[..12].to_string()
             };
             let (id, params) = match backend {
                 Backend::Sim => {
+                    // the simulator's virtual clock models the condition
+                    if let Some(c) = &network {
+                        if let Some(bps) = c.bandwidth_bps {
+                            map.insert("bandwidth".into(), Value::from(format!("{bps}bit")));
+                        }
+                        if c.latency_s > 0.0 {
+                            map.insert("latency".into(), Value::from(format!("{}s", c.latency_s)));
+                        }
+                    }
                     let p: SimParams =
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
                     (
@@ -200,8 +235,15 @@ pub fn expand(
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
                     p.run_id = String::new();
                     let id = hash(format!(
-                        "train:{}",
-                        serde_json::to_string(&p).unwrap_or_default()
+                        "train:{}{}",
+                        serde_json::to_string(&p).unwrap_or_default(),
+                        network
+                            .as_ref()
+                            .map(|c| format!(
+                                " network:{}",
+                                serde_json::to_string(c).unwrap_or_default()
+                            ))
+                            .unwrap_or_default()
                     ));
                     p.run_id = id.clone();
                     (id, Params::Train(p))
@@ -211,6 +253,7 @@ pub fn expand(
                 id,
                 point: label,
                 params,
+                network,
             })
         })
         .collect()
@@ -252,6 +295,7 @@ mod tests {
             title: "t".into(),
             source: "s".into(),
             backend: Backend::Sim,
+            shaping: crate::net::ShapingMode::Auto,
             scales: [(
                 "smoke".to_string(),
                 yaml_serde::from_str("{iterations: 5}").unwrap(),

@@ -18,7 +18,7 @@ pub struct Row {
 }
 
 /// The measured columns, in order.
-pub const METRICS: [&str; 10] = [
+pub const METRICS: [&str; 16] = [
     "status",
     "final_loss",
     "local_loss",
@@ -29,6 +29,12 @@ pub const METRICS: [&str; 10] = [
     "hash_failures",
     "test_accuracy",
     "avg_test_accuracy",
+    "wall_s",
+    "shaping",
+    "counted_bytes_per_worker",
+    "kernel_bytes_per_worker",
+    "kernel_over_counted",
+    "bytes_check",
 ];
 
 fn escape(field: &str) -> String {

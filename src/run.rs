@@ -8,6 +8,8 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::manifest::{self, Backend};
+use crate::mpi_backend::NetContext;
+use crate::net::ShapingMode;
 use crate::plan::{self, PlannedRun};
 use crate::results::{self, Row};
 use crate::{mpi_backend, sim_backend};
@@ -53,6 +55,8 @@ pub struct TableArgs {
 pub enum Outcome {
     AllSucceeded,
     SomeFailed,
+    /// Stopped by Ctrl-C or SIGTERM, after cleaning up.
+    Interrupted,
 }
 
 fn out_dir(out: &Option<PathBuf>, name: &str) -> PathBuf {
@@ -73,20 +77,33 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let m = manifest::load(&path, &args.overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand(&m, &args.scale, backend)?;
+    let out = out_dir(&args.out, &m.name);
     if args.dry_run {
-        println!(
-            "{}: {} at scale `{}`, {} runs (backend sim)",
-            m.name,
-            m.title,
-            args.scale,
-            runs.len()
-        );
-        for r in &runs {
-            println!("  {}  {}", r.id, describe(r));
-        }
+        dry_run(&m, &args.scale, backend, &runs, &out)?;
         return Ok(Outcome::AllSucceeded);
     }
-    let out = out_dir(&args.out, &m.name);
+    crate::signals::install();
+    let shaped = backend == Backend::Mpi
+        && m.shaping != ShapingMode::None
+        && runs.iter().any(|r| r.network.is_some());
+    if shaped && !crate::doctor::is_root() {
+        return Err(crate::net::NetError::NotRoot.into());
+    }
+    let net = NetContext {
+        mode: m.shaping,
+        netem: shaped && crate::doctor::kernel_has_netem(),
+        exec: Box::new(crate::net::System),
+    };
+    if shaped
+        && !net.netem
+        && runs
+            .iter()
+            .any(|r| r.network.as_ref().is_some_and(|c| c.latency_s > 0.0))
+    {
+        eprintln!(
+            "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
+        );
+    }
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
     eprintln!(
@@ -100,12 +117,21 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let total = runs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let execute = |r: &PlannedRun| -> Row {
+        if crate::signals::interrupted() {
+            let mut metrics = BTreeMap::new();
+            metrics.insert("status".into(), "not run (interrupted)".into());
+            return Row {
+                run_id: r.id.clone(),
+                point: r.point.clone(),
+                metrics,
+            };
+        }
         let t = Instant::now();
         let result = match backend {
             Backend::Sim => {
                 sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
             }
-            Backend::Mpi => mpi_backend::execute(r, &out.join("raw").join(&r.id)),
+            Backend::Mpi => mpi_backend::execute(r, &out.join("raw").join(&r.id), &net),
         };
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let mut metrics = BTreeMap::new();
@@ -120,6 +146,14 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     s.final_loss,
                     s.bytes
                 );
+                if s.bytes_flagged() {
+                    eprintln!(
+                        "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
+                        s.kernel_bytes_per_worker,
+                        s.kernel_over_counted(),
+                        s.counted_bytes_per_worker
+                    );
+                }
                 for (k, v) in [
                     ("status", s.status.clone()),
                     ("final_loss", format!("{:e}", s.final_loss)),
@@ -131,6 +165,30 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     ("hash_failures", s.hash_failures.to_string()),
                     ("test_accuracy", format!("{:e}", s.test_accuracy)),
                     ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
+                    ("wall_s", format!("{:.3}", t.elapsed().as_secs_f64())),
+                    ("shaping", s.shaping.clone()),
+                    (
+                        "counted_bytes_per_worker",
+                        format!("{:e}", s.counted_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_bytes_per_worker",
+                        format!("{:e}", s.kernel_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_over_counted",
+                        format!("{:.4}", s.kernel_over_counted()),
+                    ),
+                    (
+                        "bytes_check",
+                        if !s.kernel_over_counted().is_finite() {
+                            String::new()
+                        } else if s.bytes_flagged() {
+                            "flagged".into()
+                        } else {
+                            "ok".into()
+                        },
+                    ),
                 ] {
                     metrics.insert(k.to_string(), v);
                 }
@@ -172,6 +230,19 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .iter()
         .filter(|r| r.metrics.get("status").map(String::as_str) == Some("failed"))
         .count();
+    if crate::signals::interrupted() {
+        eprintln!(
+            "interrupted: kept the {} finished runs in {}",
+            rows.iter()
+                .filter(|r| !matches!(
+                    r.metrics.get("status").map(String::as_str),
+                    Some("failed" | "not run (interrupted)")
+                ))
+                .count(),
+            csv.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
     eprintln!(
         "{} runs in {:.1}s, {failed} failed; wrote {} and table.md",
         total,
@@ -183,6 +254,75 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     } else {
         Outcome::SomeFailed
     })
+}
+
+/// `--dry-run`: the plan, and for MPI runs the exact commands (network
+/// setup and mpirun) each run would execute.
+fn dry_run(
+    m: &manifest::Manifest,
+    scale: &str,
+    backend: Backend,
+    runs: &[PlannedRun],
+    out: &std::path::Path,
+) -> Result<()> {
+    println!(
+        "{}: {} at scale `{scale}`, {} runs (backend {})",
+        m.name,
+        m.title,
+        runs.len(),
+        match backend {
+            Backend::Sim => "sim",
+            Backend::Mpi => "mpi",
+        }
+    );
+    let recorder = crate::net::DryRun::default();
+    let net = NetContext {
+        mode: m.shaping,
+        netem: true,
+        exec: Box::new(crate::net::DryRun::default()),
+    };
+    for r in runs {
+        println!("  {}  {}", r.id, describe(r));
+        let plan::Params::Train(cfg) = &r.params else {
+            continue;
+        };
+        let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
+        let dir = out.join("raw").join(&r.id);
+        let fabric = match &r.network {
+            Some(c) if net.shapes(r) => Some(crate::net::Fabric::new(
+                &recorder,
+                &r.id,
+                workers,
+                c.clone(),
+                net.netem,
+            )?),
+            _ => None,
+        };
+        if let Some(f) = &fabric {
+            println!("    # {}", f.describe());
+            for c in f.setup_commands()? {
+                println!("    {}", c.join(" "));
+            }
+        }
+        let train =
+            mpi_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
+        let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
+        let launch = mpi_backend::launch(
+            workers,
+            &train,
+            &dir.join("run.json"),
+            &dir,
+            fabric.as_ref(),
+            &repro,
+        );
+        println!("    {}", launch.display());
+        if let Some(f) = &fabric {
+            for c in f.teardown_commands() {
+                println!("    {}", c.join(" "));
+            }
+        }
+    }
+    Ok(())
 }
 
 pub fn table(args: &TableArgs) -> Result<()> {

@@ -31,6 +31,27 @@ pub struct Summary {
     /// Test accuracy of the local models (mean over ranks) and of the averaged model.
     pub test_accuracy: f64,
     pub avg_test_accuracy: f64,
+    /// Payload bytes each worker handed to the network (mean over workers).
+    pub counted_bytes_per_worker: f64,
+    /// Bytes the kernel's qdisc sent per worker (NaN when not shaped).
+    pub kernel_bytes_per_worker: f64,
+    /// How the network condition was applied.
+    pub shaping: String,
+}
+
+impl Summary {
+    /// kernel / counted bytes, when both are known.
+    pub fn kernel_over_counted(&self) -> f64 {
+        self.kernel_bytes_per_worker / self.counted_bytes_per_worker
+    }
+
+    /// Whether the kernel's bytes disagree with the counted ones beyond
+    /// TCP/IP overhead: fewer bytes than counted (counted bits that were
+    /// never sent), or more than 10% extra.
+    pub fn bytes_flagged(&self) -> bool {
+        let r = self.kernel_over_counted();
+        r.is_finite() && !(1.0..=1.10).contains(&r)
+    }
 }
 
 fn topology(p: &SimParams) -> Result<Topology> {
@@ -243,6 +264,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
             status: status.clone(),
             wall_s: sim.clock(),
             iterations: p.iterations,
+            transport_bytes_sent: None,
         }),
     )?;
     log.flush()?;
@@ -265,5 +287,12 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         hash_failures,
         test_accuracy: f64::NAN,
         avg_test_accuracy: f64::NAN,
+        counted_bytes_per_worker: sim.total_bytes() as f64 / p.workers as f64,
+        kernel_bytes_per_worker: f64::NAN,
+        shaping: if p.bandwidth.is_some() || p.latency.is_some() {
+            "sim (virtual clock)".into()
+        } else {
+            "none".into()
+        },
     })
 }

@@ -2,8 +2,18 @@
 //! land in runs.csv and table.md, and bad input gives clear errors and the
 //! documented exit codes.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// MPI jobs of this binary run one at a time: a shaped network's bridge
+/// appearing or vanishing must not be picked up by another job's ranks.
+fn mpi_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn repro(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_repro"))
@@ -154,6 +164,7 @@ fn train_binary() -> PathBuf {
 /// bytes (8-bit codes instead of f32) and both learn.
 #[test]
 fn mpi_backend_trains_with_real_ranks() {
+    let _serial = mpi_lock();
     let out = temp_out("mpi");
     let o = Command::new(env!("CARGO_BIN_EXE_repro"))
         .args(["run", "mpi-smoke", "--out", out.to_str().unwrap()])
@@ -207,4 +218,220 @@ fn doctor_reports_what_the_host_can_do() {
     ] {
         assert!(text.contains(what), "{what} missing from:\n{text}");
     }
+}
+
+/// Splits one line of runs.csv (fields may be quoted).
+fn fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// runs.csv as one map per run.
+fn read_runs(out: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header = fields(lines.next().unwrap());
+    lines
+        .map(|l| header.iter().cloned().zip(fields(l)).collect())
+        .collect()
+}
+
+/// Whether the root-only tests run: they need root (namespaces, tc); CI runs
+/// as root and sets REPRO_REQUIRE_ROOT_TESTS=1, so there they cannot skip.
+fn as_root() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        assert!(
+            std::env::var_os("REPRO_REQUIRE_ROOT_TESTS").is_none(),
+            "REPRO_REQUIRE_ROOT_TESTS is set but the tests do not run as root"
+        );
+        eprintln!("skipped: needs root (network namespaces and tc)");
+    }
+    root
+}
+
+/// Nothing of the driver's networks is left on the host.
+fn assert_no_leftovers() {
+    // namespace deletion finishes asynchronously in the kernel
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let o = repro(&["net", "status"]);
+        let text = String::from_utf8_lossy(&o.stdout).to_string();
+        if o.status.success() && text.starts_with("no network namespaces or links") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left behind: {text}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&netns.stdout).contains("rpr-"));
+}
+
+/// A shaped run: 3 ranks in network namespaces, each rank's egress limited
+/// to 20 Mbit/s by tbf. It cannot finish faster than its bytes at that rate
+/// (a lower bound only), the kernel's qdisc counters agree with the bytes
+/// the transport counted within TCP/IP overhead, and nothing is left behind.
+#[test]
+fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let out = temp_out("shaped");
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "tests/fixtures/net-rate.yaml",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let runs = read_runs(&out);
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["status"], "completed", "{run:?}");
+    assert!(run["shaping"].contains("tbf"), "{run:?}");
+    let num = |k: &str| {
+        run[k]
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("{k}: {run:?}"))
+    };
+    let counted = num("counted_bytes_per_worker");
+    let kernel = num("kernel_bytes_per_worker");
+    assert!(counted > 1e6, "{run:?}");
+    let ratio = kernel / counted;
+    assert!((1.0..=1.10).contains(&ratio), "kernel/counted = {ratio}");
+    assert_eq!(run["bytes_check"], "ok");
+    // every byte a rank sent went through its 20 Mbit/s bucket (32 KiB burst)
+    let floor = (counted - 32768.0) / (20e6 / 8.0);
+    assert!(num("wall_s") >= floor, "{} s < {floor} s", num("wall_s"));
+    let shaping =
+        std::fs::read_to_string(out.join("raw").join(&run["run_id"]).join("shaping.json")).unwrap();
+    let shaping: serde_json::Value = serde_json::from_str(&shaping).unwrap();
+    assert_eq!(shaping["kernel"].as_array().unwrap().len(), 3);
+    assert_no_leftovers();
+}
+
+/// Starts a shaped run that would last long, and waits until one of its
+/// ranks (a repro-train whose command line names `out`) runs: (driver, rank pid).
+fn start_long_shaped_run(out: &Path) -> (std::process::Child, u32) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "tests/fixtures/net-rate.yaml",
+            "--set",
+            "scales.smoke.iterations=1000000",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let marker = out.to_str().unwrap().to_string();
+    let train = train_binary().to_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            (cmd.starts_with(&train) && cmd.contains(&marker)).then_some(pid)
+        });
+        if let Some(pid) = found {
+            // let it get into training
+            std::thread::sleep(Duration::from_secs(2));
+            return (child, pid);
+        }
+        assert!(Instant::now() < deadline, "no rank started");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "repro exited before its ranks started"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Waits for the driver to exit: (exit code, stderr).
+fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "repro did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status.code(), stderr)
+}
+
+/// A rank killed in the middle of a shaped run: the run is reported failed
+/// (exit code 3), and its namespaces, veths, bridge and qdiscs are removed.
+#[test]
+fn a_killed_rank_fails_the_run_and_leaves_no_network_behind() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let out = temp_out("killed");
+    let (child, rank) = start_long_shaped_run(&out);
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &rank.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(read_runs(&out)[0]["status"], "failed", "{stderr}");
+    assert_no_leftovers();
+}
+
+/// SIGTERM to the driver in the middle of a shaped run: it terminates the
+/// job, removes the network and exits with 130.
+#[test]
+fn sigterm_stops_the_run_and_leaves_no_network_behind() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let out = temp_out("sigterm");
+    let (child, _rank) = start_long_shaped_run(&out);
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted"), "{stderr}");
+    assert_no_leftovers();
 }

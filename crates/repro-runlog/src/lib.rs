@@ -199,6 +199,10 @@ pub struct End {
     pub status: Status,
     pub wall_s: f64,
     pub iterations: u64,
+    /// Payload bytes the rank handed to the network in the whole run, every
+    /// message included (absent in logs of backends that send nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport_bytes_sent: Option<u64>,
 }
 
 /// One line of a log.
@@ -340,6 +344,7 @@ mod tests {
                 status: Status::Diverged { iteration: 7 },
                 wall_s: 1.5,
                 iterations: 8,
+                transport_bytes_sent: None,
             }),
         )
         .unwrap();

@@ -370,6 +370,7 @@ pub fn train<T: Transport>(
             status: status.clone(),
             wall_s: started.elapsed().as_secs_f64(),
             iterations: done,
+            transport_bytes_sent: Some(t.bytes_sent()),
         }),
     )?;
     log.flush()?;

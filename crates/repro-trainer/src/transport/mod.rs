@@ -46,4 +46,45 @@ pub trait Transport {
     /// Delays every outgoing message by `latency` (for kernels without
     /// netem); `None` switches it off.
     fn set_injected_latency(&mut self, latency: Option<std::time::Duration>);
+    /// Payload bytes this rank has handed to the network so far, every
+    /// message included (the algorithm's frames, evaluation's all-reduces):
+    /// what the kernel's counters are checked against.
+    fn bytes_sent(&self) -> u64;
+}
+
+/// `out <- sum over ranks` of little-endian f32 frames, added in rank order so
+/// that every rank gets the same bits.
+pub fn sum_frames_in_rank_order(frames: &[Vec<u8>], out: &mut [f32]) -> Result<(), TransportError> {
+    out.iter_mut().for_each(|v| *v = 0.0);
+    for f in frames {
+        if f.len() != out.len() * 4 {
+            return Err(TransportError::Length {
+                what: "all-reduce contribution",
+                expected: out.len(),
+                got: f.len() / 4,
+            });
+        }
+        for (o, c) in out.iter_mut().zip(f.chunks_exact(4)) {
+            *o += f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_sum_in_rank_order_and_lengths_are_checked() {
+        let frames: Vec<Vec<u8>> = [[1.0f32, 2.0], [0.5, -2.0], [1e-8, 4.0]]
+            .iter()
+            .map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+            .collect();
+        let mut out = [9.0f32; 2];
+        sum_frames_in_rank_order(&frames, &mut out).unwrap();
+        assert_eq!(out, [(1.0f32 + 0.5) + 1e-8, 4.0]);
+        let mut short = [0.0f32; 3];
+        assert!(sum_frames_in_rank_order(&frames, &mut short).is_err());
+    }
 }

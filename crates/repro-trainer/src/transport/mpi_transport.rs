@@ -1,17 +1,17 @@
 //! The MPI transport over the `mpi` crate (OpenMPI).
 
-use mpi::collective::SystemOperation;
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::{Transport, TransportError};
+use super::{Transport, TransportError, sum_frames_in_rank_order};
 
 /// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
 /// MPI is finalized when it is dropped.
 pub struct MpiTransport {
     world: SimpleCommunicator,
     latency: Option<std::time::Duration>,
+    bytes_sent: u64,
     _universe: mpi::environment::Universe,
 }
 
@@ -31,6 +31,7 @@ impl MpiTransport {
         Ok(Self {
             world: universe.world(),
             latency: None,
+            bytes_sent: 0,
             _universe: universe,
         })
     }
@@ -83,6 +84,7 @@ impl Transport for MpiTransport {
         {
             std::thread::sleep(latency);
         }
+        self.bytes_sent += (frame.len() * to.len()) as u64;
         let world = &self.world;
         let mut received = Vec::with_capacity(from.len());
         mpi::request::scope(|scope| {
@@ -109,10 +111,15 @@ impl Transport for MpiTransport {
     }
 
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
-        let send = buf.to_vec();
-        self.world
-            .all_reduce_into(&send[..], buf, SystemOperation::sum());
-        Ok(())
+        // through counted point-to-point messages (not MPI_Allreduce, whose
+        // traffic depends on the library's algorithm and could not be counted)
+        let bytes: Vec<u8> = buf.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let all = self.all_gather(&bytes)?;
+        sum_frames_in_rank_order(&all, buf)
+    }
+
+    fn bytes_sent(&self) -> u64 {
+        self.bytes_sent
     }
 
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {

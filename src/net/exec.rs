@@ -1,0 +1,92 @@
+//! Where the network commands go: the system (`ip`, `tc`, `ethtool` as
+//! argument vectors, never a shell) or a dry run that records them.
+
+use std::process::Command;
+use std::sync::Mutex;
+
+use super::NetError;
+
+/// Runs one command given as an argument vector.
+pub trait Exec: Send + Sync {
+    /// Runs `argv`; its standard output when it succeeds.
+    fn run(&self, argv: &[String]) -> Result<String, NetError>;
+}
+
+/// Runs commands on this host.
+#[derive(Debug, Default)]
+pub struct System;
+
+impl Exec for System {
+    fn run(&self, argv: &[String]) -> Result<String, NetError> {
+        let (program, args) = argv.split_first().ok_or_else(|| NetError::Start {
+            program: String::new(),
+            source: std::io::Error::other("empty command"),
+        })?;
+        let out = Command::new(program)
+            .args(args)
+            .output()
+            .map_err(|source| NetError::Start {
+                program: program.clone(),
+                source,
+            })?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(NetError::Failed {
+                command: argv.join(" "),
+                status: out.status.to_string(),
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            })
+        }
+    }
+}
+
+/// What a dry run answers to a command.
+type Reply = Box<dyn Fn(&[String]) -> String + Send + Sync>;
+
+/// Records every command and answers each with `reply(argv)` (empty output
+/// by default): the whole shaping pipeline, testable without root.
+pub struct DryRun {
+    log: Mutex<Vec<Vec<String>>>,
+    reply: Reply,
+}
+
+impl std::fmt::Debug for DryRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DryRun").field("log", &self.log).finish()
+    }
+}
+
+impl Default for DryRun {
+    fn default() -> Self {
+        Self::answering(|_| String::new())
+    }
+}
+
+impl DryRun {
+    /// A dry run whose commands print `reply(argv)`.
+    pub fn answering(reply: impl Fn(&[String]) -> String + Send + Sync + 'static) -> Self {
+        Self {
+            log: Mutex::new(Vec::new()),
+            reply: Box::new(reply),
+        }
+    }
+
+    /// The commands so far, each as one line.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn commands(&self) -> Vec<String> {
+        self.log
+            .lock()
+            .map(|l| l.iter().map(|a| a.join(" ")).collect())
+            .unwrap_or_default()
+    }
+}
+
+impl Exec for DryRun {
+    fn run(&self, argv: &[String]) -> Result<String, NetError> {
+        if let Ok(mut log) = self.log.lock() {
+            log.push(argv.to_vec());
+        }
+        Ok((self.reply)(argv))
+    }
+}

@@ -1,0 +1,195 @@
+//! Network conditions and the shaping that makes them real: one network
+//! namespace per rank, veth pairs into a bridge, `tc` on every rank's egress,
+//! and the kernel's byte counters read back after the run.
+//!
+//! Every name created here is `rpr` + six hex digits of the run id + a fixed
+//! suffix, built from validated parts only: nothing from a manifest reaches
+//! `ip` or `tc` except numbers this module formats itself.
+
+pub mod exec;
+pub mod netns;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use yaml_serde::Value;
+
+pub use exec::{DryRun, Exec, System};
+pub use netns::{Fabric, QdiscStats, leftovers, remove_leftovers};
+
+/// The fixed prefix of every namespace, link and bridge the driver creates.
+pub const PREFIX: &str = "rpr";
+
+/// A failure of network shaping.
+#[derive(Debug, Error)]
+pub enum NetError {
+    #[error(
+        "could not start `{program}`: {source}; install iproute2 and ethtool (ci/setup.sh does)"
+    )]
+    Start {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Failed {
+        command: String,
+        status: String,
+        stderr: String,
+    },
+    #[error("`{name}` already exists, left behind by an earlier run; `repro net down` removes it")]
+    Exists { name: String },
+    #[error(
+        "shaping the network needs root (network namespaces and tc); run as root, or pass \
+         `--set shaping=none` to run unshaped (the network condition is then not applied)"
+    )]
+    NotRoot,
+    #[error("refusing to pass `{name}` to ip/tc: it is not a name this driver creates")]
+    BadName { name: String },
+    #[error("{ranks} ranks do not fit one shaped network (1 to 250)")]
+    TooManyRanks { ranks: usize },
+    #[error("`tc -s qdisc` on {device} in {namespace} printed no byte counter")]
+    NoCounter { namespace: String, device: String },
+    #[error(
+        "no MPI rank number in the environment (OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK); \
+         `repro net exec` is started by mpirun for each rank"
+    )]
+    NoRank,
+}
+
+/// The queueing discipline that limits the rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum RateQdisc {
+    #[default]
+    Tbf,
+    Htb,
+}
+
+/// One network condition: egress rate and one-way latency per worker.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Condition {
+    /// Bits per second; `None`: unlimited.
+    pub bandwidth_bps: Option<f64>,
+    /// Seconds added to every message.
+    pub latency_s: f64,
+    pub qdisc: RateQdisc,
+    /// As written (`100mbit/1ms`), for tables and figures.
+    pub label: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCondition {
+    #[serde(default)]
+    bandwidth: Option<String>,
+    #[serde(default)]
+    latency: Option<String>,
+    #[serde(default)]
+    qdisc: RateQdisc,
+}
+
+impl Condition {
+    /// `none`, or a mapping `{bandwidth: 100mbit, latency: 1ms, qdisc: tbf}`
+    /// (every key optional). `Ok(None)`: no shaping. Errors name the key.
+    pub fn from_yaml(value: &Value) -> Result<Option<Self>, (String, String)> {
+        if matches!(value, Value::Null) || value.as_str() == Some("none") {
+            return Ok(None);
+        }
+        if value.is_string() {
+            return Err((
+                String::new(),
+                "a network condition is `none` or a mapping like {bandwidth: 100mbit, latency: 1ms}"
+                    .into(),
+            ));
+        }
+        let raw: RawCondition = serde_path_to_error::deserialize(value.clone())
+            .map_err(|e| (e.path().to_string(), e.inner().to_string()))?;
+        let bandwidth_bps = match &raw.bandwidth {
+            Some(b) => Some(crate::plan::parse_bandwidth(b).ok_or_else(|| {
+                (
+                    "bandwidth".to_string(),
+                    format!("`{b}` is not a rate like `100mbit`, `1.5gbit` or `800kbit`"),
+                )
+            })?),
+            None => None,
+        };
+        let latency_s = match &raw.latency {
+            Some(l) => crate::plan::parse_latency(l).ok_or_else(|| {
+                (
+                    "latency".to_string(),
+                    format!("`{l}` is not a latency like `1ms`, `0.15ms` or `20us`"),
+                )
+            })?,
+            None => 0.0,
+        };
+        if bandwidth_bps.is_none() && latency_s == 0.0 {
+            return Ok(None);
+        }
+        let mut parts = Vec::new();
+        if let Some(b) = &raw.bandwidth {
+            parts.push(b.trim().to_string());
+        }
+        if let Some(l) = &raw.latency {
+            parts.push(l.trim().to_string());
+        }
+        Ok(Some(Self {
+            bandwidth_bps,
+            latency_s,
+            qdisc: raw.qdisc,
+            label: parts.join("/"),
+        }))
+    }
+}
+
+/// How a manifest's network conditions are made real.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ShapingMode {
+    /// `netns` where a run has a condition (the MPI backend; needs root),
+    /// the virtual clock for the simulator.
+    #[default]
+    Auto,
+    /// One network namespace per rank with `tc` on its veth.
+    Netns,
+    /// Conditions are not applied (recorded as such).
+    None,
+}
+
+/// The rank number mpirun gave this process.
+pub fn rank_from_env() -> Result<usize, NetError> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+        .ok_or(NetError::NoRank)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond(yaml: &str) -> Result<Option<Condition>, (String, String)> {
+        Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap())
+    }
+
+    #[test]
+    fn conditions_parse_with_keys_named_in_errors() {
+        let c = cond("{bandwidth: 100mbit, latency: 1ms}").unwrap().unwrap();
+        assert_eq!(c.bandwidth_bps, Some(1e8));
+        assert!((c.latency_s - 1e-3).abs() < 1e-15);
+        assert_eq!(c.qdisc, RateQdisc::Tbf);
+        assert_eq!(c.label, "100mbit/1ms");
+        assert_eq!(cond("none").unwrap(), None);
+        assert_eq!(cond("{}").unwrap(), None);
+        let htb = cond("{bandwidth: 5mbit, qdisc: htb}").unwrap().unwrap();
+        assert_eq!((htb.qdisc, htb.latency_s), (RateQdisc::Htb, 0.0));
+        assert_eq!(cond("{bandwidth: fast}").unwrap_err().0, "bandwidth");
+        assert_eq!(cond("{latency: 3}").unwrap_err().0, "latency");
+        let (key, msg) = cond("{bandwith: 1mbit}").unwrap_err();
+        assert!(msg.contains("bandwith"), "{key}: {msg}");
+        assert!(cond("fast").is_err());
+        assert_eq!(
+            cond("{qdisc: cbq, bandwidth: 1mbit}").unwrap_err().0,
+            "qdisc"
+        );
+    }
+}

@@ -1,0 +1,21 @@
+//! Ctrl-C and SIGTERM: the first one asks the driver to stop after cleaning
+//! up (the running job's process group is terminated, the shaped network
+//! removed); the driver polls [`interrupted`].
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Installs the handler (once; later calls do nothing).
+pub fn install() {
+    let _ = ctrlc::set_handler(|| {
+        if !INTERRUPTED.swap(true, Ordering::SeqCst) {
+            eprintln!("repro: stopping: terminating the running job and cleaning up");
+        }
+    });
+}
+
+/// Whether a stop was asked for.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
