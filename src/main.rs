@@ -17,6 +17,7 @@ mod mpi_backend;
 mod net;
 mod net_cmd;
 mod plan;
+mod plot;
 mod results;
 mod run;
 mod signals;
@@ -38,6 +39,8 @@ enum Command {
     Run(run::RunArgs),
     /// Render an experiment's table from its runs.csv.
     Table(run::TableArgs),
+    /// Draw an experiment's figure (SVG) from its runs' logs.
+    Plot(run::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
     List,
     /// What this host can do: MPI, root, tc, netem, namespaces, libtorch,
@@ -55,6 +58,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Plot(args) => run::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),

@@ -10,6 +10,7 @@ use yaml_serde::{Mapping, Value};
 
 use crate::errors::DriverError;
 use crate::net::ShapingMode;
+use crate::plot::FigureSpec;
 
 /// Which machinery runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -57,6 +58,9 @@ pub struct Manifest {
     #[serde(default)]
     pub params: Mapping,
     pub table: TableSpec,
+    /// The figure drawn from the runs' per-step logs (none: no figure).
+    #[serde(default)]
+    pub figure: Option<FigureSpec>,
 }
 
 fn default_backend() -> Backend {

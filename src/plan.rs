@@ -296,6 +296,7 @@ mod tests {
             source: "s".into(),
             backend: Backend::Sim,
             shaping: crate::net::ShapingMode::Auto,
+            figure: None,
             scales: [(
                 "smoke".to_string(),
                 yaml_serde::from_str("{iterations: 5}").unwrap(),

@@ -12,7 +12,7 @@ use crate::mpi_backend::NetContext;
 use crate::net::ShapingMode;
 use crate::plan::{self, PlannedRun};
 use crate::results::{self, Row};
-use crate::{mpi_backend, sim_backend};
+use crate::{mpi_backend, plot, sim_backend};
 
 /// Options of `repro run`.
 #[derive(Debug, Args)]
@@ -226,6 +226,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     std::fs::write(out.join("table.md"), &table)
         .with_context(|| format!("could not write {}/table.md", out.display()))?;
     println!("{table}");
+    if let Some(svg) = figure(&m, &out, &rows)? {
+        eprintln!("figure: {}", svg.display());
+    }
     let failed = rows
         .iter()
         .filter(|r| r.metrics.get("status").map(String::as_str) == Some("failed"))
@@ -265,7 +268,14 @@ fn dry_run(
     runs: &[PlannedRun],
     out: &std::path::Path,
 ) -> Result<()> {
-    println!(
+    let mut text = String::new();
+    macro_rules! outln {
+        ($($arg:tt)*) => {{
+            text.push_str(&format!($($arg)*));
+            text.push('\n');
+        }};
+    }
+    outln!(
         "{}: {} at scale `{scale}`, {} runs (backend {})",
         m.name,
         m.title,
@@ -282,7 +292,7 @@ fn dry_run(
         exec: Box::new(crate::net::DryRun::default()),
     };
     for r in runs {
-        println!("  {}  {}", r.id, describe(r));
+        outln!("  {}  {}", r.id, describe(r));
         let plan::Params::Train(cfg) = &r.params else {
             continue;
         };
@@ -299,9 +309,9 @@ fn dry_run(
             _ => None,
         };
         if let Some(f) = &fabric {
-            println!("    # {}", f.describe());
+            outln!("    # {}", f.describe());
             for c in f.setup_commands()? {
-                println!("    {}", c.join(" "));
+                outln!("    {}", c.join(" "));
             }
         }
         let train =
@@ -315,14 +325,60 @@ fn dry_run(
             fabric.as_ref(),
             &repro,
         );
-        println!("    {}", launch.display());
+        outln!("    {}", launch.display());
         if let Some(f) = &fabric {
             for c in f.teardown_commands() {
-                println!("    {}", c.join(" "));
+                outln!("    {}", c.join(" "));
             }
         }
     }
-    Ok(())
+    // a closed pipe (`| head`) is not an error
+    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("could not write to stdout"),
+    }
+}
+
+/// Writes curves.csv and figure.svg from the runs' logs when the manifest
+/// has a figure; the path of the figure.
+fn figure(m: &manifest::Manifest, out: &std::path::Path, rows: &[Row]) -> Result<Option<PathBuf>> {
+    let Some(spec) = &m.figure else {
+        return Ok(None);
+    };
+    let curves = plot::load_curves(&out.join("raw"), rows);
+    plot::write_curves_csv(&out.join("curves.csv"), &curves)?;
+    let panels = plot::panels(spec, &curves)?;
+    let svg = out.join("figure.svg");
+    plot::render_svg(&svg, &m.title, spec, &panels)?;
+    Ok(Some(svg))
+}
+
+/// Options of `repro plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Experiment name or path to a manifest.
+    pub experiment: String,
+    /// Results directory (default: results/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `repro plot`: redraws the figure from runs.csv and the logs.
+pub fn plot(args: &PlotArgs) -> Result<()> {
+    let path = manifest::locate(&args.experiment)?;
+    let m = manifest::load(&path, &[])?;
+    let out = out_dir(&args.out, &m.name);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
+    match figure(&m, &out, &rows)? {
+        Some(svg) => {
+            println!("{}", svg.display());
+            Ok(())
+        }
+        None => anyhow::bail!(
+            "experiment `{}` has no figure (its manifest has no `figure`)",
+            m.name
+        ),
+    }
 }
 
 pub fn table(args: &TableArgs) -> Result<()> {

@@ -83,6 +83,16 @@ fn smoke_is_the_default_and_every_algorithm_completes() {
         csv.lines().skip(1).all(|l| l.contains(",completed,")),
         "{csv}"
     );
+    // the figure: one curve per algorithm, drawn from the logs
+    let svg = std::fs::read_to_string(out.join("figure.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("moniqua") && svg.contains("iteration"));
+    let curves = std::fs::read_to_string(out.join("curves.csv")).unwrap();
+    assert!(curves.lines().count() > 14 * 10, "{curves}");
+    // `repro plot` redraws it from runs.csv and the logs
+    std::fs::remove_file(out.join("figure.svg")).unwrap();
+    let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("figure.svg").is_file());
 }
 
 #[test]
