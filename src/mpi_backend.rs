@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use repro_runlog::{Status, TrainConfig, read_log};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::net::{Condition, Exec, Fabric, NetError, QdiscStats, ShapingMode};
 use crate::plan::{Params, PlannedRun};
@@ -140,6 +140,82 @@ struct ShapingRecord<'a> {
     counted_bytes_sent: Vec<Option<u64>>,
 }
 
+/// Seconds per iteration measured and the wire-time bound for it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IterationTiming {
+    /// Mean over iterations of the slowest rank's compute + communication.
+    pub step_s: f64,
+    /// Mean over iterations of the slowest rank's `bytes on the wire /
+    /// bandwidth + latency` (one latency per iteration: each exchange sends
+    /// its messages together).
+    pub bound_s: f64,
+    pub iters_per_epoch: f64,
+}
+
+/// Timing of the iterations every rank logged, the first fifth (at most 5)
+/// left out as warm-up. `wire_ratio` scales counted payload bytes to bytes
+/// on the wire (the run's kernel/counted ratio; 1 when unknown).
+pub fn iteration_timing(
+    logs: &[repro_runlog::Log],
+    condition: Option<&Condition>,
+    wire_ratio: f64,
+) -> IterationTiming {
+    let mut per_iter: std::collections::BTreeMap<u64, (f64, u64, usize, f64)> =
+        std::collections::BTreeMap::new();
+    for l in logs {
+        for s in &l.steps {
+            let e = per_iter.entry(s.iteration).or_insert((0.0, 0, 0, 0.0));
+            e.0 = e.0.max(s.compute_s + s.comm_s);
+            e.1 = e.1.max(s.bytes_sent);
+            e.2 += 1;
+            e.3 = s.epoch;
+        }
+    }
+    let complete: Vec<(u64, (f64, u64, usize, f64))> = per_iter
+        .into_iter()
+        .filter(|(_, v)| v.2 == logs.len())
+        .collect();
+    let warm = (complete.len() / 5).min(5);
+    let used = &complete[warm..];
+    let nan = IterationTiming {
+        step_s: f64::NAN,
+        bound_s: f64::NAN,
+        iters_per_epoch: f64::NAN,
+    };
+    if used.is_empty() {
+        return nan;
+    }
+    let ratio = if wire_ratio.is_finite() {
+        wire_ratio
+    } else {
+        1.0
+    };
+    let bound = |bytes: u64| -> f64 {
+        let Some(c) = condition else {
+            return 0.0;
+        };
+        let wire = c
+            .bandwidth_bps
+            .map_or(0.0, |bps| bytes as f64 * ratio * 8.0 / bps);
+        wire + if bytes > 0 { c.latency_s } else { 0.0 }
+    };
+    let n = used.len() as f64;
+    let (k, epoch) = complete
+        .iter()
+        .rev()
+        .find(|(k, v)| *k > 0 && v.3 > 0.0)
+        .map_or((0, 0.0), |(k, v)| (*k, v.3));
+    IterationTiming {
+        step_s: used.iter().map(|(_, v)| v.0).sum::<f64>() / n,
+        bound_s: used.iter().map(|(_, v)| bound(v.1)).sum::<f64>() / n,
+        iters_per_epoch: if epoch > 0.0 {
+            k as f64 / epoch
+        } else {
+            f64::NAN
+        },
+    }
+}
+
 /// Runs `run` with `workers` ranks; logs go to `dir/rank-<r>.jsonl`.
 pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary> {
     let Params::Train(cfg) = &run.params else {
@@ -153,6 +229,7 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let mut fabric = None;
     let mut shaping = "none".to_string();
+    let fabric_used = net.shapes(run);
     if let Some(condition) = &run.network {
         if net.shapes(run) {
             if !crate::doctor::is_root() {
@@ -194,7 +271,8 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
     let mut child = cmd
         .spawn()
         .context("could not start mpirun; install OpenMPI (ci/setup.sh does)")?;
-    let deadline = Instant::now() + Duration::from_secs(cfg.timeout_s);
+    let spawned = Instant::now();
+    let deadline = spawned + Duration::from_secs(cfg.timeout_s);
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
@@ -215,6 +293,9 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
         }
         std::thread::sleep(Duration::from_millis(100));
     };
+    let wall_s = spawned.elapsed().as_secs_f64();
+    std::fs::write(dir.join("job.json"), format!("{{\"wall_s\": {wall_s}}}\n"))
+        .with_context(|| format!("could not write {}/job.json", dir.display()))?;
     let kernel = match &fabric {
         Some(f) => f
             .counters()
@@ -259,6 +340,68 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
         .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
     }
     drop(fabric);
+    let shaped = fabric_used;
+    Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
+}
+
+/// What was stored of a shaped run (shaping.json), read back by `--resume`.
+#[derive(Debug, Deserialize)]
+struct StoredShaping {
+    method: String,
+    kernel: Vec<QdiscStats>,
+}
+
+/// `--resume`: the summary of a run that already finished in `dir` (every
+/// rank's log ends completed or diverged, for this run id), from its logs
+/// and shaping.json; `None` if it has to run (again).
+pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary> {
+    let Params::Train(cfg) = &run.params else {
+        return None;
+    };
+    let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
+    let logs: Vec<repro_runlog::Log> = (0..workers)
+        .map(|r| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).ok()?;
+            read_log(text.as_bytes()).ok()
+        })
+        .collect::<Option<_>>()?;
+    let finished = logs.iter().all(|l| {
+        l.header.run_id == run.id
+            && matches!(
+                l.end.as_ref().map(|e| &e.status),
+                Some(Status::Completed | Status::Diverged { .. })
+            )
+    });
+    if !finished {
+        return None;
+    }
+    let shaped = net.shapes(run);
+    let (kernel, method) = if shaped {
+        let text = std::fs::read_to_string(dir.join("shaping.json")).ok()?;
+        let stored: StoredShaping = serde_json::from_str(&text).ok()?;
+        (stored.kernel, stored.method)
+    } else {
+        (Vec::new(), "none".to_string())
+    };
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("job.json")).ok()?).ok()?;
+    let wall_s = job.get("wall_s")?.as_f64()?;
+    Some(summarize(run, &logs, &kernel, method, shaped, wall_s))
+}
+
+/// The summary of a run from its ranks' logs and its kernel counters.
+fn summarize(
+    run: &PlannedRun,
+    logs: &[repro_runlog::Log],
+    kernel: &[QdiscStats],
+    shaping: String,
+    shaped: bool,
+    wall_s: f64,
+) -> Summary {
+    let counted: Vec<Option<u64>> = logs
+        .iter()
+        .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
+        .collect();
     let mean = |v: Vec<f64>| {
         if v.is_empty() {
             f64::NAN
@@ -289,7 +432,15 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
             v.iter().sum::<f64>() / v.len() as f64
         }
     };
-    Ok(Summary {
+    let kernel_ratio = kernel_per_worker / counted_per_worker;
+    let timing = iteration_timing(logs, run.network.as_ref().filter(|_| shaped), kernel_ratio);
+    Summary {
+        epoch_time_s: timing.step_s * timing.iters_per_epoch,
+        wire_bound_epoch_s: if shaped {
+            timing.bound_s * timing.iters_per_epoch
+        } else {
+            f64::NAN
+        },
         status: if diverged {
             "diverged".into()
         } else {
@@ -316,5 +467,6 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
         counted_bytes_per_worker: counted_per_worker,
         kernel_bytes_per_worker: kernel_per_worker,
         shaping,
-    })
+        wall_s,
+    }
 }

@@ -17,12 +17,19 @@ use crate::results::Row;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FigureSpec {
-    /// `wall_s` (seconds), `iteration` or `epoch`.
+    /// `curves` (a metric of the logs' steps against x) or `sweep` (a
+    /// runs.csv metric against the network condition's bandwidth and latency).
+    #[serde(default)]
+    pub kind: FigureKind,
+    /// curves: `wall_s` (seconds), `iteration` or `epoch`; sweep: unused.
     #[serde(default = "default_x")]
     pub x: String,
-    /// `train_loss`.
+    /// curves: `train_loss`; sweep: a column of runs.csv (`epoch_time_s`).
     #[serde(default = "default_y")]
     pub y: String,
+    /// sweep: a column of runs.csv drawn dashed beside `y` (`wire_bound_epoch_s`).
+    #[serde(default)]
+    pub bound: Option<String>,
     /// A grid key: one panel per value (none: one panel).
     #[serde(default)]
     pub panels: Option<String>,
@@ -34,6 +41,15 @@ pub struct FigureSpec {
     /// Logarithmic y axis.
     #[serde(default)]
     pub log_y: bool,
+}
+
+/// What a figure plots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureKind {
+    #[default]
+    Curves,
+    Sweep,
 }
 
 fn default_x() -> String {
@@ -51,7 +67,8 @@ fn default_smooth() -> usize {
 pub struct CurvePoint {
     pub iteration: u64,
     pub epoch: f64,
-    /// When the slowest rank finished the step.
+    /// When the slowest rank finished the step, in seconds since its first
+    /// step began.
     pub wall_s: f64,
     /// Mean over ranks.
     pub train_loss: f64,
@@ -90,13 +107,18 @@ fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
 }
 
 /// Averages the ranks' steps of one run, iteration by iteration (only the
-/// iterations every rank logged).
+/// iterations every rank logged). Time counts from the start of each rank's
+/// first step (start-up and data loading left out), the slowest rank's.
 pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
     let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
     for log in logs {
+        let t0 = log
+            .steps
+            .first()
+            .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
         for s in &log.steps {
             let e = by_iter.entry(s.iteration).or_insert((0.0, 0.0, 0.0, 0));
-            e.0 = e.0.max(s.wall_s);
+            e.0 = e.0.max(s.wall_s - t0);
             e.1 += s.train_loss;
             e.2 = s.epoch;
             e.3 += 1;
@@ -161,15 +183,20 @@ pub fn write_curves_csv(path: &Path, curves: &[(Row, Vec<CurvePoint>)]) -> Resul
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub label: String,
-    /// Runs averaged into it.
+    /// Runs averaged into it (into each point, for a sweep).
     pub runs: usize,
     pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (a bound beside a measurement).
+    pub dashed: bool,
 }
 
 /// One panel of a figure.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
     pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
     pub series: Vec<Series>,
 }
 
@@ -254,15 +281,167 @@ pub fn panels(spec: &FigureSpec, curves: &[(Row, Vec<CurvePoint>)]) -> Result<Ve
                             .zip(ys)
                             .filter(|(_, y)| y.is_finite())
                             .collect(),
+                        dashed: false,
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(Panel {
                 title: p.clone(),
+                x_label: axis_label(&spec.x).into(),
+                y_label: axis_label(&spec.y).into(),
+                log_x: false,
                 series,
             })
         })
         .collect()
+}
+
+/// A network label (`100mbit/0.15ms`, `1mbit`, `1ms`) as (bit/s, seconds).
+fn condition_of(label: &str) -> (Option<f64>, f64) {
+    let mut bw = None;
+    let mut lat = 0.0;
+    for part in label.split('/') {
+        if let Some(b) = crate::plan::parse_bandwidth(part).filter(|_| part.contains("bit")) {
+            bw = Some(b);
+        } else if let Some(l) = crate::plan::parse_latency(part) {
+            lat = l;
+        }
+    }
+    (bw, lat)
+}
+
+/// x, sum of y, sum of bound, runs: one point of a sweep being averaged.
+type SweepAcc = (f64, f64, f64, usize);
+
+/// A sweep, as in Tang et al. 2018's Figure 3: `y` (and the dashed `bound`)
+/// of runs.csv against bandwidth, one panel per latency with two or more
+/// bandwidths, then against latency, one panel per bandwidth with two or
+/// more latencies; one series per value of `series`; seeds averaged.
+pub fn sweep_panels(spec: &FigureSpec, rows: &[Row]) -> Result<Vec<Panel>> {
+    let net_key = spec.panels.clone().unwrap_or_else(|| "network".into());
+    let mut pts = Vec::new();
+    for r in rows {
+        let label = r
+            .point
+            .get(&net_key)
+            .with_context(|| format!("figure.panels `{net_key}` is not a grid key"))?;
+        let series = r
+            .point
+            .get(&spec.series)
+            .with_context(|| format!("figure.series `{}` is not a grid key", spec.series))?;
+        let metric = |k: &str| {
+            r.metrics
+                .get(k)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(f64::NAN)
+        };
+        let (bw, lat) = condition_of(label);
+        pts.push((
+            series.clone(),
+            bw,
+            lat,
+            metric(&spec.y),
+            spec.bound.as_deref().map(metric),
+        ));
+    }
+    let mut order: Vec<String> = Vec::new();
+    for p in &pts {
+        if !order.contains(&p.0) {
+            order.push(p.0.clone());
+        }
+    }
+    let mut lats: Vec<f64> = pts.iter().map(|p| p.2).collect();
+    lats.sort_by(f64::total_cmp);
+    lats.dedup();
+    let mut bws: Vec<f64> = pts.iter().filter_map(|p| p.1).collect();
+    bws.sort_by(f64::total_cmp);
+    bws.dedup();
+    let mut panels = Vec::new();
+    let mut add = |title: String,
+                   x_label: &str,
+                   log_x: bool,
+                   selected: Vec<(&String, f64, f64, Option<f64>)>| {
+        let mut xs: Vec<u64> = selected.iter().map(|p| p.1.to_bits()).collect();
+        xs.sort_unstable();
+        xs.dedup();
+        if xs.len() < 2 {
+            return;
+        }
+        let mut series = Vec::new();
+        for name in &order {
+            let mut by_x: BTreeMap<u64, SweepAcc> = BTreeMap::new();
+            for (s, x, y, b) in &selected {
+                if *s == name {
+                    let e = by_x.entry(x.to_bits()).or_insert((*x, 0.0, 0.0, 0));
+                    e.1 += y;
+                    e.2 += b.unwrap_or(f64::NAN);
+                    e.3 += 1;
+                }
+            }
+            let mut v: Vec<SweepAcc> = by_x.into_values().collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let runs = v.iter().map(|e| e.3).max().unwrap_or(0);
+            let line = |f: &dyn Fn(&SweepAcc) -> f64| -> Vec<(f64, f64)> {
+                v.iter()
+                    .map(|e| (e.0, f(e) / e.3 as f64))
+                    .filter(|p| p.1.is_finite())
+                    .collect()
+            };
+            series.push(Series {
+                label: name.clone(),
+                runs,
+                points: line(&|e| e.1),
+                dashed: false,
+            });
+            if spec.bound.is_some() {
+                series.push(Series {
+                    label: format!("{name} (wire bound)"),
+                    runs,
+                    points: line(&|e| e.2),
+                    dashed: true,
+                });
+            }
+        }
+        panels.push(Panel {
+            title,
+            x_label: x_label.into(),
+            y_label: axis_label(&spec.y).into(),
+            log_x,
+            series,
+        });
+    };
+    // epoch time against bandwidth, one panel per latency ...
+    for &l in &lats {
+        let sel = pts
+            .iter()
+            .filter(|p| p.2 == l)
+            .filter_map(|p| Some((&p.0, p.1? / 1e6, p.3, p.4)))
+            .collect();
+        add(
+            format!("latency {} ms", l * 1e3),
+            "bandwidth (Mbit/s)",
+            true,
+            sel,
+        );
+    }
+    // ... and against latency, one panel per bandwidth
+    for &b in &bws {
+        let sel = pts
+            .iter()
+            .filter(|p| p.1 == Some(b))
+            .map(|p| (&p.0, p.2 * 1e3, p.3, p.4))
+            .collect();
+        add(
+            format!("bandwidth {} Mbit/s", b / 1e6),
+            "latency (ms)",
+            false,
+            sel,
+        );
+    }
+    if panels.is_empty() {
+        bail!("a sweep figure needs runs at two or more bandwidths or latencies");
+    }
+    Ok(panels)
 }
 
 fn axis_label(key: &str) -> &'static str {
@@ -270,6 +449,8 @@ fn axis_label(key: &str) -> &'static str {
         "wall_s" => "wall-clock time (s)",
         "iteration" => "iteration",
         "epoch" => "epoch",
+        "epoch_time_s" => "epoch time (s)",
+        "wall_s_total" => "run time (s)",
         _ => "train loss",
     }
 }
@@ -309,14 +490,21 @@ pub fn render_svg(path: &Path, title: &str, spec: &FigureSpec, panels: &[Panel])
             .series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.0));
+        let (x_min, x_max) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
         let ys = panel
             .series
             .iter()
             .flat_map(|s| s.points.iter().map(|p| p.1));
-        let x_max = xs.fold(0.0f64, f64::max).max(1e-9);
         let (y_min, y_max) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
             (a.min(y), b.max(y))
         });
+        let (x_min, x_max) = if x_min.is_finite() {
+            (x_min, x_max.max(x_min * 1.01 + 1e-9))
+        } else {
+            (0.0, 1.0)
+        };
         let (y_min, y_max) = if y_min.is_finite() {
             (y_min, y_max.max(y_min * 1.01 + 1e-9))
         } else {
@@ -328,29 +516,43 @@ pub fn render_svg(path: &Path, title: &str, spec: &FigureSpec, panels: &[Panel])
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60);
-        let x_desc = axis_label(&spec.x);
-        let y_desc = axis_label(&spec.y);
         macro_rules! draw {
             ($chart:expr) => {{
                 let mut chart = $chart.map_err(|e| err(e.to_string()))?;
                 chart
                     .configure_mesh()
-                    .x_desc(x_desc)
-                    .y_desc(y_desc)
+                    .x_desc(panel.x_label.as_str())
+                    .y_desc(panel.y_label.as_str())
                     .label_style(("sans-serif", 13))
                     .draw()
                     .map_err(|e| err(e.to_string()))?;
-                for (i, s) in panel.series.iter().enumerate() {
+                let mut color_of: Vec<&str> = Vec::new();
+                for s in &panel.series {
+                    // a bound shares its measurement's colour
+                    let base = s.label.trim_end_matches(" (wire bound)");
+                    let i = color_of.iter().position(|c| *c == base).unwrap_or_else(|| {
+                        color_of.push(base);
+                        color_of.len() - 1
+                    });
                     let color = COLORS[i % COLORS.len()];
-                    chart
-                        .draw_series(LineSeries::new(
+                    let style = color.stroke_width(2);
+                    let drawn = if s.dashed {
+                        chart.draw_series(DashedLineSeries::new(
                             s.points.iter().copied(),
-                            color.stroke_width(2),
+                            6,
+                            4,
+                            style,
                         ))
+                    } else {
+                        chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    };
+                    let dashed = s.dashed;
+                    drawn
                         .map_err(|e| err(e.to_string()))?
                         .label(s.label.clone())
                         .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                            let end = if dashed { x + 8 } else { x + 18 };
+                            PathElement::new(vec![(x, y), (end, y)], style)
                         });
                 }
                 chart
@@ -363,11 +565,29 @@ pub fn render_svg(path: &Path, title: &str, spec: &FigureSpec, panels: &[Panel])
                     .map_err(|e| err(e.to_string()))?;
             }};
         }
-        if spec.log_y && y_min > 0.0 {
-            draw!(chart.build_cartesian_2d(0.0..x_max, (y_min * 0.9..y_max * 1.1).log_scale()));
+        let y_pad = (y_max - y_min) * 0.05;
+        let log_y = spec.log_y && y_min > 0.0;
+        let log_x = panel.log_x && x_min > 0.0;
+        let x_lin = if panel.log_x {
+            x_min.min(0.0)
         } else {
-            let pad = (y_max - y_min) * 0.05;
-            draw!(chart.build_cartesian_2d(0.0..x_max, (y_min - pad)..(y_max + pad)));
+            0.0f64.min(x_min)
+        }..x_max;
+        match (log_x, log_y) {
+            (false, false) => {
+                draw!(chart.build_cartesian_2d(x_lin, (y_min - y_pad)..(y_max + y_pad)))
+            }
+            (false, true) => {
+                draw!(chart.build_cartesian_2d(x_lin, (y_min * 0.9..y_max * 1.1).log_scale()))
+            }
+            (true, false) => draw!(chart.build_cartesian_2d(
+                (x_min * 0.9..x_max * 1.1).log_scale(),
+                (y_min - y_pad)..(y_max + y_pad)
+            )),
+            (true, true) => draw!(chart.build_cartesian_2d(
+                (x_min * 0.9..x_max * 1.1).log_scale(),
+                (y_min * 0.9..y_max * 1.1).log_scale()
+            )),
         }
     }
     root.present().map_err(|e| err(e.to_string()))?;
@@ -403,7 +623,7 @@ mod tests {
                     iteration: i as u64,
                     epoch: i as f64 / 10.0,
                     wall_s: (i + 1) as f64 * dt + f64::from(rank) * 0.01,
-                    compute_s: 0.0,
+                    compute_s: dt,
                     comm_s: 0.0,
                     train_loss: l,
                     bytes_sent: 0,
@@ -433,7 +653,7 @@ mod tests {
         let c = curve(&[log(0, &[2.0, 1.0, 0.5], 1.0), log(1, &[4.0, 3.0], 1.0)]);
         assert_eq!(c.len(), 2);
         assert_eq!(c[1].train_loss, 2.0);
-        assert_eq!(c[1].wall_s, 2.01);
+        assert_eq!(c[1].wall_s, 2.0);
         let curves = vec![
             (
                 run(
@@ -473,6 +693,8 @@ mod tests {
             ),
         ];
         let spec = FigureSpec {
+            kind: FigureKind::Curves,
+            bound: None,
             x: "wall_s".into(),
             y: "train_loss".into(),
             panels: Some("network".into()),
@@ -504,6 +726,56 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("figure.series `colour`")
+        );
+    }
+
+    #[test]
+    fn sweeps_make_a_panel_per_fixed_latency_and_bandwidth() {
+        let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| Row {
+            run_id: format!("{alg}{net}{seed}"),
+            point: [("algorithm", alg), ("network", net), ("seed", seed)]
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect(),
+            metrics: [("epoch_time_s", t), ("wire_bound_epoch_s", bound)]
+                .iter()
+                .map(|(k, v)| ((*k).into(), v.to_string()))
+                .collect(),
+        };
+        let rows = vec![
+            row("d-psgd", "10mbit/0.15ms", "0", 10.0, 9.0),
+            row("d-psgd", "10mbit/0.15ms", "1", 12.0, 9.0),
+            row("d-psgd", "100mbit/0.15ms", "0", 2.0, 0.9),
+            row("moniqua", "10mbit/0.15ms", "0", 3.0, 2.5),
+            row("moniqua", "100mbit/0.15ms", "0", 1.0, 0.25),
+            row("d-psgd", "100mbit/5ms", "0", 4.0, 2.0),
+            // a latency with a single bandwidth makes no bandwidth panel
+            row("d-psgd", "1mbit/5ms", "0", 90.0, 80.0),
+        ];
+        let spec = FigureSpec {
+            kind: FigureKind::Sweep,
+            x: String::new(),
+            y: "epoch_time_s".into(),
+            bound: Some("wire_bound_epoch_s".into()),
+            panels: None,
+            series: "algorithm".into(),
+            smooth: 1,
+            log_y: true,
+        };
+        let p = sweep_panels(&spec, &rows).unwrap();
+        let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();
+        assert_eq!(
+            titles,
+            ["latency 0.15 ms", "latency 5 ms", "bandwidth 100 Mbit/s"]
+        );
+        insta::assert_debug_snapshot!("sweep_series", p[0]);
+        assert_eq!(p[2].series[0].points, vec![(0.15, 2.0), (5.0, 4.0)]);
+        let svg = std::env::temp_dir().join(format!("repro-sweep-{}.svg", std::process::id()));
+        render_svg(&svg, "sweep", &spec, &p).unwrap();
+        assert!(
+            std::fs::read_to_string(&svg)
+                .unwrap()
+                .contains("bandwidth (Mbit/s)")
         );
     }
 }

@@ -18,7 +18,7 @@ pub struct Row {
 }
 
 /// The measured columns, in order.
-pub const METRICS: [&str; 16] = [
+pub const METRICS: [&str; 19] = [
     "status",
     "final_loss",
     "local_loss",
@@ -30,6 +30,9 @@ pub const METRICS: [&str; 16] = [
     "test_accuracy",
     "avg_test_accuracy",
     "wall_s",
+    "epoch_time_s",
+    "wire_bound_epoch_s",
+    "time_over_bound",
     "shaping",
     "counted_bytes_per_worker",
     "kernel_bytes_per_worker",

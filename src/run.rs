@@ -38,6 +38,12 @@ pub struct RunArgs {
     /// Runs at a time.
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
+    /// Keep MPI runs that already finished in the output directory (same
+    /// run id, i.e. the same resolved config; every rank's log complete):
+    /// summarize their logs instead of running them again. Simulator runs
+    /// are cheap and always run.
+    #[arg(long)]
+    pub resume: bool,
 }
 
 /// Options of `repro table`.
@@ -131,7 +137,23 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             Backend::Sim => {
                 sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
             }
-            Backend::Mpi => mpi_backend::execute(r, &out.join("raw").join(&r.id), &net),
+            Backend::Mpi => {
+                let dir = out.join("raw").join(&r.id);
+                match args
+                    .resume
+                    .then(|| mpi_backend::resume(r, &dir, &net))
+                    .flatten()
+                {
+                    Some(s) => {
+                        eprintln!(
+                            "  {} finished earlier: summarized from its logs (--resume)",
+                            r.id
+                        );
+                        Ok(s)
+                    }
+                    None => mpi_backend::execute(r, &dir, &net),
+                }
+            }
         };
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let mut metrics = BTreeMap::new();
@@ -165,7 +187,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     ("hash_failures", s.hash_failures.to_string()),
                     ("test_accuracy", format!("{:e}", s.test_accuracy)),
                     ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
-                    ("wall_s", format!("{:.3}", t.elapsed().as_secs_f64())),
+                    ("wall_s", format!("{:.3}", s.wall_s)),
+                    ("epoch_time_s", format!("{:e}", s.epoch_time_s)),
+                    ("wire_bound_epoch_s", format!("{:e}", s.wire_bound_epoch_s)),
+                    (
+                        "time_over_bound",
+                        format!("{:.4}", s.epoch_time_s / s.wire_bound_epoch_s),
+                    ),
                     ("shaping", s.shaping.clone()),
                     (
                         "counted_bytes_per_worker",
@@ -345,9 +373,21 @@ fn figure(m: &manifest::Manifest, out: &std::path::Path, rows: &[Row]) -> Result
     let Some(spec) = &m.figure else {
         return Ok(None);
     };
-    let curves = plot::load_curves(&out.join("raw"), rows);
-    plot::write_curves_csv(&out.join("curves.csv"), &curves)?;
-    let panels = plot::panels(spec, &curves)?;
+    let panels = match spec.kind {
+        plot::FigureKind::Curves => {
+            let curves = plot::load_curves(&out.join("raw"), rows);
+            plot::write_curves_csv(&out.join("curves.csv"), &curves)?;
+            plot::panels(spec, &curves)?
+        }
+        plot::FigureKind::Sweep => {
+            let done: Vec<Row> = rows
+                .iter()
+                .filter(|r| r.metrics.get("status").map(String::as_str) == Some("completed"))
+                .cloned()
+                .collect();
+            plot::sweep_panels(spec, &done)?
+        }
+    };
     let svg = out.join("figure.svg");
     plot::render_svg(&svg, &m.title, spec, &panels)?;
     Ok(Some(svg))

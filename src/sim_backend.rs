@@ -37,6 +37,14 @@ pub struct Summary {
     pub kernel_bytes_per_worker: f64,
     /// How the network condition was applied.
     pub shaping: String,
+    /// Seconds the run took on this host (for MPI: mpirun from start to exit).
+    pub wall_s: f64,
+    /// Seconds per epoch: iterations (slowest rank's compute + communication)
+    /// times iterations per epoch.
+    pub epoch_time_s: f64,
+    /// Wire-time bound per epoch: bytes on the wire / bandwidth + latency per
+    /// iteration (NaN when unshaped).
+    pub wire_bound_epoch_s: f64,
 }
 
 impl Summary {
@@ -148,6 +156,7 @@ fn network(p: &SimParams) -> Result<Option<Network>> {
 
 /// Runs `run`, writing its JSON-lines log to `log_path`.
 pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Summary> {
+    let started = std::time::Instant::now();
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
     };
@@ -289,6 +298,9 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         avg_test_accuracy: f64::NAN,
         counted_bytes_per_worker: sim.total_bytes() as f64 / p.workers as f64,
         kernel_bytes_per_worker: f64::NAN,
+        epoch_time_s: f64::NAN,
+        wire_bound_epoch_s: f64::NAN,
+        wall_s: started.elapsed().as_secs_f64(),
         shaping: if p.bandwidth.is_some() || p.latency.is_some() {
             "sim (virtual clock)".into()
         } else {

@@ -211,6 +211,29 @@ fn mpi_backend_trains_with_real_ranks() {
         (ratio - 0.25).abs() < 0.01,
         "moniqua/d-psgd bytes = {ratio}"
     );
+    // --resume keeps the finished runs: same rows, nothing launched again
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "mpi-smoke",
+            "--resume",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", "/nonexistent/repro-train")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("summarized from its logs (--resume)")
+            .count(),
+        2,
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(out.join("runs.csv")).unwrap(), csv);
 }
 
 /// `repro doctor` probes the host and always reports every check.

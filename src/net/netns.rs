@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::{Condition, Exec, NetError, PREFIX, RateQdisc};
 
 /// Packets and bytes a qdisc dequeued (what the rank really sent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct QdiscStats {
     pub bytes: u64,
     pub packets: u64,
@@ -190,6 +190,11 @@ fn limit_bytes(rate_bps: f64) -> u64 {
     ((rate_bps / 8.0 / 10.0) as u64).max(256 * 1024)
 }
 
+/// Seconds as milliseconds without float noise (`0.13`, not `0.13000000000000003`).
+fn ms(seconds: f64) -> f64 {
+    (seconds * 1e9).round() / 1e6
+}
+
 /// A shaped network for one run; torn down when dropped (on success, on
 /// failure, and when a signal stops the run).
 pub struct Fabric<'e> {
@@ -283,11 +288,11 @@ impl<'e> Fabric<'e> {
         let latency = if self.condition.latency_s == 0.0 {
             "no added latency".to_string()
         } else if self.netem {
-            format!("latency {} s by netem", self.condition.latency_s)
+            format!("latency {} ms by netem", ms(self.condition.latency_s))
         } else {
             format!(
-                "latency {} s injected per message by the transport (this kernel has no netem)",
-                self.condition.latency_s
+                "latency {} ms injected per message by the transport (this kernel has no netem)",
+                ms(self.condition.latency_s)
             )
         };
         format!(
