@@ -317,7 +317,7 @@ fn assert_no_leftovers() {
 }
 
 /// A shaped run: 3 ranks in network namespaces, each rank's egress limited
-/// to 20 Mbit/s by tbf. It cannot finish faster than its bytes at that rate
+/// to 20 Mbit/s by htb. It cannot finish faster than its bytes at that rate
 /// (a lower bound only), the kernel's qdisc counters agree with the bytes
 /// the transport counted within TCP/IP overhead, and nothing is left behind.
 #[test]
@@ -344,7 +344,10 @@ fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
     assert_eq!(runs.len(), 1);
     let run = &runs[0];
     assert_eq!(run["status"], "completed", "{run:?}");
-    assert!(run["shaping"].contains("tbf"), "{run:?}");
+    assert!(
+        run["shaping"].contains("htb with pure ACKs first"),
+        "{run:?}"
+    );
     let num = |k: &str| {
         run[k]
             .parse::<f64>()
@@ -356,7 +359,7 @@ fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
     let ratio = kernel / counted;
     assert!((1.0..=1.10).contains(&ratio), "kernel/counted = {ratio}");
     assert_eq!(run["bytes_check"], "ok");
-    // every byte a rank sent went through its 20 Mbit/s bucket (32 KiB burst)
+    // every byte a rank sent went through its 20 Mbit/s class (burst: two frames)
     let floor = (counted - 32768.0) / (20e6 / 8.0);
     assert!(num("wall_s") >= floor, "{} s < {floor} s", num("wall_s"));
     let shaping =

@@ -58,11 +58,17 @@ pub enum NetError {
 
 /// The queueing discipline that limits the rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum RateQdisc {
-    #[default]
+    /// A token bucket: every packet in one FIFO, so the ACKs of incoming
+    /// data wait behind outgoing data.
     Tbf,
+    /// An htb class: every packet in one FIFO.
     Htb,
+    /// htb with two classes under the rate, pure TCP ACKs first, then data:
+    /// the link sends at the rate in both directions at once (the default).
+    #[default]
+    HtbAck,
 }
 
 /// One network condition: egress rate and one-way latency per worker.
@@ -176,7 +182,7 @@ mod tests {
         let c = cond("{bandwidth: 100mbit, latency: 1ms}").unwrap().unwrap();
         assert_eq!(c.bandwidth_bps, Some(1e8));
         assert!((c.latency_s - 1e-3).abs() < 1e-15);
-        assert_eq!(c.qdisc, RateQdisc::Tbf);
+        assert_eq!(c.qdisc, RateQdisc::HtbAck);
         assert_eq!(c.label, "100mbit/1ms");
         assert_eq!(cond("none").unwrap(), None);
         assert_eq!(cond("{}").unwrap(), None);
