@@ -18,6 +18,7 @@ mod net;
 mod net_cmd;
 mod plan;
 mod plot;
+mod progress;
 mod results;
 mod run;
 mod signals;

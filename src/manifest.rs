@@ -33,6 +33,51 @@ pub struct TableSpec {
     pub cols: Option<String>,
     /// The metric in the cells (a column of runs.csv).
     pub value: String,
+    /// Multiply the measured values by this (100: fractions as percent).
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// The paper's numbers, printed beside ours.
+    #[serde(default)]
+    pub paper: Option<PaperSpec>,
+    /// More columns: one metric per row, over all of the row's runs.
+    #[serde(default)]
+    pub extra: Vec<ExtraColumn>,
+}
+
+/// A column of one metric per table row (the extra-memory column of Table 2).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraColumn {
+    /// A column of runs.csv.
+    pub value: String,
+    /// The column's title.
+    pub label: String,
+    /// The paper CSV's column with the same quantity, printed beside it.
+    #[serde(default)]
+    pub paper: Option<String>,
+}
+
+/// Where the paper's numbers for a table come from: a CSV in `paper/`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperSpec {
+    /// The CSV, relative to the repository (`paper/moniqua_table2.csv`).
+    pub file: String,
+    /// Our grid key -> the CSV column that must hold the same value.
+    pub keys: BTreeMap<String, String>,
+    /// Values for keys a run does not have in its grid point (a CPU-scale
+    /// stand-in for the paper's model, say).
+    #[serde(default)]
+    pub defaults: BTreeMap<String, String>,
+    /// The CSV column with the number, and optionally its sd and a
+    /// true/false column saying the paper reports divergence.
+    pub value: String,
+    #[serde(default)]
+    pub sd: Option<String>,
+    #[serde(default)]
+    pub diverged: Option<String>,
+    /// What the paper measured, for the caption ("ResNet20 on CIFAR-10").
+    pub label: String,
 }
 
 /// A manifest as written.

@@ -217,7 +217,13 @@ pub fn iteration_timing(
 }
 
 /// Runs `run` with `workers` ranks; logs go to `dir/rank-<r>.jsonl`.
-pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary> {
+/// `progress` hears the iterations rank 0 has logged, about once a second.
+pub fn execute(
+    run: &PlannedRun,
+    dir: &Path,
+    net: &NetContext,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary> {
     let Params::Train(cfg) = &run.params else {
         bail!("run {} is not a trainer run", run.id);
     };
@@ -273,9 +279,14 @@ pub fn execute(run: &PlannedRun, dir: &Path, net: &NetContext) -> Result<Summary
         .context("could not start mpirun; install OpenMPI (ci/setup.sh does)")?;
     let spawned = Instant::now();
     let deadline = spawned + Duration::from_secs(cfg.timeout_s);
+    let mut polled = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
+        }
+        if polled.elapsed() >= Duration::from_secs(1) {
+            polled = Instant::now();
+            progress(crate::progress::logged_steps(&dir.join("rank-0.jsonl")));
         }
         if crate::signals::interrupted() {
             terminate_group(child.id());
@@ -468,5 +479,16 @@ fn summarize(
         kernel_bytes_per_worker: kernel_per_worker,
         shaping,
         wall_s,
+        extra_memory_mb: mean(
+            logs.iter()
+                .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)
+                .map(|b| b as f64 / 1e6)
+                .collect(),
+        ),
+        peak_rss_mb: logs
+            .iter()
+            .filter_map(|l| l.end.as_ref()?.peak_rss_bytes)
+            .map(|b| b as f64 / 1e6)
+            .fold(f64::NAN, f64::max),
     }
 }

@@ -318,6 +318,9 @@ mod tests {
                 rows: vec!["algorithm".into()],
                 cols: None,
                 value: "final_loss".into(),
+                scale: None,
+                paper: None,
+                extra: Vec::new(),
             },
         }
     }

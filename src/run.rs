@@ -11,6 +11,7 @@ use crate::manifest::{self, Backend};
 use crate::mpi_backend::NetContext;
 use crate::net::ShapingMode;
 use crate::plan::{self, PlannedRun};
+use crate::progress::Progress;
 use crate::results::{self, Row};
 use crate::{mpi_backend, plot, sim_backend};
 
@@ -46,11 +47,22 @@ pub struct RunArgs {
     pub resume: bool,
 }
 
+/// A table's output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    Md,
+    Latex,
+    Csv,
+}
+
 /// Options of `repro table`.
 #[derive(Debug, Args)]
 pub struct TableArgs {
     /// Experiment name or path to a manifest.
     pub experiment: String,
+    /// Markdown, LaTeX (booktabs tabular) or CSV.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: TableFormat,
     /// Results directory (default: results/<experiment>).
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -122,6 +134,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let started = Instant::now();
     let total = runs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
+    let progress = Progress::new(total);
     let execute = |r: &PlannedRun| -> Row {
         if crate::signals::interrupted() {
             let mut metrics = BTreeMap::new();
@@ -133,6 +146,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             };
         }
         let t = Instant::now();
+        let iterations = match &r.params {
+            plan::Params::Train(c) => c.iterations,
+            plan::Params::Sim(p) => p.iterations,
+        };
+        let mut bar = progress.run(&format!("{} {}", r.id, describe(r)), iterations);
         let result = match backend {
             Backend::Sim => {
                 sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
@@ -145,21 +163,22 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     .flatten()
                 {
                     Some(s) => {
-                        eprintln!(
+                        progress.line(&format!(
                             "  {} finished earlier: summarized from its logs (--resume)",
                             r.id
-                        );
+                        ));
                         Ok(s)
                     }
-                    None => mpi_backend::execute(r, &dir, &net),
+                    None => mpi_backend::execute(r, &dir, &net, &mut |k| bar.update(k)),
                 }
             }
         };
+        progress.run_done(bar);
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let mut metrics = BTreeMap::new();
         match result {
             Ok(s) => {
-                eprintln!(
+                progress.line(&format!(
                     "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {:.4e}, {} bytes)",
                     r.id,
                     describe(r),
@@ -167,14 +186,14 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     t.elapsed().as_secs_f64(),
                     s.final_loss,
                     s.bytes
-                );
+                ));
                 if s.bytes_flagged() {
-                    eprintln!(
+                    progress.line(&format!(
                         "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
                         s.kernel_bytes_per_worker,
                         s.kernel_over_counted(),
                         s.counted_bytes_per_worker
-                    );
+                    ));
                 }
                 for (k, v) in [
                     ("status", s.status.clone()),
@@ -188,6 +207,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     ("test_accuracy", format!("{:e}", s.test_accuracy)),
                     ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
                     ("wall_s", format!("{:.3}", s.wall_s)),
+                    ("extra_memory_mb", format!("{:e}", s.extra_memory_mb)),
+                    ("peak_rss_mb", format!("{:e}", s.peak_rss_mb)),
                     ("epoch_time_s", format!("{:e}", s.epoch_time_s)),
                     ("wire_bound_epoch_s", format!("{:e}", s.wire_bound_epoch_s)),
                     (
@@ -222,7 +243,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 }
             }
             Err(e) => {
-                eprintln!("[{n}/{total}] {} {}: FAILED: {e:#}", r.id, describe(r));
+                progress.line(&format!(
+                    "[{n}/{total}] {} {}: FAILED: {e:#}",
+                    r.id,
+                    describe(r)
+                ));
                 metrics.insert("status".into(), "failed".into());
             }
         }
@@ -248,12 +273,20 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 .collect()
         })
     };
+    progress.finish();
     let csv = out.join("runs.csv");
     results::write_csv(&csv, &rows)?;
-    let table = results::render_markdown(&m.title, &m.source, &m.table, &rows)?;
-    std::fs::write(out.join("table.md"), &table)
-        .with_context(|| format!("could not write {}/table.md", out.display()))?;
-    println!("{table}");
+    let paper = results::load_paper(&m.table)?;
+    let table = results::build_table(&m.title, &m.source, &m.table, &rows, paper.as_ref())?;
+    for (file, text) in [
+        ("table.md", table.markdown()),
+        ("table.tex", table.latex()),
+        ("table.csv", table.csv()),
+    ] {
+        std::fs::write(out.join(file), text)
+            .with_context(|| format!("could not write {}/{file}", out.display()))?;
+    }
+    println!("{}", table.markdown());
     if let Some(svg) = figure(&m, &out, &rows)? {
         eprintln!("figure: {}", svg.display());
     }
@@ -275,7 +308,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     eprintln!(
-        "{} runs in {:.1}s, {failed} failed; wrote {} and table.md",
+        "{} runs in {:.1}s, {failed} failed; wrote {} and table.md/.tex/.csv",
         total,
         started.elapsed().as_secs_f64(),
         csv.display()
@@ -426,9 +459,15 @@ pub fn table(args: &TableArgs) -> Result<()> {
     let m = manifest::load(&path, &[])?;
     let out = out_dir(&args.out, &m.name);
     let rows = results::read_csv(&out.join("runs.csv"))?;
+    let paper = results::load_paper(&m.table)?;
+    let table = results::build_table(&m.title, &m.source, &m.table, &rows, paper.as_ref())?;
     print!(
         "{}",
-        results::render_markdown(&m.title, &m.source, &m.table, &rows)?
+        match args.format {
+            TableFormat::Md => table.markdown(),
+            TableFormat::Latex => table.latex(),
+            TableFormat::Csv => table.csv(),
+        }
     );
     Ok(())
 }

@@ -39,6 +39,10 @@ pub struct Summary {
     pub shaping: String,
     /// Seconds the run took on this host (for MPI: mpirun from start to exit).
     pub wall_s: f64,
+    /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
+    pub extra_memory_mb: f64,
+    /// Peak resident memory of the largest rank, MB.
+    pub peak_rss_mb: f64,
     /// Seconds per epoch: iterations (slowest rank's compute + communication)
     /// times iterations per epoch.
     pub epoch_time_s: f64,
@@ -274,6 +278,8 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
             wall_s: sim.clock(),
             iterations: p.iterations,
             transport_bytes_sent: None,
+            extra_memory_bytes: None,
+            peak_rss_bytes: None,
         }),
     )?;
     log.flush()?;
@@ -301,6 +307,8 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         epoch_time_s: f64::NAN,
         wire_bound_epoch_s: f64::NAN,
         wall_s: started.elapsed().as_secs_f64(),
+        extra_memory_mb: f64::NAN,
+        peak_rss_mb: f64::NAN,
         shaping: if p.bandwidth.is_some() || p.latency.is_some() {
             "sim (virtual clock)".into()
         } else {

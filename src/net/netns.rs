@@ -299,11 +299,12 @@ impl<'e> Fabric<'e> {
             )
         };
         format!(
-            "netns: {} ranks in namespaces {}0..{}; subnet {}; {rate}; {latency}",
+            "netns: {} ranks in namespaces {}0..{}; subnet {}; {rate}; {latency}; TCP {}",
             self.ranks,
             self.namespace_prefix(),
             self.ranks - 1,
-            self.subnet()
+            self.subnet(),
+            self.condition.tcp.name()
         )
     }
 
@@ -436,6 +437,19 @@ impl<'e> Fabric<'e> {
                 argv(&["ip", "-n", &ns, "link", "set", "eth0", "up"]),
                 argv(&["ip", "link", "set", &hv, "master", &br]),
                 argv(&["ip", "link", "set", &hv, "up"]),
+                argv(&[
+                    "ip",
+                    "netns",
+                    "exec",
+                    &ns,
+                    "sysctl",
+                    "-q",
+                    "-w",
+                    &format!(
+                        "net.ipv4.tcp_congestion_control={}",
+                        self.condition.tcp.name()
+                    ),
+                ]),
             ]);
             out.extend(self.tc_commands(&ns));
         }
@@ -582,6 +596,7 @@ mod tests {
             bandwidth_bps: bw,
             latency_s,
             qdisc,
+            tcp: crate::net::TcpCongestion::Cubic,
             label: "test".into(),
         }
     }

@@ -203,6 +203,13 @@ pub struct End {
     /// message included (absent in logs of backends that send nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport_bytes_sent: Option<u64>,
+    /// Bytes of algorithm state beyond D-PSGD's (replicas, error memory),
+    /// from the buffers the worker holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_memory_bytes: Option<u64>,
+    /// The process's peak resident memory (VmHWM), bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
 }
 
 /// One line of a log.
@@ -345,6 +352,8 @@ mod tests {
                 wall_s: 1.5,
                 iterations: 8,
                 transport_bytes_sent: None,
+                extra_memory_bytes: None,
+                peak_rss_bytes: None,
             }),
         )
         .unwrap();

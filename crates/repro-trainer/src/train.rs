@@ -371,10 +371,20 @@ pub fn train<T: Transport>(
             wall_s: started.elapsed().as_secs_f64(),
             iterations: done,
             transport_bytes_sent: Some(t.bytes_sent()),
+            extra_memory_bytes: Some(worker.extra_memory() as u64),
+            peak_rss_bytes: peak_rss_bytes(),
         }),
     )?;
     log.flush()?;
     Ok(status)
+}
+
+/// This process's peak resident set (VmHWM), bytes; `None` off Linux.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,0 +1,122 @@
+//! Progress of `repro run`: indicatif bars (all runs, with ETA; the current
+//! MPI run's iterations, read from rank 0's log) when stderr is a terminal,
+//! plain lines otherwise (CI and Slurm logs, where indicatif draws nothing).
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Seconds between plain progress lines of one run.
+const PLAIN_EVERY: Duration = Duration::from_secs(30);
+
+/// The progress of a whole experiment.
+#[derive(Debug)]
+pub struct Progress {
+    bars: Option<(MultiProgress, ProgressBar)>,
+}
+
+impl Progress {
+    /// Bars on a terminal, plain lines elsewhere.
+    pub fn new(total_runs: usize) -> Self {
+        if !std::io::stderr().is_terminal() {
+            return Self { bars: None };
+        }
+        let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+        let overall = multi.add(ProgressBar::new(total_runs as u64));
+        overall.set_style(
+            ProgressStyle::with_template(
+                "{elapsed_precise} [{bar:30}] {pos}/{len} runs, ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        Self {
+            bars: Some((multi, overall)),
+        }
+    }
+
+    /// A line of output above the bars.
+    pub fn line(&self, msg: &str) {
+        match &self.bars {
+            Some((multi, _)) => {
+                if multi.println(msg).is_err() {
+                    eprintln!("{msg}");
+                }
+            }
+            None => eprintln!("{msg}"),
+        }
+    }
+
+    /// A run starts; `iterations` it will log (0: unknown).
+    pub fn run(&self, label: &str, iterations: u64) -> RunProgress {
+        let bar = self.bars.as_ref().map(|(multi, _)| {
+            let bar = multi.add(ProgressBar::new(iterations.max(1)));
+            bar.set_style(
+                ProgressStyle::with_template("  {msg} [{bar:30}] {pos}/{len} iterations")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar.set_message(label.to_string());
+            bar
+        });
+        RunProgress {
+            bar,
+            label: label.to_string(),
+            total: iterations,
+            last_line: Instant::now(),
+        }
+    }
+
+    /// A run finished (either way).
+    pub fn run_done(&self, run: RunProgress) {
+        if let Some(bar) = run.bar {
+            bar.finish_and_clear();
+        }
+        if let Some((_, overall)) = &self.bars {
+            overall.inc(1);
+        }
+    }
+
+    /// Every run finished.
+    pub fn finish(&self) {
+        if let Some((_, overall)) = &self.bars {
+            overall.finish_and_clear();
+        }
+    }
+}
+
+/// The progress of one run.
+#[derive(Debug)]
+pub struct RunProgress {
+    bar: Option<ProgressBar>,
+    label: String,
+    total: u64,
+    last_line: Instant,
+}
+
+impl RunProgress {
+    /// `done` iterations logged so far.
+    pub fn update(&mut self, done: u64) {
+        match &self.bar {
+            Some(bar) => bar.set_position(done),
+            None => {
+                if self.last_line.elapsed() >= PLAIN_EVERY {
+                    self.last_line = Instant::now();
+                    eprintln!("  {}: {done}/{} iterations", self.label, self.total);
+                }
+            }
+        }
+    }
+}
+
+/// Iterations logged so far in a rank's JSON-lines log (0 if unreadable).
+pub fn logged_steps(path: &std::path::Path) -> u64 {
+    std::fs::read(path)
+        .map(|b| {
+            b.split(|&c| c == b'\n')
+                .filter(|l| l.starts_with(b"{\"type\":\"step\""))
+                .count() as u64
+        })
+        .unwrap_or(0)
+}
