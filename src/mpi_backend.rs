@@ -322,13 +322,25 @@ pub fn execute(
             read_log(text.as_bytes())
                 .with_context(|| format!("rank {r}'s log {} is unreadable", path.display()))
         })
-        .collect::<Result<Vec<_>>>();
-    let logs = match logs {
-        Ok(l) => l,
-        Err(e) => bail!("mpirun exited with {status}: {}\n{e:#}", stderr.trim()),
-    };
-    // exit code 4: the run diverged, which the logs record
-    if !status.success() && status.code() != Some(4) {
+        .collect::<Vec<Result<_>>>();
+    // a rank that diverged records it in its log and stops the job (exit 4);
+    // the others are killed wherever they are, their logs possibly empty
+    let diverged = logs.iter().flatten().any(|l: &repro_runlog::Log| {
+        matches!(
+            l.end.as_ref().map(|e| &e.status),
+            Some(Status::Diverged { .. })
+        )
+    });
+    let mut readable = Vec::new();
+    for log in logs {
+        match log {
+            Ok(l) => readable.push(l),
+            Err(_) if diverged => {}
+            Err(e) => bail!("mpirun exited with {status}: {}\n{e:#}", stderr.trim()),
+        }
+    }
+    let logs = readable;
+    if !status.success() && !diverged {
         bail!("mpirun exited with {status}: {}", stderr.trim());
     }
     let counted: Vec<Option<u64>> = logs
@@ -376,13 +388,15 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
             read_log(text.as_bytes()).ok()
         })
         .collect::<Option<_>>()?;
-    let finished = logs.iter().all(|l| {
-        l.header.run_id == run.id
-            && matches!(
-                l.end.as_ref().map(|e| &e.status),
-                Some(Status::Completed | Status::Diverged { .. })
-            )
-    });
+    // completed on every rank, or diverged on one (which stopped the job)
+    let ended = |l: &repro_runlog::Log, diverged: bool| {
+        matches!(
+            (l.end.as_ref().map(|e| &e.status), diverged),
+            (Some(Status::Completed), false) | (Some(Status::Diverged { .. }), true)
+        )
+    };
+    let finished = logs.iter().all(|l| l.header.run_id == run.id)
+        && (logs.iter().all(|l| ended(l, false)) || logs.iter().any(|l| ended(l, true)));
     if !finished {
         return None;
     }

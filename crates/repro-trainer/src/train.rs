@@ -274,6 +274,8 @@ pub fn train<T: Transport>(
         },
     };
     write_record(&mut log, &Record::Header(header))?;
+    // a rank killed early (another one diverged) still leaves a readable log
+    log.flush()?;
     let mut rng = Rng::new(cfg.seed, 100 + rank as u64);
     let d = flat.len();
     let (mut grad, mut momentum, mut delta) = (vec![0f32; d], vec![0f32; d], vec![0f32; d]);

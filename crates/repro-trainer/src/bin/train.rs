@@ -59,6 +59,9 @@ fn main() -> ExitCode {
     };
     match train(&cfg, &mut transport, file) {
         Ok(repro_runlog::Status::Completed) => ExitCode::SUCCESS,
+        // diverged: the log says so; the other ranks would wait forever for
+        // this rank's next frame, so the whole job stops here
+        Ok(_) if transport.size() > 1 => abort_job(4),
         Ok(_) => ExitCode::from(4),
         Err(e) => {
             eprintln!("repro-train: rank {rank}: {e}");
