@@ -31,6 +31,10 @@ pub enum DriverError {
         scale: String,
         available: String,
     },
+    #[error(
+        "grid key `{key}` has no values: an empty list makes no runs; remove the key or give it values"
+    )]
+    EmptyGrid { key: String },
     #[error("run {run}: `{key}`: {message}")]
     RunParams {
         run: String,

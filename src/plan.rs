@@ -149,6 +149,9 @@ pub fn expand(
     for (k, v) in overrides {
         base.insert(k.clone(), v.clone());
     }
+    if let Some((key, _)) = manifest.grid.iter().find(|(_, v)| v.is_empty()) {
+        return Err(DriverError::EmptyGrid { key: key.clone() });
+    }
     // cartesian product in key order
     let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
     for (key, values) in &manifest.grid {
@@ -249,6 +252,24 @@ pub fn expand(
                     (id, Params::Train(p))
                 }
             };
+            let algorithm = match &params {
+                Params::Sim(p) => &p.algorithm,
+                Params::Train(c) => &c.algorithm,
+            };
+            if !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
+                return Err(DriverError::RunParams {
+                    run: if run.is_empty() {
+                        "(no grid)".into()
+                    } else {
+                        run.clone()
+                    },
+                    key: "algorithm".into(),
+                    message: format!(
+                        "unknown algorithm `{algorithm}`; known: {}",
+                        repro_algos::ALGORITHM_NAMES.join(", ")
+                    ),
+                });
+            }
             Ok(PlannedRun {
                 id,
                 point: label,

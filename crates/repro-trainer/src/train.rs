@@ -276,6 +276,7 @@ pub fn train<T: Transport>(
     write_record(&mut log, &Record::Header(header))?;
     // a rank killed early (another one diverged) still leaves a readable log
     log.flush()?;
+    let mut last_flush = Instant::now();
     let mut rng = Rng::new(cfg.seed, 100 + rank as u64);
     let d = flat.len();
     let (mut grad, mut momentum, mut delta) = (vec![0f32; d], vec![0f32; d], vec![0f32; d]);
@@ -356,6 +357,12 @@ pub fn train<T: Transport>(
                 hash_failures: r.mismatched,
             }),
         )?;
+        // at least once a second: the driver's progress reads this log, and
+        // a killed rank leaves what it did
+        if last_flush.elapsed() >= std::time::Duration::from_secs(1) {
+            log.flush()?;
+            last_flush = Instant::now();
+        }
         done = k + 1;
         if cfg.eval_every > 0 && (done % cfg.eval_every == 0 || done == cfg.iterations) {
             write_record(
