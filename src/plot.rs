@@ -455,6 +455,29 @@ fn axis_label(key: &str) -> &'static str {
     }
 }
 
+/// An axis label: at most four significant digits, no float noise
+/// (`0.7`, not `0.70000000001`).
+fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !v.is_finite() {
+        return if v.is_finite() {
+            "0".into()
+        } else {
+            v.to_string()
+        };
+    }
+    if !(1e-3..1e5).contains(&a) {
+        return format!("{v:.1e}");
+    }
+    let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
@@ -523,6 +546,8 @@ pub fn render_svg(path: &Path, title: &str, spec: &FigureSpec, panels: &[Panel])
                     .configure_mesh()
                     .x_desc(panel.x_label.as_str())
                     .y_desc(panel.y_label.as_str())
+                    .x_label_formatter(&|v| tick(*v))
+                    .y_label_formatter(&|v| tick(*v))
                     .label_style(("sans-serif", 13))
                     .draw()
                     .map_err(|e| err(e.to_string()))?;
@@ -777,5 +802,16 @@ mod tests {
                 .unwrap()
                 .contains("bandwidth (Mbit/s)")
         );
+    }
+
+    #[test]
+    fn ticks_have_no_float_noise() {
+        assert_eq!(tick(0.700_000_000_000_1), "0.7");
+        assert_eq!(tick(0.300_000_000_000_000_04), "0.3");
+        assert_eq!(tick(250.0), "250");
+        assert_eq!(tick(1000.0), "1000");
+        assert_eq!(tick(0.13), "0.13");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(2e-5), "2.0e-5");
     }
 }
