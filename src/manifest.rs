@@ -96,6 +96,9 @@ pub struct Manifest {
     pub shaping: ShapingMode,
     /// Scale name -> parameter overrides (smoke: seconds; cpu: minutes; paper).
     pub scales: BTreeMap<String, Mapping>,
+    /// Scale name -> what a run of it costs, as measured (`repro list` shows it).
+    #[serde(default)]
+    pub cost: BTreeMap<String, String>,
     /// Grid key -> values; every combination is a run.
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<Value>>,

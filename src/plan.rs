@@ -318,6 +318,7 @@ mod tests {
             backend: Backend::Sim,
             shaping: crate::net::ShapingMode::Auto,
             figure: None,
+            cost: BTreeMap::new(),
             scales: [(
                 "smoke".to_string(),
                 yaml_serde::from_str("{iterations: 5}").unwrap(),

@@ -487,17 +487,30 @@ pub fn list() -> Result<()> {
                     .scales
                     .keys()
                     .map(|s| match plan::expand(&m, s, m.backend) {
-                        Ok(runs) => format!("{s}: {} runs", runs.len()),
+                        Ok(runs) => format!(
+                            "{s}: {} runs{}",
+                            runs.len(),
+                            m.cost.get(s).map(|c| format!(", {c}")).unwrap_or_default()
+                        ),
                         Err(_) => format!("{s}: invalid"),
                     })
                     .collect();
+                let shaped = m.backend == Backend::Mpi
+                    && m.shaping != ShapingMode::None
+                    && m.grid.contains_key("network");
                 println!(
-                    "{:<20} {} [{}]\n{:<20} {}",
+                    "{:<20} {}\n{:<20} {}\n{:<20} {}{}",
                     m.name,
                     m.title,
-                    scales.join(", "),
                     "",
-                    m.source
+                    m.source,
+                    "",
+                    scales.join("; "),
+                    if shaped {
+                        "; shapes the network (root)"
+                    } else {
+                        ""
+                    }
                 );
             }
             Err(e) => println!("{:<20} invalid manifest: {e}", path.display()),

@@ -104,6 +104,27 @@ fn dry_run_and_overrides() {
     assert_eq!(text.lines().filter(|l| l.contains("algorithm=")).count(), 6);
 }
 
+/// Every shipped manifest parses and expands at every scale it declares, and
+/// `repro list` shows each with its cost.
+#[test]
+fn every_shipped_manifest_is_valid() {
+    let o = repro(&["list"]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("invalid"), "{text}");
+    for name in [
+        "smoke",
+        "theorem1",
+        "mpi-smoke",
+        "table2",
+        "figure1",
+        "tang2018-epoch-time",
+    ] {
+        assert!(text.contains(name), "{name} missing from {text}");
+    }
+    assert!(text.contains("cpu: 28 runs, about 11 min"), "{text}");
+}
+
 #[test]
 fn bad_input_is_a_clear_error_with_exit_code_1() {
     for (args, needle) in [
