@@ -42,6 +42,19 @@ fn terminate_group(pgid: u32) {
     let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
 }
 
+/// Ranks a run launches (`workers: 0` in a config means 8, the paper's).
+pub fn workers(cfg: &TrainConfig) -> usize {
+    if cfg.workers == 0 { 8 } else { cfg.workers }
+}
+
+/// Whether a rank's log ends in divergence.
+fn diverged(log: &repro_runlog::Log) -> bool {
+    matches!(
+        log.end.as_ref().map(|e| &e.status),
+        Some(Status::Diverged { .. })
+    )
+}
+
 /// How the network conditions of MPI runs are applied.
 pub struct NetContext {
     pub mode: ShapingMode,
@@ -227,7 +240,7 @@ pub fn execute(
     let Params::Train(cfg) = &run.params else {
         bail!("run {} is not a trainer run", run.id);
     };
-    let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
+    let workers = workers(cfg);
     let mut cfg = TrainConfig {
         workers,
         ..cfg.clone()
@@ -325,12 +338,7 @@ pub fn execute(
         .collect::<Vec<Result<_>>>();
     // a rank that diverged records it in its log and stops the job (exit 4);
     // the others are killed wherever they are, their logs possibly empty
-    let diverged = logs.iter().flatten().any(|l: &repro_runlog::Log| {
-        matches!(
-            l.end.as_ref().map(|e| &e.status),
-            Some(Status::Diverged { .. })
-        )
-    });
+    let diverged = logs.iter().flatten().any(diverged);
     let mut readable = Vec::new();
     for log in logs {
         match log {
@@ -381,7 +389,7 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
     let Params::Train(cfg) = &run.params else {
         return None;
     };
-    let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
+    let workers = workers(cfg);
     let logs: Vec<repro_runlog::Log> = (0..workers)
         .map(|r| {
             let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).ok()?;
@@ -389,14 +397,11 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
         })
         .collect::<Option<_>>()?;
     // completed on every rank, or diverged on one (which stopped the job)
-    let ended = |l: &repro_runlog::Log, diverged: bool| {
-        matches!(
-            (l.end.as_ref().map(|e| &e.status), diverged),
-            (Some(Status::Completed), false) | (Some(Status::Diverged { .. }), true)
-        )
+    let completed = |l: &repro_runlog::Log| {
+        matches!(l.end.as_ref().map(|e| &e.status), Some(Status::Completed))
     };
     let finished = logs.iter().all(|l| l.header.run_id == run.id)
-        && (logs.iter().all(|l| ended(l, false)) || logs.iter().any(|l| ended(l, true)));
+        && (logs.iter().all(completed) || logs.iter().any(diverged));
     if !finished {
         return None;
     }
@@ -440,12 +445,7 @@ fn summarize(
         f64::NAN
     };
     let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64).collect());
-    let diverged = logs.iter().any(|l| {
-        matches!(
-            l.end.as_ref().map(|e| &e.status),
-            Some(Status::Diverged { .. })
-        )
-    });
+    let diverged = logs.iter().any(diverged);
     let last = |f: &dyn Fn(&repro_runlog::Eval) -> Option<f64>| {
         let v: Vec<f64> = logs
             .iter()

@@ -180,23 +180,21 @@ pub fn expand(
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(" ");
+            // how errors name this run
+            let run = if run.is_empty() {
+                "(no grid)".to_string()
+            } else {
+                run
+            };
             let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| DriverError::RunParams {
-                run: if run.is_empty() {
-                    "(no grid)".into()
-                } else {
-                    run.clone()
-                },
+                run: run.clone(),
                 key: e.path().to_string(),
                 message: e.inner().to_string(),
             };
             let network = match map.remove("network") {
                 Some(v) => {
                     Condition::from_yaml(&v).map_err(|(key, message)| DriverError::RunParams {
-                        run: if run.is_empty() {
-                            "(no grid)".into()
-                        } else {
-                            run.clone()
-                        },
+                        run: run.clone(),
                         key: if key.is_empty() {
                             "network".into()
                         } else {
@@ -258,11 +256,7 @@ pub fn expand(
             };
             if !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
                 return Err(DriverError::RunParams {
-                    run: if run.is_empty() {
-                        "(no grid)".into()
-                    } else {
-                        run.clone()
-                    },
+                    run: run.clone(),
                     key: "algorithm".into(),
                     message: format!(
                         "unknown algorithm `{algorithm}`; known: {}",

@@ -458,19 +458,10 @@ fn axis_label(key: &str) -> &'static str {
 /// An axis label: at most four significant digits, no float noise
 /// (`0.7`, not `0.70000000001`).
 fn tick(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 || !v.is_finite() {
-        return if v.is_finite() {
-            "0".into()
-        } else {
-            v.to_string()
-        };
-    }
-    if !(1e-3..1e5).contains(&a) {
+    if v.is_finite() && v != 0.0 && !(1e-3..1e5).contains(&v.abs()) {
         return format!("{v:.1e}");
     }
-    let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
-    let s = format!("{v:.decimals$}");
+    let s = crate::results::number(v);
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {

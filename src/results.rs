@@ -448,7 +448,7 @@ impl Table {
 
 /// A number for a table: four significant digits, plain where that reads
 /// well, scientific otherwise.
-fn number(x: f64) -> String {
+pub(crate) fn number(x: f64) -> String {
     if !x.is_finite() {
         return x.to_string();
     }

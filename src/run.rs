@@ -357,7 +357,7 @@ fn dry_run(
         let plan::Params::Train(cfg) = &r.params else {
             continue;
         };
-        let workers = if cfg.workers == 0 { 8 } else { cfg.workers };
+        let workers = mpi_backend::workers(cfg);
         let dir = out.join("raw").join(&r.id);
         let fabric = match &r.network {
             Some(c) if net.shapes(r) => Some(crate::net::Fabric::new(
