@@ -35,6 +35,10 @@ pub enum DriverError {
         "grid key `{key}` has no values: an empty list makes no runs; remove the key or give it values"
     )]
     EmptyGrid { key: String },
+    #[error(
+        "scales.{scale}.grid.{key}: a grid axis must be a list of values, e.g. `grid.{key}: [a, b]`"
+    )]
+    ScaleGrid { scale: String, key: String },
     #[error("run {run}: `{key}`: {message}")]
     RunParams {
         run: String,

@@ -9,9 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod data_cmd;
 mod demo;
 mod doctor;
 mod errors;
+mod frames;
 mod manifest;
 mod mpi_backend;
 mod net;
@@ -40,7 +42,7 @@ enum Command {
     Run(run::RunArgs),
     /// Render an experiment's table from its runs.csv.
     Table(run::TableArgs),
-    /// Draw an experiment's figure (SVG) from its runs' logs.
+    /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(run::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
     List,
@@ -52,6 +54,8 @@ enum Command {
     Demo(demo::DemoArgs),
     /// The shaped networks of runs: list or remove what was left behind.
     Net(net_cmd::NetArgs),
+    /// Data sets: `repro data fetch cifar10` downloads and verifies one.
+    Data(data_cmd::DataArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +68,7 @@ fn main() -> ExitCode {
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Net(args) => net_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Data(args) => data_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {
         Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,

@@ -55,6 +55,11 @@ pub struct ExtraColumn {
     /// The paper CSV's column with the same quantity, printed beside it.
     #[serde(default)]
     pub paper: Option<String>,
+    /// Divide by the same metric of a reference: the runs with these grid
+    /// values (and this row's values for the other row keys), e.g.
+    /// `{algorithm: allreduce}` for bytes as a fraction of full-precision SGD's.
+    #[serde(default)]
+    pub relative_to: Option<BTreeMap<String, String>>,
 }
 
 /// Where the paper's numbers for a table come from: a CSV in `paper/`.

@@ -419,6 +419,36 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
     Some(summarize(run, &logs, &kernel, method, shaped, wall_s))
 }
 
+/// The ranks' mean training loss over their last tenth of steps (at least
+/// one step each; NaN without steps).
+pub fn final_train_loss(logs: &[repro_runlog::Log]) -> f64 {
+    let per_rank: Vec<f64> = logs
+        .iter()
+        .filter(|l| !l.steps.is_empty())
+        .map(|l| {
+            let k = (l.steps.len() / 10).max(1);
+            let tail = &l.steps[l.steps.len() - k..];
+            tail.iter().map(|s| s.train_loss).sum::<f64>() / k as f64
+        })
+        .collect();
+    if per_rank.is_empty() {
+        f64::NAN
+    } else {
+        per_rank.iter().sum::<f64>() / per_rank.len() as f64
+    }
+}
+
+/// Share of step time spent communicating, over every step of every rank.
+pub fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
+    let (comm, total) = logs
+        .iter()
+        .flat_map(|l| &l.steps)
+        .fold((0.0, 0.0), |(c, t), s| {
+            (c + s.comm_s, t + s.compute_s + s.comm_s)
+        });
+    if total > 0.0 { comm / total } else { f64::NAN }
+}
+
 /// The summary of a run from its ranks' logs and its kernel counters.
 fn summarize(
     run: &PlannedRun,
@@ -460,6 +490,8 @@ fn summarize(
     let kernel_ratio = kernel_per_worker / counted_per_worker;
     let timing = iteration_timing(logs, run.network.as_ref().filter(|_| shaped), kernel_ratio);
     Summary {
+        train_loss: final_train_loss(logs),
+        comm_fraction: comm_fraction(logs),
         epoch_time_s: timing.step_s * timing.iters_per_epoch,
         wire_bound_epoch_s: if shaped {
             timing.bound_s * timing.iters_per_epoch

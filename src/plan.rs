@@ -146,15 +146,30 @@ pub fn expand(
                 .join(", "),
         })?;
     let mut base = manifest.params.clone();
+    // a scale may also replace a grid axis: `grid.network: [none]`
+    let mut grid = manifest.grid.clone();
     for (k, v) in overrides {
-        base.insert(k.clone(), v.clone());
+        match k.as_str().and_then(|k| k.strip_prefix("grid.")) {
+            Some(axis) => {
+                let Value::Sequence(values) = v else {
+                    return Err(DriverError::ScaleGrid {
+                        scale: scale.to_string(),
+                        key: axis.to_string(),
+                    });
+                };
+                grid.insert(axis.to_string(), values.clone());
+            }
+            None => {
+                base.insert(k.clone(), v.clone());
+            }
+        }
     }
-    if let Some((key, _)) = manifest.grid.iter().find(|(_, v)| v.is_empty()) {
+    if let Some((key, _)) = grid.iter().find(|(_, v)| v.is_empty()) {
         return Err(DriverError::EmptyGrid { key: key.clone() });
     }
     // cartesian product in key order
     let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
-    for (key, values) in &manifest.grid {
+    for (key, values) in &grid {
         points = points
             .into_iter()
             .flat_map(|p| {
@@ -254,13 +269,24 @@ pub fn expand(
                 Params::Sim(p) => &p.algorithm,
                 Params::Train(c) => &c.algorithm,
             };
-            if !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
+            let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
+            if is_async && matches!(params, Params::Sim(_)) {
                 return Err(DriverError::RunParams {
                     run: run.clone(),
                     key: "algorithm".into(),
                     message: format!(
-                        "unknown algorithm `{algorithm}`; known: {}",
-                        repro_algos::ALGORITHM_NAMES.join(", ")
+                        "`{algorithm}` runs on the mpi backend only (`--backend mpi`)"
+                    ),
+                });
+            }
+            if !is_async && !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
+                return Err(DriverError::RunParams {
+                    run: run.clone(),
+                    key: "algorithm".into(),
+                    message: format!(
+                        "unknown algorithm `{algorithm}`; known: {}, {}",
+                        repro_algos::ALGORITHM_NAMES.join(", "),
+                        repro_algos::ASYNC_ALGORITHM_NAMES.join(", ")
                     ),
                 });
             }
@@ -339,6 +365,32 @@ mod tests {
                 extra: Vec::new(),
             },
         }
+    }
+
+    #[test]
+    fn a_scale_can_replace_a_grid_axis() {
+        let mut m = manifest();
+        m.scales.insert(
+            "small".into(),
+            yaml_serde::from_str("{iterations: 5, grid.seed: [7]}").unwrap(),
+        );
+        let runs = expand(&m, "small", Backend::Sim).unwrap();
+        assert_eq!(runs.len(), 2, "two algorithms, one seed");
+        assert!(runs.iter().all(|r| r.point["seed"] == "7"));
+        m.scales.insert(
+            "bad".into(),
+            yaml_serde::from_str("{grid.seed: 3}").unwrap(),
+        );
+        let err = expand(&m, "bad", Backend::Sim).unwrap_err().to_string();
+        assert!(err.contains("scales.bad.grid.seed"), "{err}");
+        m.scales.insert(
+            "empty".into(),
+            yaml_serde::from_str("{grid.seed: []}").unwrap(),
+        );
+        assert!(matches!(
+            expand(&m, "empty", Backend::Sim),
+            Err(DriverError::EmptyGrid { .. })
+        ));
     }
 
     #[test]

@@ -480,20 +480,96 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-/// Draws the panels side by side (two rows when there are more than two) into an SVG file.
-pub fn render_svg(path: &Path, title: &str, spec: &FigureSpec, panels: &[Panel]) -> Result<()> {
+/// An image format for figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageFormat {
+    Svg,
+    Png,
+}
+
+impl ImageFormat {
+    pub fn extension(self) -> &'static str {
+        match self {
+            ImageFormat::Svg => "svg",
+            ImageFormat::Png => "png",
+        }
+    }
+}
+
+/// The font every figure uses, compiled in so that drawing needs no
+/// fontconfig and no fonts installed on the host (DejaVu Sans; its licence
+/// is in src/assets/DejaVuSans.LICENSE).
+static FONT: &[u8] = include_bytes!("assets/DejaVuSans.ttf");
+
+fn register_font() -> Result<()> {
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        bail!("the compiled-in font could not be loaded (src/assets/DejaVuSans.ttf is corrupt)")
+    }
+}
+
+/// The figure's size in pixels: panels side by side, two rows when there
+/// are more than two.
+fn layout(panels: usize) -> (usize, usize, (u32, u32)) {
+    let cols = if panels > 2 {
+        panels.div_ceil(2)
+    } else {
+        panels.max(1)
+    };
+    let rows = panels.div_ceil(cols).max(1);
+    (rows, cols, (520 * cols as u32, 420 * rows as u32 + 40))
+}
+
+/// Draws the figure into `path` in the given format.
+pub fn render(
+    path: &Path,
+    format: ImageFormat,
+    title: &str,
+    spec: &FigureSpec,
+    panels: &[Panel],
+) -> Result<()> {
     if panels.is_empty() {
         bail!("no curves to plot: no run left step records");
     }
-    let cols = if panels.len() > 2 {
-        panels.len().div_ceil(2)
-    } else {
-        panels.len()
-    };
-    let rows = panels.len().div_ceil(cols);
-    let size = (520 * cols as u32, 420 * rows as u32 + 40);
+    register_font()?;
+    let (_, _, size) = layout(panels.len());
+    // written beside the target and renamed, so a reader never sees half a
+    // figure (the bitmap encoder picks its format from the last extension)
+    let tmp = path.with_extension(format!("tmp.{}", format.extension()));
+    match format {
+        ImageFormat::Svg => draw(
+            SVGBackend::new(&tmp, size).into_drawing_area(),
+            path,
+            title,
+            spec,
+            panels,
+        )?,
+        ImageFormat::Png => draw(
+            BitMapBackend::new(&tmp, size).into_drawing_area(),
+            path,
+            title,
+            spec,
+            panels,
+        )?,
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("could not write {}", path.display()))
+}
+
+/// Draws the panels on any plotters backend.
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, plotters::coord::Shift>,
+    path: &Path,
+    title: &str,
+    spec: &FigureSpec,
+    panels: &[Panel],
+) -> Result<()> {
+    let (rows, cols, _) = layout(panels.len());
     let err = |e: String| anyhow::anyhow!("could not draw {}: {e}", path.display());
-    let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(e.to_string()))?;
     let root = root
         .titled(title, ("sans-serif", 22))
@@ -723,7 +799,10 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("repro-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let svg = dir.join("f.svg");
-        render_svg(&svg, "test", &spec, &p).unwrap();
+        render(&svg, ImageFormat::Svg, "test", &spec, &p).unwrap();
+        let png = dir.join("f.png");
+        render(&png, ImageFormat::Png, "test", &spec, &p).unwrap();
+        assert_png_has_lines(&png, layout(p.len()).2);
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(
             text.contains("<svg")
@@ -787,12 +866,36 @@ mod tests {
         insta::assert_debug_snapshot!("sweep_series", p[0]);
         assert_eq!(p[2].series[0].points, vec![(0.15, 2.0), (5.0, 4.0)]);
         let svg = std::env::temp_dir().join(format!("repro-sweep-{}.svg", std::process::id()));
-        render_svg(&svg, "sweep", &spec, &p).unwrap();
+        render(&svg, ImageFormat::Svg, "sweep", &spec, &p).unwrap();
         assert!(
             std::fs::read_to_string(&svg)
                 .unwrap()
                 .contains("bandwidth (Mbit/s)")
         );
+    }
+
+    /// Decodes a PNG and checks its size, that it is mostly white (a
+    /// background, not noise), and that it holds the first series' colour
+    /// and dark text pixels.
+    fn assert_png_has_lines(path: &Path, size: (u32, u32)) {
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), size);
+        assert_eq!(info.color_type, png::ColorType::Rgb);
+        let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+        let white = px.iter().filter(|p| p == &&[255, 255, 255]).count();
+        let first = COLORS[0];
+        let coloured = px
+            .iter()
+            .filter(|p| p == &&[first.0, first.1, first.2])
+            .count();
+        let dark = px.iter().filter(|p| p.iter().all(|c| *c < 80)).count();
+        assert!(white * 2 > px.len(), "background is not white");
+        assert!(coloured > 50, "no pixel of the first series' colour");
+        assert!(dark > 500, "no text or axes drawn ({dark} dark pixels)");
     }
 
     #[test]

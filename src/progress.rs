@@ -120,3 +120,67 @@ pub fn logged_steps(path: &std::path::Path) -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// Progress of a byte stream (a download): an indicatif bar with rate and
+/// ETA on a terminal, a plain line every 10% (or every 8 MB when the size
+/// is unknown) elsewhere.
+#[derive(Debug)]
+pub struct BytesBar {
+    bar: Option<ProgressBar>,
+    label: String,
+    total: Option<u64>,
+    done: u64,
+    next_line: u64,
+}
+
+/// A [`BytesBar`] for `total` bytes (`None`: unknown).
+pub fn bytes_bar(label: &str, total: Option<u64>) -> BytesBar {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}, ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        bar.set_message(label.to_string());
+        bar
+    });
+    let step = total.map_or(8 << 20, |t| (t / 10).max(1));
+    BytesBar {
+        bar,
+        label: label.to_string(),
+        total,
+        done: 0,
+        next_line: step,
+    }
+}
+
+impl BytesBar {
+    pub fn inc(&mut self, n: u64) {
+        self.done += n;
+        match &self.bar {
+            Some(bar) => bar.inc(n),
+            None => {
+                if self.done >= self.next_line {
+                    let step = self.total.map_or(8 << 20, |t| (t / 10).max(1));
+                    self.next_line = self.done + step;
+                    match self.total {
+                        Some(t) => {
+                            eprintln!("{}: {} of {} MB", self.label, self.done >> 20, t >> 20)
+                        }
+                        None => eprintln!("{}: {} MB", self.label, self.done >> 20),
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        match &self.bar {
+            Some(bar) => bar.finish(),
+            None => eprintln!("{}: done, {} bytes", self.label, self.done),
+        }
+    }
+}

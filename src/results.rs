@@ -18,9 +18,10 @@ pub struct Row {
 }
 
 /// The measured columns, in order.
-pub const METRICS: [&str; 21] = [
+pub const METRICS: [&str; 23] = [
     "status",
     "final_loss",
+    "train_loss",
     "local_loss",
     "grad_norm_sq",
     "consensus",
@@ -35,6 +36,7 @@ pub const METRICS: [&str; 21] = [
     "epoch_time_s",
     "wire_bound_epoch_s",
     "time_over_bound",
+    "comm_fraction",
     "shaping",
     "counted_bytes_per_worker",
     "kernel_bytes_per_worker",
@@ -111,13 +113,20 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
     })?;
     let mut lines = text.lines();
     let header = split_csv_line(lines.next().context("runs.csv is empty")?);
-    if header.first().map(String::as_str) != Some("run_id") || header.len() < 1 + METRICS.len() {
+    // grid keys sit between run_id and the first metric; metrics are read by
+    // name, so a runs.csv written before a metric existed still loads (the
+    // new metric empty)
+    let first_metric = header.iter().position(|h| h == METRICS[0]);
+    let (true, Some(first_metric)) = (
+        header.first().map(String::as_str) == Some("run_id"),
+        first_metric,
+    ) else {
         bail!(
             "{} does not look like a runs.csv written by repro",
             path.display()
         );
-    }
-    let grid = &header[1..header.len() - METRICS.len()];
+    };
+    let grid = &header[1..first_metric];
     lines
         .enumerate()
         .map(|(i, line)| {
@@ -131,18 +140,21 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
                     header.len()
                 );
             }
+            let cell = |name: &str| {
+                header[first_metric..]
+                    .iter()
+                    .position(|h| h == name)
+                    .map(|j| f[first_metric + j].clone())
+                    .unwrap_or_default()
+            };
             Ok(Row {
                 run_id: f[0].clone(),
                 point: grid
                     .iter()
                     .cloned()
-                    .zip(f[1..1 + grid.len()].iter().cloned())
+                    .zip(f[1..first_metric].iter().cloned())
                     .collect(),
-                metrics: METRICS
-                    .iter()
-                    .map(|m| m.to_string())
-                    .zip(f[1 + grid.len()..].iter().cloned())
-                    .collect(),
+                metrics: METRICS.iter().map(|m| (m.to_string(), cell(m))).collect(),
             })
         })
         .collect()
@@ -351,18 +363,34 @@ pub fn build_table(
                 }
             }
             let in_row: Vec<&Row> = rows.iter().filter(|r| &row_key(r) == rk).collect();
-            for e in &spec.extra {
-                let v: Vec<f64> = in_row
+            let mean_of = |runs: &[&Row], metric: &str| -> Option<f64> {
+                let v: Vec<f64> = runs
                     .iter()
                     .filter(|r| status(r) != "failed")
-                    .filter_map(|r| r.metrics.get(&e.value)?.parse::<f64>().ok())
+                    .filter_map(|r| r.metrics.get(metric)?.parse::<f64>().ok())
                     .filter(|x| x.is_finite())
                     .collect();
-                line.push(if v.is_empty() {
-                    "-".into()
-                } else {
-                    number(v.iter().sum::<f64>() / v.len() as f64)
-                });
+                (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+            };
+            for e in &spec.extra {
+                let v = mean_of(&in_row, &e.value);
+                let v = match &e.relative_to {
+                    None => v,
+                    Some(reference) => {
+                        // the reference shares this row's values for the other row keys
+                        let matches = |r: &&Row| {
+                            spec.rows.iter().zip(rk).all(|(k, val)| {
+                                reference.contains_key(k) || r.point.get(k) == Some(val)
+                            }) && reference.iter().all(|(k, val)| r.point.get(k) == Some(val))
+                        };
+                        let base: Vec<&Row> = rows.iter().filter(matches).collect();
+                        match (v, mean_of(&base, &e.value)) {
+                            (Some(x), Some(b)) if b != 0.0 => Some(x / b),
+                            _ => None,
+                        }
+                    }
+                };
+                line.push(v.map_or_else(|| "-".into(), number));
                 if let (Some(paper), Some(col)) = (paper.filter(|_| spec.paper.is_some()), &e.paper)
                 {
                     line.push(
@@ -545,6 +573,64 @@ mod tests {
             ..spec
         };
         assert!(build_table("T", "S", &bad, &back, None).is_err());
+    }
+
+    #[test]
+    fn an_extra_column_relative_to_a_reference_row() {
+        let mut rows = vec![
+            row("allreduce", "0", "1", "completed"),
+            row("allreduce", "1", "1", "completed"),
+            row("pqasgd", "0", "1", "completed"),
+        ];
+        for (r, bytes) in rows.iter_mut().zip(["1000", "3000", "50"]) {
+            r.metrics.insert("bytes".into(), bytes.into());
+        }
+        let spec = TableSpec {
+            rows: vec!["algorithm".into()],
+            cols: None,
+            value: "final_loss".into(),
+            scale: None,
+            paper: None,
+            extra: vec![crate::manifest::ExtraColumn {
+                value: "bytes".into(),
+                label: "bytes / allreduce".into(),
+                paper: None,
+                relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
+            }],
+        };
+        let t = build_table("T", "S", &spec, &rows, None).unwrap();
+        // mean of the reference's runs: 2000
+        assert_eq!(t.rows[0][2], "1.000");
+        assert_eq!(t.rows[1][2], "0.02500");
+        let missing = TableSpec {
+            extra: vec![crate::manifest::ExtraColumn {
+                relative_to: Some([("algorithm".to_string(), "none".to_string())].into()),
+                ..spec.extra[0].clone()
+            }],
+            ..spec
+        };
+        let t = build_table("T", "S", &missing, &rows, None).unwrap();
+        assert_eq!(t.rows[1][2], "-", "no reference runs: no ratio");
+    }
+
+    #[test]
+    fn runs_csv_from_before_a_metric_existed_still_loads() {
+        // the header of session 2's runs.csv: no train_loss, no comm_fraction
+        let old = "run_id,algorithm,status,final_loss,local_loss,grad_norm_sq,consensus,bytes,\
+                   virtual_s,hash_failures,test_accuracy,avg_test_accuracy,wall_s,extra_memory_mb,\
+                   peak_rss_mb,epoch_time_s,wire_bound_epoch_s,time_over_bound,shaping,\
+                   counted_bytes_per_worker,kernel_bytes_per_worker,kernel_over_counted,bytes_check\n\
+                   a1,dcd,completed,0.5,0.6,NaN,NaN,10,1,0,0.8,0.9,3.5,0.4,200,NaN,NaN,NaN,none,NaN,NaN,NaN,\n";
+        let path = std::env::temp_dir().join(format!("repro-old-{}.csv", std::process::id()));
+        std::fs::write(&path, old).unwrap();
+        let rows = read_csv(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].point["algorithm"], "dcd");
+        assert_eq!(rows[0].metrics["wall_s"], "3.5");
+        assert_eq!(rows[0].metrics["shaping"], "none");
+        assert_eq!(rows[0].metrics["train_loss"], "");
+        assert_eq!(rows[0].metrics["comm_fraction"], "");
     }
 
     #[test]

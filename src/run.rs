@@ -7,10 +7,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
+use crate::frames;
 use crate::manifest::{self, Backend};
 use crate::mpi_backend::NetContext;
 use crate::net::ShapingMode;
 use crate::plan::{self, PlannedRun};
+use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, Row};
 use crate::{mpi_backend, plot, sim_backend};
@@ -198,6 +200,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 for (k, v) in [
                     ("status", s.status.clone()),
                     ("final_loss", format!("{:e}", s.final_loss)),
+                    ("train_loss", format!("{:e}", s.train_loss)),
                     ("local_loss", format!("{:e}", s.local_loss)),
                     ("grad_norm_sq", format!("{:e}", s.grad_norm_sq)),
                     ("consensus", format!("{:e}", s.consensus)),
@@ -215,6 +218,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                         "time_over_bound",
                         format!("{:.4}", s.epoch_time_s / s.wire_bound_epoch_s),
                     ),
+                    ("comm_fraction", format!("{:.4}", s.comm_fraction)),
                     ("shaping", s.shaping.clone()),
                     (
                         "counted_bytes_per_worker",
@@ -276,6 +280,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     progress.finish();
     let csv = out.join("runs.csv");
     results::write_csv(&csv, &rows)?;
+    frames::write_parquet(&out.join("runs.parquet"), &mut frames::runs_frame(&rows)?)?;
     let paper = results::load_paper(&m.table)?;
     let table = results::build_table(&m.title, &m.source, &m.table, &rows, paper.as_ref())?;
     for (file, text) in [
@@ -287,8 +292,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .with_context(|| format!("could not write {}/{file}", out.display()))?;
     }
     println!("{}", table.markdown());
-    if let Some(svg) = figure(&m, &out, &rows)? {
-        eprintln!("figure: {}", svg.display());
+    if let Some(paths) = figure(&m, &out, &rows, &[ImageFormat::Svg, ImageFormat::Png])? {
+        for p in paths {
+            eprintln!("figure: {}", p.display());
+        }
     }
     let failed = rows
         .iter()
@@ -308,7 +315,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     eprintln!(
-        "{} runs in {:.1}s, {failed} failed; wrote {} and table.md/.tex/.csv",
+        "{} runs in {:.1}s, {failed} failed; wrote {}, runs.parquet and table.md/.tex/.csv",
         total,
         started.elapsed().as_secs_f64(),
         csv.display()
@@ -400,9 +407,14 @@ fn dry_run(
     }
 }
 
-/// Writes curves.csv and figure.svg from the runs' logs when the manifest
-/// has a figure; the path of the figure.
-fn figure(m: &manifest::Manifest, out: &std::path::Path, rows: &[Row]) -> Result<Option<PathBuf>> {
+/// Writes curves.csv, curves.parquet and the figure in each format from the
+/// runs' logs when the manifest has a figure; the paths of the figures.
+fn figure(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[Row],
+    formats: &[ImageFormat],
+) -> Result<Option<Vec<PathBuf>>> {
     let Some(spec) = &m.figure else {
         return Ok(None);
     };
@@ -410,6 +422,10 @@ fn figure(m: &manifest::Manifest, out: &std::path::Path, rows: &[Row]) -> Result
         plot::FigureKind::Curves => {
             let curves = plot::load_curves(&out.join("raw"), rows);
             plot::write_curves_csv(&out.join("curves.csv"), &curves)?;
+            frames::write_parquet(
+                &out.join("curves.parquet"),
+                &mut frames::curves_frame(&curves)?,
+            )?;
             plot::panels(spec, &curves)?
         }
         plot::FigureKind::Sweep => {
@@ -421,9 +437,13 @@ fn figure(m: &manifest::Manifest, out: &std::path::Path, rows: &[Row]) -> Result
             plot::sweep_panels(spec, &done)?
         }
     };
-    let svg = out.join("figure.svg");
-    plot::render_svg(&svg, &m.title, spec, &panels)?;
-    Ok(Some(svg))
+    let mut written = Vec::new();
+    for format in formats {
+        let path = out.join(format!("figure.{}", format.extension()));
+        plot::render(&path, *format, &m.title, spec, &panels)?;
+        written.push(path);
+    }
+    Ok(Some(written))
 }
 
 /// Options of `repro plot`.
@@ -434,6 +454,9 @@ pub struct PlotArgs {
     /// Results directory (default: results/<experiment>).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Image format (default: both SVG and PNG).
+    #[arg(long, value_enum)]
+    pub format: Option<ImageFormat>,
 }
 
 /// `repro plot`: redraws the figure from runs.csv and the logs.
@@ -442,9 +465,15 @@ pub fn plot(args: &PlotArgs) -> Result<()> {
     let m = manifest::load(&path, &[])?;
     let out = out_dir(&args.out, &m.name);
     let rows = results::read_csv(&out.join("runs.csv"))?;
-    match figure(&m, &out, &rows)? {
-        Some(svg) => {
-            println!("{}", svg.display());
+    let formats = match args.format {
+        Some(f) => vec![f],
+        None => vec![ImageFormat::Svg, ImageFormat::Png],
+    };
+    match figure(&m, &out, &rows, &formats)? {
+        Some(paths) => {
+            for p in paths {
+                println!("{}", p.display());
+            }
             Ok(())
         }
         None => anyhow::bail!(

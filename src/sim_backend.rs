@@ -49,6 +49,12 @@ pub struct Summary {
     /// Wire-time bound per epoch: bytes on the wire / bandwidth + latency per
     /// iteration (NaN when unshaped).
     pub wire_bound_epoch_s: f64,
+    /// Training loss at the end: the ranks' mean over their last tenth of
+    /// steps (MPI; NaN for the simulator, whose `final_loss` is exact).
+    pub train_loss: f64,
+    /// Share of the ranks' step time spent communicating:
+    /// sum of comm_s / sum of (compute_s + comm_s) over every step of every rank.
+    pub comm_fraction: f64,
 }
 
 impl Summary {
@@ -306,6 +312,8 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         kernel_bytes_per_worker: f64::NAN,
         epoch_time_s: f64::NAN,
         wire_bound_epoch_s: f64::NAN,
+        train_loss: f64::NAN,
+        comm_fraction: f64::NAN,
         wall_s: started.elapsed().as_secs_f64(),
         extra_memory_mb: f64::NAN,
         peak_rss_mb: f64::NAN,

@@ -88,8 +88,28 @@ fn smoke_is_the_default_and_every_algorithm_completes() {
     assert!(svg.contains("<svg") && svg.contains("moniqua") && svg.contains("iteration"));
     let curves = std::fs::read_to_string(out.join("curves.csv")).unwrap();
     assert!(curves.lines().count() > 14 * 10, "{curves}");
-    // `repro plot` redraws it from runs.csv and the logs
+    // the same figure as PNG, and the results as Parquet for polars users
+    let magic = |file: &str, head: &[u8], tail: &[u8]| {
+        let bytes = std::fs::read(out.join(file)).unwrap();
+        assert!(bytes.starts_with(head) && bytes.ends_with(tail), "{file}");
+    };
+    magic("figure.png", b"\x89PNG\r\n", b"IEND\xaeB`\x82");
+    magic("runs.parquet", b"PAR1", b"PAR1");
+    magic("curves.parquet", b"PAR1", b"PAR1");
+    // `repro plot` redraws it from runs.csv and the logs, in one format if asked
     std::fs::remove_file(out.join("figure.svg")).unwrap();
+    std::fs::remove_file(out.join("figure.png")).unwrap();
+    let o = repro(&[
+        "plot",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+        "--format",
+        "png",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.join("figure.png").is_file());
+    assert!(!out.join("figure.svg").exists());
     let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.join("figure.svg").is_file());
@@ -294,6 +314,39 @@ fn mpi_backend_trains_with_real_ranks() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(out.join("runs.csv")).unwrap(), csv);
+}
+
+/// Figure 2(b) at smoke scale through the driver: AD-PSGD and Moniqua on
+/// AD-PSGD as real MPI jobs (4 ranks, two threads each) beside D-PSGD; all
+/// complete, and Moniqua's ranks send about a quarter of AD-PSGD's bytes.
+#[test]
+fn asynchronous_algorithms_run_through_the_driver() {
+    let _serial = mpi_lock();
+    let out = temp_out("figure2b");
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["run", "figure2b", "--out", out.to_str().unwrap()])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = read_runs(&out);
+    assert_eq!(runs.len(), 3);
+    let by: std::collections::BTreeMap<&str, &std::collections::BTreeMap<String, String>> =
+        runs.iter().map(|r| (r["algorithm"].as_str(), r)).collect();
+    for r in &runs {
+        assert_eq!(r["status"], "completed", "{r:?}");
+        let acc: f64 = r["avg_test_accuracy"].parse().unwrap();
+        assert!(acc > 0.5, "{r:?}");
+    }
+    let per_step = |alg: &str| {
+        let r = by[alg];
+        r["counted_bytes_per_worker"].parse::<f64>().unwrap()
+    };
+    assert!(per_step("moniqua-ad-psgd") > 0.0);
+    assert!(per_step("moniqua-ad-psgd") < 0.5 * per_step("ad-psgd"));
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("moniqua-ad-psgd"), "{table}");
 }
 
 /// `repro doctor` probes the host and always reports every check.

@@ -18,10 +18,11 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use repro_codec::{FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
+use repro_codec::MoniquaConfig;
 
 use crate::objective::Objective;
 use crate::optim::Sgd;
+use crate::pairwise::{Folded, PairSide};
 use crate::rng::Rng;
 use crate::sim::Network;
 use crate::{AlgoError, Topology};
@@ -120,14 +121,12 @@ pub struct AsyncSimulator<'o> {
     objective: &'o dyn Objective,
     topology: Topology,
     cfg: AsyncConfig,
-    codec: Option<MoniquaCodec>,
+    side_a: PairSide,
+    side_b: PairSide,
     nodes: Vec<Node>,
     queue: BinaryHeap<Event>,
     frame_i: Vec<u8>,
     frame_j: Vec<u8>,
-    hat_i: Vec<f32>,
-    hat_j: Vec<f32>,
-    scratch: Vec<f32>,
     updates: u64,
     clock: f64,
     total_bytes: u64,
@@ -173,13 +172,10 @@ impl<'o> AsyncSimulator<'o> {
                 "compute time and speed factors must be positive".into(),
             ));
         }
-        let codec = match &cfg.exchange {
-            AsyncExchange::Full => None,
-            AsyncExchange::Moniqua(c) => Some(MoniquaCodec::new(c, cfg.seed)?),
-        };
         let mut sim = Self {
             objective,
-            codec,
+            side_a: PairSide::new(&cfg.exchange, cfg.seed, d)?,
+            side_b: PairSide::new(&cfg.exchange, cfg.seed, d)?,
             nodes: (0..n)
                 .map(|i| Node {
                     x: x0.to_vec(),
@@ -194,9 +190,6 @@ impl<'o> AsyncSimulator<'o> {
             queue: BinaryHeap::new(),
             frame_i: Vec::new(),
             frame_j: Vec::new(),
-            hat_i: vec![0.0; d],
-            hat_j: vec![0.0; d],
-            scratch: vec![0.0; d],
             topology,
             cfg,
             updates: 0,
@@ -269,50 +262,23 @@ impl<'o> AsyncSimulator<'o> {
         })
     }
 
-    /// Averages `x_i` and `x_j` through real frames; returns (bytes, mismatches).
+    /// Averages `x_i` and `x_j` through real frames, one [`PairSide`] each
+    /// (the same code as the trainer's asynchronous loop); returns (bytes,
+    /// mismatches). The pair is atomic here: nothing changes either model
+    /// while the frames travel.
     fn average_pair(&mut self, i: usize, j: usize, k: u64) -> Result<(u64, u64), AlgoError> {
         let (a, b) = if i < j { (i, j) } else { (j, i) };
         let (left, right) = self.nodes.split_at_mut(b);
         let (na, nb) = (&mut left[a], &mut right[0]);
+        self.side_a.encode(&na.x, k, a as u32, &mut self.frame_i)?;
+        self.side_b.encode(&nb.x, k, b as u32, &mut self.frame_j)?;
         let mut mismatched = 0;
-        match &self.codec {
-            None => {
-                let full = FullPrecision::default();
-                full.encode(&na.x, k, a as u32, &mut self.frame_i)?;
-                full.encode(&nb.x, k, b as u32, &mut self.frame_j)?;
-                full.decode(&self.frame_j, &mut self.scratch)?;
-                for (x, &y) in na.x.iter_mut().zip(&self.scratch) {
-                    *x = 0.5 * (*x + y);
-                }
-                full.decode(&self.frame_i, &mut self.scratch)?;
-                for (x, &y) in nb.x.iter_mut().zip(&self.scratch) {
-                    *x = 0.5 * (*x + y);
-                }
-            }
-            Some(codec) => {
-                codec.encode(&na.x, k, a as u32, Some(&mut self.hat_i), &mut self.frame_i)?;
-                codec.encode(&nb.x, k, b as u32, Some(&mut self.hat_j), &mut self.frame_j)?;
-                // a: x_a += (x^_b - x^_a) / 2, with x^_b recovered against x_a
-                // a side whose recovery fails the hash keeps its model
-                let d = codec.decode(&self.frame_j, &na.x, &mut self.scratch)?;
-                if d.verification == Verification::Mismatch {
-                    mismatched += 1;
-                } else {
-                    for ((x, &theirs), &own) in na.x.iter_mut().zip(&self.scratch).zip(&self.hat_i)
-                    {
-                        *x += 0.5 * (theirs - own);
-                    }
-                }
-                let d = codec.decode(&self.frame_i, &nb.x, &mut self.scratch)?;
-                if d.verification == Verification::Mismatch {
-                    mismatched += 1;
-                } else {
-                    for ((x, &theirs), &own) in nb.x.iter_mut().zip(&self.scratch).zip(&self.hat_j)
-                    {
-                        *x += 0.5 * (theirs - own);
-                    }
-                }
-            }
+        // a side whose recovery fails the hash keeps its model
+        if self.side_a.fold(&self.frame_j, &mut na.x)? == Folded::Mismatch {
+            mismatched += 1;
+        }
+        if self.side_b.fold(&self.frame_i, &mut nb.x)? == Folded::Mismatch {
+            mismatched += 1;
         }
         na.version += 1;
         nb.version += 1;

@@ -14,6 +14,7 @@ mod flat;
 pub mod models;
 pub mod schedule;
 pub mod train;
+mod train_async;
 pub mod transport;
 
 pub use device::{DevicePlan, plan_device};

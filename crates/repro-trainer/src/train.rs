@@ -82,12 +82,12 @@ pub fn synthetic(samples: usize, seed: u64) -> ImageSet {
     }
 }
 
-struct Data {
-    train: ImageSet,
-    test: ImageSet,
-    shape: ImageShape,
-    train_tf: Transform,
-    test_tf: Transform,
+pub(crate) struct Data {
+    pub train: ImageSet,
+    pub test: ImageSet,
+    pub shape: ImageShape,
+    pub train_tf: Transform,
+    pub test_tf: Transform,
 }
 
 fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
@@ -135,7 +135,7 @@ fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
     })
 }
 
-fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
+pub(crate) fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
     Ok(Knobs {
         bits: cfg.bits,
         rounding: match cfg.rounding.as_str() {
@@ -155,7 +155,7 @@ fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
 }
 
 /// Test loss and accuracy of the model now in `vs` on the first `samples` test images.
-fn evaluate(
+pub(crate) fn evaluate(
     model: &dyn ModuleT,
     data: &Data,
     samples: usize,
@@ -185,12 +185,28 @@ fn evaluate(
     (loss / n as f64, correct / n as f64)
 }
 
-/// Trains one rank; writes its log to `log`. Returns how the run ended.
-pub fn train<T: Transport>(
-    cfg: &TrainConfig,
-    t: &mut T,
-    mut log: impl Write,
-) -> Result<Status, TrainError> {
+/// What every rank sets up before its first step, whatever the algorithm:
+/// data shard, model, flat parameters, schedule, the log's header.
+pub(crate) struct Setup {
+    pub started: Instant,
+    pub rank: usize,
+    pub n: usize,
+    pub device: Device,
+    pub data: Data,
+    pub shard: Vec<usize>,
+    /// Owns the model's tensors.
+    pub vs: VarStore,
+    pub model: Box<dyn ModuleT>,
+    pub flat: FlatParams,
+    pub x0: Vec<f32>,
+    pub topology: Topology,
+    pub schedule: LrSchedule,
+    pub sgd: Sgd,
+    pub header: Header,
+}
+
+/// Checks the config against the launched world and builds a rank's [`Setup`].
+pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup, TrainError> {
     let started = Instant::now();
     let (rank, n) = (t.rank(), t.size());
     if cfg.workers != 0 && cfg.workers != n {
@@ -229,9 +245,6 @@ pub fn train<T: Transport>(
     let mut x0 = vec![0f32; flat.len()];
     flat.gather(&mut x0)?;
     let topology = Topology::by_name(&cfg.topology, n)?;
-    let spec = AlgorithmSpec::from_name(&cfg.algorithm, &knobs(cfg)?)?;
-    let mut worker = spec.build(rank, &topology, cfg.seed, &x0)?;
-    let neighbours: Vec<usize> = topology.neighbours(rank).iter().map(|&(j, _)| j).collect();
     let schedule = LrSchedule {
         base: cfg.lr,
         warmup_epochs: cfg.warmup_epochs,
@@ -273,6 +286,54 @@ pub fn train<T: Transport>(
             },
         },
     };
+    Ok(Setup {
+        started,
+        rank,
+        n,
+        device,
+        data,
+        shard,
+        vs,
+        model,
+        flat,
+        x0,
+        topology,
+        schedule,
+        sgd,
+        header,
+    })
+}
+
+/// Trains one rank; writes its log to `log`. Returns how the run ended.
+/// The asynchronous algorithms (`ad-psgd`, `moniqua-ad-psgd`) run in
+/// [`crate::train_async`].
+pub fn train<T: Transport>(
+    cfg: &TrainConfig,
+    t: &mut T,
+    mut log: impl Write + Send,
+) -> Result<Status, TrainError> {
+    if repro_algos::ASYNC_ALGORITHM_NAMES.contains(&cfg.algorithm.as_str()) {
+        return crate::train_async::train_async(cfg, t, log);
+    }
+    let Setup {
+        started,
+        rank,
+        n,
+        data,
+        shard,
+        vs,
+        model,
+        flat,
+        x0,
+        topology,
+        schedule,
+        sgd,
+        header,
+        device,
+    } = setup(cfg, t)?;
+    let spec = AlgorithmSpec::from_name(&cfg.algorithm, &knobs(cfg)?)?;
+    let mut worker = spec.build(rank, &topology, cfg.seed, &x0)?;
+    let neighbours: Vec<usize> = topology.neighbours(rank).iter().map(|&(j, _)| j).collect();
     write_record(&mut log, &Record::Header(header))?;
     // a rank killed early (another one diverged) still leaves a readable log
     log.flush()?;
@@ -389,7 +450,7 @@ pub fn train<T: Transport>(
 }
 
 /// This process's peak resident set (VmHWM), bytes; `None` off Linux.
-fn peak_rss_bytes() -> Option<u64> {
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;

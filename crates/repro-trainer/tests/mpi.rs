@@ -175,3 +175,99 @@ fn injected_latency_delays_every_exchange() {
         );
     }
 }
+
+/// AD-PSGD over MPI, 4 ranks on a ring (even ranks active, odd passive):
+/// the job finishes (no deadlock), every rank logs every step, the ranks
+/// average (bytes both ways, models close at the end) and learn; the bytes
+/// an active rank logs are whole f32 frames, one per average it started.
+#[test]
+fn ad_psgd_averages_asynchronously_and_learns() {
+    let logs = train(
+        4,
+        "adpsgd",
+        r#"{"run_id": "a", "model": "lenet", "dataset": "synthetic", "algorithm": "ad-psgd",
+            "iterations": 60, "eval_every": 30, "eval_samples": 200, "batch": 16, "lr": 0.01,
+            "synthetic_samples": 600}"#,
+    );
+    let frame = repro_codec::frame::HEADER_LEN as u64 + 4 * 61_706;
+    for (r, log) in logs.iter().enumerate() {
+        assert_eq!(log.steps.len(), 60, "rank {r}");
+        let end = log.end.as_ref().unwrap();
+        assert!(matches!(end.status, repro_runlog::Status::Completed));
+        let sent: u64 = log.steps.iter().map(|s| s.bytes_sent).sum();
+        let received: u64 = log.steps.iter().map(|s| s.bytes_received).sum();
+        assert!(sent > 0 && received > 0, "rank {r} never averaged");
+        assert_eq!(sent % frame, 0, "rank {r}: {sent} is not whole frames");
+        if r % 2 == 0 {
+            // an active rank starts at most one average per step
+            assert!(sent / frame <= 60, "rank {r}: {} averages", sent / frame);
+        }
+        // the transport counted the averages and the final all-reduce too
+        assert!(end.transport_bytes_sent.unwrap() > sent);
+        // the intermediate evaluation is local (no collective), the last one
+        // also evaluates the averaged model
+        assert_eq!(log.evals.len(), 2);
+        assert!(log.evals[0].avg_test_accuracy.is_none());
+        let last = log.evals.last().unwrap();
+        assert!(last.avg_test_accuracy.unwrap() > 0.8, "rank {r}: {last:?}");
+        assert!(last.consensus_distance.unwrap() < 1.0, "{last:?}");
+    }
+}
+
+/// Moniqua on AD-PSGD: 8-bit frames instead of f32, recovery verified by the
+/// hash (no failures with theta 2), and it still learns.
+#[test]
+fn moniqua_on_ad_psgd_sends_eight_bit_frames_and_learns() {
+    let logs = train(
+        2,
+        "moniqua-adpsgd",
+        r#"{"run_id": "m", "model": "lenet", "dataset": "synthetic",
+            "algorithm": "moniqua-ad-psgd", "bits": 8, "theta": 2.0,
+            "iterations": 60, "eval_every": 60, "eval_samples": 200, "batch": 16, "lr": 0.01,
+            "synthetic_samples": 600}"#,
+    );
+    let frame = repro_codec::frame::HEADER_LEN as u64 + 61_706;
+    for (r, log) in logs.iter().enumerate() {
+        let sent: u64 = log.steps.iter().map(|s| s.bytes_sent).sum();
+        assert!(sent > 0, "rank {r} never averaged");
+        assert_eq!(
+            sent % frame,
+            0,
+            "rank {r}: {sent} is not whole 8-bit frames"
+        );
+        assert!(log.steps.iter().all(|s| s.hash_failures == 0));
+        let last = log.evals.last().unwrap();
+        assert!(last.avg_test_accuracy.unwrap() > 0.8, "rank {r}: {last:?}");
+    }
+}
+
+/// AD-PSGD pairs even with odd ranks: a topology where an active rank has
+/// no odd neighbour is refused with a message saying what to do.
+#[test]
+fn ad_psgd_refuses_a_rank_without_a_partner() {
+    let dir = std::env::temp_dir().join(format!("repro-train-adpsgd-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("run.json");
+    // a star of 3: rank 2 (active) has only rank 0 (active) as a neighbour
+    std::fs::write(
+        &cfg,
+        r#"{"run_id": "b", "model": "logistic", "dataset": "synthetic", "algorithm": "ad-psgd",
+            "topology": "star", "iterations": 5, "eval_every": 0, "synthetic_samples": 100}"#,
+    )
+    .unwrap();
+    let out = Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
+        .arg(env!("CARGO_BIN_EXE_repro-train"))
+        .args([
+            "--config",
+            cfg.to_str().unwrap(),
+            "--log-dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .expect("mpirun");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(text.contains("no odd neighbour"), "{text}");
+}

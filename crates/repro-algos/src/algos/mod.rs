@@ -237,6 +237,11 @@ pub const ALGORITHM_NAMES: [&str; 16] = [
     "terngrad",
 ];
 
+/// The asynchronous algorithms: AD-PSGD and Moniqua on AD-PSGD. They are
+/// not [`Worker`]s in lockstep; the simulator runs them in
+/// [`crate::AsyncSimulator`] and the trainer in its two-thread loop.
+pub const ASYNC_ALGORITHM_NAMES: [&str; 2] = ["ad-psgd", "moniqua-ad-psgd"];
+
 impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {

@@ -50,6 +50,39 @@ pub trait Transport {
     /// message included (the algorithm's frames, evaluation's all-reduces):
     /// what the kernel's counters are checked against.
     fn bytes_sent(&self) -> u64;
+
+    // Tagged point-to-point messages for the asynchronous (AD-PSGD) loop.
+    // Their tags ([`Tag`]) never match the frames of `exchange`.
+
+    /// Sends `frame` to `to` with `tag`; returns once the frame is handed over.
+    fn send_tagged(&mut self, to: usize, tag: Tag, frame: &[u8]) -> Result<(), TransportError>;
+    /// Waits for the next frame from `from` with `tag`.
+    fn receive_tagged(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, TransportError>;
+    /// A frame with `tag` from any rank, if one has arrived: (sender, frame).
+    /// Never waits.
+    fn poll_tagged(&mut self, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError>;
+}
+
+/// Tags of the asynchronous loop's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// An active worker's model, asking a passive one to average.
+    Request,
+    /// The passive worker's model, in answer.
+    Reply,
+    /// An active worker has finished: it sends no more requests.
+    Done,
+}
+
+impl Tag {
+    /// The MPI tag (0 is the untagged frames of `exchange`).
+    pub fn code(self) -> i32 {
+        match self {
+            Tag::Request => 11,
+            Tag::Reply => 12,
+            Tag::Done => 13,
+        }
+    }
 }
 
 /// `out <- sum over ranks` of little-endian f32 frames, added in rank order so

@@ -4,7 +4,7 @@ use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::{Transport, TransportError, sum_frames_in_rank_order};
+use super::{Tag, Transport, TransportError, sum_frames_in_rank_order};
 
 /// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
 /// MPI is finalized when it is dropped.
@@ -26,8 +26,12 @@ impl std::fmt::Debug for MpiTransport {
 
 impl MpiTransport {
     /// Initializes MPI (once per process) and takes the world communicator.
+    /// Only the thread that calls this may call MPI afterwards (the
+    /// asynchronous loop computes gradients in a second thread that never
+    /// does).
     pub fn init() -> Result<Self, TransportError> {
-        let universe = mpi::initialize().ok_or(TransportError::AlreadyInitialized)?;
+        let (universe, _level) = mpi::initialize_with_threading(mpi::Threading::Funneled)
+            .ok_or(TransportError::AlreadyInitialized)?;
         Ok(Self {
             world: universe.world(),
             latency: None,
@@ -44,6 +48,9 @@ impl MpiTransport {
         }
     }
 }
+
+/// The tag of `exchange`'s frames (MPI's default).
+const UNTAGGED: i32 = 0;
 
 /// Aborts every rank of the job (after a fatal error on this one).
 pub fn abort_job(code: i32) -> ! {
@@ -95,7 +102,7 @@ impl Transport for MpiTransport {
             for &r in from {
                 let (data, _status) = world
                     .process_at_rank(r as i32)
-                    .matched_probe()
+                    .matched_probe_with_tag(UNTAGGED)
                     .matched_receive_vec::<u8>();
                 received.push(data);
             }
@@ -120,6 +127,40 @@ impl Transport for MpiTransport {
 
     fn bytes_sent(&self) -> u64 {
         self.bytes_sent
+    }
+
+    fn send_tagged(&mut self, to: usize, tag: Tag, frame: &[u8]) -> Result<(), TransportError> {
+        self.check(&[to])?;
+        if let Some(latency) = self.latency {
+            std::thread::sleep(latency);
+        }
+        self.bytes_sent += frame.len() as u64;
+        self.world
+            .process_at_rank(to as i32)
+            .send_with_tag(frame, tag.code());
+        Ok(())
+    }
+
+    fn receive_tagged(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, TransportError> {
+        self.check(&[from])?;
+        let (data, _status) = self
+            .world
+            .process_at_rank(from as i32)
+            .matched_probe_with_tag(tag.code())
+            .matched_receive_vec::<u8>();
+        Ok(data)
+    }
+
+    fn poll_tagged(&mut self, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
+        Ok(self
+            .world
+            .any_process()
+            .immediate_matched_probe_with_tag(tag.code())
+            .map(|probed| {
+                let from = probed.1.source_rank() as usize;
+                let (data, _) = probed.matched_receive_vec::<u8>();
+                (from, data)
+            }))
     }
 
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
