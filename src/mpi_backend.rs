@@ -13,7 +13,7 @@ use repro_runlog::{Status, TrainConfig, read_log};
 
 use serde::{Deserialize, Serialize};
 
-use crate::net::{Condition, Exec, Fabric, NetError, QdiscStats, ShapingMode};
+use crate::net::{Condition, Exec, Fabric, HostShaping, NetError, QdiscStats, ShapingMode};
 use crate::plan::{Params, PlannedRun};
 use crate::sim_backend::Summary;
 
@@ -61,6 +61,56 @@ pub struct NetContext {
     /// Whether the kernel has netem (else latency is injected by the transport).
     pub netem: bool,
     pub exec: Box<dyn Exec>,
+    /// How ranks (and, in `hosts` mode, the per-node tc) are started.
+    pub launcher: Launcher,
+    /// The nodes' interface for `hosts` shaping.
+    pub interface: Option<String>,
+}
+
+/// How the ranks of a run are started.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Launcher {
+    /// mpirun on this host, ranks oversubscribing its cores (the default).
+    #[default]
+    Local,
+    /// mpirun across the hosts of a hostfile (a cluster or a multi-GPU box).
+    Hostfile(PathBuf),
+    /// srun inside a Slurm allocation.
+    Srun,
+}
+
+impl Launcher {
+    /// A prefix that starts one copy of a command on every node (`hosts`
+    /// shaping); `None` for a local launch.
+    pub fn per_host(&self) -> Option<Vec<String>> {
+        let mut argv: Vec<String> = match self {
+            Launcher::Local => return None,
+            Launcher::Hostfile(h) => vec![
+                "mpirun".into(),
+                "--hostfile".into(),
+                h.display().to_string(),
+                "--map-by".into(),
+                "ppr:1:node".into(),
+            ],
+            Launcher::Srun => vec!["srun".into(), "--ntasks-per-node=1".into()],
+        };
+        if matches!(self, Launcher::Hostfile(_)) && crate::doctor::is_root() {
+            argv.push("--allow-run-as-root".into());
+        }
+        if matches!(self, Launcher::Srun) {
+            argv.push("--kill-on-bad-exit=1".into());
+        }
+        Some(argv)
+    }
+}
+
+/// Where a run's network condition is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// Namespaces and veths on this host.
+    Netns,
+    /// netem on every node's interface.
+    Hosts,
 }
 
 impl std::fmt::Debug for NetContext {
@@ -68,6 +118,8 @@ impl std::fmt::Debug for NetContext {
         f.debug_struct("NetContext")
             .field("mode", &self.mode)
             .field("netem", &self.netem)
+            .field("launcher", &self.launcher)
+            .field("interface", &self.interface)
             .finish()
     }
 }
@@ -76,6 +128,38 @@ impl NetContext {
     /// Whether `run` gets a shaped network of namespaces.
     pub fn shapes(&self, run: &PlannedRun) -> bool {
         run.network.is_some() && self.mode != ShapingMode::None
+    }
+
+    /// How shaped runs are shaped with this launcher: namespaces for a
+    /// local launch, every node's interface for a cluster launch.
+    pub fn method(&self) -> Result<Method, NetError> {
+        let local = self.launcher == Launcher::Local;
+        match (self.mode, local) {
+            (ShapingMode::Auto | ShapingMode::Netns, true) => Ok(Method::Netns),
+            (ShapingMode::Auto | ShapingMode::Hosts, false) => {
+                if self.interface.is_none() {
+                    return Err(NetError::NoInterface);
+                }
+                Ok(Method::Hosts)
+            }
+            (ShapingMode::Netns, false) => Err(NetError::ShapingLauncher {
+                mode: "netns".into(),
+            }),
+            (ShapingMode::Hosts, true) => Err(NetError::ShapingLauncher {
+                mode: "hosts".into(),
+            }),
+            // never asked: shapes() is false
+            (ShapingMode::None, _) => Ok(Method::Netns),
+        }
+    }
+
+    /// The per-node shaping of `condition` (hosts mode).
+    pub fn host_shaping(&self, condition: &Condition) -> Result<HostShaping<'_>, NetError> {
+        let per_host = self.launcher.per_host().ok_or(NetError::ShapingLauncher {
+            mode: "hosts".into(),
+        })?;
+        let interface = self.interface.as_deref().ok_or(NetError::NoInterface)?;
+        HostShaping::new(&*self.exec, per_host, interface, condition.clone())
     }
 }
 
@@ -108,14 +192,35 @@ pub fn launch(
     log_dir: &Path,
     fabric: Option<&Fabric<'_>>,
     repro: &Path,
+    launcher: &Launcher,
 ) -> Launch {
-    let mut argv: Vec<String> = vec![
-        "mpirun".into(),
-        "-np".into(),
-        workers.to_string(),
-        "--oversubscribe".into(),
-    ];
-    if crate::doctor::is_root() {
+    let mut argv: Vec<String> = match launcher {
+        Launcher::Local => vec![
+            "mpirun".into(),
+            "-np".into(),
+            workers.to_string(),
+            "--oversubscribe".into(),
+        ],
+        // one rank per slot of the hostfile; the trainer finds libtorch
+        // through the environment exported to every node
+        Launcher::Hostfile(h) => vec![
+            "mpirun".into(),
+            "-np".into(),
+            workers.to_string(),
+            "--hostfile".into(),
+            h.display().to_string(),
+            "-x".into(),
+            "LD_LIBRARY_PATH".into(),
+            "-x".into(),
+            "PATH".into(),
+        ],
+        Launcher::Srun => vec![
+            "srun".into(),
+            format!("--ntasks={workers}"),
+            "--kill-on-bad-exit=1".into(),
+        ],
+    };
+    if launcher != &Launcher::Srun && crate::doctor::is_root() {
         argv.push("--allow-run-as-root".into());
     }
     let mut env = Vec::new();
@@ -247,10 +352,16 @@ pub fn execute(
     };
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let mut fabric = None;
+    let mut hosts = None;
     let mut shaping = "none".to_string();
     let fabric_used = net.shapes(run);
     if let Some(condition) = &run.network {
-        if net.shapes(run) {
+        if net.shapes(run) && net.method()? == Method::Hosts {
+            let mut h = net.host_shaping(condition)?;
+            h.up().context("could not shape the nodes' interfaces")?;
+            shaping = h.describe();
+            hosts = Some(h);
+        } else if net.shapes(run) {
             if !crate::doctor::is_root() {
                 return Err(NetError::NotRoot.into());
             }
@@ -273,7 +384,15 @@ pub fn execute(
         .with_context(|| format!("could not write {}", config.display()))?;
     let train = train_binary()?;
     let repro = std::env::current_exe().context("could not locate the repro executable")?;
-    let launch = launch(workers, &train, &config, dir, fabric.as_ref(), &repro);
+    let launch = launch(
+        workers,
+        &train,
+        &config,
+        dir,
+        fabric.as_ref(),
+        &repro,
+        &net.launcher,
+    );
     std::fs::write(dir.join("launch.txt"), launch.display() + "\n")
         .with_context(|| format!("could not write {}/launch.txt", dir.display()))?;
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
@@ -287,9 +406,12 @@ pub fn execute(
         .stdout(Stdio::null())
         .stderr(Stdio::from(stderr_file))
         .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .context("could not start mpirun; install OpenMPI (ci/setup.sh does)")?;
+    let mut child = cmd.spawn().with_context(|| {
+        format!(
+            "could not start `{}`; install OpenMPI (ci/setup.sh does), or Slurm's srun",
+            launch.argv[0]
+        )
+    })?;
     let spawned = Instant::now();
     let deadline = spawned + Duration::from_secs(cfg.timeout_s);
     let mut polled = Instant::now();
@@ -344,12 +466,16 @@ pub fn execute(
         match log {
             Ok(l) => readable.push(l),
             Err(_) if diverged => {}
-            Err(e) => bail!("mpirun exited with {status}: {}\n{e:#}", stderr.trim()),
+            Err(e) => bail!(
+                "{} exited with {status}: {}\n{e:#}",
+                launch.argv[0],
+                stderr.trim()
+            ),
         }
     }
     let logs = readable;
     if !status.success() && !diverged {
-        bail!("mpirun exited with {status}: {}", stderr.trim());
+        bail!("{} exited with {status}: {}", launch.argv[0], stderr.trim());
     }
     let counted: Vec<Option<u64>> = logs
         .iter()
@@ -370,7 +496,23 @@ pub fn execute(
         )
         .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
     }
+    if let (Some(condition), Some(h)) = (&run.network, &hosts) {
+        let record = ShapingRecord {
+            condition,
+            method: shaping.clone(),
+            setup: vec![h.setup_command().join(" ")],
+            warnings: &[],
+            kernel: Vec::new(),
+            counted_bytes_sent: counted.clone(),
+        };
+        std::fs::write(
+            dir.join("shaping.json"),
+            serde_json::to_string_pretty(&record)?,
+        )
+        .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
+    }
     drop(fabric);
+    drop(hosts);
     let shaped = fabric_used;
     Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
 }
@@ -536,5 +678,93 @@ fn summarize(
             .filter_map(|l| l.end.as_ref()?.peak_rss_bytes)
             .map(|b| b as f64 / 1e6)
             .fold(f64::NAN, f64::max),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(launcher: Launcher, mode: ShapingMode, interface: Option<&str>) -> NetContext {
+        NetContext {
+            mode,
+            netem: true,
+            exec: Box::new(crate::net::DryRun::default()),
+            launcher,
+            interface: interface.map(String::from),
+        }
+    }
+
+    fn argv(launcher: &Launcher) -> String {
+        launch(
+            8,
+            Path::new("/opt/repro-train"),
+            Path::new("r/run.json"),
+            Path::new("r"),
+            None,
+            Path::new("/opt/repro"),
+            launcher,
+        )
+        .display()
+        .replace(" --allow-run-as-root", "")
+    }
+
+    #[test]
+    fn each_launcher_starts_the_ranks_its_way() {
+        assert_eq!(
+            argv(&Launcher::Local),
+            "mpirun -np 8 --oversubscribe /opt/repro-train --config r/run.json --log-dir r"
+        );
+        assert_eq!(
+            argv(&Launcher::Hostfile("/h/hosts".into())),
+            "mpirun -np 8 --hostfile /h/hosts -x LD_LIBRARY_PATH -x PATH /opt/repro-train \
+             --config r/run.json --log-dir r"
+        );
+        assert_eq!(
+            argv(&Launcher::Srun),
+            "srun --ntasks=8 --kill-on-bad-exit=1 /opt/repro-train --config r/run.json --log-dir r"
+        );
+        assert_eq!(Launcher::Local.per_host(), None);
+        assert_eq!(
+            Launcher::Srun.per_host().unwrap(),
+            ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+        );
+    }
+
+    #[test]
+    fn shaping_follows_the_launcher() {
+        let hosts = Launcher::Hostfile("/h".into());
+        assert_eq!(
+            net(Launcher::Local, ShapingMode::Auto, None)
+                .method()
+                .unwrap(),
+            Method::Netns
+        );
+        assert_eq!(
+            net(hosts.clone(), ShapingMode::Auto, Some("eth0"))
+                .method()
+                .unwrap(),
+            Method::Hosts
+        );
+        assert_eq!(
+            net(Launcher::Srun, ShapingMode::Hosts, Some("ib0"))
+                .method()
+                .unwrap(),
+            Method::Hosts
+        );
+        // the interface is never guessed
+        assert!(matches!(
+            net(hosts.clone(), ShapingMode::Auto, None).method(),
+            Err(NetError::NoInterface)
+        ));
+        // namespaces live on one host; hosts mode needs nodes
+        assert!(matches!(
+            net(hosts, ShapingMode::Netns, Some("eth0")).method(),
+            Err(NetError::ShapingLauncher { .. })
+        ));
+        assert!(matches!(
+            net(Launcher::Local, ShapingMode::Hosts, Some("eth0")).method(),
+            Err(NetError::ShapingLauncher { .. })
+        ));
     }
 }

@@ -525,6 +525,13 @@ fn layout(panels: usize) -> (usize, usize, (u32, u32)) {
     (rows, cols, (520 * cols as u32, 420 * rows as u32 + 40))
 }
 
+/// The figure's size, wide enough for its title (22 px type: about 12 px a
+/// character).
+fn size_for(panels: usize, title: &str) -> (u32, u32) {
+    let (_, _, (w, h)) = layout(panels);
+    (w.max(title.chars().count() as u32 * 12 + 40), h)
+}
+
 /// Draws the figure into `path` in the given format.
 pub fn render(
     path: &Path,
@@ -537,7 +544,7 @@ pub fn render(
         bail!("no curves to plot: no run left step records");
     }
     register_font()?;
-    let (_, _, size) = layout(panels.len());
+    let size = size_for(panels.len(), title);
     // written beside the target and renamed, so a reader never sees half a
     // figure (the bitmap encoder picks its format from the last extension)
     let tmp = path.with_extension(format!("tmp.{}", format.extension()));
@@ -802,7 +809,7 @@ mod tests {
         render(&svg, ImageFormat::Svg, "test", &spec, &p).unwrap();
         let png = dir.join("f.png");
         render(&png, ImageFormat::Png, "test", &spec, &p).unwrap();
-        assert_png_has_lines(&png, layout(p.len()).2);
+        assert_png_has_lines(&png, size_for(p.len(), "test"));
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(
             text.contains("<svg")

@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::frames;
 use crate::manifest::{self, Backend};
-use crate::mpi_backend::NetContext;
+use crate::mpi_backend::{Launcher, Method, NetContext};
 use crate::net::ShapingMode;
 use crate::plan::{self, PlannedRun};
 use crate::plot::ImageFormat;
@@ -47,6 +47,44 @@ pub struct RunArgs {
     /// are cheap and always run.
     #[arg(long)]
     pub resume: bool,
+    /// How ranks start: mpirun on this host, or srun in a Slurm allocation
+    /// (auto: srun when SLURM_JOB_ID is set, else mpirun).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub launcher: LauncherArg,
+    /// mpirun across the hosts of this hostfile (a cluster, or one line
+    /// `localhost slots=8` for a multi-GPU box).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// The nodes' network interface, for `shaping: hosts` (cluster runs with
+    /// network conditions: netem on this interface of every node).
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
+}
+
+/// `--launcher`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LauncherArg {
+    Auto,
+    Mpirun,
+    Srun,
+}
+
+/// The launcher the options ask for.
+fn launcher(args: &RunArgs) -> Result<Launcher> {
+    let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some();
+    Ok(match (args.launcher, &args.hostfile) {
+        (LauncherArg::Srun, Some(_)) => anyhow::bail!(
+            "--hostfile is for mpirun; srun takes its hosts from the Slurm allocation"
+        ),
+        (LauncherArg::Srun, None) => Launcher::Srun,
+        (_, Some(h)) => {
+            let h = std::fs::canonicalize(h)
+                .with_context(|| format!("hostfile {} not found", h.display()))?;
+            Launcher::Hostfile(h)
+        }
+        (LauncherArg::Auto, None) if in_slurm => Launcher::Srun,
+        _ => Launcher::Local,
+    })
 }
 
 /// A table's output format.
@@ -98,23 +136,40 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand(&m, &args.scale, backend)?;
     let out = out_dir(&args.out, &m.name);
+    let launcher = launcher(args)?;
     if args.dry_run {
-        dry_run(&m, &args.scale, backend, &runs, &out)?;
+        let net = NetContext {
+            mode: m.shaping,
+            netem: true,
+            exec: Box::new(crate::net::DryRun::default()),
+            launcher,
+            interface: args.interface.clone(),
+        };
+        dry_run(&m, &args.scale, backend, &runs, &out, &net)?;
         return Ok(Outcome::AllSucceeded);
     }
     crate::signals::install();
     let shaped = backend == Backend::Mpi
         && m.shaping != ShapingMode::None
         && runs.iter().any(|r| r.network.is_some());
-    if shaped && !crate::doctor::is_root() {
+    let mut net = NetContext {
+        mode: m.shaping,
+        netem: false,
+        exec: Box::new(crate::net::System),
+        launcher,
+        interface: args.interface.clone(),
+    };
+    let method = if shaped { Some(net.method()?) } else { None };
+    if method == Some(Method::Netns) && !crate::doctor::is_root() {
         return Err(crate::net::NetError::NotRoot.into());
     }
-    let net = NetContext {
-        mode: m.shaping,
-        netem: shaped && crate::doctor::kernel_has_netem(),
-        exec: Box::new(crate::net::System),
+    // a cluster's nodes run netem (users' kernels have it); here, probe
+    net.netem = match method {
+        Some(Method::Netns) => crate::doctor::kernel_has_netem(),
+        Some(Method::Hosts) => true,
+        None => false,
     };
-    if shaped
+    if method == Some(Method::Netns)
         && !net.netem
         && runs
             .iter()
@@ -335,6 +390,7 @@ fn dry_run(
     backend: Backend,
     runs: &[PlannedRun],
     out: &std::path::Path,
+    net: &NetContext,
 ) -> Result<()> {
     let mut text = String::new();
     macro_rules! outln {
@@ -353,12 +409,22 @@ fn dry_run(
             Backend::Mpi => "mpi",
         }
     );
+    // the resolved parameters every run shares (the trainer's config of the
+    // first run without its grid keys), so a cluster user sees what runs
+    if let Some(plan::Params::Train(cfg)) = runs.first().map(|r| &r.params) {
+        let first = &runs[0];
+        if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(cfg) {
+            let common: Vec<String> = map
+                .iter()
+                .filter(|(k, _)| *k != "run_id" && !first.point.contains_key(*k))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            outln!("  parameters: {}", common.join(" "));
+        }
+    }
     let recorder = crate::net::DryRun::default();
-    let net = NetContext {
-        mode: m.shaping,
-        netem: true,
-        exec: Box::new(crate::net::DryRun::default()),
-    };
+    let shaped = backend == Backend::Mpi && runs.iter().any(|r| net.shapes(r));
+    let method = if shaped { Some(net.method()?) } else { None };
     for r in runs {
         outln!("  {}  {}", r.id, describe(r));
         let plan::Params::Train(cfg) = &r.params else {
@@ -366,14 +432,18 @@ fn dry_run(
         };
         let workers = mpi_backend::workers(cfg);
         let dir = out.join("raw").join(&r.id);
+        let hosts = match &r.network {
+            Some(c) if net.shapes(r) && method == Some(Method::Hosts) => Some(net.host_shaping(c)?),
+            _ => None,
+        };
+        if let Some(h) = &hosts {
+            outln!("    # {}", h.describe());
+            outln!("    {}", h.setup_command().join(" "));
+        }
         let fabric = match &r.network {
-            Some(c) if net.shapes(r) => Some(crate::net::Fabric::new(
-                &recorder,
-                &r.id,
-                workers,
-                c.clone(),
-                net.netem,
-            )?),
+            Some(c) if net.shapes(r) && method == Some(Method::Netns) => Some(
+                crate::net::Fabric::new(&recorder, &r.id, workers, c.clone(), net.netem)?,
+            ),
             _ => None,
         };
         if let Some(f) = &fabric {
@@ -392,12 +462,16 @@ fn dry_run(
             &dir,
             fabric.as_ref(),
             &repro,
+            &net.launcher,
         );
         outln!("    {}", launch.display());
         if let Some(f) = &fabric {
             for c in f.teardown_commands() {
                 outln!("    {}", c.join(" "));
             }
+        }
+        if let Some(h) = &hosts {
+            outln!("    {}", h.teardown_command().join(" "));
         }
     }
     // a closed pipe (`| head`) is not an error

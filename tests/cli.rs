@@ -124,6 +124,96 @@ fn dry_run_and_overrides() {
     assert_eq!(text.lines().filter(|l| l.contains("algorithm=")).count(), 6);
 }
 
+/// Paper scale on a cluster, as a dry run: the exact launch with a hostfile
+/// or srun, the paper's hyper-parameters, and in hosts mode netem on every
+/// node's interface applied before and removed after each run.
+#[test]
+fn paper_scale_dry_runs_print_the_cluster_launch() {
+    let dir = temp_out("hostfile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hostfile = dir.join("hosts");
+    std::fs::write(&hostfile, "node1 slots=1\nnode2 slots=1\n").unwrap();
+    let hf = hostfile.to_str().unwrap();
+    let o = repro(&[
+        "run",
+        "table2",
+        "--scale",
+        "paper",
+        "--dry-run",
+        "--hostfile",
+        hf,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("30 runs"), "{text}");
+    for p in [
+        "model=\"resnet20\"",
+        "dataset=\"cifar10\"",
+        "batch=128",
+        "lr=0.1",
+        "theta=2.0",
+        "gamma=0.005",
+        "topology=\"ring\"",
+        "workers=8",
+    ] {
+        assert!(text.contains(p), "{p} missing:\n{text}");
+    }
+    assert!(text.contains("mpirun -np 8 --hostfile"), "{text}");
+    assert!(!text.contains("--oversubscribe"), "{text}");
+    // figure1 shapes the network: with a cluster launcher, hosts mode
+    let o = repro(&[
+        "run",
+        "figure1",
+        "--scale",
+        "paper",
+        "--dry-run",
+        "--launcher",
+        "srun",
+        "--interface",
+        "eth0",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains(
+            "srun --ntasks-per-node=1 --kill-on-bad-exit=1 tc qdisc replace dev eth0 root netem \
+             delay 1000us rate 1000000bit"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("srun --ntasks=8 --kill-on-bad-exit=1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("srun --ntasks-per-node=1 --kill-on-bad-exit=1 tc qdisc del dev eth0 root"),
+        "{text}"
+    );
+    // no interface: refused, saying which flag to pass
+    let o = repro(&[
+        "run",
+        "figure1",
+        "--scale",
+        "paper",
+        "--dry-run",
+        "--launcher",
+        "srun",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--interface"));
+    let o = repro(&[
+        "run",
+        "table2",
+        "--scale",
+        "paper",
+        "--dry-run",
+        "--hostfile",
+        "/nonexistent/h",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("hostfile /nonexistent/h not found"));
+}
+
 /// Every shipped manifest parses and expands at every scale it declares, and
 /// `repro list` shows each with its cost.
 #[test]

@@ -7,6 +7,7 @@
 //! `ip` or `tc` except numbers this module formats itself.
 
 pub mod exec;
+pub mod hosts;
 pub mod netns;
 
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,7 @@ use thiserror::Error;
 use yaml_serde::Value;
 
 pub use exec::{DryRun, Exec, System};
+pub use hosts::HostShaping;
 pub use netns::{Fabric, QdiscStats, leftovers, remove_leftovers};
 
 /// The fixed prefix of every namespace, link and bridge the driver creates.
@@ -54,6 +56,22 @@ pub enum NetError {
          `repro net exec` is started by mpirun for each rank"
     )]
     NoRank,
+    #[error(
+        "`{name}` is not an interface name (1 to 15 letters, digits, `_`, `.`, `-`); \
+         pass the nodes' interface with `--interface`, e.g. `--interface eth0`"
+    )]
+    BadInterface { name: String },
+    #[error(
+        "`shaping: hosts` shapes the interface of every node and needs `--interface IFACE` \
+         (the NIC the ranks talk over; it is never guessed)"
+    )]
+    NoInterface,
+    #[error(
+        "`shaping: {mode}` does not work with this launcher: netns builds namespaces on this \
+         host (launch locally), hosts shapes each node (launch with --hostfile or srun); or \
+         pass `--set shaping=none`"
+    )]
+    ShapingLauncher { mode: String },
 }
 
 /// The queueing discipline that limits the rate.
@@ -187,6 +205,8 @@ pub enum ShapingMode {
     Auto,
     /// One network namespace per rank with `tc` on its veth.
     Netns,
+    /// A cluster: netem on the configured interface of every node.
+    Hosts,
     /// Conditions are not applied (recorded as such).
     None,
 }

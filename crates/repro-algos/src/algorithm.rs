@@ -66,6 +66,19 @@ pub trait Worker: Send {
         Pattern::Gossip
     }
 
+    /// Finishes iteration `k` of a [`Pattern::AllReduce`] worker from the
+    /// sum, over every worker (this one included), of the f32 vectors their
+    /// frames of this iteration carry, computed by a collective (the
+    /// trainer's ring all-reduce) instead of from the frames themselves.
+    /// Equivalent to [`receive`](Self::receive) with every frame, up to the
+    /// order of the additions.
+    fn receive_sum(&mut self, k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
+        let _ = (k, sum);
+        Err(AlgoError::Invalid(
+            "this algorithm does not average through an all-reduce".into(),
+        ))
+    }
+
     /// For algorithms with an a priori bound theta (Moniqua): exchange full
     /// precision and track the largest local step until
     /// [`set_auto_theta`](Self::set_auto_theta). Returns whether the worker

@@ -50,6 +50,13 @@ impl FlatParams {
         self.len
     }
 
+    /// The device the parameters live on (the CPU for a model without any).
+    pub fn device(&self) -> Device {
+        self.entries
+            .first()
+            .map_or(Device::Cpu, |(_, t, _, _)| t.device())
+    }
+
     /// Whether the model has no trainable parameters.
     pub fn is_empty(&self) -> bool {
         self.len == 0

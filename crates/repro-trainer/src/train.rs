@@ -215,7 +215,13 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
             cfg.workers, cfg.workers
         )));
     }
-    tch::set_num_threads(1);
+    // CUDA device `rank % gpus` when libtorch sees GPUs, else the CPU; one
+    // intra-op thread per rank either way
+    let plan = crate::plan_device(
+        rank,
+        usize::try_from(tch::Cuda::device_count()).unwrap_or(0),
+    );
+    tch::set_num_threads(plan.threads);
     if !(cfg.latency_ms >= 0.0 && cfg.latency_ms.is_finite()) {
         return Err(TrainError::Config(format!(
             "latency_ms must be >= 0, got {}",
@@ -227,7 +233,7 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
             cfg.latency_ms / 1e3,
         )));
     }
-    let device = Device::Cpu;
+    let device = plan.device;
     let data = load(cfg)?;
     let how = match cfg.partition.as_str() {
         "iid" => Partition::Iid,
@@ -374,6 +380,7 @@ pub fn train<T: Transport>(
             }
             other => other?,
         }
+        let mut summed: Option<Vec<f32>> = None;
         let (inbox, sent): (Vec<(usize, Vec<u8>)>, u64) = match worker.pattern() {
             Pattern::Gossip => {
                 let frames = t.exchange(&neighbours, &frame, &neighbours)?;
@@ -389,7 +396,21 @@ pub fn train<T: Transport>(
                     .collect(),
                 0,
             ),
-            Pattern::AllReduce | Pattern::AllGather => {
+            Pattern::AllReduce => {
+                // summable f32 frames: a ring all-reduce of their payload,
+                // 2 (n - 1) / n of it on the wire instead of n - 1 frames
+                let before = t.bytes_sent();
+                let header = repro_codec::FrameHeader::parse(&frame, u32::MAX)
+                    .map_err(|e| repro_algos::AlgoError::from(repro_codec::CodecError::from(e)))?;
+                let mut sum = vec![0f32; header.len as usize];
+                repro_codec::FullPrecision::default()
+                    .decode(&frame, &mut sum)
+                    .map_err(repro_algos::AlgoError::from)?;
+                t.all_reduce_sum(&mut sum)?;
+                summed = Some(sum);
+                (Vec::new(), t.bytes_sent() - before)
+            }
+            Pattern::AllGather => {
                 let all = t.all_gather(&frame)?;
                 (
                     all.into_iter()
@@ -400,9 +421,17 @@ pub fn train<T: Transport>(
                 )
             }
         };
-        let received_bytes: u64 = inbox.iter().map(|(_, f)| f.len() as u64).sum();
+        // a ring receives what it sends
+        let received_bytes: u64 = if summed.is_some() {
+            sent
+        } else {
+            inbox.iter().map(|(_, f)| f.len() as u64).sum()
+        };
         let borrowed: Vec<(usize, &[u8])> = inbox.iter().map(|(j, f)| (*j, f.as_slice())).collect();
-        let r = worker.receive(k, &delta, &borrowed)?;
+        let r = match summed.take() {
+            Some(sum) => worker.receive_sum(k, &sum)?,
+            None => worker.receive(k, &delta, &borrowed)?,
+        };
         let comm_s = t1.elapsed().as_secs_f64();
         write_record(
             &mut log,
@@ -473,7 +502,8 @@ fn eval<T: Transport>(
     let n = t.size() as f32;
     let x = worker.model();
     flat.scatter(x)?;
-    let (test_loss, test_accuracy) = evaluate(model, data, cfg.eval_samples, rng, Device::Cpu);
+    let device = flat.device();
+    let (test_loss, test_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
     // the averaged model and the consensus distance sqrt(1/n sum_i |x_i - x_bar|^2)
     let mut avg = x.to_vec();
     t.all_reduce_sum(&mut avg)?;
@@ -485,7 +515,7 @@ fn eval<T: Transport>(
         .sum::<f64>() as f32];
     t.all_reduce_sum(&mut sq)?;
     flat.scatter(&avg)?;
-    let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, Device::Cpu);
+    let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
     flat.scatter(x)?;
     Ok(Eval {
         iteration,

@@ -176,7 +176,9 @@ fn injected_latency_delays_every_exchange() {
     }
 }
 
-/// AD-PSGD over MPI, 4 ranks on a ring (even ranks active, odd passive):
+/// AD-PSGD over MPI, 4 ranks on a ring (even ranks active, odd passive),
+/// with half the synchronous tests' step (at lr 0.01, momentum 0.9 and stale
+/// gradients LeNet's loss spiked on this synthetic task in one of several runs):
 /// the job finishes (no deadlock), every rank logs every step, the ranks
 /// average (bytes both ways, models close at the end) and learn; the bytes
 /// an active rank logs are whole f32 frames, one per average it started.
@@ -186,12 +188,12 @@ fn ad_psgd_averages_asynchronously_and_learns() {
         4,
         "adpsgd",
         r#"{"run_id": "a", "model": "lenet", "dataset": "synthetic", "algorithm": "ad-psgd",
-            "iterations": 60, "eval_every": 30, "eval_samples": 200, "batch": 16, "lr": 0.01,
+            "iterations": 100, "eval_every": 50, "eval_samples": 200, "batch": 16, "lr": 0.005,
             "synthetic_samples": 600}"#,
     );
     let frame = repro_codec::frame::HEADER_LEN as u64 + 4 * 61_706;
     for (r, log) in logs.iter().enumerate() {
-        assert_eq!(log.steps.len(), 60, "rank {r}");
+        assert_eq!(log.steps.len(), 100, "rank {r}");
         let end = log.end.as_ref().unwrap();
         assert!(matches!(end.status, repro_runlog::Status::Completed));
         let sent: u64 = log.steps.iter().map(|s| s.bytes_sent).sum();
@@ -200,7 +202,7 @@ fn ad_psgd_averages_asynchronously_and_learns() {
         assert_eq!(sent % frame, 0, "rank {r}: {sent} is not whole frames");
         if r % 2 == 0 {
             // an active rank starts at most one average per step
-            assert!(sent / frame <= 60, "rank {r}: {} averages", sent / frame);
+            assert!(sent / frame <= 100, "rank {r}: {} averages", sent / frame);
         }
         // the transport counted the averages and the final all-reduce too
         assert!(end.transport_bytes_sent.unwrap() > sent);
@@ -223,7 +225,7 @@ fn moniqua_on_ad_psgd_sends_eight_bit_frames_and_learns() {
         "moniqua-adpsgd",
         r#"{"run_id": "m", "model": "lenet", "dataset": "synthetic",
             "algorithm": "moniqua-ad-psgd", "bits": 8, "theta": 2.0,
-            "iterations": 60, "eval_every": 60, "eval_samples": 200, "batch": 16, "lr": 0.01,
+            "iterations": 100, "eval_every": 100, "eval_samples": 200, "batch": 16, "lr": 0.005,
             "synthetic_samples": 600}"#,
     );
     let frame = repro_codec::frame::HEADER_LEN as u64 + 61_706;
@@ -270,4 +272,35 @@ fn ad_psgd_refuses_a_rank_without_a_partner() {
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(text.contains("no odd neighbour"), "{text}");
+}
+
+/// All-reduce SGD over MPI goes through the ring all-reduce: each rank sends
+/// 2 (n - 1) / n of the gradient per step (not n - 1 copies of it), every
+/// rank ends with bit-identical models (consensus distance exactly 0), and
+/// it learns.
+#[test]
+fn allreduce_sgd_uses_the_ring_and_keeps_ranks_identical() {
+    let logs = train(
+        4,
+        "allreduce",
+        r#"{"run_id": "r", "model": "lenet", "dataset": "synthetic", "algorithm": "allreduce",
+            "iterations": 40, "eval_every": 40, "eval_samples": 200, "batch": 16, "lr": 0.01,
+            "synthetic_samples": 600}"#,
+    );
+    let d = 61_706u64;
+    let ring = 2 * 3 * d / 4 * 4;
+    for (r, log) in logs.iter().enumerate() {
+        for s in &log.steps {
+            // chunks of d / 4 rounded: within a few floats of the ideal
+            assert!(
+                s.bytes_sent.abs_diff(ring) <= 6 * 4,
+                "rank {r}: {}",
+                s.bytes_sent
+            );
+            assert_eq!(s.bytes_received, s.bytes_sent);
+        }
+        let last = log.evals.last().unwrap();
+        assert_eq!(last.consensus_distance, Some(0.0), "rank {r}");
+        assert!(last.avg_test_accuracy.unwrap() > 0.8, "rank {r}: {last:?}");
+    }
 }

@@ -68,6 +68,15 @@ impl Periodic {
     fn syncs(&self, k: u64) -> bool {
         (k + 1) % self.period == 0
     }
+
+    /// `x <- x_sync + sum / n`, the new synchronization point.
+    fn apply_sum(&mut self, sum: &[f32]) {
+        let inv = 1.0 / self.n as f32;
+        for ((x, s), &a) in self.x.iter_mut().zip(self.x_sync.iter_mut()).zip(sum) {
+            *x = *s + a * inv;
+            *s = *x;
+        }
+    }
 }
 
 impl Worker for Periodic {
@@ -111,11 +120,23 @@ impl Worker for Periodic {
             &mut self.scratch,
             |b, out| compressor.decode(b, out).map_err(Into::into),
         )?;
-        let inv = 1.0 / self.n as f32;
-        for ((x, s), &a) in self.x.iter_mut().zip(self.x_sync.iter_mut()).zip(&self.acc) {
-            *x = *s + a * inv;
-            *s = *x;
+        let acc = std::mem::take(&mut self.acc);
+        self.apply_sum(&acc);
+        self.acc = acc;
+        Ok(Received::default())
+    }
+
+    fn receive_sum(&mut self, k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
+        if !self.syncs(k) {
+            return Ok(Received::default());
         }
+        if !self.compressor.is_full() {
+            return Err(AlgoError::Invalid(
+                "quantized changes cannot be summed by an all-reduce".into(),
+            ));
+        }
+        check_len("all-reduce sum", self.x.len(), sum.len())?;
+        self.apply_sum(sum);
         Ok(Received::default())
     }
 
@@ -212,6 +233,16 @@ impl Worker for Rotating {
         Ok(Received::default())
     }
 
+    fn receive_sum(&mut self, k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
+        let range = self.chunk(k);
+        check_len("all-reduce sum", range.len(), sum.len())?;
+        let inv = 1.0 / self.n as f32;
+        for (x, &s) in self.x[range].iter_mut().zip(sum) {
+            *x = s * inv;
+        }
+        Ok(Received::default())
+    }
+
     fn extra_memory(&self) -> usize {
         0
     }
@@ -283,11 +314,108 @@ impl Worker for QuantizedGradient {
         Ok(Received::default())
     }
 
+    fn receive_sum(&mut self, _k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
+        if !self.compressor.is_full() {
+            return Err(AlgoError::Invalid(
+                "quantized gradients cannot be summed by an all-reduce".into(),
+            ));
+        }
+        check_len("all-reduce sum", self.x.len(), sum.len())?;
+        let inv = 1.0 / self.n as f32;
+        for (x, &s) in self.x.iter_mut().zip(sum) {
+            *x -= s * inv;
+        }
+        Ok(Received::default())
+    }
+
     fn extra_memory(&self) -> usize {
         0
     }
 
     fn pattern(&self) -> Pattern {
         collective(&self.compressor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::algos::{AlgorithmSpec, Knobs};
+    use crate::{Pattern, Topology, Worker};
+
+    /// What an all-reduce hands `receive_sum` (the sum of every worker's
+    /// f32 vector) finishes the iteration as `receive` with all the frames
+    /// does, for every algorithm that averages through an all-reduce.
+    #[test]
+    fn receive_sum_matches_receive_with_every_frame() {
+        let n = 4;
+        let d = 10;
+        let topology = Topology::ring(n).unwrap();
+        let knobs = Knobs {
+            period: 2,
+            ..Knobs::default()
+        };
+        for name in ["allreduce", "psgd", "rsgd"] {
+            let spec = AlgorithmSpec::from_name(name, &knobs).unwrap();
+            let x0: Vec<f32> = (0..d).map(|i| i as f32 * 0.1).collect();
+            let mut a: Vec<Box<dyn Worker>> = (0..n)
+                .map(|r| spec.build(r, &topology, 0, &x0).unwrap())
+                .collect();
+            let mut b: Vec<Box<dyn Worker>> = (0..n)
+                .map(|r| spec.build(r, &topology, 0, &x0).unwrap())
+                .collect();
+            assert_eq!(a[0].pattern(), Pattern::AllReduce, "{name}");
+            for k in 0..4u64 {
+                let mut frames = Vec::new();
+                for r in 0..n {
+                    let delta: Vec<f32> = (0..d)
+                        .map(|i| ((r * 7 + i) as f32 + k as f32).sin() * 0.01)
+                        .collect();
+                    let mut fa = Vec::new();
+                    let mut fb = Vec::new();
+                    a[r].send(k, &delta, &mut fa).unwrap();
+                    b[r].send(k, &delta, &mut fb).unwrap();
+                    assert_eq!(fa, fb);
+                    frames.push((delta, fa));
+                }
+                if frames[0].1.is_empty() {
+                    for r in 0..n {
+                        a[r].receive(k, &frames[r].0, &[]).unwrap();
+                        b[r].receive_sum(k, &[]).unwrap();
+                    }
+                    continue;
+                }
+                let decoded: Vec<Vec<f32>> = frames
+                    .iter()
+                    .map(|(_, f)| {
+                        let h = repro_codec::FrameHeader::parse(f, u32::MAX).unwrap();
+                        let mut v = vec![0.0; h.len as usize];
+                        repro_codec::FullPrecision::default()
+                            .decode(f, &mut v)
+                            .unwrap();
+                        v
+                    })
+                    .collect();
+                let sum: Vec<f32> = (0..decoded[0].len())
+                    .map(|i| decoded.iter().map(|v| v[i]).sum())
+                    .collect();
+                for r in 0..n {
+                    let inbox: Vec<(usize, &[u8])> = (0..n)
+                        .filter(|&j| j != r)
+                        .map(|j| (j, frames[j].1.as_slice()))
+                        .collect();
+                    a[r].receive(k, &frames[r].0, &inbox).unwrap();
+                    b[r].receive_sum(k, &sum).unwrap();
+                }
+            }
+            for r in 0..n {
+                for (x, y) in a[r].model().iter().zip(b[r].model()) {
+                    assert!((x - y).abs() < 1e-6, "{name} rank {r}: {x} vs {y}");
+                }
+            }
+        }
+        // a worker that gossips cannot take a sum
+        let moniqua = AlgorithmSpec::from_name("moniqua", &knobs).unwrap();
+        let mut w = moniqua.build(0, &topology, 0, &vec![0.0; d]).unwrap();
+        assert!(w.receive_sum(0, &vec![0.0; d]).is_err());
     }
 }

@@ -85,6 +85,59 @@ impl Tag {
     }
 }
 
+/// The ring all-reduce (reduce-scatter, then all-gather) over any
+/// transport's point-to-point `exchange`: `buf <- sum over ranks of buf`.
+/// The buffer is cut into `n` chunks; in `n - 1` steps each rank passes one
+/// chunk to the next rank and adds the one it gets from the previous, after
+/// which rank `r` holds the full sum of chunk `r + 1`; in `n - 1` more steps
+/// the summed chunks travel round the ring. Each rank sends
+/// `2 (n - 1) / n` of the buffer (all-gathering every buffer sends
+/// `n - 1` times it), and every rank ends with the same bits: each chunk is
+/// summed once, on one rank, then copied.
+pub fn ring_all_reduce<T: Transport + ?Sized>(
+    t: &mut T,
+    buf: &mut [f32],
+) -> Result<(), TransportError> {
+    let (n, r) = (t.size(), t.rank());
+    if n < 2 {
+        return Ok(());
+    }
+    let d = buf.len();
+    let bounds = |c: usize| (c * d / n)..((c + 1) * d / n);
+    let (next, prev) = ((r + 1) % n, (r + n - 1) % n);
+    let encode = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let decode = |bytes: &[u8], expected: usize| -> Result<Vec<f32>, TransportError> {
+        if bytes.len() != 4 * expected {
+            return Err(TransportError::Length {
+                what: "all-reduce chunk",
+                expected,
+                got: bytes.len() / 4,
+            });
+        }
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    };
+    for s in 0..n - 1 {
+        let send = bounds((r + n - s) % n);
+        let recv = bounds((r + 2 * n - s - 1) % n);
+        let got = t.exchange(&[next], &encode(&buf[send]), &[prev])?;
+        let add = decode(&got[0], recv.len())?;
+        for (x, a) in buf[recv].iter_mut().zip(add) {
+            *x += a;
+        }
+    }
+    for s in 0..n - 1 {
+        let send = bounds((r + 1 + n - s) % n);
+        let recv = bounds((r + n - s) % n);
+        let got = t.exchange(&[next], &encode(&buf[send]), &[prev])?;
+        let summed = decode(&got[0], recv.len())?;
+        buf[recv].copy_from_slice(&summed);
+    }
+    Ok(())
+}
+
 /// `out <- sum over ranks` of little-endian f32 frames, added in rank order so
 /// that every rank gets the same bits.
 pub fn sum_frames_in_rank_order(frames: &[Vec<u8>], out: &mut [f32]) -> Result<(), TransportError> {
@@ -107,6 +160,121 @@ pub fn sum_frames_in_rank_order(frames: &[Vec<u8>], out: &mut [f32]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+
+    /// Ranks as threads, frames through channels (one per ordered pair).
+    struct Threads {
+        rank: usize,
+        size: usize,
+        to: Vec<Sender<Vec<u8>>>,
+        from: Vec<Receiver<Vec<u8>>>,
+        sent: u64,
+    }
+
+    fn threads(n: usize) -> Vec<Threads> {
+        let mut senders: Vec<Vec<Option<Sender<Vec<u8>>>>> =
+            (0..n).map(|_| vec![None; n]).collect();
+        let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> =
+            (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+        for a in 0..n {
+            for b in 0..n {
+                let (tx, rx) = channel();
+                senders[a][b] = Some(tx);
+                receivers[b][a] = Some(rx);
+            }
+        }
+        senders
+            .into_iter()
+            .zip(receivers)
+            .enumerate()
+            .map(|(rank, (to, from))| Threads {
+                rank,
+                size: n,
+                to: to.into_iter().map(Option::unwrap).collect(),
+                from: from.into_iter().map(Option::unwrap).collect(),
+                sent: 0,
+            })
+            .collect()
+    }
+
+    impl Transport for Threads {
+        fn rank(&self) -> usize {
+            self.rank
+        }
+        fn size(&self) -> usize {
+            self.size
+        }
+        fn exchange(
+            &mut self,
+            to: &[usize],
+            frame: &[u8],
+            from: &[usize],
+        ) -> Result<Vec<Vec<u8>>, TransportError> {
+            for &j in to {
+                self.sent += frame.len() as u64;
+                self.to[j].send(frame.to_vec()).unwrap();
+            }
+            Ok(from.iter().map(|&j| self.from[j].recv().unwrap()).collect())
+        }
+        fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
+            ring_all_reduce(self, buf)
+        }
+        fn all_gather(&mut self, _: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
+            unimplemented!()
+        }
+        fn set_injected_latency(&mut self, _: Option<std::time::Duration>) {}
+        fn bytes_sent(&self) -> u64 {
+            self.sent
+        }
+        fn send_tagged(&mut self, _: usize, _: Tag, _: &[u8]) -> Result<(), TransportError> {
+            unimplemented!()
+        }
+        fn receive_tagged(&mut self, _: usize, _: Tag) -> Result<Vec<u8>, TransportError> {
+            unimplemented!()
+        }
+        fn poll_tagged(&mut self, _: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
+            unimplemented!()
+        }
+    }
+
+    /// Every rank ends with the same bits, equal to the sum up to rounding,
+    /// and sends 2 (n - 1) / n of the buffer; lengths below n (some chunks
+    /// empty) and n = 1 work too.
+    #[test]
+    fn ring_all_reduce_sums_with_identical_bits_and_ring_traffic() {
+        for (n, d) in [(1, 5), (2, 7), (3, 1), (4, 1000), (8, 13)] {
+            let results: Vec<(Vec<f32>, u64)> = std::thread::scope(|s| {
+                let handles: Vec<_> = threads(n)
+                    .into_iter()
+                    .map(|mut t| {
+                        s.spawn(move || {
+                            let mut buf: Vec<f32> = (0..d)
+                                .map(|i| ((t.rank * 31 + i) as f32 * 0.37).sin())
+                                .collect();
+                            t.all_reduce_sum(&mut buf).unwrap();
+                            (buf, t.sent)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for i in 0..d {
+                let exact: f64 = (0..n)
+                    .map(|r| f64::from(((r * 31 + i) as f32 * 0.37).sin()))
+                    .sum();
+                assert!(
+                    (f64::from(results[0].0[i]) - exact).abs() < 1e-5,
+                    "n {n} d {d} i {i}"
+                );
+            }
+            for (buf, sent) in &results {
+                assert_eq!(buf, &results[0].0, "n {n} d {d}: ranks disagree");
+                if n > 1 && d % n == 0 {
+                    assert_eq!(*sent, (2 * (n - 1) * d / n * 4) as u64);
+                }
+            }
+        }
+    }
 
     #[test]
     fn frames_sum_in_rank_order_and_lengths_are_checked() {

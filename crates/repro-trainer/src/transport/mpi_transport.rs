@@ -4,7 +4,7 @@ use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::{Tag, Transport, TransportError, sum_frames_in_rank_order};
+use super::{Tag, Transport, TransportError, ring_all_reduce};
 
 /// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
 /// MPI is finalized when it is dropped.
@@ -118,11 +118,10 @@ impl Transport for MpiTransport {
     }
 
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
-        // through counted point-to-point messages (not MPI_Allreduce, whose
-        // traffic depends on the library's algorithm and could not be counted)
-        let bytes: Vec<u8> = buf.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let all = self.all_gather(&bytes)?;
-        sum_frames_in_rank_order(&all, buf)
+        // a ring all-reduce through counted point-to-point messages (not
+        // MPI_Allreduce, whose traffic depends on the library's algorithm and
+        // could not be counted)
+        ring_all_reduce(self, buf)
     }
 
     fn bytes_sent(&self) -> u64 {
