@@ -65,8 +65,8 @@ pub fn runs_frame(rows: &[Row]) -> Result<DataFrame> {
 }
 
 /// The averaged curves as a frame: `run_id`, the grid keys, then
-/// `iteration, epoch, wall_s, train_loss`, one row per step.
-pub fn curves_frame(curves: &[(Row, Vec<CurvePoint>)]) -> Result<DataFrame> {
+/// `iteration, epoch, wall_s` and the figure's `y`, one row per point.
+pub fn curves_frame(y: &str, curves: &[(Row, Vec<CurvePoint>)]) -> Result<DataFrame> {
     let keys: Vec<&String> = curves
         .first()
         .map(|(r, _)| r.point.keys().collect())
@@ -104,7 +104,7 @@ pub fn curves_frame(curves: &[(Row, Vec<CurvePoint>)]) -> Result<DataFrame> {
             (|p: &CurvePoint| p.epoch) as fn(&CurvePoint) -> f64,
         ),
         ("wall_s", |p| p.wall_s),
-        ("train_loss", |p| p.train_loss),
+        (y, |p| p.value),
     ] {
         columns.push(Series::new(name.into(), points().map(f).collect::<Vec<_>>()).into_column());
     }
@@ -202,7 +202,7 @@ mod tests {
                     iteration: i,
                     epoch: i as f64 / 10.0,
                     wall_s: i as f64 * 0.5,
-                    train_loss: 2.0 - i as f64 * 0.1,
+                    value: 2.0 - i as f64 * 0.1,
                 })
                 .collect::<Vec<_>>()
         };
@@ -210,7 +210,7 @@ mod tests {
             (row("a1", "moniqua", "0", "completed", "1"), pts(3)),
             (row("b2", "d-psgd", "0", "completed", "1"), pts(2)),
         ];
-        let df = curves_frame(&curves).unwrap();
+        let df = curves_frame("train_loss", &curves).unwrap();
         assert_eq!(df.height(), 5);
         let ids = df.column("run_id").unwrap().str().unwrap();
         assert_eq!(ids.get(3), Some("b2"));

@@ -264,19 +264,33 @@ pub struct IterationTiming {
     /// Mean over iterations of the slowest rank's compute + communication.
     pub step_s: f64,
     /// Mean over iterations of the slowest rank's `bytes on the wire /
-    /// bandwidth + latency` (one latency per iteration: each exchange sends
-    /// its messages together).
+    /// bandwidth + latency x rounds`, where a round is a set of messages
+    /// sent together (one for a gossip exchange or an all-gather, 2 (n - 1)
+    /// one after the other for a ring all-reduce).
     pub bound_s: f64,
     pub iters_per_epoch: f64,
 }
 
+/// Sequential message rounds per communicating iteration of `cfg`'s
+/// algorithm on `n` ranks: the ring all-reduce's 2 (n - 1) for the
+/// algorithms that sum f32 frames, one otherwise (every message of a gossip
+/// exchange or an all-gather leaves at once).
+pub fn latency_rounds(cfg: &TrainConfig, n: usize) -> u32 {
+    match cfg.algorithm.as_str() {
+        "allreduce" | "psgd" | "rsgd" => 2 * (n.max(1) as u32 - 1),
+        _ => 1,
+    }
+}
+
 /// Timing of the iterations every rank logged, the first fifth (at most 5)
 /// left out as warm-up. `wire_ratio` scales counted payload bytes to bytes
-/// on the wire (the run's kernel/counted ratio; 1 when unknown).
+/// on the wire (the run's kernel/counted ratio; 1 when unknown); `rounds`
+/// is [`latency_rounds`].
 pub fn iteration_timing(
     logs: &[repro_runlog::Log],
     condition: Option<&Condition>,
     wire_ratio: f64,
+    rounds: u32,
 ) -> IterationTiming {
     let mut per_iter: std::collections::BTreeMap<u64, (f64, u64, usize, f64)> =
         std::collections::BTreeMap::new();
@@ -315,7 +329,11 @@ pub fn iteration_timing(
         let wire = c
             .bandwidth_bps
             .map_or(0.0, |bps| bytes as f64 * ratio * 8.0 / bps);
-        wire + if bytes > 0 { c.latency_s } else { 0.0 }
+        wire + if bytes > 0 {
+            c.latency_s * f64::from(rounds)
+        } else {
+            0.0
+        }
     };
     let n = used.len() as f64;
     let (k, epoch) = complete
@@ -630,7 +648,16 @@ fn summarize(
         }
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
-    let timing = iteration_timing(logs, run.network.as_ref().filter(|_| shaped), kernel_ratio);
+    let rounds = match &run.params {
+        Params::Train(cfg) => latency_rounds(cfg, logs.len()),
+        Params::Sim(_) => 1,
+    };
+    let timing = iteration_timing(
+        logs,
+        run.network.as_ref().filter(|_| shaped),
+        kernel_ratio,
+        rounds,
+    );
     Summary {
         train_loss: final_train_loss(logs),
         comm_fraction: comm_fraction(logs),
@@ -729,6 +756,19 @@ mod tests {
             Launcher::Srun.per_host().unwrap(),
             ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
         );
+    }
+
+    #[test]
+    fn a_ring_all_reduce_waits_for_a_latency_per_round() {
+        let cfg = |alg: &str| TrainConfig {
+            algorithm: alg.into(),
+            ..TrainConfig::default()
+        };
+        assert_eq!(latency_rounds(&cfg("allreduce"), 8), 14);
+        assert_eq!(latency_rounds(&cfg("psgd"), 4), 6);
+        assert_eq!(latency_rounds(&cfg("moniqua"), 8), 1);
+        assert_eq!(latency_rounds(&cfg("qsgd"), 8), 1);
+        assert_eq!(latency_rounds(&cfg("allreduce"), 1), 0);
     }
 
     #[test]

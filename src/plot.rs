@@ -70,8 +70,9 @@ pub struct CurvePoint {
     /// When the slowest rank finished the step, in seconds since its first
     /// step began.
     pub wall_s: f64,
-    /// Mean over ranks.
-    pub train_loss: f64,
+    /// The figure's `y`, mean over ranks: `train_loss` from the steps, or an
+    /// evaluation metric from the evaluations.
+    pub value: f64,
 }
 
 /// The logs of one run: `raw/<id>/rank-*.jsonl` (MPI) or `raw/<id>.jsonl` (simulator).
@@ -131,24 +132,81 @@ pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
             iteration,
             epoch,
             wall_s,
-            train_loss: loss / n as f64,
+            value: loss / n as f64,
         })
         .collect()
 }
 
-/// The curves of every run that left logs, in the order of `runs`.
-pub fn load_curves(raw: &Path, runs: &[Row]) -> Vec<(Row, Vec<CurvePoint>)> {
-    runs.iter()
-        .filter_map(|r| {
-            let logs = run_logs(raw, &r.run_id).ok()?;
-            let c = curve(&logs);
-            (!c.is_empty()).then(|| (r.clone(), c))
+/// The `y` values a figure can draw: `train_loss` (every step), or a metric
+/// of the evaluations (every `eval_every` steps).
+pub const CURVE_METRICS: [&str; 5] = [
+    "train_loss",
+    "test_loss",
+    "test_accuracy",
+    "avg_test_loss",
+    "avg_test_accuracy",
+];
+
+/// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
+/// training loss; for an evaluation metric, the ranks' evaluations averaged
+/// at each evaluated iteration (the averaged model's are the same on every
+/// rank), at the time of the slowest rank.
+pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
+    let pick: fn(&repro_runlog::Eval) -> Option<f64> = match y {
+        "train_loss" => return Ok(curve(logs)),
+        "test_loss" => |e| Some(e.test_loss),
+        "test_accuracy" => |e| Some(e.test_accuracy),
+        "avg_test_loss" => |e| e.avg_test_loss,
+        "avg_test_accuracy" => |e| e.avg_test_accuracy,
+        other => bail!(
+            "figure.y `{other}` is not one of {}",
+            CURVE_METRICS.join(", ")
+        ),
+    };
+    let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
+    for log in logs {
+        let t0 = log
+            .steps
+            .first()
+            .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
+        for e in &log.evals {
+            let Some(v) = pick(e) else { continue };
+            let entry = by_iter.entry(e.iteration).or_insert((0.0, 0.0, 0.0, 0));
+            entry.0 = entry.0.max(e.wall_s - t0);
+            entry.1 += v;
+            entry.2 = e.epoch;
+            entry.3 += 1;
+        }
+    }
+    Ok(by_iter
+        .into_iter()
+        .filter(|(_, v)| v.3 == logs.len())
+        .map(|(iteration, (wall_s, v, epoch, n))| CurvePoint {
+            iteration,
+            epoch,
+            wall_s,
+            value: v / n as f64,
         })
-        .collect()
+        .collect())
+}
+
+/// The curves of `y` of every run that left logs, in the order of `runs`.
+pub fn load_curves(raw: &Path, runs: &[Row], y: &str) -> Result<Vec<(Row, Vec<CurvePoint>)>> {
+    let mut out = Vec::new();
+    for r in runs {
+        let Ok(logs) = run_logs(raw, &r.run_id) else {
+            continue;
+        };
+        let c = curve_of(&logs, y)?;
+        if !c.is_empty() {
+            out.push((r.clone(), c));
+        }
+    }
+    Ok(out)
 }
 
 /// curves.csv: run id, grid keys, then one line per step.
-pub fn write_curves_csv(path: &Path, curves: &[(Row, Vec<CurvePoint>)]) -> Result<()> {
+pub fn write_curves_csv(path: &Path, y: &str, curves: &[(Row, Vec<CurvePoint>)]) -> Result<()> {
     let keys: Vec<String> = curves
         .first()
         .map(|(r, _)| r.point.keys().cloned().collect())
@@ -158,7 +216,7 @@ pub fn write_curves_csv(path: &Path, curves: &[(Row, Vec<CurvePoint>)]) -> Resul
         out.push(',');
         out.push_str(k);
     }
-    out.push_str(",iteration,epoch,wall_s,train_loss\n");
+    out.push_str(&format!(",iteration,epoch,wall_s,{y}\n"));
     for (r, points) in curves {
         let prefix: String = keys
             .iter()
@@ -172,7 +230,7 @@ pub fn write_curves_csv(path: &Path, curves: &[(Row, Vec<CurvePoint>)]) -> Resul
         for p in points {
             out.push_str(&format!(
                 "{}{prefix},{},{},{},{}\n",
-                r.run_id, p.iteration, p.epoch, p.wall_s, p.train_loss
+                r.run_id, p.iteration, p.epoch, p.wall_s, p.value
             ));
         }
     }
@@ -222,8 +280,12 @@ pub fn panels(spec: &FigureSpec, curves: &[(Row, Vec<CurvePoint>)]) -> Result<Ve
             other => bail!("figure.x `{other}` is not one of wall_s, iteration, epoch"),
         })
     };
-    if spec.y != "train_loss" {
-        bail!("figure.y `{}` is not train_loss", spec.y);
+    if !CURVE_METRICS.contains(&spec.y.as_str()) {
+        bail!(
+            "figure.y `{}` is not one of {}",
+            spec.y,
+            CURVE_METRICS.join(", ")
+        );
     }
     let mut groups: BTreeMap<String, BTreeMap<String, Vec<&Vec<CurvePoint>>>> = BTreeMap::new();
     let mut panel_order: Vec<String> = Vec::new();
@@ -269,7 +331,7 @@ pub fn panels(spec: &FigureSpec, curves: &[(Row, Vec<CurvePoint>)]) -> Result<Ve
                     for c in runs {
                         for (i, pt) in c.iter().take(len).enumerate() {
                             xs[i] += x_of(pt)? / runs.len() as f64;
-                            ys[i] += pt.train_loss / runs.len() as f64;
+                            ys[i] += pt.value / runs.len() as f64;
                         }
                     }
                     let ys = smooth(&ys, spec.smooth);
@@ -451,6 +513,10 @@ fn axis_label(key: &str) -> &'static str {
         "epoch" => "epoch",
         "epoch_time_s" => "epoch time (s)",
         "wall_s_total" => "run time (s)",
+        "test_loss" => "test loss (local models)",
+        "test_accuracy" => "test accuracy (local models)",
+        "avg_test_loss" => "test loss of the averaged model",
+        "avg_test_accuracy" => "test accuracy of the averaged model",
         _ => "train loss",
     }
 }
@@ -735,6 +801,36 @@ mod tests {
         }
     }
 
+    /// Evaluation metrics make curves too: one point per evaluated
+    /// iteration, averaged over the ranks that evaluated it.
+    #[test]
+    fn evaluations_make_curves_of_their_metrics() {
+        let eval = |iteration: u64, loss: f64, avg: Option<f64>| repro_runlog::Eval {
+            iteration,
+            epoch: iteration as f64 / 10.0,
+            wall_s: iteration as f64,
+            test_loss: loss,
+            test_accuracy: 0.5,
+            avg_test_loss: avg,
+            avg_test_accuracy: None,
+            consensus_distance: None,
+        };
+        let mut a = log(0, &[1.0, 1.0], 1.0);
+        let mut b = log(1, &[1.0, 1.0], 1.0);
+        a.evals = vec![eval(1, 2.0, None), eval(2, 1.0, Some(0.8))];
+        b.evals = vec![eval(1, 4.0, None), eval(2, 3.0, Some(0.8))];
+        let c = curve_of(&[a.clone(), b.clone()], "test_loss").unwrap();
+        assert_eq!(
+            c.iter().map(|p| (p.iteration, p.value)).collect::<Vec<_>>(),
+            [(1, 3.0), (2, 2.0)]
+        );
+        // the intermediate evaluations of AD-PSGD have no averaged model
+        let c = curve_of(&[a.clone(), b.clone()], "avg_test_loss").unwrap();
+        assert_eq!(c.len(), 1);
+        assert!((c[0].value - 0.8).abs() < 1e-12);
+        assert!(curve_of(&[a], "accuracy").is_err());
+    }
+
     fn run(id: &str, point: &[(&str, &str)]) -> Row {
         Row {
             run_id: id.into(),
@@ -751,7 +847,7 @@ mod tests {
         // rank 1 logged one step fewer (killed): only common steps count
         let c = curve(&[log(0, &[2.0, 1.0, 0.5], 1.0), log(1, &[4.0, 3.0], 1.0)]);
         assert_eq!(c.len(), 2);
-        assert_eq!(c[1].train_loss, 2.0);
+        assert_eq!(c[1].value, 2.0);
         assert_eq!(c[1].wall_s, 2.0);
         let curves = vec![
             (
@@ -816,7 +912,7 @@ mod tests {
                 && text.contains("moniqua")
                 && text.contains("wall-clock time (s)")
         );
-        write_curves_csv(&dir.join("curves.csv"), &curves).unwrap();
+        write_curves_csv(&dir.join("curves.csv"), "train_loss", &curves).unwrap();
         let csv = std::fs::read_to_string(dir.join("curves.csv")).unwrap();
         assert!(csv.starts_with("run_id,algorithm,network,seed,iteration,epoch,wall_s,train_loss\na,moniqua,1mbit,0,0,0,1,3\n"), "{csv}");
         let bad = FigureSpec {

@@ -494,11 +494,11 @@ fn figure(
     };
     let panels = match spec.kind {
         plot::FigureKind::Curves => {
-            let curves = plot::load_curves(&out.join("raw"), rows);
-            plot::write_curves_csv(&out.join("curves.csv"), &curves)?;
+            let curves = plot::load_curves(&out.join("raw"), rows, &spec.y)?;
+            plot::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
             frames::write_parquet(
                 &out.join("curves.parquet"),
-                &mut frames::curves_frame(&curves)?,
+                &mut frames::curves_frame(&spec.y, &curves)?,
             )?;
             plot::panels(spec, &curves)?
         }

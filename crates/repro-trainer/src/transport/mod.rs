@@ -43,7 +43,8 @@ pub trait Transport {
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError>;
     /// Every rank's frame (lengths may differ), in rank order.
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError>;
-    /// Delays every outgoing message by `latency` (for kernels without
+    /// Delays every message by `latency`, as a link's propagation delay
+    /// would (for kernels without
     /// netem); `None` switches it off.
     fn set_injected_latency(&mut self, latency: Option<std::time::Duration>);
     /// Payload bytes this rank has handed to the network so far, every

@@ -40,6 +40,21 @@ impl MpiTransport {
         })
     }
 
+    /// The injected latency, taken by the receiver once what it waited for
+    /// has arrived: a frame is usable `latency` after its last byte left the
+    /// sender's queue, as over a link with that propagation delay. (Waiting
+    /// before sending instead would overlap the wait with frames already in
+    /// flight and hide the latency of dependent rounds, such as a ring
+    /// all-reduce's.) Frames received together wait once: they travelled
+    /// side by side.
+    fn propagate(&self, received: bool) {
+        if let Some(latency) = self.latency
+            && received
+        {
+            std::thread::sleep(latency);
+        }
+    }
+
     fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
         let size = self.size();
         match ranks.iter().find(|&&r| r >= size) {
@@ -85,12 +100,6 @@ impl Transport for MpiTransport {
     ) -> Result<Vec<Vec<u8>>, TransportError> {
         self.check(to)?;
         self.check(from)?;
-        // the messages leave together, so one wait delays each of them
-        if let Some(latency) = self.latency
-            && !to.is_empty()
-        {
-            std::thread::sleep(latency);
-        }
         self.bytes_sent += (frame.len() * to.len()) as u64;
         let world = &self.world;
         let mut received = Vec::with_capacity(from.len());
@@ -110,6 +119,7 @@ impl Transport for MpiTransport {
                 s.wait();
             }
         });
+        self.propagate(!from.is_empty());
         Ok(received)
     }
 
@@ -130,9 +140,6 @@ impl Transport for MpiTransport {
 
     fn send_tagged(&mut self, to: usize, tag: Tag, frame: &[u8]) -> Result<(), TransportError> {
         self.check(&[to])?;
-        if let Some(latency) = self.latency {
-            std::thread::sleep(latency);
-        }
         self.bytes_sent += frame.len() as u64;
         self.world
             .process_at_rank(to as i32)
@@ -147,11 +154,12 @@ impl Transport for MpiTransport {
             .process_at_rank(from as i32)
             .matched_probe_with_tag(tag.code())
             .matched_receive_vec::<u8>();
+        self.propagate(true);
         Ok(data)
     }
 
     fn poll_tagged(&mut self, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
-        Ok(self
+        let got = self
             .world
             .any_process()
             .immediate_matched_probe_with_tag(tag.code())
@@ -159,7 +167,9 @@ impl Transport for MpiTransport {
                 let from = probed.1.source_rank() as usize;
                 let (data, _) = probed.matched_receive_vec::<u8>();
                 (from, data)
-            }))
+            });
+        self.propagate(got.is_some());
+        Ok(got)
     }
 
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
