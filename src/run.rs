@@ -481,14 +481,13 @@ fn dry_run(
     }
 }
 
-/// Writes curves.csv, curves.parquet and the figure in each format from the
-/// runs' logs when the manifest has a figure; the paths of the figures.
-fn figure(
+/// The figure's panels from the runs' logs (writing curves.csv and
+/// curves.parquet beside them), when the manifest has a figure.
+fn figure_panels(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[Row],
-    formats: &[ImageFormat],
-) -> Result<Option<Vec<PathBuf>>> {
+) -> Result<Option<(plot::FigureSpec, Vec<plot::Panel>)>> {
     let Some(spec) = &m.figure else {
         return Ok(None);
     };
@@ -511,13 +510,38 @@ fn figure(
             plot::sweep_panels(spec, &done)?
         }
     };
+    Ok(Some((spec.clone(), panels)))
+}
+
+/// Draws `panels` as `dir/figure.<ext>` in each format; the paths written.
+fn draw_figure(
+    dir: &std::path::Path,
+    title: &str,
+    spec: &plot::FigureSpec,
+    panels: &[plot::Panel],
+    formats: &[ImageFormat],
+) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for format in formats {
-        let path = out.join(format!("figure.{}", format.extension()));
-        plot::render(&path, *format, &m.title, spec, &panels)?;
+        let path = dir.join(format!("figure.{}", format.extension()));
+        plot::render(&path, *format, title, spec, panels)?;
         written.push(path);
     }
-    Ok(Some(written))
+    Ok(written)
+}
+
+/// Writes curves.csv, curves.parquet and the figure in each format from the
+/// runs' logs when the manifest has a figure; the paths of the figures.
+fn figure(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[Row],
+    formats: &[ImageFormat],
+) -> Result<Option<Vec<PathBuf>>> {
+    match figure_panels(m, out, rows)? {
+        Some((spec, panels)) => Ok(Some(draw_figure(out, &m.title, &spec, &panels, formats)?)),
+        None => Ok(None),
+    }
 }
 
 /// Options of `repro plot`.
@@ -531,18 +555,80 @@ pub struct PlotArgs {
     /// Image format (default: both SVG and PNG).
     #[arg(long, value_enum)]
     pub format: Option<ImageFormat>,
+    /// Draw these experiments' panels beside this one's, in one figure
+    /// (each from results/<experiment>), e.g. `repro plot figure2a --with
+    /// figure2b --name figure2` for the paper's two-panel Figure 2.
+    #[arg(long = "with", value_name = "EXPERIMENT", requires = "name")]
+    pub with: Vec<String>,
+    /// With `--with`: the combined figure goes to results/<NAME>/figure.*
+    /// (or to `--out`; the experiments are read from results/<experiment>).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// With `--with`: the combined figure's title (default: the
+    /// experiments' titles).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// `repro plot A --with B --name N`: A's and B's panels in one figure,
+/// each panel titled by its experiment where it had no title of its own.
+fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+    {
+        anyhow::bail!(
+            "--name `{name}`: use letters, digits, `-` and `_` (it names a results directory)"
+        );
+    }
+    let mut all = Vec::new();
+    let mut titles = Vec::new();
+    let mut first_spec = None;
+    for e in std::iter::once(&args.experiment).chain(&args.with) {
+        let m = manifest::load(&manifest::locate(e)?, &[])?;
+        let out = out_dir(&None, &m.name);
+        let rows = results::read_csv(&out.join("runs.csv"))?;
+        let Some((spec, panels)) = figure_panels(&m, &out, &rows)? else {
+            anyhow::bail!(
+                "experiment `{}` has no figure (its manifest has no `figure`)",
+                m.name
+            );
+        };
+        for mut p in panels {
+            p.title = if p.title.is_empty() {
+                m.title.clone()
+            } else {
+                format!("{}: {}", m.title, p.title)
+            };
+            all.push(p);
+        }
+        titles.push(m.title.clone());
+        first_spec.get_or_insert(spec);
+    }
+    let dir = out_dir(&args.out, name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));
+    let spec = first_spec.context("no experiment to draw")?;
+    for p in draw_figure(&dir, &title, &spec, &all, formats)? {
+        println!("{}", p.display());
+    }
+    Ok(())
 }
 
 /// `repro plot`: redraws the figure from runs.csv and the logs.
 pub fn plot(args: &PlotArgs) -> Result<()> {
-    let path = manifest::locate(&args.experiment)?;
-    let m = manifest::load(&path, &[])?;
-    let out = out_dir(&args.out, &m.name);
-    let rows = results::read_csv(&out.join("runs.csv"))?;
     let formats = match args.format {
         Some(f) => vec![f],
         None => vec![ImageFormat::Svg, ImageFormat::Png],
     };
+    if let Some(name) = &args.name {
+        return combined(args, name, &formats);
+    }
+    let path = manifest::locate(&args.experiment)?;
+    let m = manifest::load(&path, &[])?;
+    let out = out_dir(&args.out, &m.name);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
     match figure(&m, &out, &rows, &formats)? {
         Some(paths) => {
             for p in paths {

@@ -113,6 +113,34 @@ fn smoke_is_the_default_and_every_algorithm_completes() {
     let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.join("figure.svg").is_file());
+    // panels of several experiments in one figure (as the paper's Figure 2),
+    // read from results/<experiment> under the working directory
+    let root = temp_out("combined");
+    std::fs::create_dir_all(root.join("results")).unwrap();
+    std::os::unix::fs::symlink(&out, root.join("results").join("smoke")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "plot", "smoke", "--with", "smoke", "--name", "both", "--title", "Two",
+        ])
+        .current_dir(&root)
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(root.join("results/both/figure.svg")).unwrap();
+    let own = std::fs::read_to_string(out.join("figure.svg")).unwrap();
+    assert!(svg.contains("\nTwo\n"), "the combined title");
+    // twice the panels: every series label appears twice as often
+    assert_eq!(
+        svg.matches("moniqua").count(),
+        2 * own.matches("moniqua").count()
+    );
+    assert!(root.join("results/both/figure.png").is_file());
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["plot", "smoke", "--with", "smoke", "--name", "../x"])
+        .current_dir(&root)
+        .output()
+        .expect("run repro");
+    assert_eq!(o.status.code(), Some(1));
 }
 
 #[test]
