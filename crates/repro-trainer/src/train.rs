@@ -486,6 +486,22 @@ pub(crate) fn peak_rss_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The averaged model and the consensus distance
+/// `sqrt(1/n sum_i |x_i - x_bar|^2)`, through the transport's all-reduce.
+pub(crate) fn average<T: Transport>(t: &mut T, x: &[f32]) -> Result<(Vec<f32>, f64), TrainError> {
+    let n = t.size() as f32;
+    let mut avg = x.to_vec();
+    t.all_reduce_sum(&mut avg)?;
+    avg.iter_mut().for_each(|v| *v /= n);
+    let mut sq = [x
+        .iter()
+        .zip(&avg)
+        .map(|(a, b)| f64::from(a - b).powi(2))
+        .sum::<f64>() as f32];
+    t.all_reduce_sum(&mut sq)?;
+    Ok((avg, f64::from(sq[0] / n).sqrt()))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn eval<T: Transport>(
     cfg: &TrainConfig,
@@ -499,21 +515,11 @@ fn eval<T: Transport>(
     epoch: f64,
     started: &Instant,
 ) -> Result<Eval, TrainError> {
-    let n = t.size() as f32;
     let x = worker.model();
     flat.scatter(x)?;
     let device = flat.device();
     let (test_loss, test_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
-    // the averaged model and the consensus distance sqrt(1/n sum_i |x_i - x_bar|^2)
-    let mut avg = x.to_vec();
-    t.all_reduce_sum(&mut avg)?;
-    avg.iter_mut().for_each(|v| *v /= n);
-    let mut sq = [x
-        .iter()
-        .zip(&avg)
-        .map(|(a, b)| f64::from(a - b).powi(2))
-        .sum::<f64>() as f32];
-    t.all_reduce_sum(&mut sq)?;
+    let (avg, consensus) = average(t, x)?;
     flat.scatter(&avg)?;
     let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
     flat.scatter(x)?;
@@ -525,6 +531,6 @@ fn eval<T: Transport>(
         test_accuracy,
         avg_test_loss: Some(avg_loss),
         avg_test_accuracy: Some(avg_accuracy),
-        consensus_distance: Some(f64::from(sq[0] / n).sqrt()),
+        consensus_distance: Some(consensus),
     })
 }

@@ -34,10 +34,9 @@ use std::time::{Duration, Instant};
 
 use repro_algos::rng::Rng;
 use repro_algos::{AsyncExchange, Folded, PairSide};
-use repro_codec::MoniquaConfig;
 use repro_runlog::{End, Eval, Record, Status, Step, TrainConfig, write_record};
 
-use crate::train::{Setup, TrainError, evaluate, knobs, peak_rss_bytes, setup};
+use crate::train::{Setup, TrainError, average, evaluate, knobs, peak_rss_bytes, setup};
 use crate::transport::{Tag, Transport};
 
 /// What the two threads share.
@@ -63,14 +62,7 @@ fn exchange_of(cfg: &TrainConfig) -> Result<AsyncExchange, TrainError> {
     let k = knobs(cfg)?;
     Ok(match cfg.algorithm.as_str() {
         "ad-psgd" => AsyncExchange::Full,
-        "moniqua-ad-psgd" => AsyncExchange::Moniqua(MoniquaConfig {
-            bits: k.bits,
-            rounding: k.rounding,
-            theta: k.theta,
-            modulus: k.modulus,
-            hash: k.hash,
-            ..MoniquaConfig::default()
-        }),
+        "moniqua-ad-psgd" => AsyncExchange::Moniqua(k.moniqua()),
         other => {
             return Err(TrainError::Config(format!(
                 "`{other}` is not an asynchronous algorithm"
@@ -164,21 +156,6 @@ pub fn train_async<T: Transport>(
     })
 }
 
-/// The averaged model and the consensus distance, through the transport.
-fn average<T: Transport>(t: &mut T, x: &[f32]) -> Result<(Vec<f32>, f64), TrainError> {
-    let n = t.size() as f32;
-    let mut avg = x.to_vec();
-    t.all_reduce_sum(&mut avg)?;
-    avg.iter_mut().for_each(|v| *v /= n);
-    let mut sq = [x
-        .iter()
-        .zip(&avg)
-        .map(|(a, b)| f64::from(a - b).powi(2))
-        .sum::<f64>() as f32];
-    t.all_reduce_sum(&mut sq)?;
-    Ok((avg, f64::from(sq[0] / n).sqrt()))
-}
-
 /// An active rank: one average per local step, with a random passive neighbour.
 fn gossip_active<T: Transport>(
     t: &mut T,
@@ -206,19 +183,10 @@ fn gossip_active<T: Transport>(
             continue;
         }
         let j = peers[rng.below(peers.len())];
-        {
-            let x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
-            side.encode(&x, averaged, rank as u32, &mut frame)?;
-        }
+        encode(side, shared, averaged, rank, &mut frame)?;
         t.send_tagged(j, Tag::Request, &frame)?;
         let reply = t.receive_tagged(j, Tag::Reply)?;
-        fold(side, &reply, shared)?;
-        shared
-            .bytes_sent
-            .fetch_add(frame.len() as u64, Ordering::Relaxed);
-        shared
-            .bytes_received
-            .fetch_add(reply.len() as u64, Ordering::Relaxed);
+        fold(side, &frame, &reply, shared)?;
         averaged += 1;
     }
     for &j in peers {
@@ -244,18 +212,9 @@ fn gossip_passive<T: Transport>(
     let mut finished_early: Option<Result<Status, TrainError>> = None;
     while done < peers.len() {
         if let Some((j, request)) = t.poll_tagged(Tag::Request)? {
-            {
-                let x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
-                side.encode(&x, served, rank as u32, &mut frame)?;
-            }
+            encode(side, shared, served, rank, &mut frame)?;
             t.send_tagged(j, Tag::Reply, &frame)?;
-            fold(side, &request, shared)?;
-            shared
-                .bytes_sent
-                .fetch_add(frame.len() as u64, Ordering::Relaxed);
-            shared
-                .bytes_received
-                .fetch_add(request.len() as u64, Ordering::Relaxed);
+            fold(side, &frame, &request, shared)?;
             served += 1;
             continue;
         }
@@ -277,12 +236,39 @@ fn gossip_passive<T: Transport>(
     finished_early.transpose()
 }
 
-/// Folds a partner's frame into the shared model.
-fn fold(side: &mut PairSide, frame: &[u8], shared: &Shared) -> Result<(), TrainError> {
-    let mut x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
-    if side.fold(frame, &mut x)? == Folded::Mismatch {
-        shared.mismatches.fetch_add(1, Ordering::Relaxed);
+/// Encodes a snapshot of the shared model into `frame`.
+fn encode(
+    side: &mut PairSide,
+    shared: &Shared,
+    k: u64,
+    rank: usize,
+    frame: &mut Vec<u8>,
+) -> Result<(), TrainError> {
+    let x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
+    side.encode(&x, k, rank as u32, frame)?;
+    Ok(())
+}
+
+/// Folds the partner's frame `theirs` into the shared model and counts the
+/// pair's bytes (`sent` went the other way).
+fn fold(
+    side: &mut PairSide,
+    sent: &[u8],
+    theirs: &[u8],
+    shared: &Shared,
+) -> Result<(), TrainError> {
+    {
+        let mut x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
+        if side.fold(theirs, &mut x)? == Folded::Mismatch {
+            shared.mismatches.fetch_add(1, Ordering::Relaxed);
+        }
     }
+    shared
+        .bytes_sent
+        .fetch_add(sent.len() as u64, Ordering::Relaxed);
+    shared
+        .bytes_received
+        .fetch_add(theirs.len() as u64, Ordering::Relaxed);
     Ok(())
 }
 

@@ -200,6 +200,21 @@ pub struct Knobs {
     pub levels: u32,
 }
 
+impl Knobs {
+    /// Moniqua's codec settings from these knobs (for Moniqua on D-PSGD, on
+    /// D² and on AD-PSGD alike).
+    pub fn moniqua(&self) -> MoniquaConfig {
+        MoniquaConfig {
+            bits: self.bits,
+            rounding: self.rounding,
+            theta: self.theta,
+            modulus: self.modulus,
+            hash: self.hash,
+            ..MoniquaConfig::default()
+        }
+    }
+}
+
 impl Default for Knobs {
     fn default() -> Self {
         Self {
@@ -245,14 +260,7 @@ pub const ASYNC_ALGORITHM_NAMES: [&str; 2] = ["ad-psgd", "moniqua-ad-psgd"];
 impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
-        let moniqua = MoniquaConfig {
-            bits: k.bits,
-            rounding: k.rounding,
-            theta: k.theta,
-            modulus: k.modulus,
-            hash: k.hash,
-            ..MoniquaConfig::default()
-        };
+        let moniqua = k.moniqua();
         let q = CompressorSpec::Stochastic(StochasticConfig {
             bits: k.bits,
             bucket: k.bucket,
