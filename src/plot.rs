@@ -107,34 +107,48 @@ fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
         .collect()
 }
 
-/// Averages the ranks' steps of one run, iteration by iteration (only the
-/// iterations every rank logged). Time counts from the start of each rank's
-/// first step (start-up and data loading left out), the slowest rank's.
-pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
+/// One logged point of one rank: (iteration, wall_s, value, epoch).
+type RankPoint = (u64, f64, f64, f64);
+
+/// Averages the ranks' points iteration by iteration (only the iterations
+/// every rank logged). Time counts from the start of each rank's first step
+/// (start-up and data loading left out), the slowest rank's.
+fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<CurvePoint> {
     let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
     for log in logs {
         let t0 = log
             .steps
             .first()
             .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
-        for s in &log.steps {
-            let e = by_iter.entry(s.iteration).or_insert((0.0, 0.0, 0.0, 0));
-            e.0 = e.0.max(s.wall_s - t0);
-            e.1 += s.train_loss;
-            e.2 = s.epoch;
+        for (iteration, wall_s, value, epoch) in points(log) {
+            let e = by_iter.entry(iteration).or_insert((0.0, 0.0, 0.0, 0));
+            e.0 = e.0.max(wall_s - t0);
+            e.1 += value;
+            e.2 = epoch;
             e.3 += 1;
         }
     }
     by_iter
         .into_iter()
         .filter(|(_, v)| v.3 == logs.len())
-        .map(|(iteration, (wall_s, loss, epoch, n))| CurvePoint {
+        .map(|(iteration, (wall_s, sum, epoch, n))| CurvePoint {
             iteration,
             epoch,
             wall_s,
-            value: loss / n as f64,
+            value: sum / n as f64,
         })
         .collect()
+}
+
+/// The training loss of one run: the ranks' steps averaged iteration by
+/// iteration (see [`average_ranks`]).
+pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
+    average_ranks(logs, |log| {
+        log.steps
+            .iter()
+            .map(|s| (s.iteration, s.wall_s, s.train_loss, s.epoch))
+            .collect()
+    })
 }
 
 /// The `y` values a figure can draw: `train_loss` (every step), or a metric
@@ -163,31 +177,12 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
             CURVE_METRICS.join(", ")
         ),
     };
-    let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
-    for log in logs {
-        let t0 = log
-            .steps
-            .first()
-            .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
-        for e in &log.evals {
-            let Some(v) = pick(e) else { continue };
-            let entry = by_iter.entry(e.iteration).or_insert((0.0, 0.0, 0.0, 0));
-            entry.0 = entry.0.max(e.wall_s - t0);
-            entry.1 += v;
-            entry.2 = e.epoch;
-            entry.3 += 1;
-        }
-    }
-    Ok(by_iter
-        .into_iter()
-        .filter(|(_, v)| v.3 == logs.len())
-        .map(|(iteration, (wall_s, v, epoch, n))| CurvePoint {
-            iteration,
-            epoch,
-            wall_s,
-            value: v / n as f64,
-        })
-        .collect())
+    Ok(average_ranks(logs, |log| {
+        log.evals
+            .iter()
+            .filter_map(|e| Some((e.iteration, e.wall_s, pick(e)?, e.epoch)))
+            .collect()
+    }))
 }
 
 /// The curves of `y` of every run that left logs, in the order of `runs`.
