@@ -39,6 +39,14 @@ pub enum DriverError {
         "scales.{scale}.grid.{key}: a grid axis must be a list of values, e.g. `grid.{key}: [a, b]`"
     )]
     ScaleGrid { scale: String, key: String },
+    #[error(
+        "cases[{index}].when.{key}: not a grid key; a case matches grid values (grid keys: {keys})"
+    )]
+    CaseKey {
+        index: usize,
+        key: String,
+        keys: String,
+    },
     #[error("run {run}: `{key}`: {message}")]
     RunParams {
         run: String,

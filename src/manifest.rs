@@ -20,6 +20,9 @@ pub enum Backend {
     Sim,
     /// MPI ranks running the trainer.
     Mpi,
+    /// The trainer's workers as threads of one process (`repro-train
+    /// --in-process`), the network condition modelled by a virtual clock.
+    Local,
 }
 
 /// What the table shows.
@@ -110,10 +113,26 @@ pub struct Manifest {
     /// Parameters shared by every run.
     #[serde(default)]
     pub params: Mapping,
+    /// Parameters for some grid points only (a hyper-parameter tuned per
+    /// algorithm), applied after the grid point.
+    #[serde(default)]
+    pub cases: Vec<Case>,
     pub table: TableSpec,
     /// The figure drawn from the runs' per-step logs (none: no figure).
     #[serde(default)]
     pub figure: Option<FigureSpec>,
+}
+
+/// `{when: {algorithm: deepsqueeze}, set: {gamma: 0.05}, scales: [cpu]}`:
+/// `set` applies to the runs whose grid values match every `when` entry, at
+/// the listed scales (every scale if none).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub when: BTreeMap<String, Value>,
+    pub set: Mapping,
+    #[serde(default)]
+    pub scales: Vec<String>,
 }
 
 fn default_backend() -> Backend {

@@ -77,6 +77,9 @@ pub enum Launcher {
     Hostfile(PathBuf),
     /// srun inside a Slurm allocation.
     Srun,
+    /// No MPI: every worker a thread of one `repro-train --in-process`,
+    /// the network condition modelled by its virtual clock.
+    InProcess,
 }
 
 impl Launcher {
@@ -84,7 +87,7 @@ impl Launcher {
     /// shaping); `None` for a local launch.
     pub fn per_host(&self) -> Option<Vec<String>> {
         let mut argv: Vec<String> = match self {
-            Launcher::Local => return None,
+            Launcher::Local | Launcher::InProcess => return None,
             Launcher::Hostfile(h) => vec![
                 "mpirun".into(),
                 "--hostfile".into(),
@@ -127,7 +130,19 @@ impl std::fmt::Debug for NetContext {
 impl NetContext {
     /// Whether `run` gets a shaped network of namespaces.
     pub fn shapes(&self, run: &PlannedRun) -> bool {
-        run.network.is_some() && self.mode != ShapingMode::None
+        run.network.is_some() && self.mode != ShapingMode::None && !self.is_virtual()
+    }
+
+    /// Whether networks are modelled by the in-process virtual clock
+    /// instead of shaped.
+    pub fn is_virtual(&self) -> bool {
+        self.launcher == Launcher::InProcess
+    }
+
+    /// Whether `run`'s timing is bounded by its network condition: shaped,
+    /// or modelled by the virtual clock.
+    fn conditioned(&self, run: &PlannedRun) -> bool {
+        self.shapes(run) || (self.is_virtual() && run.network.is_some())
     }
 
     /// How shaped runs are shaped with this launcher: namespaces for a
@@ -195,6 +210,20 @@ pub fn launch(
     launcher: &Launcher,
 ) -> Launch {
     let mut argv: Vec<String> = match launcher {
+        Launcher::InProcess => {
+            return Launch {
+                argv: vec![
+                    train.display().to_string(),
+                    "--in-process".into(),
+                    workers.to_string(),
+                    "--config".into(),
+                    config.display().to_string(),
+                    "--log-dir".into(),
+                    log_dir.display().to_string(),
+                ],
+                env: Vec::new(),
+            };
+        }
         Launcher::Local => vec![
             "mpirun".into(),
             "-np".into(),
@@ -374,7 +403,11 @@ pub fn execute(
     let mut shaping = "none".to_string();
     let fabric_used = net.shapes(run);
     if let Some(condition) = &run.network {
-        if net.shapes(run) && net.method()? == Method::Hosts {
+        if net.is_virtual() {
+            cfg.virtual_bandwidth_bps = condition.bandwidth_bps.unwrap_or(0.0);
+            cfg.latency_ms = condition.latency_s * 1e3;
+            shaping = format!("virtual clock (in-process): {}", condition.label);
+        } else if net.shapes(run) && net.method()? == Method::Hosts {
             let mut h = net.host_shaping(condition)?;
             h.up().context("could not shape the nodes' interfaces")?;
             shaping = h.describe();
@@ -531,7 +564,7 @@ pub fn execute(
     }
     drop(fabric);
     drop(hosts);
-    let shaped = fabric_used;
+    let shaped = fabric_used || net.conditioned(run);
     Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
 }
 
@@ -565,13 +598,17 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
     if !finished {
         return None;
     }
-    let shaped = net.shapes(run);
-    let (kernel, method) = if shaped {
+    let shaped = net.conditioned(run);
+    let (kernel, method) = if net.shapes(run) {
         let text = std::fs::read_to_string(dir.join("shaping.json")).ok()?;
         let stored: StoredShaping = serde_json::from_str(&text).ok()?;
         (stored.kernel, stored.method)
     } else {
-        (Vec::new(), "none".to_string())
+        let method = match &run.network {
+            Some(c) if net.is_virtual() => format!("virtual clock (in-process): {}", c.label),
+            _ => "none".to_string(),
+        };
+        (Vec::new(), method)
     };
     let job: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("job.json")).ok()?).ok()?;
@@ -648,6 +685,16 @@ fn summarize(
         }
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
+    let virtual_s = logs
+        .iter()
+        .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))
+        .fold(0.0, f64::max);
+    // workers in one process are timed by their virtual clock: the job's
+    // own duration says how long the model took to compute, not the run
+    let in_process = logs
+        .iter()
+        .any(|l| l.header.provenance.backend == "in-process");
+    let wall_s = if in_process { virtual_s } else { wall_s };
     let rounds = match &run.params {
         Params::Train(cfg) => latency_rounds(cfg, logs.len()),
         Params::Sim(_) => 1,
@@ -680,10 +727,7 @@ fn summarize(
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.bytes_sent))
             .sum(),
-        virtual_s: logs
-            .iter()
-            .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))
-            .fold(0.0, f64::max),
+        virtual_s,
         hash_failures: logs
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.hash_failures))

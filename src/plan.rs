@@ -44,6 +44,9 @@ pub struct SimParams {
     pub grid_step: f32,
     pub period: u64,
     pub levels: u32,
+    /// CHOCO / DeepSqueeze: scale of the compressor's output (1: none, 0: auto).
+    #[serde(skip_serializing_if = "is_one")]
+    pub compressor_scale: f32,
     pub lr: f32,
     pub momentum: f32,
     pub weight_decay: f32,
@@ -81,6 +84,7 @@ impl Default for SimParams {
             grid_step: 0.1,
             period: 4,
             levels: 7,
+            compressor_scale: 1.0,
             lr: 0.1,
             momentum: 0.0,
             weight_decay: 0.0,
@@ -113,6 +117,10 @@ pub struct PlannedRun {
     pub params: Params,
     /// The network condition (`network` key); `None`: unshaped.
     pub network: Option<Condition>,
+}
+
+fn is_one(v: &f32) -> bool {
+    *v == 1.0
 }
 
 fn text(v: &Value) -> String {
@@ -167,6 +175,20 @@ pub fn expand(
     if let Some((key, _)) = grid.iter().find(|(_, v)| v.is_empty()) {
         return Err(DriverError::EmptyGrid { key: key.clone() });
     }
+    for (index, case) in manifest.cases.iter().enumerate() {
+        if let Some(key) = case.when.keys().find(|k| !grid.contains_key(*k)) {
+            return Err(DriverError::CaseKey {
+                index,
+                key: key.clone(),
+                keys: grid.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let cases: Vec<&crate::manifest::Case> = manifest
+        .cases
+        .iter()
+        .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
+        .collect();
     // cartesian product in key order
     let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
     for (key, values) in &grid {
@@ -187,6 +209,17 @@ pub fn expand(
             let mut map: Mapping = base.clone();
             for (k, v) in &point {
                 map.insert(Value::String(k.clone()), v.clone());
+            }
+            for case in &cases {
+                let matches = case
+                    .when
+                    .iter()
+                    .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want));
+                if matches {
+                    for (k, v) in &case.set {
+                        map.insert(k.clone(), v.clone());
+                    }
+                }
             }
             let mut label: BTreeMap<String, String> =
                 point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
@@ -246,12 +279,19 @@ pub fn expand(
                         Params::Sim(p),
                     )
                 }
-                Backend::Mpi => {
+                Backend::Mpi | Backend::Local => {
                     let mut p: TrainConfig =
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
                     p.run_id = String::new();
+                    // the same config in process (virtual clock) and over
+                    // MPI (real time) are different runs
+                    let kind = if backend == Backend::Local {
+                        "local"
+                    } else {
+                        "train"
+                    };
                     let id = hash(format!(
-                        "train:{}{}",
+                        "{kind}:{}{}",
                         serde_json::to_string(&p).unwrap_or_default(),
                         network
                             .as_ref()
@@ -270,7 +310,7 @@ pub fn expand(
                 Params::Train(c) => &c.algorithm,
             };
             let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
-            if is_async && matches!(params, Params::Sim(_)) {
+            if is_async && backend != Backend::Mpi {
                 return Err(DriverError::RunParams {
                     run: run.clone(),
                     key: "algorithm".into(),
@@ -356,6 +396,7 @@ mod tests {
             ]
             .into(),
             params: yaml_serde::from_str("{workers: 4, lr: 0.05}").unwrap(),
+            cases: Vec::new(),
             table: TableSpec {
                 rows: vec!["algorithm".into()],
                 cols: None,
@@ -391,6 +432,48 @@ mod tests {
             expand(&m, "empty", Backend::Sim),
             Err(DriverError::EmptyGrid { .. })
         ));
+    }
+
+    /// A case sets parameters for the matching grid points only, at its
+    /// scales; a `when` key that is not a grid key is an error naming it.
+    #[test]
+    fn cases_set_parameters_for_matching_points() {
+        let mut m = manifest();
+        m.scales.insert("other".into(), Mapping::new());
+        m.cases = yaml_serde::from_str(
+            "[{when: {algorithm: moniqua}, set: {lr: 0.5}},
+              {when: {algorithm: moniqua, seed: 2}, set: {lr: 0.7}, scales: [smoke]}]",
+        )
+        .unwrap();
+        let lr = |scale: &str| -> Vec<(String, String, f32)> {
+            expand(&m, scale, Backend::Sim)
+                .unwrap()
+                .into_iter()
+                .map(|r| match r.params {
+                    Params::Sim(p) => (r.point["algorithm"].clone(), r.point["seed"].clone(), p.lr),
+                    Params::Train(_) => unreachable!(),
+                })
+                .collect()
+        };
+        for (alg, seed, lr) in lr("smoke") {
+            let want = match (alg.as_str(), seed.as_str()) {
+                ("moniqua", "2") => 0.7,
+                ("moniqua", _) => 0.5,
+                _ => 0.05,
+            };
+            assert_eq!(lr, want, "{alg} {seed}");
+        }
+        assert!(
+            lr("other")
+                .iter()
+                .all(|(a, _, lr)| *lr == if a == "moniqua" { 0.5 } else { 0.05 })
+        );
+        m.cases = yaml_serde::from_str("[{when: {bits: 1}, set: {lr: 0.5}}]").unwrap();
+        let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
+        assert!(
+            err.contains("cases[0].when.bits") && err.contains("algorithm, seed"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -136,7 +136,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand(&m, &args.scale, backend)?;
     let out = out_dir(&args.out, &m.name);
-    let launcher = launcher(args)?;
+    let launcher = if backend == Backend::Local {
+        if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
+            anyhow::bail!(
+                "--hostfile and --launcher start MPI ranks; the local backend runs every worker in one process"
+            );
+        }
+        Launcher::InProcess
+    } else {
+        launcher(args)?
+    };
     if args.dry_run {
         let net = NetContext {
             mode: m.shaping,
@@ -212,7 +221,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             Backend::Sim => {
                 sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
             }
-            Backend::Mpi => {
+            Backend::Mpi | Backend::Local => {
                 let dir = out.join("raw").join(&r.id);
                 match args
                     .resume
@@ -382,6 +391,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     })
 }
 
+/// A YAML scalar as a manifest would write it.
+fn yaml_text(v: &yaml_serde::Value) -> String {
+    yaml_serde::to_string(v)
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// `--dry-run`: the plan, and for MPI runs the exact commands (network
 /// setup and mpirun) each run would execute.
 fn dry_run(
@@ -407,6 +423,7 @@ fn dry_run(
         match backend {
             Backend::Sim => "sim",
             Backend::Mpi => "mpi",
+            Backend::Local => "local",
         }
     );
     // the resolved parameters every run shares (the trainer's config of the
@@ -421,6 +438,23 @@ fn dry_run(
                 .collect();
             outln!("  parameters: {}", common.join(" "));
         }
+    }
+    for case in m
+        .cases
+        .iter()
+        .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
+    {
+        let when: Vec<String> = case
+            .when
+            .iter()
+            .map(|(k, v)| format!("{k}={}", yaml_text(v)))
+            .collect();
+        let set: Vec<String> = case
+            .set
+            .iter()
+            .map(|(k, v)| format!("{}={}", yaml_text(k), yaml_text(v)))
+            .collect();
+        outln!("  where {}: {}", when.join(" "), set.join(" "));
     }
     let recorder = crate::net::DryRun::default();
     let shaped = backend == Backend::Mpi && runs.iter().any(|r| net.shapes(r));

@@ -138,6 +138,7 @@ fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
         grid_step: p.grid_step,
         period: p.period,
         levels: p.levels,
+        compressor_scale: p.compressor_scale,
     };
     Ok(AlgorithmSpec::from_name(&p.algorithm, &knobs)?)
 }

@@ -173,7 +173,7 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("30 runs"), "{text}");
+    assert!(text.contains("36 runs"), "{text}");
     for p in [
         "model=\"resnet20\"",
         "dataset=\"cifar10\"",
@@ -260,7 +260,7 @@ fn every_shipped_manifest_is_valid() {
     ] {
         assert!(text.contains(name), "{name} missing from {text}");
     }
-    assert!(text.contains("cpu: 28 runs, about 11 min"), "{text}");
+    assert!(text.contains("cpu: 28 runs, about 7.5 min"), "{text}");
 }
 
 #[test]
@@ -432,6 +432,67 @@ fn mpi_backend_trains_with_real_ranks() {
         "{stderr}"
     );
     assert_eq!(std::fs::read_to_string(out.join("runs.csv")).unwrap(), csv);
+}
+
+/// `--backend local`: Figure 1's methods as workers of one process under a
+/// virtual 1 Mbit/s network, no root and no MPI. Every run completes and
+/// learns, the shaping column says how the network was modelled, the time
+/// per epoch is the wire time of the bytes sent (plus a little compute),
+/// and Moniqua's 8-bit frames make its epochs about 4x shorter than
+/// D-PSGD's.
+#[test]
+fn local_backend_models_the_network_with_a_virtual_clock() {
+    let out = temp_out("local");
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "figure1",
+            "--backend",
+            "local",
+            "--set",
+            "grid.algorithm=[d-psgd,moniqua]",
+            "--set",
+            "grid.network=[{bandwidth: 1mbit, latency: 1ms}]",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = read_runs(&out);
+    assert_eq!(runs.len(), 2);
+    let mut epoch = std::collections::BTreeMap::new();
+    for r in &runs {
+        assert_eq!(r["status"], "completed", "{r:?}");
+        assert!(
+            r["shaping"].starts_with("virtual clock (in-process)"),
+            "{r:?}"
+        );
+        let over: f64 = r["time_over_bound"].parse().unwrap();
+        assert!((0.95..1.3).contains(&over), "{r:?}");
+        epoch.insert(
+            r["algorithm"].clone(),
+            r["epoch_time_s"].parse::<f64>().unwrap(),
+        );
+        // the run's time is the virtual clock's
+        let (wall, virt) = (
+            r["wall_s"].parse::<f64>().unwrap(),
+            r["virtual_s"].parse::<f64>().unwrap(),
+        );
+        assert!((wall - virt).abs() < 1e-3, "{r:?}");
+    }
+    let speedup = epoch["d-psgd"] / epoch["moniqua"];
+    assert!((3.0..4.2).contains(&speedup), "{epoch:?}");
+    // the asynchronous algorithms need real threads and time
+    let o = repro(&["run", "figure2b", "--backend", "local", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("mpi backend only"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// Figure 2(b) at smoke scale through the driver: AD-PSGD and Moniqua on

@@ -36,8 +36,15 @@ pub struct TrainConfig {
     /// Seconds the driver lets the whole run take before killing it.
     pub timeout_s: u64,
     /// Latency added to every message by the transport, milliseconds (for
-    /// kernels without netem; 0: none).
+    /// kernels without netem; 0: none). In-process runs add it to their
+    /// virtual clock instead.
     pub latency_ms: f64,
+    /// In-process runs (`repro-train --in-process N`): egress bandwidth per
+    /// worker of the virtual network, bits per second (0: unlimited). Not
+    /// written when 0, so the configs (and run ids) of other runs are as
+    /// before.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub virtual_bandwidth_bps: f64,
     /// logistic, mlp, lenet, resnet8 .. resnet110, vgg16
     pub model: String,
     /// fashion-mnist, cifar10, synthetic
@@ -58,6 +65,11 @@ pub struct TrainConfig {
     pub bucket: usize,
     pub period: u64,
     pub levels: u32,
+    /// CHOCO / DeepSqueeze: scale of the compressor's output (1: none; 0:
+    /// auto, `1 / (1 + omega)` for the quantizer's relative error omega; not
+    /// written when 1, so other runs' ids are as before).
+    #[serde(skip_serializing_if = "is_one")]
+    pub compressor_scale: f64,
     /// Per-worker batch size.
     pub batch: usize,
     pub lr: f64,
@@ -82,6 +94,7 @@ impl Default for TrainConfig {
             workers: 0,
             timeout_s: 3600,
             latency_ms: 0.0,
+            virtual_bandwidth_bps: 0.0,
             model: "lenet".into(),
             dataset: "fashion-mnist".into(),
             data_dir: None,
@@ -98,6 +111,7 @@ impl Default for TrainConfig {
             bucket: 1024,
             period: 4,
             levels: 7,
+            compressor_scale: 1.0,
             batch: 32,
             // LeNet with momentum 0.9 collapsed at 0.05 on 3 ranks in tests
             lr: 0.02,
@@ -113,6 +127,14 @@ impl Default for TrainConfig {
             seed: 0,
         }
     }
+}
+
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+fn is_one(v: &f64) -> bool {
+    *v == 1.0
 }
 
 /// Where, with what and on what a run ran.

@@ -151,6 +151,7 @@ pub(crate) fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
         grid_step: 0.1,
         period: cfg.period,
         levels: cfg.levels,
+        compressor_scale: cfg.compressor_scale as f32,
     })
 }
 
@@ -210,10 +211,17 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
     let started = Instant::now();
     let (rank, n) = (t.rank(), t.size());
     if cfg.workers != 0 && cfg.workers != n {
-        return Err(TrainError::Config(format!(
-            "the config asks for {} workers but MPI started {n} ranks; pass `-np {}` to mpirun",
-            cfg.workers, cfg.workers
-        )));
+        return Err(TrainError::Config(if t.backend() == "mpi" {
+            format!(
+                "the config asks for {} workers but MPI started {n} ranks; pass `-np {}` to mpirun",
+                cfg.workers, cfg.workers
+            )
+        } else {
+            format!(
+                "the config asks for {} workers but {n} were started; pass `--in-process {}`",
+                cfg.workers, cfg.workers
+            )
+        }));
     }
     // CUDA device `rank % gpus` when libtorch sees GPUs, else the CPU; one
     // intra-op thread per rank either way
@@ -244,10 +252,20 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         other => return Err(TrainError::Config(format!("unknown partition `{other}`"))),
     };
     let shard = partition(&data.train.labels, n, how, cfg.seed)?.swap_remove(rank);
-    tch::manual_seed(cfg.seed as i64);
-    let vs = VarStore::new(device);
-    let model = ModelSpec::parse(&cfg.model)?.build(&vs.root(), data.shape);
-    let flat = FlatParams::new(&vs)?;
+    // libtorch's generator is global: workers that are threads of one
+    // process (the in-process transport) seed and build one at a time, so
+    // every one starts from the same point
+    let (vs, model, flat) = {
+        static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _guard = BUILD
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tch::manual_seed(cfg.seed as i64);
+        let vs = VarStore::new(device);
+        let model = ModelSpec::parse(&cfg.model)?.build(&vs.root(), data.shape);
+        let flat = FlatParams::new(&vs)?;
+        (vs, model, flat)
+    };
     let mut x0 = vec![0f32; flat.len()];
     flat.gather(&mut x0)?;
     let topology = Topology::by_name(&cfg.topology, n)?;
@@ -281,14 +299,15 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
             version: env!("CARGO_PKG_VERSION").into(),
             host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
             device: format!("{device:?}").to_lowercase(),
-            backend: "mpi".into(),
-            network: if cfg.latency_ms > 0.0 {
+            backend: t.backend().into(),
+            network: if cfg.latency_ms > 0.0 && t.virtual_time().is_none() {
                 format!(
-                    "as launched; latency injected per message by the transport: {} ms",
+                    "{}; latency injected per message by the transport: {} ms",
+                    t.network(),
                     cfg.latency_ms
                 )
             } else {
-                "as launched".into()
+                t.network()
             },
         },
     };
@@ -353,7 +372,7 @@ pub fn train<T: Transport>(
     for k in 0..cfg.iterations {
         let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
         let lr = schedule.at(epoch) as f32;
-        let t0 = Instant::now();
+        let t0 = now(t, &started);
         flat.scatter(worker.model())?;
         vs.trainable_variables()
             .iter_mut()
@@ -371,8 +390,8 @@ pub fn train<T: Transport>(
         loss_t.backward();
         flat.gather_grad(&mut grad)?;
         sgd.step(lr, worker.model(), &grad, &mut momentum, &mut delta);
-        let compute_s = t0.elapsed().as_secs_f64();
-        let t1 = Instant::now();
+        let compute_s = now(t, &started) - t0;
+        let t1 = now(t, &started);
         match worker.send(k, &delta, &mut frame) {
             Err(e) if e.is_divergence() => {
                 status = Status::Diverged { iteration: k };
@@ -432,13 +451,13 @@ pub fn train<T: Transport>(
             Some(sum) => worker.receive_sum(k, &sum)?,
             None => worker.receive(k, &delta, &borrowed)?,
         };
-        let comm_s = t1.elapsed().as_secs_f64();
+        let comm_s = now(t, &started) - t1;
         write_record(
             &mut log,
             &Record::Step(Step {
                 iteration: k,
                 epoch,
-                wall_s: started.elapsed().as_secs_f64(),
+                wall_s: now(t, &started),
                 compute_s,
                 comm_s,
                 train_loss: loss,
@@ -467,19 +486,31 @@ pub fn train<T: Transport>(
         &mut log,
         &Record::End(End {
             status: status.clone(),
-            wall_s: started.elapsed().as_secs_f64(),
+            wall_s: now(t, &started),
             iterations: done,
             transport_bytes_sent: Some(t.bytes_sent()),
             extra_memory_bytes: Some(worker.extra_memory() as u64),
-            peak_rss_bytes: peak_rss_bytes(),
+            peak_rss_bytes: peak_rss_bytes(t.backend()),
         }),
     )?;
     log.flush()?;
     Ok(status)
 }
 
-/// This process's peak resident set (VmHWM), bytes; `None` off Linux.
-pub(crate) fn peak_rss_bytes() -> Option<u64> {
+/// Seconds since the run started: the transport's virtual clock when it
+/// has one, else the wall clock.
+pub(crate) fn now<T: Transport + ?Sized>(t: &T, started: &Instant) -> f64 {
+    t.virtual_time()
+        .unwrap_or_else(|| started.elapsed().as_secs_f64())
+}
+
+/// This rank's peak resident set (the process's VmHWM), bytes; `None` off
+/// Linux, and when workers share one process (in-process transport), where
+/// no per-worker figure exists.
+pub(crate) fn peak_rss_bytes(backend: &str) -> Option<u64> {
+    if backend != "mpi" {
+        return None;
+    }
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -526,7 +557,7 @@ fn eval<T: Transport>(
     Ok(Eval {
         iteration,
         epoch,
-        wall_s: started.elapsed().as_secs_f64(),
+        wall_s: now(t, started),
         test_loss,
         test_accuracy,
         avg_test_loss: Some(avg_loss),

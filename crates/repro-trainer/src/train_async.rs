@@ -77,6 +77,14 @@ pub fn train_async<T: Transport>(
     t: &mut T,
     log: impl Write + Send,
 ) -> Result<Status, TrainError> {
+    if t.virtual_time().is_some() {
+        return Err(TrainError::Config(format!(
+            "`{}` computes gradients and gossips in two threads per worker, which a virtual clock \
+             cannot time; run it on the mpi backend (real time) or the sim backend (the event-driven \
+             simulator)",
+            cfg.algorithm
+        )));
+    }
     let exchange = exchange_of(cfg)?;
     let s = setup(cfg, t)?;
     let (rank, n) = (s.rank, s.n);
@@ -432,7 +440,7 @@ fn compute(
             // not accounted for the asynchronous loop (its buffers are scratch
             // space of the two threads, not algorithm state)
             extra_memory_bytes: None,
-            peak_rss_bytes: peak_rss_bytes(),
+            peak_rss_bytes: peak_rss_bytes("mpi"),
         }),
     )?;
     log.flush()?;

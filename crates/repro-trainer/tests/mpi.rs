@@ -96,6 +96,148 @@ fn train(ranks: usize, name: &str, config: &str) -> Vec<repro_runlog::Log> {
         .collect()
 }
 
+/// Runs `repro-train --in-process ranks` with `config`; returns the exit
+/// code, stderr and the logs that were written.
+fn train_in_process(
+    ranks: usize,
+    name: &str,
+    config: &str,
+) -> (Option<i32>, String, Vec<repro_runlog::Log>) {
+    let dir = std::env::temp_dir().join(format!("repro-local-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("run.json");
+    std::fs::write(&cfg, config).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_repro-train"))
+        .args(["--in-process", &ranks.to_string(), "--config"])
+        .arg(&cfg)
+        .arg("--log-dir")
+        .arg(&dir)
+        .output()
+        .expect("repro-train");
+    let logs = (0..ranks)
+        .filter_map(|r| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).ok()?;
+            repro_runlog::read_log(text.as_bytes()).ok()
+        })
+        .collect();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        logs,
+    )
+}
+
+/// The in-process backend runs the same trainer as MPI ranks: D-PSGD on 3
+/// workers gives the same training losses, step for step, as over mpirun,
+/// and the same bytes; only the clock differs.
+#[test]
+fn in_process_workers_train_exactly_like_mpi_ranks() {
+    let config = r#"{"run_id": "same", "model": "lenet", "dataset": "synthetic", "algorithm": "d-psgd",
+        "iterations": 30, "eval_every": 30, "eval_samples": 100, "batch": 16, "lr": 0.01,
+        "synthetic_samples": 300}"#;
+    let mpi = train(3, "same", config);
+    let (code, stderr, local) = train_in_process(3, "same", config);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(local.len(), 3);
+    for (m, l) in mpi.iter().zip(&local) {
+        assert_eq!(l.header.provenance.backend, "in-process");
+        assert_eq!(m.header.provenance.backend, "mpi");
+        let losses = |log: &repro_runlog::Log| -> Vec<f64> {
+            log.steps.iter().map(|s| s.train_loss).collect()
+        };
+        assert_eq!(losses(m), losses(l));
+        let bytes = |log: &repro_runlog::Log| -> Vec<u64> {
+            log.steps.iter().map(|s| s.bytes_sent).collect()
+        };
+        assert_eq!(bytes(m), bytes(l));
+        assert_eq!(
+            m.evals.last().unwrap().avg_test_accuracy,
+            l.evals.last().unwrap().avg_test_accuracy
+        );
+        // the process's resident set is not one worker's
+        assert!(l.end.as_ref().unwrap().peak_rss_bytes.is_none());
+    }
+}
+
+/// The virtual clock charges what the modelled network would: at 1 Mbit/s
+/// and 5 ms, a Moniqua step of two 8-bit LeNet frames (2 x 61,750 bytes
+/// through one link) takes at least 0.988 s + 5 ms of virtual time once the
+/// links are busy, far more than the run's real duration; a ring all-reduce
+/// pays 2 (n - 1) latencies.
+#[test]
+fn in_process_time_is_the_modelled_network_s() {
+    let (code, stderr, logs) = train_in_process(
+        4,
+        "virtual",
+        r#"{"run_id": "v", "model": "lenet", "dataset": "synthetic", "algorithm": "moniqua",
+            "iterations": 5, "eval_every": 0, "batch": 8, "lr": 0.01, "synthetic_samples": 200,
+            "virtual_bandwidth_bps": 1e6, "latency_ms": 5}"#,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let frame = repro_codec::frame::HEADER_LEN as f64 + 61_706.0;
+    let wire = 2.0 * frame * 8.0 / 1e6 + 0.005;
+    for log in &logs {
+        assert!(log.header.provenance.network.contains("virtual clock"));
+        // past the first step, every worker waits for its neighbours' frames
+        for s in &log.steps[1..] {
+            assert!(s.comm_s >= wire - 1e-9, "{s:?}");
+            assert!(s.comm_s < wire + 0.5, "{s:?}");
+        }
+        // (the first step pays at least one frame and the latency)
+        assert!(log.end.as_ref().unwrap().wall_s >= 4.0 * wire + frame * 8.0 / 1e6);
+    }
+    let (code, stderr, logs) = train_in_process(
+        4,
+        "virtual-ring",
+        r#"{"run_id": "v", "model": "logistic", "dataset": "synthetic", "algorithm": "allreduce",
+            "iterations": 3, "eval_every": 0, "batch": 8, "lr": 0.01, "synthetic_samples": 100,
+            "latency_ms": 10}"#,
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    for log in &logs {
+        for s in &log.steps {
+            assert!(s.comm_s >= 6.0 * 0.010 - 1e-9, "{s:?}");
+        }
+    }
+}
+
+/// A worker that diverges stops the in-process run with exit code 4 and
+/// says so in its log, and the others do not hang; the asynchronous
+/// algorithms, which a virtual clock cannot time, are refused; a wrong
+/// worker count is a clear error.
+#[test]
+fn in_process_runs_stop_cleanly() {
+    let (code, _, logs) = train_in_process(
+        3,
+        "diverge",
+        r#"{"run_id": "d", "model": "mlp", "dataset": "synthetic", "algorithm": "d-psgd",
+            "iterations": 50, "eval_every": 0, "batch": 8, "lr": 1e6, "momentum": 0.9,
+            "synthetic_samples": 100}"#,
+    );
+    assert_eq!(code, Some(4));
+    assert!(logs.iter().any(|l| matches!(
+        l.end.as_ref().map(|e| &e.status),
+        Some(repro_runlog::Status::Diverged { .. })
+    )));
+    let (code, stderr, _) = train_in_process(
+        4,
+        "async",
+        r#"{"run_id": "a", "model": "logistic", "dataset": "synthetic", "algorithm": "ad-psgd",
+            "iterations": 5, "synthetic_samples": 100}"#,
+    );
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("mpi backend"), "{stderr}");
+    let (code, stderr, _) = train_in_process(
+        2,
+        "count",
+        r#"{"run_id": "c", "workers": 3, "model": "logistic", "dataset": "synthetic",
+            "iterations": 5, "synthetic_samples": 100}"#,
+    );
+    assert_eq!(code, Some(1));
+    assert!(stderr.contains("--in-process 3"), "{stderr}");
+}
+
 /// Real training over MPI: LeNet on synthetic images, 3 ranks on a ring,
 /// Moniqua at 8 bits. Every rank logs every step; the bytes it logs are its
 /// frames (header + one byte per parameter, to two neighbours); it learns.

@@ -198,6 +198,12 @@ pub struct Knobs {
     pub period: u64,
     /// QSGD levels.
     pub levels: u32,
+    /// CHOCO and DeepSqueeze: their compressor's output times this on both
+    /// ends (Koloskova et al.'s `Q(v) / (1 + omega)`, which makes an unbiased
+    /// quantizer of variance `omega |v|^2` a contraction); 1: as is; 0:
+    /// "auto", `1 / (1 + omega)` with omega measured for this quantizer on
+    /// Gaussian values ([`crate::compress::gaussian_omega`]).
+    pub compressor_scale: f32,
 }
 
 impl Knobs {
@@ -228,6 +234,7 @@ impl Default for Knobs {
             grid_step: 0.1,
             period: 4,
             levels: 7,
+            compressor_scale: 1.0,
         }
     }
 }
@@ -266,6 +273,23 @@ impl AlgorithmSpec {
             bucket: k.bucket,
             ..StochasticConfig::default()
         });
+        let factor = match k.compressor_scale {
+            0.0 => (1.0 / (1.0 + crate::compress::gaussian_omega(&q)?)) as f32,
+            f if f > 0.0 && f.is_finite() => f,
+            f => {
+                return Err(AlgoError::Invalid(format!(
+                    "compressor_scale must be positive (1: none, 0: auto), got {f}"
+                )));
+            }
+        };
+        let scaled = if factor == 1.0 || !matches!(name, "choco" | "deepsqueeze") {
+            q.clone()
+        } else {
+            CompressorSpec::Scaled {
+                inner: Box::new(q.clone()),
+                factor,
+            }
+        };
         Ok(match name {
             "allreduce" => AlgorithmSpec::AllReduce,
             "d-psgd" => AlgorithmSpec::DPsgd,
@@ -278,11 +302,11 @@ impl AlgorithmSpec {
             "dcd" => AlgorithmSpec::Dcd(q),
             "ecd" => AlgorithmSpec::Ecd(q),
             "choco" => AlgorithmSpec::Choco {
-                compressor: q,
+                compressor: scaled,
                 gamma: k.gamma,
             },
             "deepsqueeze" => AlgorithmSpec::DeepSqueeze {
-                compressor: q,
+                compressor: scaled,
                 gamma: k.gamma,
             },
             "d2" => AlgorithmSpec::D2 { gamma: k.gamma },

@@ -1,8 +1,11 @@
 //! How frames travel between workers. The MPI implementation is the only
 //! code in the suite that calls MPI.
 
+mod local;
 #[cfg(feature = "mpi")]
 mod mpi_transport;
+
+pub use local::{LocalTransport, local_world};
 
 #[cfg(feature = "mpi")]
 pub use mpi_transport::{MpiTransport, abort_job, abort_on_panic};
@@ -22,6 +25,10 @@ pub enum TransportError {
         expected: usize,
         got: usize,
     },
+    #[error(
+        "rank {rank} left the run (it finished, failed or diverged) while this rank still waited for it"
+    )]
+    PeerLeft { rank: usize },
 }
 
 /// Point-to-point exchange of frames and the collectives the algorithms need.
@@ -62,6 +69,21 @@ pub trait Transport {
     /// A frame with `tag` from any rank, if one has arrived: (sender, frame).
     /// Never waits.
     fn poll_tagged(&mut self, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError>;
+
+    /// Seconds on this worker's virtual clock, for transports that model
+    /// the network instead of using one; `None`: the run is timed by the
+    /// wall clock.
+    fn virtual_time(&self) -> Option<f64> {
+        None
+    }
+    /// How the ranks run, for the log's provenance (`mpi`, `in-process`).
+    fn backend(&self) -> &'static str {
+        "mpi"
+    }
+    /// The network the frames cross, for the log's provenance.
+    fn network(&self) -> String {
+        "as launched".into()
+    }
 }
 
 /// Tags of the asynchronous loop's messages.
@@ -161,83 +183,6 @@ pub fn sum_frames_in_rank_order(frames: &[Vec<u8>], out: &mut [f32]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::mpsc::{Receiver, Sender, channel};
-
-    /// Ranks as threads, frames through channels (one per ordered pair).
-    struct Threads {
-        rank: usize,
-        size: usize,
-        to: Vec<Sender<Vec<u8>>>,
-        from: Vec<Receiver<Vec<u8>>>,
-        sent: u64,
-    }
-
-    fn threads(n: usize) -> Vec<Threads> {
-        let mut senders: Vec<Vec<Option<Sender<Vec<u8>>>>> =
-            (0..n).map(|_| vec![None; n]).collect();
-        let mut receivers: Vec<Vec<Option<Receiver<Vec<u8>>>>> =
-            (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
-        for a in 0..n {
-            for b in 0..n {
-                let (tx, rx) = channel();
-                senders[a][b] = Some(tx);
-                receivers[b][a] = Some(rx);
-            }
-        }
-        senders
-            .into_iter()
-            .zip(receivers)
-            .enumerate()
-            .map(|(rank, (to, from))| Threads {
-                rank,
-                size: n,
-                to: to.into_iter().map(Option::unwrap).collect(),
-                from: from.into_iter().map(Option::unwrap).collect(),
-                sent: 0,
-            })
-            .collect()
-    }
-
-    impl Transport for Threads {
-        fn rank(&self) -> usize {
-            self.rank
-        }
-        fn size(&self) -> usize {
-            self.size
-        }
-        fn exchange(
-            &mut self,
-            to: &[usize],
-            frame: &[u8],
-            from: &[usize],
-        ) -> Result<Vec<Vec<u8>>, TransportError> {
-            for &j in to {
-                self.sent += frame.len() as u64;
-                self.to[j].send(frame.to_vec()).unwrap();
-            }
-            Ok(from.iter().map(|&j| self.from[j].recv().unwrap()).collect())
-        }
-        fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
-            ring_all_reduce(self, buf)
-        }
-        fn all_gather(&mut self, _: &[u8]) -> Result<Vec<Vec<u8>>, TransportError> {
-            unimplemented!()
-        }
-        fn set_injected_latency(&mut self, _: Option<std::time::Duration>) {}
-        fn bytes_sent(&self) -> u64 {
-            self.sent
-        }
-        fn send_tagged(&mut self, _: usize, _: Tag, _: &[u8]) -> Result<(), TransportError> {
-            unimplemented!()
-        }
-        fn receive_tagged(&mut self, _: usize, _: Tag) -> Result<Vec<u8>, TransportError> {
-            unimplemented!()
-        }
-        fn poll_tagged(&mut self, _: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError> {
-            unimplemented!()
-        }
-    }
-
     /// Every rank ends with the same bits, equal to the sum up to rounding,
     /// and sends 2 (n - 1) / n of the buffer; lengths below n (some chunks
     /// empty) and n = 1 work too.
@@ -245,15 +190,15 @@ mod tests {
     fn ring_all_reduce_sums_with_identical_bits_and_ring_traffic() {
         for (n, d) in [(1, 5), (2, 7), (3, 1), (4, 1000), (8, 13)] {
             let results: Vec<(Vec<f32>, u64)> = std::thread::scope(|s| {
-                let handles: Vec<_> = threads(n)
+                let handles: Vec<_> = local_world(n, None)
                     .into_iter()
                     .map(|mut t| {
                         s.spawn(move || {
                             let mut buf: Vec<f32> = (0..d)
-                                .map(|i| ((t.rank * 31 + i) as f32 * 0.37).sin())
+                                .map(|i| ((t.rank() * 31 + i) as f32 * 0.37).sin())
                                 .collect();
                             t.all_reduce_sum(&mut buf).unwrap();
-                            (buf, t.sent)
+                            (buf, t.bytes_sent())
                         })
                     })
                     .collect();
