@@ -202,7 +202,18 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let done = std::sync::atomic::AtomicUsize::new(0);
     let progress = Progress::new(total);
     let execute = |r: &PlannedRun| -> Row {
-        if crate::signals::interrupted() {
+        // a run that finished in an earlier invocation (same id: the same
+        // resolved config) is summarized from its logs with --resume, and
+        // also once Ctrl-C / SIGTERM stops this invocation, so an
+        // interrupted rerun never replaces finished results with "not run"
+        let interrupted = crate::signals::interrupted();
+        let earlier = match backend {
+            Backend::Mpi | Backend::Local if args.resume || interrupted => {
+                mpi_backend::resume(r, &out.join("raw").join(&r.id), &net)
+            }
+            _ => None,
+        };
+        if interrupted && earlier.is_none() {
             let mut metrics = BTreeMap::new();
             metrics.insert("status".into(), "not run (interrupted)".into());
             return Row {
@@ -223,15 +234,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             }
             Backend::Mpi | Backend::Local => {
                 let dir = out.join("raw").join(&r.id);
-                match args
-                    .resume
-                    .then(|| mpi_backend::resume(r, &dir, &net))
-                    .flatten()
-                {
+                match earlier {
                     Some(s) => {
                         progress.line(&format!(
-                            "  {} finished earlier: summarized from its logs (--resume)",
-                            r.id
+                            "  {} finished earlier: summarized from its logs ({})",
+                            r.id,
+                            if interrupted {
+                                "interrupted, so not run again"
+                            } else {
+                                "--resume"
+                            }
                         ));
                         Ok(s)
                     }

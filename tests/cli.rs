@@ -495,6 +495,74 @@ fn local_backend_models_the_network_with_a_virtual_clock() {
     );
 }
 
+/// Regression: stopping a rerun (SIGTERM) used to overwrite the runs.csv
+/// rows of runs that had finished in an earlier invocation with "not run
+/// (interrupted)". Now a run whose complete logs for the same id are there
+/// is summarized from them, as with --resume; only the run that was
+/// stopped is lost. (Local backend: no root, no MPI.)
+#[test]
+fn an_interrupted_rerun_keeps_the_runs_that_finished_before() {
+    let out = temp_out("interrupted-rerun");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "mpi-smoke", "--backend", "local", "--out"];
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro"));
+        cmd.args(&args)
+            .env("REPRO_TRAIN", train_binary())
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        cmd
+    };
+    let o = run(&[]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = read_runs(&out);
+    assert_eq!(before.len(), 2);
+    // a rerun with a long new run first: stopped while that one trains
+    let mut child = run(&[
+        "--set",
+        "grid.algorithm=[allreduce,d-psgd,moniqua]",
+        "--set",
+        "cases=[{when: {algorithm: allreduce}, set: {iterations: 1000000}}]",
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let marker = out.to_str().unwrap().to_string();
+    let train = train_binary().to_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.starts_with(&train) && c.contains(&marker)
+        })
+    }) {
+        assert!(Instant::now() < deadline, "the new run never started");
+        assert!(child.try_wait().unwrap().is_none(), "repro exited early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    let after = read_runs(&out);
+    assert_eq!(after.len(), 3, "{stderr}");
+    for old in &before {
+        let now = after
+            .iter()
+            .find(|r| r["run_id"] == old["run_id"])
+            .unwrap_or_else(|| panic!("{} lost: {stderr}", old["run_id"]));
+        assert_eq!(now["status"], "completed", "{stderr}");
+        assert_eq!(now["avg_test_accuracy"], old["avg_test_accuracy"]);
+    }
+    assert!(stderr.contains("interrupted, so not run again"), "{stderr}");
+}
+
 /// Figure 2(b) at smoke scale through the driver: AD-PSGD and Moniqua on
 /// AD-PSGD as real MPI jobs (4 ranks, two threads each) beside D-PSGD; all
 /// complete, and Moniqua's ranks send about a quarter of AD-PSGD's bytes.
