@@ -367,6 +367,16 @@ fn train_binary() -> PathBuf {
     sibling
 }
 
+/// `repro` with the trainer binary of this build (`REPRO_TRAIN`), run from
+/// the source tree.
+fn repro_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro"));
+    cmd.args(args)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
+
 /// `repro run` with the MPI backend: real `repro-train` ranks under mpirun,
 /// their logs summarized into runs.csv; Moniqua sends a quarter of D-PSGD's
 /// bytes (8-bit codes instead of f32) and both learn.
@@ -374,10 +384,7 @@ fn train_binary() -> PathBuf {
 fn mpi_backend_trains_with_real_ranks() {
     let _serial = mpi_lock();
     let out = temp_out("mpi");
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(["run", "mpi-smoke", "--out", out.to_str().unwrap()])
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let o = repro_cmd(&["run", "mpi-smoke", "--out", out.to_str().unwrap()])
         .output()
         .expect("run repro");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -443,23 +450,20 @@ fn mpi_backend_trains_with_real_ranks() {
 #[test]
 fn local_backend_models_the_network_with_a_virtual_clock() {
     let out = temp_out("local");
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "run",
-            "figure1",
-            "--backend",
-            "local",
-            "--set",
-            "grid.algorithm=[d-psgd,moniqua]",
-            "--set",
-            "grid.network=[{bandwidth: 1mbit, latency: 1ms}]",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run repro");
+    let o = repro_cmd(&[
+        "run",
+        "figure1",
+        "--backend",
+        "local",
+        "--set",
+        "grid.algorithm=[d-psgd,moniqua]",
+        "--set",
+        "grid.network=[{bandwidth: 1mbit, latency: 1ms}]",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .expect("run repro");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let runs = read_runs(&out);
     assert_eq!(runs.len(), 2);
@@ -507,11 +511,7 @@ fn an_interrupted_rerun_keeps_the_runs_that_finished_before() {
         let mut args = vec!["run", "mpi-smoke", "--backend", "local", "--out"];
         args.push(out.to_str().unwrap());
         args.extend_from_slice(extra);
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro"));
-        cmd.args(&args)
-            .env("REPRO_TRAIN", train_binary())
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        cmd
+        repro_cmd(&args)
     };
     let o = run(&[]).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -528,26 +528,8 @@ fn an_interrupted_rerun_keeps_the_runs_that_finished_before() {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let marker = out.to_str().unwrap().to_string();
-    let train = train_binary().to_str().unwrap().to_string();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while !std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline")).is_ok_and(|c| {
-            let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            c.starts_with(&train) && c.contains(&marker)
-        })
-    }) {
-        assert!(Instant::now() < deadline, "the new run never started");
-        assert!(child.try_wait().unwrap().is_none(), "repro exited early");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    wait_for_trainer(&mut child, &out);
+    kill("-TERM", child.id());
     let (code, stderr) = finish(child);
     assert_eq!(code, Some(130), "{stderr}");
     let after = read_runs(&out);
@@ -570,10 +552,7 @@ fn an_interrupted_rerun_keeps_the_runs_that_finished_before() {
 fn asynchronous_algorithms_run_through_the_driver() {
     let _serial = mpi_lock();
     let out = temp_out("figure2b");
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(["run", "figure2b", "--out", out.to_str().unwrap()])
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+    let o = repro_cmd(&["run", "figure2b", "--out", out.to_str().unwrap()])
         .output()
         .expect("run repro");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -687,17 +666,14 @@ fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
     }
     let _serial = mpi_lock();
     let out = temp_out("shaped");
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "run",
-            "tests/fixtures/net-rate.yaml",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run repro");
+    let o = repro_cmd(&[
+        "run",
+        "tests/fixtures/net-rate.yaml",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .expect("run repro");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     let runs = read_runs(&out);
@@ -732,21 +708,27 @@ fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
 /// Starts a shaped run that would last long, and waits until one of its
 /// ranks (a repro-train whose command line names `out`) runs: (driver, rank pid).
 fn start_long_shaped_run(out: &Path) -> (std::process::Child, u32) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "run",
-            "tests/fixtures/net-rate.yaml",
-            "--set",
-            "scales.smoke.iterations=1000000",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = repro_cmd(&[
+        "run",
+        "tests/fixtures/net-rate.yaml",
+        "--set",
+        "scales.smoke.iterations=1000000",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = wait_for_trainer(&mut child, out);
+    // let it get into training
+    std::thread::sleep(Duration::from_secs(2));
+    (child, pid)
+}
+
+/// Waits until a `repro-train` whose command line names `out` runs under
+/// the driver `child`; returns its pid.
+fn wait_for_trainer(child: &mut std::process::Child, out: &Path) -> u32 {
     let marker = out.to_str().unwrap().to_string();
     let train = train_binary().to_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -758,17 +740,26 @@ fn start_long_shaped_run(out: &Path) -> (std::process::Child, u32) {
             (cmd.starts_with(&train) && cmd.contains(&marker)).then_some(pid)
         });
         if let Some(pid) = found {
-            // let it get into training
-            std::thread::sleep(Duration::from_secs(2));
-            return (child, pid);
+            return pid;
         }
         assert!(Instant::now() < deadline, "no rank started");
         assert!(
             child.try_wait().unwrap().is_none(),
             "repro exited before its ranks started"
         );
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Sends `signal` (e.g. `-TERM`) to `pid`.
+fn kill(signal: &str, pid: u32) {
+    assert!(
+        Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
 }
 
 /// Waits for the driver to exit: (exit code, stderr).
@@ -796,13 +787,7 @@ fn a_killed_rank_fails_the_run_and_leaves_no_network_behind() {
     let _serial = mpi_lock();
     let out = temp_out("killed");
     let (child, rank) = start_long_shaped_run(&out);
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &rank.to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    kill("-KILL", rank);
     let (code, stderr) = finish(child);
     assert_eq!(code, Some(3), "{stderr}");
     assert_eq!(read_runs(&out)[0]["status"], "failed", "{stderr}");
@@ -819,13 +804,7 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
     let _serial = mpi_lock();
     let out = temp_out("sigterm");
     let (child, _rank) = start_long_shaped_run(&out);
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap()
-            .success()
-    );
+    kill("-TERM", child.id());
     let (code, stderr) = finish(child);
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");

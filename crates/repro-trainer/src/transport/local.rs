@@ -24,7 +24,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 
 use repro_algos::sim::Network;
 
-use super::{Tag, Transport, TransportError, ring_all_reduce};
+use super::{Tag, Transport, TransportError, check_ranks, ring_all_reduce};
 
 /// The tag of `exchange`'s frames.
 const UNTAGGED: i32 = 0;
@@ -123,13 +123,7 @@ impl LocalTransport {
     }
 
     fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
-        match ranks.iter().find(|&&r| r >= self.size) {
-            Some(&rank) => Err(TransportError::BadRank {
-                rank,
-                size: self.size,
-            }),
-            None => Ok(()),
-        }
+        check_ranks(ranks, self.size)
     }
 
     fn post(&mut self, to: usize, tag: i32, frame: &[u8]) -> Result<(), TransportError> {

@@ -86,6 +86,14 @@ pub trait Transport {
     }
 }
 
+/// `BadRank` for the first of `ranks` outside a world of `size`.
+pub(crate) fn check_ranks(ranks: &[usize], size: usize) -> Result<(), TransportError> {
+    match ranks.iter().find(|&&r| r >= size) {
+        Some(&rank) => Err(TransportError::BadRank { rank, size }),
+        None => Ok(()),
+    }
+}
+
 /// Tags of the asynchronous loop's messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {

@@ -4,7 +4,7 @@ use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::{Tag, Transport, TransportError, ring_all_reduce};
+use super::{Tag, Transport, TransportError, check_ranks, ring_all_reduce};
 
 /// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
 /// MPI is finalized when it is dropped.
@@ -56,11 +56,7 @@ impl MpiTransport {
     }
 
     fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
-        let size = self.size();
-        match ranks.iter().find(|&&r| r >= size) {
-            Some(&rank) => Err(TransportError::BadRank { rank, size }),
-            None => Ok(()),
-        }
+        check_ranks(ranks, self.size())
     }
 }
 
