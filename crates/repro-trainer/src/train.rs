@@ -224,11 +224,15 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         }));
     }
     // CUDA device `rank % gpus` when libtorch sees GPUs, else the CPU; one
-    // intra-op thread per rank either way
-    let plan = crate::plan_device(
-        rank,
-        usize::try_from(tch::Cuda::device_count()).unwrap_or(0),
-    );
+    // intra-op thread per rank either way. In-process runs stay on the CPU:
+    // their virtual clock charges thread CPU time, which would miss the
+    // GPU's asynchronous kernels.
+    let gpus = if t.virtual_time().is_some() {
+        0
+    } else {
+        usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
+    };
+    let plan = crate::plan_device(rank, gpus);
     tch::set_num_threads(plan.threads);
     if !(cfg.latency_ms >= 0.0 && cfg.latency_ms.is_finite()) {
         return Err(TrainError::Config(format!(
