@@ -59,41 +59,63 @@ fn a_panicking_rank_aborts_the_job_instead_of_hanging() {
     assert!(out.contains("aborting the MPI job"), "{out}");
 }
 
-/// Runs `repro-train` on `ranks` ranks with `config` (JSON); returns the logs.
-fn train(ranks: usize, name: &str, config: &str) -> Vec<repro_runlog::Log> {
-    let dir = std::env::temp_dir().join(format!("repro-train-{name}-{}", std::process::id()));
+/// Runs `repro-train` with `config` (JSON) in a fresh directory: `ranks`
+/// MPI ranks under mpirun, or `--in-process ranks`; returns its output and
+/// the logs that were written and parse.
+fn launch(
+    ranks: usize,
+    name: &str,
+    config: &str,
+    in_process: bool,
+) -> (std::process::Output, Vec<repro_runlog::Log>) {
+    let mode = if in_process { "local" } else { "train" };
+    let dir = std::env::temp_dir().join(format!("repro-{mode}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("run.json");
     std::fs::write(&cfg, config).unwrap();
-    let out = Command::new("mpirun")
-        .args([
+    let mut cmd = if in_process {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_repro-train"));
+        c.args(["--in-process", &ranks.to_string()]);
+        c
+    } else {
+        let mut c = Command::new("mpirun");
+        c.args([
             "--allow-run-as-root",
             "--oversubscribe",
             "-np",
             &ranks.to_string(),
         ])
-        .arg(env!("CARGO_BIN_EXE_repro-train"))
-        .args([
-            "--config",
-            cfg.to_str().unwrap(),
-            "--log-dir",
-            dir.to_str().unwrap(),
-        ])
+        .arg(env!("CARGO_BIN_EXE_repro-train"));
+        c
+    };
+    let out = cmd
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--log-dir")
+        .arg(&dir)
         .output()
-        .expect("mpirun");
+        .expect("start repro-train");
+    let logs = (0..ranks)
+        .filter_map(|r| {
+            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).ok()?;
+            repro_runlog::read_log(text.as_bytes()).ok()
+        })
+        .collect();
+    (out, logs)
+}
+
+/// Runs `repro-train` on `ranks` MPI ranks with `config`; every rank's log.
+fn train(ranks: usize, name: &str, config: &str) -> Vec<repro_runlog::Log> {
+    let (out, logs) = launch(ranks, name, config, false);
     assert!(
         out.status.success(),
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (0..ranks)
-        .map(|r| {
-            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).unwrap();
-            repro_runlog::read_log(text.as_bytes()).unwrap()
-        })
-        .collect()
+    assert_eq!(logs.len(), ranks, "a rank left no readable log");
+    logs
 }
 
 /// Runs `repro-train --in-process ranks` with `config`; returns the exit
@@ -103,24 +125,7 @@ fn train_in_process(
     name: &str,
     config: &str,
 ) -> (Option<i32>, String, Vec<repro_runlog::Log>) {
-    let dir = std::env::temp_dir().join(format!("repro-local-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("run.json");
-    std::fs::write(&cfg, config).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_repro-train"))
-        .args(["--in-process", &ranks.to_string(), "--config"])
-        .arg(&cfg)
-        .arg("--log-dir")
-        .arg(&dir)
-        .output()
-        .expect("repro-train");
-    let logs = (0..ranks)
-        .filter_map(|r| {
-            let text = std::fs::read_to_string(dir.join(format!("rank-{r}.jsonl"))).ok()?;
-            repro_runlog::read_log(text.as_bytes()).ok()
-        })
-        .collect();
+    let (out, logs) = launch(ranks, name, config, true);
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -389,28 +394,14 @@ fn moniqua_on_ad_psgd_sends_eight_bit_frames_and_learns() {
 /// no odd neighbour is refused with a message saying what to do.
 #[test]
 fn ad_psgd_refuses_a_rank_without_a_partner() {
-    let dir = std::env::temp_dir().join(format!("repro-train-adpsgd-bad-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let cfg = dir.join("run.json");
     // a star of 3: rank 2 (active) has only rank 0 (active) as a neighbour
-    std::fs::write(
-        &cfg,
+    let (out, _) = launch(
+        3,
+        "adpsgd-bad",
         r#"{"run_id": "b", "model": "logistic", "dataset": "synthetic", "algorithm": "ad-psgd",
             "topology": "star", "iterations": 5, "eval_every": 0, "synthetic_samples": 100}"#,
-    )
-    .unwrap();
-    let out = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "3"])
-        .arg(env!("CARGO_BIN_EXE_repro-train"))
-        .args([
-            "--config",
-            cfg.to_str().unwrap(),
-            "--log-dir",
-            dir.to_str().unwrap(),
-        ])
-        .output()
-        .expect("mpirun");
+        false,
+    );
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(text.contains("no odd neighbour"), "{text}");
