@@ -273,22 +273,25 @@ impl AlgorithmSpec {
             bucket: k.bucket,
             ..StochasticConfig::default()
         });
-        let factor = match k.compressor_scale {
-            0.0 => (1.0 / (1.0 + crate::compress::gaussian_omega(&q)?)) as f32,
-            f if f > 0.0 && f.is_finite() => f,
-            f => {
-                return Err(AlgoError::Invalid(format!(
-                    "compressor_scale must be positive (1: none, 0: auto), got {f}"
-                )));
-            }
-        };
-        let scaled = if factor == 1.0 || !matches!(name, "choco" | "deepsqueeze") {
-            q.clone()
-        } else {
-            CompressorSpec::Scaled {
+        if !(k.compressor_scale >= 0.0 && k.compressor_scale.is_finite()) {
+            return Err(AlgoError::Invalid(format!(
+                "compressor_scale must be positive (1: none, 0: auto), got {}",
+                k.compressor_scale
+            )));
+        }
+        // only CHOCO and DeepSqueeze scale their compressor (and only they
+        // pay for measuring omega)
+        let scaled = match k.compressor_scale {
+            1.0 => q.clone(),
+            _ if !matches!(name, "choco" | "deepsqueeze") => q.clone(),
+            0.0 => CompressorSpec::Scaled {
+                inner: Box::new(q.clone()),
+                factor: (1.0 / (1.0 + crate::compress::gaussian_omega(&q)?)) as f32,
+            },
+            factor => CompressorSpec::Scaled {
                 inner: Box::new(q.clone()),
                 factor,
-            }
+            },
         };
         Ok(match name {
             "allreduce" => AlgorithmSpec::AllReduce,
