@@ -8,7 +8,7 @@
 use crate::Rounding;
 use crate::dither::Dither;
 use crate::pack::{pack, pack_fixed, packed_len, unpack, unpack_fixed};
-use crate::round::{EXACT_LIMIT, floor_i32};
+use crate::round::{EXACT_LIMIT, floor_to_i32};
 use crate::simd::multiversion;
 
 /// Values per inner block.
@@ -148,22 +148,27 @@ macro_rules! for_bits {
 const CHUNK: usize = LANES;
 const _: () = assert!(CHUNK == crate::dither::DITHER_CHUNK);
 
-/// Quantizes `xc` (coordinates `64 chunk ..`) into un-modded codes; returns
-/// the number of rejected inputs.
+/// Quantizes `xc` (coordinates `64 chunk ..`) into un-modded codes, adding
+/// 1 to `bad[j]` for each rejected input `j` (lane counters: a sum per chunk
+/// would cost a horizontal reduction every 64 values).
 #[inline(always)]
-fn quantize<const NEAREST: bool>(p: &ModParams, xc: &[f32], chunk: u32, codes: &mut [u32]) -> u32 {
+fn quantize<const NATIVE: bool, const NEAREST: bool>(
+    p: &ModParams,
+    xc: &[f32],
+    chunk: u32,
+    codes: &mut [u32],
+    bad: &mut [u32; CHUNK],
+) {
     let mut u = [0.5f32; CHUNK];
     let u = &mut u[..xc.len()];
     if !NEAREST {
         p.dither.fill_chunk(chunk, u);
     }
-    let mut bad = 0;
-    for ((c, &v), &u) in codes.iter_mut().zip(xc).zip(u.iter()) {
+    for (((c, &v), &u), b) in codes.iter_mut().zip(xc).zip(u.iter()).zip(bad.iter_mut()) {
         let t = v * p.scale;
-        bad += out_of_range(t);
-        *c = floor_i32(t + u) as u32;
+        *b += out_of_range(t);
+        *c = floor_to_i32::<NATIVE>(t + u) as u32;
     }
-    bad
 }
 
 /// The local biased term `C B / 2^b` of each code.
@@ -178,12 +183,18 @@ fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
 /// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b` (or,
 /// with `ACC`, adds `w Ĉ B / 2^b`).
 #[inline(always)]
-fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32], w: f32) {
+fn recover<const NATIVE: bool, const ACC: bool>(
+    p: &ModParams,
+    codes: &mut [u32],
+    yc: &[f32],
+    oc: &mut [f32],
+    w: f32,
+) {
     let inv_levels = 1.0 / p.levels as f32;
     for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
         let r = *c as i32;
         // the whole number of turns that brings r nearest to y 2^b / B
-        let k = floor_i32((y * p.scale - r as f32) * inv_levels + 0.5);
+        let k = floor_to_i32::<NATIVE>((y * p.scale - r as f32) * inv_levels + 0.5);
         let full = r.wrapping_add(k.wrapping_shl(p.bits));
         *c = full as u32;
         let v = full as f32 * p.step;
@@ -196,14 +207,14 @@ fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &m
 }
 
 #[inline(always)]
-fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
+fn moniqua_encode_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
     body: &mut [u8],
 ) -> KernelOut {
     let mut hash = CodeHash::new();
-    let mut bad = 0u32;
+    let mut bad = [0u32; CHUNK];
     let mut codes = [0u32; CHUNK];
     let full = x.len() / CHUNK * CHUNK;
     let (body_head, body_tail) = body.split_at_mut(full / 8 * B);
@@ -213,7 +224,7 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
         .enumerate()
     {
         let at = ci * CHUNK;
-        bad += quantize::<NEAREST>(p, xc, ci as u32, &mut codes);
+        quantize::<NATIVE, NEAREST>(p, xc, ci as u32, &mut codes, &mut bad);
         if let Some(own) = own.as_deref_mut() {
             dequantize(p, &codes, &mut own[at..at + CHUNK]);
         }
@@ -225,7 +236,7 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
     let rest = x.len() - full;
     if rest > 0 {
         let codes = &mut codes[..rest];
-        bad += quantize::<NEAREST>(p, &x[full..], (full / CHUNK) as u32, codes);
+        quantize::<NATIVE, NEAREST>(p, &x[full..], (full / CHUNK) as u32, codes, &mut bad);
         if let Some(own) = own {
             dequantize(p, codes, &mut own[full..]);
         }
@@ -235,13 +246,13 @@ fn moniqua_encode_fixed<const B: usize, const NEAREST: bool>(
         pack(codes, B as u32, body_tail);
     }
     KernelOut {
-        rejected: bad,
+        rejected: bad.iter().sum(),
         hash: p.hash.then(|| hash.finish()),
     }
 }
 
 #[inline(always)]
-fn moniqua_decode_fixed<const B: usize, const ACC: bool>(
+fn moniqua_decode_fixed<const NATIVE: bool, const B: usize, const ACC: bool>(
     p: &ModParams,
     body: &[u8],
     local: &[f32],
@@ -259,7 +270,7 @@ fn moniqua_decode_fixed<const B: usize, const ACC: bool>(
         .zip(out_head.chunks_exact_mut(CHUNK))
     {
         unpack_fixed::<B>(src, &mut codes);
-        recover::<ACC>(p, &mut codes, yc, oc, w);
+        recover::<NATIVE, ACC>(p, &mut codes, yc, oc, w);
         if p.hash {
             hash.update(&codes);
         }
@@ -268,7 +279,7 @@ fn moniqua_decode_fixed<const B: usize, const ACC: bool>(
     if rest > 0 {
         let codes = &mut codes[..rest];
         unpack(body_tail, B as u32, codes);
-        recover::<ACC>(p, codes, &local[full..], out_tail, w);
+        recover::<NATIVE, ACC>(p, codes, &local[full..], out_tail, w);
         if p.hash {
             hash.update(codes);
         }
@@ -277,7 +288,7 @@ fn moniqua_decode_fixed<const B: usize, const ACC: bool>(
 }
 
 #[inline(always)]
-fn moniqua_encode_impl(
+fn moniqua_encode_impl<const NATIVE: bool>(
     p: &ModParams,
     x: &[f32],
     own: Option<&mut [f32]>,
@@ -285,16 +296,16 @@ fn moniqua_encode_impl(
 ) -> KernelOut {
     match p.rounding {
         Rounding::Nearest => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<B, true>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, B, true>(p, x, own, body))
         }
         Rounding::Stochastic => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<B, false>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, B, false>(p, x, own, body))
         }
     }
 }
 
 #[inline(always)]
-fn moniqua_decode_impl(
+fn moniqua_decode_impl<const NATIVE: bool>(
     p: &ModParams,
     body: &[u8],
     local: &[f32],
@@ -302,8 +313,12 @@ fn moniqua_decode_impl(
     accumulate: Option<f32>,
 ) -> Option<u64> {
     match accumulate {
-        None => for_bits!(p.bits, B => moniqua_decode_fixed::<B, false>(p, body, local, out, 0.0)),
-        Some(w) => for_bits!(p.bits, B => moniqua_decode_fixed::<B, true>(p, body, local, out, w)),
+        None => {
+            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, B, false>(p, body, local, out, 0.0))
+        }
+        Some(w) => {
+            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, B, true>(p, body, local, out, w))
+        }
     }
 }
 
@@ -320,7 +335,7 @@ pub(crate) struct BucketParams {
 /// whose integer order is the float order, with NaN and infinity on top: an
 /// integer max reduction vectorizes where a float one would not.
 #[inline(always)]
-fn bucket_scales_impl(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 {
+fn bucket_scales_impl<const NATIVE: bool>(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 {
     let mut bad = 0u32;
     for (xb, dst) in x.chunks(bucket).zip(scales.chunks_exact_mut(4)) {
         let m = xb
@@ -347,7 +362,7 @@ fn bucket_run_end(base: usize, j: usize, n: usize, bucket: usize) -> (usize, usi
 }
 
 #[inline(always)]
-fn bucket_encode_impl(
+fn bucket_encode_impl<const NATIVE: bool>(
     p: &BucketParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -368,7 +383,7 @@ fn bucket_encode_impl(
             let s = scale_at(scales, k);
             let inv = if s > 0.0 { top as f32 / (2.0 * s) } else { 0.0 };
             for ((c, &v), &u) in codes[j..end].iter_mut().zip(&xb[j..end]).zip(&u[j..end]) {
-                *c = floor_i32((v + s) * inv + u).clamp(0, top) as u32;
+                *c = floor_to_i32::<NATIVE>((v + s) * inv + u).clamp(0, top) as u32;
             }
             if let Some(own) = own.as_deref_mut() {
                 let width = 2.0 * s / top as f32;
@@ -389,7 +404,7 @@ fn bucket_encode_impl(
 
 /// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
 #[inline(always)]
-fn bucket_decode_impl(
+fn bucket_decode_impl<const NATIVE: bool>(
     bits: u32,
     bucket: usize,
     scales: &[u8],

@@ -74,9 +74,11 @@ pub fn level() -> Level {
 }
 
 /// Defines `pub(crate) fn $name(args) -> ret` that runs `$imp` compiled for the
-/// best available level, plus `$name_at(level, args)` for tests.
+/// best available level, plus `$name_at(level, args)` for tests. `$imp` takes
+/// `const NATIVE: bool`, true where the level has a floor instruction (see
+/// `round::floor_to_i32`).
 macro_rules! multiversion {
-    ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:path;) => {
+    ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:ident;) => {
         $(#[$meta])*
         pub(crate) fn $name($($arg: $ty),*) -> $ret {
             $at($crate::simd::level(), $($arg),*)
@@ -90,11 +92,11 @@ macro_rules! multiversion {
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
                 fn v4($($arg: $ty),*) -> $ret {
-                    $imp($($arg),*)
+                    $imp::<true>($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
                 fn v3($($arg: $ty),*) -> $ret {
-                    $imp($($arg),*)
+                    $imp::<true>($($arg),*)
                 }
                 match level {
                     // SAFETY: the assert above established that the CPU has
@@ -106,7 +108,7 @@ macro_rules! multiversion {
                 }
             }
             let _ = level;
-            $imp($($arg),*)
+            $imp::<false>($($arg),*)
         }
     };
 }
