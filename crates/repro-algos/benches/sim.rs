@@ -2,6 +2,7 @@
 //! worker's model through memory once (measured in the same run).
 //!
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
+//!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
 //!
 //! Sizes: n in {8, 64, 1024} workers, d in {10k, 100k, 1M}, skipping those
 //! whose state would not fit comfortably in memory (n d > 1.2e8).
@@ -41,13 +42,26 @@ fn main() {
         .position(|a| a == "--algo")
         .and_then(|i| args.get(i + 1))
         .map_or("moniqua", String::as_str);
+    let only = |flag: &str| -> Option<usize> {
+        let at = args.iter().position(|a| a == flag)?;
+        let value = args.get(at + 1)?;
+        Some(
+            value
+                .parse()
+                .unwrap_or_else(|_| panic!("{flag} takes a number, got {value}")),
+        )
+    };
+    let (only_n, only_d) = (only("--n"), only("--d"));
     println!(
         "{:<8} {:>6} {:>9} {:>12} {:>12} {:>14} {:>10}",
         "algo", "n", "d", "iter/s", "ms/iter", "stream ms", "iter/stream"
     );
     for n in [8usize, 64, 1024] {
         for d in [10_000usize, 100_000, 1_000_000] {
-            if n * d > 120_000_000 {
+            if n * d > 120_000_000
+                || only_n.is_some_and(|m| m != n)
+                || only_d.is_some_and(|m| m != d)
+            {
                 continue;
             }
             // homogeneous, so the objective holds one target, not n

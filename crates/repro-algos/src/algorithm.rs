@@ -50,6 +50,13 @@ pub trait Worker: Send {
     /// Writes this iteration's frame into `out` (replacing its contents); an
     /// empty frame means the worker sends nothing this iteration.
     fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError>;
+    /// Whether [`send`](Self::send) reads the local step. Where it does not,
+    /// `send` gets an empty `delta` from callers that have not computed the
+    /// step yet (the simulator then computes each worker's gradient right
+    /// before its `receive`, while its model is in cache).
+    fn send_reads_delta(&self) -> bool {
+        true
+    }
     /// Consumes the neighbours' frames `(sender, bytes)`, sorted by sender,
     /// and finishes iteration `k`.
     fn receive(

@@ -19,6 +19,7 @@ pub mod objective;
 pub mod optim;
 pub mod pairwise;
 pub mod rng;
+mod scratch;
 pub mod sim;
 pub mod sim_async;
 pub mod topology;

@@ -23,15 +23,38 @@ pub trait Objective: Send + Sync {
 /// deviation `sigma` per coordinate. Homogeneous when all `b_i` are equal.
 #[derive(Debug, Clone)]
 pub struct Quadratic {
+    /// One minimizer per worker, or one shared by all (homogeneous).
     targets: Vec<Vec<f32>>,
+    workers: usize,
     mean: Vec<f32>,
     sigma: f32,
 }
 
 impl Quadratic {
-    /// Every worker has the same minimizer `b`.
+    /// Every worker has the same minimizer `b`, stored once.
     pub fn homogeneous(n: usize, b: Vec<f32>, sigma: f32) -> Self {
-        Self::heterogeneous(vec![b; n], sigma)
+        // the mean as `heterogeneous` computes it from n copies, bit for bit
+        let mut mean = vec![0.0f32; b.len()];
+        for _ in 0..n {
+            for (m, v) in mean.iter_mut().zip(&b) {
+                *m += v / n as f32;
+            }
+        }
+        Self {
+            targets: vec![b],
+            workers: n,
+            mean,
+            sigma,
+        }
+    }
+
+    /// Worker `i`'s minimizer.
+    fn target(&self, worker: usize) -> &[f32] {
+        if self.targets.len() == 1 {
+            &self.targets[0]
+        } else {
+            &self.targets[worker]
+        }
     }
 
     /// Worker `i` has minimizer `targets[i]`; the global minimizer is their mean.
@@ -49,6 +72,7 @@ impl Quadratic {
             }
         }
         Self {
+            workers: targets.len(),
             targets,
             mean,
             sigma,
@@ -67,11 +91,11 @@ impl Objective for Quadratic {
     }
 
     fn workers(&self) -> usize {
-        self.targets.len()
+        self.workers
     }
 
     fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
-        let b = &self.targets[worker];
+        let b = self.target(worker);
         // 16 independent f32 partial sums: a single f64 accumulator would
         // serialize the loop on the add latency
         let mut lanes = [0.0f32; 16];
@@ -92,9 +116,10 @@ impl Objective for Quadratic {
     }
 
     fn loss(&self, x: &[f32]) -> f64 {
-        // 1/n sum_i |x - b_i|^2 / 2
-        let n = self.targets.len() as f64;
-        self.targets
+        // 1/n sum_i |x - b_i|^2 / 2 (a shared target's term summed n times,
+        // as n copies would be)
+        let per_target: Vec<f64> = self
+            .targets
             .iter()
             .map(|b| {
                 x.iter()
@@ -102,8 +127,12 @@ impl Objective for Quadratic {
                     .map(|(&xi, &bi)| 0.5 * f64::from(xi - bi).powi(2))
                     .sum::<f64>()
             })
+            .collect();
+        let shared = per_target.len() == 1;
+        (0..self.workers)
+            .map(|i| per_target[if shared { 0 } else { i }])
             .sum::<f64>()
-            / n
+            / self.workers as f64
     }
 
     fn full_gradient(&self, x: &[f32], g: &mut [f32]) {
@@ -129,5 +158,21 @@ mod tests {
         q.full_gradient(&[2.0, 1.0], &mut g);
         assert_eq!(g, [0.0, 0.0]);
         assert_eq!(q.loss(&[2.0, 1.0]), 1.0);
+    }
+
+    #[test]
+    fn a_shared_target_behaves_as_n_copies() {
+        let b: Vec<f32> = (0..37).map(|i| (i as f32 * 0.3).sin() / 3.0).collect();
+        let shared = Quadratic::homogeneous(7, b.clone(), 0.0);
+        let copies = Quadratic::heterogeneous(vec![b; 7], 0.0);
+        assert_eq!(shared.workers(), 7);
+        assert_eq!(shared.minimizer(), copies.minimizer());
+        let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.01).collect();
+        assert_eq!(shared.loss(&x).to_bits(), copies.loss(&x).to_bits());
+        let (mut g1, mut g2) = (vec![0.0; 37], vec![0.0; 37]);
+        let mut rng = Rng::new(0, 0);
+        shared.gradient(6, &x, &mut rng, &mut g1);
+        copies.gradient(6, &x, &mut rng, &mut g2);
+        assert_eq!(g1, g2);
     }
 }

@@ -14,7 +14,7 @@ use crate::algos::AlgorithmSpec;
 use crate::objective::Objective;
 use crate::optim::Sgd;
 use crate::rng::Rng;
-use crate::{AlgoError, Topology};
+use crate::{AlgoError, Topology, scratch};
 
 /// A network condition for the virtual clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -81,7 +81,15 @@ pub struct Simulator<'o> {
     lanes: Vec<Lane>,
     frames: Vec<Vec<u8>>,
     cfg: SimConfig,
-    threads: usize,
+    /// Persistent threads for the phases (`None`: the caller's thread), so
+    /// per-thread scratch survives from one iteration to the next.
+    pool: Option<rayon::ThreadPool>,
+    /// Every worker sends without reading its local step: send for all,
+    /// then gradient and receive per worker in one pass (see [`Self::step`]).
+    fused: bool,
+    /// `frames` already hold this iteration's frames (sent at the end of
+    /// the previous one).
+    present: bool,
     k: u64,
     clock: f64,
     total_bytes: u64,
@@ -116,18 +124,29 @@ impl<'o> Simulator<'o> {
                 objective.workers()
             )));
         }
-        let lanes = (0..n)
+        let mut lanes = (0..n)
             .map(|i| {
                 Ok(Lane {
                     worker: spec.build(i, &topology, cfg.seed, x0)?,
                     rng: Rng::new(cfg.seed, 1000 + i as u64),
-                    momentum: vec![0.0; d],
-                    delta: vec![0.0; d],
-                    grad: vec![0.0; d],
+                    momentum: Vec::new(),
+                    delta: Vec::new(),
+                    grad: Vec::new(),
+                    next: Vec::new(),
+                    next_sent: false,
                 })
             })
             .collect::<Result<Vec<Lane>, AlgoError>>()?;
-        let mut lanes = lanes;
+        let fused = lanes.iter().all(|l| !l.worker.send_reads_delta());
+        for lane in &mut lanes {
+            if cfg.sgd.momentum > 0.0 {
+                lane.momentum = vec![0.0; d];
+            }
+            if !fused {
+                lane.delta = vec![0.0; d];
+                lane.grad = vec![0.0; d];
+            }
+        }
         if cfg.theta_warmup.is_some_and(|w| w > 0) {
             for lane in &mut lanes {
                 lane.worker.start_theta_warmup();
@@ -141,11 +160,14 @@ impl<'o> Simulator<'o> {
         } else {
             1
         };
+        let pool = thread_pool(threads)?;
         Ok(Self {
             objective,
             lanes,
             frames: vec![Vec::new(); n],
-            threads,
+            pool,
+            fused,
+            present: false,
             topology,
             cfg,
             k: 0,
@@ -158,39 +180,67 @@ impl<'o> Simulator<'o> {
     /// Runs one synchronous iteration. Workers are independent within each
     /// phase (gradient, send, receive), which run on several threads when the
     /// problem is large; results do not depend on the thread count.
+    ///
+    /// When no worker's `send` reads its local step (D-PSGD, Moniqua), every
+    /// worker sends first, then each computes its gradient and step and
+    /// receives in one pass, while its model is in cache, with the gradient
+    /// and step in per-thread scratch: the same arithmetic on the same
+    /// values (each worker has its own random stream), fewer trips through
+    /// memory.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
         let n = self.lanes.len();
         let k = self.k;
         let objective = self.objective;
         let (lr, sgd) = (self.cfg.lr, self.cfg.sgd);
-        let losses = par_map(&mut self.lanes, self.threads, |i, lane| {
-            let x = lane.worker.model();
-            let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.grad);
-            sgd.step(lr, x, &lane.grad, &mut lane.momentum, &mut lane.delta);
-            Ok(loss)
-        })?;
-        let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
-            self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
-        par_map(&mut pairs, self.threads, |_, (lane, frame)| {
-            lane.worker.send(k, &lane.delta, frame)
-        })?;
-        drop(pairs);
-        let frames = &self.frames;
+        let d = objective.dim();
         let topology = &self.topology;
-        let received = par_map(&mut self.lanes, self.threads, |i, lane| {
-            let inbox: Vec<(usize, &[u8])> = match lane.worker.pattern() {
-                Pattern::Gossip => topology
-                    .neighbours(i)
-                    .iter()
-                    .map(|&(j, _)| (j, frames[j].as_slice()))
-                    .collect(),
-                Pattern::AllReduce | Pattern::AllGather => (0..n)
-                    .filter(|&j| j != i)
-                    .map(|j| (j, frames[j].as_slice()))
-                    .collect(),
-            };
-            lane.worker.receive(k, &lane.delta, &inbox)
-        })?;
+        let (losses, received) = if self.fused {
+            if !self.present {
+                let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
+                    self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
+                par_map(self.pool.as_ref(), &mut pairs, |_, (lane, frame)| {
+                    lane.worker.send(k, &[], frame)
+                })?;
+            }
+            // the next iteration's frames are encoded right after this one,
+            // while the model is in cache, unless theta is about to change
+            let presend = self.cfg.theta_warmup != Some(k + 1);
+            let frames = &self.frames;
+            let both = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
+                scratch::with_vectors(d, |[delta]| {
+                    let x = lane.worker.model();
+                    let loss = objective.gradient(i, x, &mut lane.rng, delta);
+                    sgd.step_in_place(lr, x, delta, &mut lane.momentum);
+                    let inbox = inbox(lane.worker.pattern(), i, topology, frames);
+                    let received = lane.worker.receive(k, delta, &inbox)?;
+                    // a failure here (a diverged model) is reported by the
+                    // next step, which sends again
+                    lane.next_sent =
+                        presend && lane.worker.send(k + 1, &[], &mut lane.next).is_ok();
+                    Ok((loss, received))
+                })
+            })?;
+            both.into_iter().unzip()
+        } else {
+            let losses = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
+                let x = lane.worker.model();
+                let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.grad);
+                sgd.step(lr, x, &lane.grad, &mut lane.momentum, &mut lane.delta);
+                Ok(loss)
+            })?;
+            let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
+                self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
+            par_map(self.pool.as_ref(), &mut pairs, |_, (lane, frame)| {
+                lane.worker.send(k, &lane.delta, frame)
+            })?;
+            drop(pairs);
+            let frames = &self.frames;
+            let received = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
+                let inbox = inbox(lane.worker.pattern(), i, topology, frames);
+                lane.worker.receive(k, &lane.delta, &inbox)
+            })?;
+            (losses, received)
+        };
         let mut egress = vec![0u64; n];
         let mut slowest = self.cfg.compute_s;
         for (i, out) in egress.iter_mut().enumerate() {
@@ -233,6 +283,14 @@ impl<'o> Simulator<'o> {
                 }
             }
         }
+        let theta_changed = self.cfg.theta_warmup == Some(k + 1)
+            || (self.cfg.theta_growth.is_some() && mismatched > 0);
+        self.present = self.fused && !theta_changed && self.lanes.iter().all(|l| l.next_sent);
+        if self.present {
+            for (lane, frame) in self.lanes.iter_mut().zip(&mut self.frames) {
+                std::mem::swap(&mut lane.next, frame);
+            }
+        }
         self.clock += slowest;
         self.k += 1;
         self.total_bytes += egress.iter().sum::<u64>();
@@ -251,8 +309,9 @@ impl<'o> Simulator<'o> {
 
     /// Sets how many threads the phases may use (at least 1). Results do not
     /// depend on it.
-    pub fn set_threads(&mut self, threads: usize) {
-        self.threads = threads.max(1);
+    pub fn set_threads(&mut self, threads: usize) -> Result<(), AlgoError> {
+        self.pool = thread_pool(threads)?;
+        Ok(())
     }
 
     /// Runs `iterations` steps, returning their reports.
@@ -347,42 +406,66 @@ struct Lane {
     momentum: Vec<f32>,
     delta: Vec<f32>,
     grad: Vec<f32>,
+    /// Fused mode: the next iteration's frame, sent early.
+    next: Vec<u8>,
+    next_sent: bool,
 }
 
-/// `f(i, &mut items[i])` for every item, on up to `threads` scoped threads,
-/// results in item order; the first error (in item order) wins.
+/// The frames worker `i` receives: its neighbours', or every other worker's
+/// for a collective.
+fn inbox<'f>(
+    pattern: Pattern,
+    i: usize,
+    topology: &Topology,
+    frames: &'f [Vec<u8>],
+) -> Vec<(usize, &'f [u8])> {
+    match pattern {
+        Pattern::Gossip => topology
+            .neighbours(i)
+            .iter()
+            .map(|&(j, _)| (j, frames[j].as_slice()))
+            .collect(),
+        Pattern::AllReduce | Pattern::AllGather => (0..frames.len())
+            .filter(|&j| j != i)
+            .map(|j| (j, frames[j].as_slice()))
+            .collect(),
+    }
+}
+
+/// A pool of `threads` threads, or none for one thread.
+fn thread_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, AlgoError> {
+    if threads <= 1 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("repro-sim-{i}"))
+        .build()
+        .map(Some)
+        .map_err(|e| AlgoError::Invalid(format!("could not start the simulator's threads: {e}")))
+}
+
+/// `f(i, &mut items[i])` for every item, on the pool's threads if there is
+/// one, results in item order; the first error (in item order) wins.
 fn par_map<T: Send, R: Send>(
+    pool: Option<&rayon::ThreadPool>,
     items: &mut [T],
-    threads: usize,
     f: impl Fn(usize, &mut T) -> Result<R, AlgoError> + Sync,
 ) -> Result<Vec<R>, AlgoError> {
-    if threads <= 1 || items.len() <= 1 {
-        return items.iter_mut().enumerate().map(|(i, t)| f(i, t)).collect();
+    use rayon::prelude::*;
+    match pool {
+        Some(pool) if items.len() > 1 => {
+            let results: Vec<Result<R, AlgoError>> = pool.install(|| {
+                items
+                    .par_iter_mut()
+                    .enumerate()
+                    .map(|(i, t)| f(i, t))
+                    .collect()
+            });
+            results.into_iter().collect()
+        }
+        _ => items.iter_mut().enumerate().map(|(i, t)| f(i, t)).collect(),
     }
-    let chunk = items.len().div_ceil(threads);
-    let f = &f;
-    let parts: Vec<Vec<Result<R, AlgoError>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks_mut(chunk)
-            .enumerate()
-            .map(|(c, part)| {
-                s.spawn(move || {
-                    part.iter_mut()
-                        .enumerate()
-                        .map(|(j, t)| f(c * chunk + j, t))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    parts.into_iter().flatten().collect()
 }
 
 /// `1/n sum_i x_i` of `n` models of dimension `d`.
@@ -395,4 +478,83 @@ pub(crate) fn average<'a>(models: impl ExactSizeIterator<Item = &'a [f32]>, d: u
         }
     }
     avg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CompressorSpec, Quadratic};
+    use repro_codec::{MoniquaConfig, Rounding, StochasticConfig};
+
+    /// The fused order (send for all, then gradient and receive per worker)
+    /// gives the same models, bit for bit, as the three separate phases.
+    #[test]
+    fn fused_iterations_equal_the_three_phases() {
+        let (n, d) = (6, 300);
+        let targets: Vec<Vec<f32>> = (0..n)
+            .map(|i| (0..d).map(|c| ((i * d + c) as f32 * 0.1).sin()).collect())
+            .collect();
+        let objective = Quadratic::heterogeneous(targets, 0.3);
+        let specs = [
+            AlgorithmSpec::DPsgd,
+            AlgorithmSpec::Moniqua {
+                codec: MoniquaConfig {
+                    bits: 2,
+                    theta: 2.0,
+                    rounding: Rounding::Stochastic,
+                    ..MoniquaConfig::default()
+                },
+                gamma: 0.5,
+            },
+            AlgorithmSpec::Naive(CompressorSpec::Stochastic(StochasticConfig {
+                bits: 4,
+                ..StochasticConfig::default()
+            })),
+        ];
+        let tiny_theta = AlgorithmSpec::Moniqua {
+            codec: MoniquaConfig {
+                bits: 4,
+                theta: 1e-3,
+                ..MoniquaConfig::default()
+            },
+            gamma: 1.0,
+        };
+        for spec in specs.iter().chain([&tiny_theta]) {
+            for warmup in [None, Some(3)] {
+                let cfg = SimConfig {
+                    lr: 0.05,
+                    sgd: Sgd {
+                        momentum: 0.9,
+                        weight_decay: 1e-3,
+                    },
+                    theta_warmup: warmup,
+                    theta_growth: Some(3.0),
+                    ..SimConfig::default()
+                };
+                let run = |fused: bool| {
+                    let ring = Topology::ring(n).unwrap();
+                    let mut sim =
+                        Simulator::new(&objective, ring, spec, cfg.clone(), &vec![0.0; d]).unwrap();
+                    assert!(sim.fused, "{} sends without its step", spec.name());
+                    if !fused {
+                        sim.fused = false;
+                        for lane in &mut sim.lanes {
+                            lane.delta = vec![0.0; d];
+                            lane.grad = vec![0.0; d];
+                        }
+                    }
+                    let reports = sim.run(12).unwrap();
+                    let models: Vec<Vec<f32>> = (0..n).map(|i| sim.model(i).to_vec()).collect();
+                    (reports, models)
+                };
+                let fused = run(true);
+                assert_eq!(fused, run(false), "{}", spec.name());
+                if std::ptr::eq(spec, &tiny_theta) && warmup.is_none() {
+                    // theta grew mid-run, so early frames were thrown away and re-sent
+                    assert!(fused.0.iter().any(|r| r.mismatched > 0));
+                    assert!(fused.0.last().unwrap().mismatched == 0);
+                }
+            }
+        }
+    }
 }

@@ -303,7 +303,7 @@ fn results_do_not_depend_on_the_thread_count() {
             &[0.0; 500],
         )
         .unwrap();
-        sim.set_threads(threads);
+        sim.set_threads(threads).unwrap();
         let reports = sim.run(20).unwrap();
         (
             reports,

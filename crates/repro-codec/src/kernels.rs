@@ -304,6 +304,44 @@ fn moniqua_encode_impl<const NATIVE: bool>(
     }
 }
 
+/// `weight` times the local biased term of `x` (what the encoder writes
+/// into `own`, times `weight`), without packing or hashing codes; returns the
+/// number of rejected inputs.
+#[inline(always)]
+fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
+    p: &ModParams,
+    x: &[f32],
+    weight: f32,
+    own: &mut [f32],
+) -> u32 {
+    let mut bad = [0u32; CHUNK];
+    let mut codes = [0u32; CHUNK];
+    for (ci, (xc, oc)) in x.chunks(CHUNK).zip(own.chunks_mut(CHUNK)).enumerate() {
+        let codes = &mut codes[..xc.len()];
+        quantize::<NATIVE, NEAREST>(p, xc, ci as u32, codes, &mut bad);
+        dequantize(p, codes, oc);
+        if weight != 1.0 {
+            for o in oc.iter_mut() {
+                *o *= weight;
+            }
+        }
+    }
+    bad.iter().sum()
+}
+
+#[inline(always)]
+fn moniqua_local_term_impl<const NATIVE: bool>(
+    p: &ModParams,
+    x: &[f32],
+    weight: f32,
+    own: &mut [f32],
+) -> u32 {
+    match p.rounding {
+        Rounding::Nearest => moniqua_local_term_fixed::<NATIVE, true>(p, x, weight, own),
+        Rounding::Stochastic => moniqua_local_term_fixed::<NATIVE, false>(p, x, weight, own),
+    }
+}
+
 #[inline(always)]
 fn moniqua_decode_impl<const NATIVE: bool>(
     p: &ModParams,
@@ -446,6 +484,10 @@ multiversion! {
     fn moniqua_encode / moniqua_encode_at(p: &ModParams, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
 }
 multiversion! {
+    /// `weight` times the local biased term of a Moniqua encode of `x`, without the frame.
+    fn moniqua_local_term / moniqua_local_term_at(p: &ModParams, x: &[f32], weight: f32, own: &mut [f32]) -> u32 = moniqua_local_term_impl;
+}
+multiversion! {
     /// Moniqua recovery of a neighbour's codes against the local model into
     /// `out` (or `out += w x^` with `accumulate = Some(w)`); returns the code hash.
     fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32], accumulate: Option<f32>) -> Option<u64> = moniqua_decode_impl;
@@ -496,6 +538,12 @@ mod tests {
                     let mut body = vec![0u8; packed_len(x.len(), bits)];
                     let mut own = vec![0f32; x.len()];
                     let e = moniqua_encode_at(level, &p, &x, Some(&mut own), &mut body);
+                    let mut local_term = vec![0f32; x.len()];
+                    assert_eq!(
+                        moniqua_local_term_at(level, &p, &x, 1.0, &mut local_term),
+                        0
+                    );
+                    assert_eq!(local_term, own, "the local term alone is the encoder's");
                     let mut out = vec![0f32; x.len()];
                     let h = moniqua_decode_at(level, &p, &body, &y, &mut out, None);
                     let mut acc = vec![1.0f32; x.len()];

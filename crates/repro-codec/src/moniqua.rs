@@ -317,6 +317,28 @@ impl MoniquaCodec {
         Ok(Encoded { header })
     }
 
+    /// Writes into `own` `weight` times the local biased term that
+    /// [`encode`](Self::encode) with the same `x`, `iteration` and `sender`
+    /// writes (with weight 1, the same bits), without building the frame: a
+    /// worker that sent its frame earlier recomputes the term when it needs
+    /// it instead of keeping a second model-sized buffer alive between
+    /// sending and receiving. Fails where `encode` would.
+    pub fn local_term(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        weight: f32,
+        own: &mut [f32],
+    ) -> Result<(), CodecError> {
+        check_len("local biased term buffer", x.len(), own.len())?;
+        let params = self.params(self.dither(iteration, sender), false);
+        if kernels::moniqua_local_term(&params, x, weight, own) > 0 {
+            return Err(self.rejected_error(x));
+        }
+        Ok(())
+    }
+
     /// Decodes a neighbour's frame against the local model `local` into `out`
     /// (Algorithm 1, line 5) and checks the sender's hash if present.
     pub fn decode(
@@ -528,6 +550,35 @@ mod tests {
             // and the receiver recovers exactly the sender's biased term
             assert_eq!(rec[i], own[i], "i={i}");
         }
+    }
+
+    #[test]
+    fn local_term_is_the_encoders_without_a_frame() {
+        for rounding in [Rounding::Stochastic, Rounding::Nearest] {
+            let c = codec(2, rounding, 1.0);
+            let x: Vec<f32> = (0..1001).map(|i| (i as f32 * 0.7).sin() * 9.0).collect();
+            let mut f = Vec::new();
+            let mut own = vec![0.0; x.len()];
+            c.encode(&x, 11, 3, Some(&mut own), &mut f).unwrap();
+            let mut again = vec![1.0; x.len()];
+            c.local_term(&x, 11, 3, 1.0, &mut again).unwrap();
+            assert_eq!(again, own, "{rounding}");
+            c.local_term(&x, 11, 3, -0.75, &mut again).unwrap();
+            let scaled: Vec<f32> = own.iter().map(|v| -0.75 * v).collect();
+            assert_eq!(again, scaled);
+            if rounding == Rounding::Stochastic {
+                // another iteration draws another dither
+                c.local_term(&x, 12, 3, 1.0, &mut again).unwrap();
+                assert_ne!(again, own);
+            }
+        }
+        let c = codec(2, Rounding::Nearest, 1.0);
+        let mut own = vec![0.0; 3];
+        assert!(
+            c.local_term(&[0.0, f32::NAN, 1.0], 0, 0, 1.0, &mut own)
+                .is_err()
+        );
+        assert!(c.local_term(&[0.0, 1.0], 0, 0, 1.0, &mut own).is_err());
     }
 
     #[test]

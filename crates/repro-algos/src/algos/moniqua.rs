@@ -6,7 +6,12 @@
 //!
 //! No state beyond D-PSGD's: the local biased term takes the place of
 //! D-PSGD's decode buffer, and neighbours are decoded straight into the
-//! accumulator (`decode_accumulate`).
+//! accumulator (`decode_accumulate`). Both are per-thread scratch, alive only
+//! during `receive`, which recomputes the local biased term from `x` (the
+//! encoder's, bit for bit) instead of keeping it from `send`: `send` does
+//! not read the local step, so a simulator can send for every worker first
+//! and then compute each worker's gradient and finish its iteration while
+//! its model is in cache.
 //!
 //! A neighbour whose recovery fails the hash (theta too small) is left out of
 //! that iteration's average, as if it had not sent: a wrong model is counted,
@@ -20,7 +25,7 @@
 use repro_codec::{FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
-use crate::{AlgoError, Topology};
+use crate::{AlgoError, Topology, scratch};
 
 /// A Moniqua worker.
 #[derive(Debug)]
@@ -33,11 +38,6 @@ pub struct Moniqua {
     gamma: f64,
     /// `(j, gamma W_ij)`.
     weights: Vec<(usize, f64)>,
-    /// The averaging term being accumulated.
-    acc: Vec<f32>,
-    /// The local biased term `x^_i` between `send` and `receive` (during a
-    /// warm-up: the decode buffer).
-    own: Vec<f32>,
     /// `Some(max |delta|_inf)` while warming up for theta = auto.
     warmup: Option<f32>,
 }
@@ -61,8 +61,6 @@ impl Moniqua {
             seed,
             gamma,
             weights: slack.neighbours(rank).to_vec(),
-            acc: vec![0.0; x0.len()],
-            own: vec![0.0; x0.len()],
             warmup: None,
         })
     }
@@ -73,50 +71,54 @@ impl Worker for Moniqua {
         &self.x
     }
 
-    fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
-        if let Some(g) = self.warmup.as_mut() {
-            *g = delta.iter().fold(*g, |m, d| m.max(d.abs()));
+    fn send(&mut self, k: u64, _delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
+        if self.warmup.is_some() {
             FullPrecision::default().encode(&self.x, k, self.rank as u32, out)?;
-            return Ok(());
+        } else {
+            self.codec.encode(&self.x, k, self.rank as u32, None, out)?;
         }
-        self.codec
-            .encode(&self.x, k, self.rank as u32, Some(&mut self.own), out)?;
         Ok(())
+    }
+
+    fn send_reads_delta(&self) -> bool {
+        false
     }
 
     fn receive(
         &mut self,
-        _k: u64,
+        k: u64,
         delta: &[f32],
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
-        self.acc.fill(0.0);
-        let mut total = 0.0f32;
-        let mut received = Received::default();
         if self.warmup.is_some() {
-            // D-PSGD with the slack weights: x^ = x exactly
-            for &(from, bytes) in inbox {
-                let w = weight_of(&self.weights, self.rank, from)?;
-                FullPrecision::default().decode(bytes, &mut self.own)?;
-                axpy(&mut self.acc, w, &self.own);
-                total += w;
+            return self.receive_full_precision(delta, inbox);
+        }
+        scratch::with_vectors(self.x.len(), |[acc]| {
+            // acc = sum_j W_ij (x^_j - x^_i) over the neighbours that verify,
+            // starting from all of them: -(sum_j W_ij) x^_i
+            let all: f32 = inbox
+                .iter()
+                .map(|&(from, _)| weight_of(&self.weights, self.rank, from))
+                .sum::<Result<f32, AlgoError>>()?;
+            self.codec
+                .local_term(&self.x, k, self.rank as u32, -all, acc)?;
+            let (total, received) =
+                accumulate_verified(&self.codec, &self.weights, self.rank, &self.x, inbox, acc)?;
+            if total != all {
+                // neighbours left out: give their weight of x^_i back
+                scratch::with_vectors(self.x.len(), |[own]| {
+                    self.codec
+                        .local_term(&self.x, k, self.rank as u32, all - total, own)?;
+                    axpy(acc, 1.0, own);
+                    Ok::<(), AlgoError>(())
+                })?;
             }
-            self.own.copy_from_slice(&self.x);
-        } else {
-            (total, received) = accumulate_verified(
-                &self.codec,
-                &self.weights,
-                self.rank,
-                &self.x,
-                inbox,
-                &mut self.acc,
-            )?;
-        }
-        for (((x, &a), &h), &d) in self.x.iter_mut().zip(&self.acc).zip(&self.own).zip(delta) {
-            *x += a - total * h - d;
-        }
-        Ok(received)
+            for ((x, &a), &d) in self.x.iter_mut().zip(acc.iter()).zip(delta) {
+                *x += a - d;
+            }
+            Ok(received)
+        })
     }
 
     fn extra_memory(&self) -> usize {
@@ -153,6 +155,34 @@ impl Worker for Moniqua {
         self.config.modulus = None;
         self.codec = MoniquaCodec::new(&self.config, self.seed)?;
         Ok(())
+    }
+}
+
+impl Moniqua {
+    /// A warm-up iteration: D-PSGD with the slack weights (x^ = x exactly),
+    /// tracking the largest local step.
+    fn receive_full_precision(
+        &mut self,
+        delta: &[f32],
+        inbox: &[(usize, &[u8])],
+    ) -> Result<Received, AlgoError> {
+        if let Some(g) = self.warmup.as_mut() {
+            *g = delta.iter().fold(*g, |m, d| m.max(d.abs()));
+        }
+        scratch::with_vectors(self.x.len(), |[acc, decoded]| {
+            acc.fill(0.0);
+            let mut total = 0.0f32;
+            for &(from, bytes) in inbox {
+                let w = weight_of(&self.weights, self.rank, from)?;
+                FullPrecision::default().decode(bytes, decoded)?;
+                axpy(acc, w, decoded);
+                total += w;
+            }
+            for ((x, &a), &d) in self.x.iter_mut().zip(acc.iter()).zip(delta) {
+                *x += a - total * *x - d;
+            }
+            Ok(Received::default())
+        })
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::compress::Compressor;
-use crate::{AlgoError, Topology};
+use crate::{AlgoError, Topology, scratch};
 
 /// A D-PSGD worker, exact or naively quantized.
 #[derive(Debug)]
@@ -16,8 +16,6 @@ pub struct NaiveQuantized {
     compressor: Compressor,
     self_weight: f32,
     weights: Vec<(usize, f64)>,
-    acc: Vec<f32>,
-    scratch: Vec<f32>,
 }
 
 impl NaiveQuantized {
@@ -28,8 +26,6 @@ impl NaiveQuantized {
             compressor,
             self_weight: topology.self_weight(rank) as f32,
             weights: topology.neighbours(rank).to_vec(),
-            acc: vec![0.0; x0.len()],
-            scratch: vec![0.0; x0.len()],
         }
     }
 }
@@ -45,6 +41,10 @@ impl Worker for NaiveQuantized {
         Ok(())
     }
 
+    fn send_reads_delta(&self) -> bool {
+        false
+    }
+
     fn receive(
         &mut self,
         _k: u64,
@@ -52,18 +52,21 @@ impl Worker for NaiveQuantized {
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
-        for (a, &x) in self.acc.iter_mut().zip(&self.x) {
-            *a = self.self_weight * x;
-        }
-        for &(from, bytes) in inbox {
-            let w = weight_of(&self.weights, self.rank, from)?;
-            self.compressor.decode(bytes, &mut self.scratch)?;
-            axpy(&mut self.acc, w, &self.scratch);
-        }
-        for ((x, &a), &d) in self.x.iter_mut().zip(&self.acc).zip(delta) {
-            *x = a - d;
-        }
-        Ok(Received::default())
+        // the accumulator and the decode buffer are per-thread scratch
+        scratch::with_vectors(self.x.len(), |[acc, decoded]| {
+            for (a, &x) in acc.iter_mut().zip(&self.x) {
+                *a = self.self_weight * x;
+            }
+            for &(from, bytes) in inbox {
+                let w = weight_of(&self.weights, self.rank, from)?;
+                self.compressor.decode(bytes, decoded)?;
+                axpy(acc, w, decoded);
+            }
+            for ((x, &a), &d) in self.x.iter_mut().zip(acc.iter()).zip(delta) {
+                *x = a - d;
+            }
+            Ok(Received::default())
+        })
     }
 
     fn extra_memory(&self) -> usize {
