@@ -1,5 +1,6 @@
 //! Simulated iterations per second, next to the time to stream every
-//! worker's model through memory once (measured in the same run).
+//! worker's model through memory once (measured in the same run, on one
+//! thread and on every core, as the simulator runs), and the ratios.
 //!
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
 //!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
@@ -34,6 +35,38 @@ fn spec(name: &str) -> AlgorithmSpec {
     }
 }
 
+/// Seconds to read every worker's model once, split over `threads` threads.
+fn stream_time(sim: &Simulator<'_>, n: usize, threads: usize) -> f64 {
+    let models: Vec<&[f32]> = (0..n).map(|i| sim.model(i)).collect();
+    let sum = |range: std::ops::Range<usize>| {
+        let mut lanes = [0.0f32; 16];
+        for model in &models[range] {
+            for chunk in model.chunks_exact(16) {
+                for (l, &v) in lanes.iter_mut().zip(chunk) {
+                    *l += v;
+                }
+            }
+        }
+        black_box(lanes);
+    };
+    let reps = 3;
+    let t = Instant::now();
+    for _ in 0..reps {
+        if threads == 1 {
+            sum(0..n);
+            continue;
+        }
+        let per = n.div_ceil(threads);
+        std::thread::scope(|s| {
+            for c in 0..threads {
+                let sum = &sum;
+                s.spawn(move || sum(c * per..((c + 1) * per).min(n)));
+            }
+        });
+    }
+    t.elapsed().as_secs_f64() / reps as f64
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -52,9 +85,18 @@ fn main() {
         )
     };
     let (only_n, only_d) = (only("--n"), only("--d"));
+    let cores = std::thread::available_parallelism().map_or(1, |p| p.get());
     println!(
-        "{:<8} {:>6} {:>9} {:>12} {:>12} {:>14} {:>10}",
-        "algo", "n", "d", "iter/s", "ms/iter", "stream ms", "iter/stream"
+        "{:<8} {:>6} {:>9} {:>10} {:>10} {:>12} {:>8} {:>14} {:>8}",
+        "algo",
+        "n",
+        "d",
+        "iter/s",
+        "ms/iter",
+        "stream ms",
+        "ratio",
+        format!("stream ms x{cores}"),
+        "ratio"
     );
     for n in [8usize, 64, 1024] {
         for d in [10_000usize, 100_000, 1_000_000] {
@@ -85,30 +127,21 @@ fn main() {
                 sim.step().unwrap();
             }
             let per_iter = t.elapsed().as_secs_f64() / iters as f64;
-            // stream every model through memory once (a sum over all of them)
-            let t = Instant::now();
-            let reps = 3;
-            for _ in 0..reps {
-                let mut lanes = [0.0f32; 16];
-                for i in 0..n {
-                    for chunk in sim.model(i).chunks_exact(16) {
-                        for (l, &v) in lanes.iter_mut().zip(chunk) {
-                            *l += v;
-                        }
-                    }
-                }
-                black_box(lanes);
-            }
-            let stream = t.elapsed().as_secs_f64() / reps as f64;
+            // stream every model through memory once (a sum over all of
+            // them), on one thread and on as many as the simulator uses
+            let stream = stream_time(&sim, n, 1);
+            let stream_all = stream_time(&sim, n, cores.min(n));
             println!(
-                "{:<8} {:>6} {:>9} {:>12.2} {:>12.3} {:>14.3} {:>10.1}",
+                "{:<8} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1}",
                 algo,
                 n,
                 d,
                 1.0 / per_iter,
                 per_iter * 1e3,
                 stream * 1e3,
-                per_iter / stream
+                per_iter / stream,
+                stream_all * 1e3,
+                per_iter / stream_all
             );
         }
     }
