@@ -4,6 +4,10 @@
 //!
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
 //!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
+//!     cargo bench -p repro-algos --bench sim -- --bits 1,2,8            # widths (default 8)
+//!
+//! Moniqua and CHOCO round stochastically (Moniqua at 1 bit with an explicit
+//! modulus, as in Table 2).
 //!
 //! Sizes: n in {8, 64, 1024} workers, d in {10k, 100k, 1M}, skipping those
 //! whose state would not fit comfortably in memory (n d > 1.2e8).
@@ -14,20 +18,22 @@ use std::time::Instant;
 use repro_algos::{AlgorithmSpec, CompressorSpec, Quadratic, SimConfig, Simulator, Topology};
 use repro_codec::{MoniquaConfig, StochasticConfig};
 
-fn spec(name: &str) -> AlgorithmSpec {
+fn spec(name: &str, bits: u32) -> AlgorithmSpec {
     match name {
         "dpsgd" => AlgorithmSpec::DPsgd,
         "choco" => AlgorithmSpec::Choco {
             compressor: CompressorSpec::Stochastic(StochasticConfig {
-                bits: 8,
+                bits,
                 ..StochasticConfig::default()
             }),
             gamma: 0.5,
         },
         _ => AlgorithmSpec::Moniqua {
             codec: MoniquaConfig {
-                bits: 8,
+                bits,
                 theta: 1.0,
+                // stochastic rounding at 1 bit has delta = 1/2: no B_theta
+                modulus: (bits == 1).then_some(4.0),
                 ..MoniquaConfig::default()
             },
             gamma: 1.0,
@@ -85,10 +91,26 @@ fn main() {
         )
     };
     let (only_n, only_d) = (only("--n"), only("--d"));
+    let widths: Vec<u32> = match args.iter().position(|a| a == "--bits") {
+        _ if algo == "dpsgd" => vec![32],
+        None => vec![8],
+        Some(at) => args
+            .get(at + 1)
+            .map(|list| {
+                list.split(',')
+                    .map(|b| {
+                        b.parse()
+                            .unwrap_or_else(|_| panic!("--bits takes 1..8, got {b}"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_else(|| panic!("--bits takes a list such as 1,2,8")),
+    };
     let cores = std::thread::available_parallelism().map_or(1, |p| p.get());
     println!(
-        "{:<8} {:>6} {:>9} {:>10} {:>10} {:>12} {:>8} {:>14} {:>8}",
+        "{:<8} {:>4} {:>6} {:>9} {:>10} {:>10} {:>12} {:>8} {:>14} {:>8}",
         "algo",
+        "bits",
         "n",
         "d",
         "iter/s",
@@ -98,7 +120,10 @@ fn main() {
         format!("stream ms x{cores}"),
         "ratio"
     );
-    for n in [8usize, 64, 1024] {
+    for (bits, n) in widths
+        .iter()
+        .flat_map(|&b| [8usize, 64, 1024].map(|n| (b, n)))
+    {
         for d in [10_000usize, 100_000, 1_000_000] {
             if n * d > 120_000_000
                 || only_n.is_some_and(|m| m != n)
@@ -115,7 +140,7 @@ fn main() {
                 ..SimConfig::default()
             };
             let mut sim =
-                Simulator::new(&objective, ring, &spec(algo), cfg, &vec![0.0; d]).unwrap();
+                Simulator::new(&objective, ring, &spec(algo, bits), cfg, &vec![0.0; d]).unwrap();
             sim.step().unwrap();
             let iters = if quick {
                 2
@@ -132,8 +157,9 @@ fn main() {
             let stream = stream_time(&sim, n, 1);
             let stream_all = stream_time(&sim, n, cores.min(n));
             println!(
-                "{:<8} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1}",
+                "{:<8} {:>4} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1}",
                 algo,
+                bits,
                 n,
                 d,
                 1.0 / per_iter,

@@ -213,6 +213,28 @@ mod tests {
     }
 
     #[test]
+    fn every_width_keeps_the_documented_bit_layout() {
+        // bit j of the stream is bit j % 8 of byte j / 8, whatever path packs it
+        for bits in 1..=8u32 {
+            for n in [8usize, 32, 40, 64, 72, 1000] {
+                let codes: Vec<u32> = (0..n as u32)
+                    .map(|i| i.wrapping_mul(2_654_435_761))
+                    .collect();
+                let mut want = vec![0u8; packed_len(n, bits)];
+                for (i, &c) in codes.iter().enumerate() {
+                    for b in 0..bits as usize {
+                        let j = i * bits as usize + b;
+                        want[j / 8] |= (((c >> b) & 1) as u8) << (j % 8);
+                    }
+                }
+                let mut got = vec![0u8; want.len()];
+                pack(&codes, bits, &mut got);
+                assert_eq!(got, want, "bits={bits} n={n}");
+            }
+        }
+    }
+
+    #[test]
     fn high_bits_are_ignored_and_padding_is_zero() {
         let codes = [0xFFFF_FFFFu32; 3];
         let mut out = vec![0u8; packed_len(3, 5)];
