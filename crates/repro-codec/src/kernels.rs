@@ -342,6 +342,98 @@ fn moniqua_local_term_impl<const NATIVE: bool>(
     }
 }
 
+/// Algorithm 1's update in one pass over the model, chunk by chunk:
+/// `out = x + (own_weight x^_i + sum_j w_j x^_j - delta)`, where `x^_i` is
+/// the local biased term of `x` and `x^_j` neighbour `j`'s model recovered
+/// from `bodies[j]` against `x`, accumulated in that order: bit for bit what
+/// `moniqua_local_term` with `own_weight`, `moniqua_decode` accumulating
+/// each neighbour, then `x + (acc - delta)` compute, without the accumulator
+/// ever leaving registers. Folds each neighbour's recovered codes into
+/// `hashes[j]` when `p.hash`; returns the number of rejected inputs.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn moniqua_mix_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
+    p: &ModParams,
+    x: &[f32],
+    own_weight: f32,
+    bodies: &[&[u8]],
+    weights: &[f32],
+    delta: &[f32],
+    out: &mut [f32],
+    hashes: &mut [CodeHash],
+) -> u32 {
+    let mut bad = [0u32; CHUNK];
+    let mut codes = [0u32; CHUNK];
+    let mut acc = [0f32; CHUNK];
+    let full = x.len() / CHUNK * CHUNK;
+    let (x_head, x_tail) = x.split_at(full);
+    let (d_head, d_tail) = delta.split_at(full);
+    let (o_head, o_tail) = out.split_at_mut(full);
+    for (ci, ((xc, dc), oc)) in x_head
+        .chunks_exact(CHUNK)
+        .zip(d_head.chunks_exact(CHUNK))
+        .zip(o_head.chunks_exact_mut(CHUNK))
+        .enumerate()
+    {
+        quantize::<NATIVE, NEAREST>(p, xc, ci as u32, &mut codes, &mut bad);
+        for (a, &c) in acc.iter_mut().zip(codes.iter()) {
+            *a = c as i32 as f32 * p.step * own_weight;
+        }
+        let start = ci * (CHUNK / 8 * B);
+        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
+            unpack_fixed::<B>(&body[start..start + CHUNK / 8 * B], &mut codes);
+            recover::<NATIVE, true>(p, &mut codes, xc, &mut acc, w);
+            if p.hash {
+                hash.update(&codes);
+            }
+        }
+        for (((o, &x), &a), &d) in oc.iter_mut().zip(xc).zip(acc.iter()).zip(dc) {
+            *o = x + (a - d);
+        }
+    }
+    let rest = x_tail.len();
+    if rest > 0 {
+        let (codes, acc) = (&mut codes[..rest], &mut acc[..rest]);
+        quantize::<NATIVE, NEAREST>(p, x_tail, (full / CHUNK) as u32, codes, &mut bad);
+        for (a, &c) in acc.iter_mut().zip(codes.iter()) {
+            *a = c as i32 as f32 * p.step * own_weight;
+        }
+        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
+            unpack(&body[full / 8 * B..], B as u32, codes);
+            recover::<NATIVE, true>(p, codes, x_tail, acc, w);
+            if p.hash {
+                hash.update(codes);
+            }
+        }
+        for (((o, &x), &a), &d) in o_tail.iter_mut().zip(x_tail).zip(acc.iter()).zip(d_tail) {
+            *o = x + (a - d);
+        }
+    }
+    bad.iter().sum()
+}
+
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn moniqua_mix_impl<const NATIVE: bool>(
+    p: &ModParams,
+    x: &[f32],
+    own_weight: f32,
+    bodies: &[&[u8]],
+    weights: &[f32],
+    delta: &[f32],
+    out: &mut [f32],
+    hashes: &mut [CodeHash],
+) -> u32 {
+    match p.rounding {
+        Rounding::Nearest => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, true>(
+            p, x, own_weight, bodies, weights, delta, out, hashes
+        )),
+        Rounding::Stochastic => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, false>(
+            p, x, own_weight, bodies, weights, delta, out, hashes
+        )),
+    }
+}
+
 #[inline(always)]
 fn moniqua_decode_impl<const NATIVE: bool>(
     p: &ModParams,
@@ -488,6 +580,10 @@ multiversion! {
     fn moniqua_local_term / moniqua_local_term_at(p: &ModParams, x: &[f32], weight: f32, own: &mut [f32]) -> u32 = moniqua_local_term_impl;
 }
 multiversion! {
+    /// Algorithm 1's update of `x` into `out` from the neighbours' bodies, in one pass.
+    fn moniqua_mix / moniqua_mix_at(p: &ModParams, x: &[f32], own_weight: f32, bodies: &[&[u8]], weights: &[f32], delta: &[f32], out: &mut [f32], hashes: &mut [CodeHash]) -> u32 = moniqua_mix_impl;
+}
+multiversion! {
     /// Moniqua recovery of a neighbour's codes against the local model into
     /// `out` (or `out += w x^` with `accumulate = Some(w)`); returns the code hash.
     fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32], accumulate: Option<f32>) -> Option<u64> = moniqua_decode_impl;
@@ -548,6 +644,26 @@ mod tests {
                     let h = moniqua_decode_at(level, &p, &body, &y, &mut out, None);
                     let mut acc = vec![1.0f32; x.len()];
                     moniqua_decode_at(level, &p, &body, &y, &mut acc, Some(0.25));
+                    let mut mixed = vec![0f32; x.len()];
+                    let mut hashes = vec![CodeHash::new(); 2];
+                    let delta = vec![0.01f32; x.len()];
+                    let bodies = [&body[..], &body[..]];
+                    moniqua_mix_at(
+                        level,
+                        &p,
+                        &y,
+                        -0.5,
+                        &bodies,
+                        &[0.25, 0.25],
+                        &delta,
+                        &mut mixed,
+                        &mut hashes,
+                    );
+                    assert_eq!(
+                        hashes[0].finish(),
+                        h.unwrap(),
+                        "mix hashes what decode hashes"
+                    );
                     let bp = BucketParams {
                         bits,
                         bucket: 100,
@@ -567,6 +683,7 @@ mod tests {
                         out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                         bcodes,
                         bout.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        mixed.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     );
                     match &reference {
                         None => reference = Some(got),

@@ -364,6 +364,63 @@ impl MoniquaCodec {
         self.decode_into(bytes, local, acc, Some(weight))
     }
 
+    /// Algorithm 1's update of worker `sender` at `iteration` in one pass:
+    /// writes `out = x + (sum_j w_j (x^_j - x^_i) - delta)` over the
+    /// neighbours `(frame, w_j)`, where `x^_j` is recovered from the frame
+    /// against `x` and `x^_i` is the local biased term of `x` (as
+    /// [`local_term`](Self::local_term) gives it). Returns each frame's
+    /// verification, in order. With a mismatch, `out` includes the wrong
+    /// model: call again without that neighbour (`x` is untouched).
+    ///
+    /// Bit for bit what `local_term` with weight `-sum_j w_j` (summed in
+    /// order), then [`decode_accumulate`](Self::decode_accumulate) of each
+    /// frame in order, then `x + (acc - delta)` compute, but the accumulator
+    /// and the local term never leave registers: one read of `x`, `delta`
+    /// and the frames, one write of `out`.
+    pub fn mix(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        delta: &[f32],
+        out: &mut [f32],
+    ) -> Result<Vec<Verification>, CodecError> {
+        check_len("local step", x.len(), delta.len())?;
+        check_len("output buffer", x.len(), out.len())?;
+        let expect = Expect {
+            kind: Kind::Moniqua,
+            bits: self.bits as u8,
+            len: x.len(),
+            modulus: Some(self.modulus),
+            bucket: None,
+        };
+        let frames = neighbours
+            .iter()
+            .map(|&(bytes, _)| frame::open_frame(bytes, &expect))
+            .collect::<Result<Vec<_>, _>>()?;
+        let bodies: Vec<&[u8]> = frames.iter().map(|f| &*f.body).collect();
+        let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
+        let all = weights.iter().fold(0.0f32, |t, &w| t + w);
+        let hash = frames.iter().any(|f| f.header.hash.is_some());
+        let params = self.params(self.dither(iteration, sender), hash);
+        let mut hashes = vec![kernels::CodeHash::new(); frames.len()];
+        let rejected =
+            kernels::moniqua_mix(&params, x, -all, &bodies, &weights, delta, out, &mut hashes);
+        if rejected > 0 {
+            return Err(self.rejected_error(x));
+        }
+        Ok(frames
+            .iter()
+            .zip(&hashes)
+            .map(|(f, h)| match f.header.hash {
+                Some(sent) if sent == h.finish() => Verification::Verified,
+                Some(_) => Verification::Mismatch,
+                None => Verification::Unchecked,
+            })
+            .collect())
+    }
+
     fn decode_into(
         &self,
         bytes: &[u8],
@@ -579,6 +636,81 @@ mod tests {
                 .is_err()
         );
         assert!(c.local_term(&[0.0, 1.0], 0, 0, 1.0, &mut own).is_err());
+    }
+
+    #[test]
+    fn mix_is_local_term_then_decode_accumulate_bit_for_bit() {
+        for (bits, rounding, hash) in [
+            (2, Rounding::Stochastic, true),
+            (8, Rounding::Nearest, false),
+            (5, Rounding::Stochastic, true),
+        ] {
+            let cfg = MoniquaConfig {
+                bits,
+                rounding,
+                theta: 1.0,
+                hash,
+                ..MoniquaConfig::default()
+            };
+            let c = MoniquaCodec::new(&cfg, 11).unwrap();
+            // an odd length: a partial last chunk
+            let d = 1000;
+            let x: Vec<f32> = (0..d).map(|i| (i as f32 * 0.3).sin()).collect();
+            let delta: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).cos() * 1e-2).collect();
+            let neighbour = |shift: f32, sender: u32| {
+                let y: Vec<f32> = x.iter().map(|v| v + shift).collect();
+                let mut f = Vec::new();
+                c.encode(&y, 4, sender, None, &mut f).unwrap();
+                f
+            };
+            let (f1, f2, f3) = (neighbour(0.2, 1), neighbour(-0.1, 2), neighbour(0.05, 3));
+            let inbox = [(&f1[..], 0.25f32), (&f2[..], 0.3), (&f3[..], 0.125)];
+            let all = 0.25f32 + 0.3 + 0.125;
+            let mut acc = vec![0.0; d];
+            c.local_term(&x, 4, 0, -all, &mut acc).unwrap();
+            for &(f, w) in &inbox {
+                c.decode_accumulate(f, &x, w, &mut acc).unwrap();
+            }
+            let want: Vec<f32> = x
+                .iter()
+                .zip(&acc)
+                .zip(&delta)
+                .map(|((x, a), d)| x + (a - d))
+                .collect();
+            let mut out = vec![0.0; d];
+            let v = c.mix(&x, 4, 0, &inbox, &delta, &mut out).unwrap();
+            assert_eq!(out, want, "bits={bits} {rounding}");
+            let expected = if hash {
+                Verification::Verified
+            } else {
+                Verification::Unchecked
+            };
+            assert_eq!(v, vec![expected; 3]);
+        }
+    }
+
+    #[test]
+    fn mix_reports_the_neighbour_whose_recovery_fails() {
+        let c = codec(4, Rounding::Nearest, 0.5);
+        let x: Vec<f32> = (0..300).map(|i| (i as f32 * 0.1).sin()).collect();
+        let mut near = Vec::new();
+        c.encode(&x, 0, 1, None, &mut near).unwrap();
+        // a neighbour far beyond theta: its recovery is wrong
+        let far_model: Vec<f32> = x.iter().map(|v| v + 3.0).collect();
+        let mut far = Vec::new();
+        c.encode(&far_model, 0, 2, None, &mut far).unwrap();
+        let delta = vec![0.0; 300];
+        let mut out = vec![0.0; 300];
+        let v = c
+            .mix(&x, 0, 0, &[(&near, 0.5), (&far, 0.5)], &delta, &mut out)
+            .unwrap();
+        assert_eq!(v, vec![Verification::Verified, Verification::Mismatch]);
+        let short = vec![0.0; 10];
+        assert!(c.mix(&x, 0, 0, &[(&near, 0.5)], &short, &mut out).is_err());
+        assert!(
+            c.mix(&x, 0, 0, &[(&near[..20], 0.5)], &delta, &mut out)
+                .is_err()
+        );
     }
 
     #[test]

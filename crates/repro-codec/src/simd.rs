@@ -80,21 +80,24 @@ pub fn level() -> Level {
 macro_rules! multiversion {
     ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:ident;) => {
         $(#[$meta])*
+        #[allow(clippy::too_many_arguments)]
         pub(crate) fn $name($($arg: $ty),*) -> $ret {
             $at($crate::simd::level(), $($arg),*)
         }
 
         /// Runs the kernel at `level`, which must not exceed `simd::detected()`.
-        #[allow(unsafe_code)]
+        #[allow(unsafe_code, clippy::too_many_arguments)]
         pub(crate) fn $at(level: $crate::simd::Level, $($arg: $ty),*) -> $ret {
             assert!(level <= $crate::simd::detected(), "SIMD level not supported by this CPU");
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+                #[allow(clippy::too_many_arguments)]
                 fn v4($($arg: $ty),*) -> $ret {
                     $imp::<true>($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
+                #[allow(clippy::too_many_arguments)]
                 fn v3($($arg: $ty),*) -> $ret {
                     $imp::<true>($($arg),*)
                 }

@@ -6,12 +6,13 @@
 //!
 //! No state beyond D-PSGD's: the local biased term takes the place of
 //! D-PSGD's decode buffer, and neighbours are decoded straight into the
-//! accumulator (`decode_accumulate`). Both are per-thread scratch, alive only
-//! during `receive`, which recomputes the local biased term from `x` (the
-//! encoder's, bit for bit) instead of keeping it from `send`: `send` does
-//! not read the local step, so a simulator can send for every worker first
-//! and then compute each worker's gradient and finish its iteration while
-//! its model is in cache.
+//! accumulator. `receive` is one pass of the codec's `mix` (local biased
+//! term, recovery of every neighbour, the update) into a per-thread buffer,
+//! copied into `x` once every neighbour verified: the local biased term is
+//! recomputed from `x` (the encoder's, bit for bit) instead of being kept
+//! from `send`. `send` does not read the local step, so a simulator can send
+//! for every worker first and then compute each worker's gradient and
+//! finish its iteration while its model is in cache.
 //!
 //! A neighbour whose recovery fails the hash (theta too small) is left out of
 //! that iteration's average, as if it had not sent: a wrong model is counted,
@@ -94,29 +95,32 @@ impl Worker for Moniqua {
         if self.warmup.is_some() {
             return self.receive_full_precision(delta, inbox);
         }
-        scratch::with_vectors(self.x.len(), |[acc]| {
-            // acc = sum_j W_ij (x^_j - x^_i) over the neighbours that verify,
-            // starting from all of them: -(sum_j W_ij) x^_i
-            let all: f32 = inbox
-                .iter()
-                .map(|&(from, _)| weight_of(&self.weights, self.rank, from))
-                .sum::<Result<f32, AlgoError>>()?;
-            self.codec
-                .local_term(&self.x, k, self.rank as u32, -all, acc)?;
-            let (total, received) =
-                accumulate_verified(&self.codec, &self.weights, self.rank, &self.x, inbox, acc)?;
-            if total != all {
-                // neighbours left out: give their weight of x^_i back
-                scratch::with_vectors(self.x.len(), |[own]| {
-                    self.codec
-                        .local_term(&self.x, k, self.rank as u32, all - total, own)?;
-                    axpy(acc, 1.0, own);
-                    Ok::<(), AlgoError>(())
-                })?;
+        let mut neighbours = inbox
+            .iter()
+            .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
+            .collect::<Result<Vec<(&[u8], f32)>, AlgoError>>()?;
+        let sender = self.rank as u32;
+        scratch::with_vectors(self.x.len(), |[next]| {
+            // x + sum_j W_ij (x^_j - x^_i) - delta in one pass
+            let verdicts = self
+                .codec
+                .mix(&self.x, k, sender, &neighbours, delta, next)?;
+            let mut received = Received::default();
+            for v in &verdicts {
+                match v {
+                    Verification::Verified => received.verified += 1,
+                    Verification::Mismatch => received.mismatched += 1,
+                    Verification::Unchecked => {}
+                }
             }
-            for ((x, &a), &d) in self.x.iter_mut().zip(acc.iter()).zip(delta) {
-                *x += a - d;
+            if received.mismatched > 0 {
+                // again without the neighbours whose recovery failed
+                let mut verdict = verdicts.iter();
+                neighbours.retain(|_| verdict.next() != Some(&Verification::Mismatch));
+                self.codec
+                    .mix(&self.x, k, sender, &neighbours, delta, next)?;
             }
+            self.x.copy_from_slice(next);
             Ok(received)
         })
     }
