@@ -55,6 +55,68 @@ fn gbps(d: usize, secs: f64) -> f64 {
     (4 * d) as f64 / secs / 1e9
 }
 
+/// Moniqua's receive with two neighbours (a ring): `MoniquaCodec::mix` in
+/// one pass against the separate passes it replaces (local term, two
+/// accumulating decodes, the update), GB/s of model.
+fn receive_table(reps: usize) {
+    println!();
+    println!(
+        "{:<10} {:>9} {:<26} {:>4} {:>10} {:>10} {:>7}",
+        "model", "d", "moniqua receive, 2 nbrs", "bits", "mix GB/s", "sep. GB/s", "ratio"
+    );
+    for (model, d) in SIZES {
+        let x: Vec<f32> = (0..d).map(|i| ((i as f32) * 0.001).sin() * 0.5).collect();
+        let delta = vec![1e-3f32; d];
+        for bits in BITS {
+            let cfg = MoniquaConfig {
+                bits,
+                rounding: Rounding::Stochastic,
+                modulus: (bits == 1).then_some(4.0),
+                ..MoniquaConfig::default()
+            };
+            let codec = MoniquaCodec::new(&cfg, 1).unwrap();
+            let (mut f1, mut f2) = (Vec::new(), Vec::new());
+            codec.encode(&x, 1, 1, None, &mut f1).unwrap();
+            codec.encode(&x, 1, 2, None, &mut f2).unwrap();
+            let inbox = [(&f1[..], 1.0f32 / 3.0), (&f2[..], 1.0 / 3.0)];
+            let mut out = vec![0f32; d];
+            let mut acc = vec![0f32; d];
+            let mix = time(
+                || {
+                    codec
+                        .mix(black_box(&x), 1, 0, &inbox, &delta, &mut out)
+                        .unwrap();
+                },
+                reps,
+            );
+            let separate = time(
+                || {
+                    codec
+                        .local_term(black_box(&x), 1, 0, -2.0 / 3.0, &mut acc)
+                        .unwrap();
+                    for &(f, w) in &inbox {
+                        codec.decode_accumulate(f, &x, w, &mut acc).unwrap();
+                    }
+                    for ((o, &x), (&a, &d)) in out.iter_mut().zip(&x).zip(acc.iter().zip(&delta)) {
+                        *o = x + (a - d);
+                    }
+                },
+                reps,
+            );
+            println!(
+                "{:<10} {:>9} {:<26} {:>4} {:>10.2} {:>10.2} {:>7.2}",
+                model,
+                d,
+                "moniqua-stochastic",
+                bits,
+                gbps(d, mix),
+                gbps(d, separate),
+                separate / mix
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let json = args
@@ -185,6 +247,7 @@ fn main() {
             both / gbps(r.d, r.memcpy)
         );
     }
+    receive_table(reps);
     if let Some(path) = json {
         let body: Vec<String> = rows
             .iter()
