@@ -5,6 +5,7 @@
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
 //!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
 //!     cargo bench -p repro-algos --bench sim -- --bits 1,2,8            # widths (default 8)
+//!     cargo bench -p repro-algos --bench sim -- --no-hash   # Moniqua without the code hash
 //!
 //! Moniqua and CHOCO round stochastically (Moniqua at 1 bit with an explicit
 //! modulus, as in Table 2).
@@ -18,7 +19,7 @@ use std::time::Instant;
 use repro_algos::{AlgorithmSpec, CompressorSpec, Quadratic, SimConfig, Simulator, Topology};
 use repro_codec::{MoniquaConfig, StochasticConfig};
 
-fn spec(name: &str, bits: u32) -> AlgorithmSpec {
+fn spec(name: &str, bits: u32, hash: bool) -> AlgorithmSpec {
     match name {
         "dpsgd" => AlgorithmSpec::DPsgd,
         "choco" => AlgorithmSpec::Choco {
@@ -34,6 +35,7 @@ fn spec(name: &str, bits: u32) -> AlgorithmSpec {
                 theta: 1.0,
                 // stochastic rounding at 1 bit has delta = 1/2: no B_theta
                 modulus: (bits == 1).then_some(4.0),
+                hash,
                 ..MoniquaConfig::default()
             },
             gamma: 1.0,
@@ -91,6 +93,7 @@ fn main() {
         )
     };
     let (only_n, only_d) = (only("--n"), only("--d"));
+    let hash = !args.iter().any(|a| a == "--no-hash");
     let widths: Vec<u32> = match args.iter().position(|a| a == "--bits") {
         _ if algo == "dpsgd" => vec![32],
         None => vec![8],
@@ -139,8 +142,14 @@ fn main() {
                 lr: 0.05,
                 ..SimConfig::default()
             };
-            let mut sim =
-                Simulator::new(&objective, ring, &spec(algo, bits), cfg, &vec![0.0; d]).unwrap();
+            let mut sim = Simulator::new(
+                &objective,
+                ring,
+                &spec(algo, bits, hash),
+                cfg,
+                &vec![0.0; d],
+            )
+            .unwrap();
             sim.step().unwrap();
             let iters = if quick {
                 2

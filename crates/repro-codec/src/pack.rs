@@ -61,6 +61,24 @@ fn unpack_groups<const B: usize>(bytes: &[u8], out: &mut [u32]) {
     }
 }
 
+/// Widths 1 and 2: the `32 / B` values of each little-endian 32-bit word at
+/// once (a broadcast, a shift by the lane's offset and a mask: whole vector
+/// registers, where a byte at a time writes the codes in pieces that the
+/// next loop's full-width loads then wait for).
+#[inline(always)]
+fn unpack_words<const B: usize>(bytes: &[u8], out: &mut [u32]) {
+    let mask = (1u32 << B) - 1;
+    let mut groups = out.chunks_exact_mut(32 / B);
+    let mut words = bytes.chunks_exact(4);
+    for (group, w) in (&mut groups).zip(&mut words) {
+        let w = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+        for (t, c) in group.iter_mut().enumerate() {
+            *c = (w >> (t * B)) & mask;
+        }
+    }
+    unpack_bytes::<B>(words.remainder(), groups.into_remainder());
+}
+
 /// Packs `codes` (a multiple of 8 values) at compile-time width `B`.
 #[inline(always)]
 pub(crate) fn pack_fixed<const B: usize>(codes: &[u32], out: &mut [u8]) {
@@ -79,7 +97,8 @@ pub(crate) fn pack_fixed<const B: usize>(codes: &[u32], out: &mut [u8]) {
 #[inline(always)]
 pub(crate) fn unpack_fixed<const B: usize>(bytes: &[u8], out: &mut [u32]) {
     match B {
-        1 | 2 | 4 => unpack_bytes::<B>(bytes, out),
+        1 | 2 => unpack_words::<B>(bytes, out),
+        4 => unpack_bytes::<B>(bytes, out),
         8 => {
             for (o, &b) in out.iter_mut().zip(bytes) {
                 *o = u32::from(b);
