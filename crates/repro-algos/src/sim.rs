@@ -506,6 +506,16 @@ mod tests {
                 },
                 gamma: 0.5,
             },
+            // Table 2's: 1 bit, an explicit modulus, no hash (updated in place)
+            AlgorithmSpec::Moniqua {
+                codec: MoniquaConfig {
+                    bits: 1,
+                    modulus: Some(0.5),
+                    hash: false,
+                    ..MoniquaConfig::default()
+                },
+                gamma: 0.2,
+            },
             AlgorithmSpec::Naive(CompressorSpec::Stochastic(StochasticConfig {
                 bits: 4,
                 ..StochasticConfig::default()
@@ -520,7 +530,15 @@ mod tests {
             gamma: 1.0,
         };
         for spec in specs.iter().chain([&tiny_theta]) {
-            for warmup in [None, Some(3)] {
+            // theta "auto" sets theta, which an explicit modulus at 1 bit has no use for
+            let explicit_modulus =
+                matches!(spec, AlgorithmSpec::Moniqua { codec, .. } if codec.modulus.is_some());
+            let warmups: &[Option<u64>] = if explicit_modulus {
+                &[None]
+            } else {
+                &[None, Some(3)]
+            };
+            for &warmup in warmups {
                 let cfg = SimConfig {
                     lr: 0.05,
                     sgd: Sgd {

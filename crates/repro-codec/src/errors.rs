@@ -130,4 +130,9 @@ pub enum CodecError {
     CorruptCode { bucket: usize, levels: u32 },
     #[error("zstd compression failed: {reason}")]
     Compress { reason: String },
+    #[error(
+        "a frame carries a hash: mix it out of place (`mix`), so that a failed \
+         recovery can be left out of the update"
+    )]
+    HashInPlace,
 }

@@ -190,20 +190,31 @@ fn recover<const NATIVE: bool, const ACC: bool>(
     oc: &mut [f32],
     w: f32,
 ) {
-    let inv_levels = 1.0 / p.levels as f32;
     for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
-        let r = *c as i32;
-        // the whole number of turns that brings r nearest to y 2^b / B
-        let k = floor_to_i32::<NATIVE>((y * p.scale - r as f32) * inv_levels + 0.5);
-        let full = r.wrapping_add(k.wrapping_shl(p.bits));
-        *c = full as u32;
-        let v = full as f32 * p.step;
-        if ACC {
-            *o += w * v;
-        } else {
-            *o = v;
-        }
+        *c = recover_one::<NATIVE, ACC>(p, *c as i32, y, o, w);
     }
+}
+
+/// [`recover`] of one code `r`; returns the un-modded code.
+#[inline(always)]
+fn recover_one<const NATIVE: bool, const ACC: bool>(
+    p: &ModParams,
+    r: i32,
+    y: f32,
+    o: &mut f32,
+    w: f32,
+) -> u32 {
+    let inv_levels = 1.0 / p.levels as f32;
+    // the whole number of turns that brings r nearest to y 2^b / B
+    let k = floor_to_i32::<NATIVE>((y * p.scale - r as f32) * inv_levels + 0.5);
+    let full = r.wrapping_add(k.wrapping_shl(p.bits));
+    let v = full as f32 * p.step;
+    if ACC {
+        *o += w * v;
+    } else {
+        *o = v;
+    }
+    full as u32
 }
 
 #[inline(always)]
@@ -342,6 +353,74 @@ fn moniqua_local_term_impl<const NATIVE: bool>(
     }
 }
 
+/// Where Algorithm 1's update goes.
+#[derive(Debug)]
+pub(crate) enum MixTarget<'a> {
+    /// Read `x`, write `out`.
+    Out { x: &'a [f32], out: &'a mut [f32] },
+    /// Update `x` in place.
+    InPlace(&'a mut [f32]),
+}
+
+/// Neighbours' bodies, their weights and hashes, for [`moniqua_mix`].
+#[derive(Debug)]
+pub(crate) struct Neighbours<'a> {
+    pub bodies: &'a [&'a [u8]],
+    pub weights: &'a [f32],
+    pub hashes: &'a mut [CodeHash],
+}
+
+/// One chunk (coordinates `64 ci ..`, `xc.len()` of them) of the update:
+/// `oc = xc + (own_weight x^_i + sum_j w_j x^_j - dc)`. `FULL` chunks (64
+/// values) run on whole arrays, so every loop has a constant trip count.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL: bool>(
+    p: &ModParams,
+    ci: usize,
+    xc: &[f32],
+    own_weight: f32,
+    nb: &mut Neighbours<'_>,
+    dc: &[f32],
+    oc: &mut [f32],
+    bad: &mut [u32; CHUNK],
+) {
+    let m = if FULL { CHUNK } else { xc.len() };
+    // constant lengths in a full chunk, so the loops below have them too
+    let (xc, dc, oc) = (&xc[..m], &dc[..m], &mut oc[..m]);
+    let mut codes = [0u32; CHUNK];
+    let mut acc = [0f32; CHUNK];
+    let (codes, acc) = (&mut codes[..m], &mut acc[..m]);
+    quantize::<NATIVE, NEAREST>(p, xc, ci as u32, codes, bad);
+    for (a, &c) in acc.iter_mut().zip(codes.iter()) {
+        *a = c as i32 as f32 * p.step * own_weight;
+    }
+    let start = ci * (CHUNK / 8 * B);
+    for ((body, &w), hash) in nb.bodies.iter().zip(nb.weights).zip(nb.hashes.iter_mut()) {
+        if FULL && B == 8 {
+            // bytes straight into the recovery (a separate widening loop
+            // here compiles to scalar stores that stall the loads after it)
+            let src = &body[start..start + CHUNK];
+            for (((c, &r), &y), a) in codes.iter_mut().zip(src).zip(xc).zip(acc.iter_mut()) {
+                *c = recover_one::<NATIVE, true>(p, i32::from(r), y, a, w);
+            }
+        } else {
+            if FULL {
+                unpack_fixed::<B>(&body[start..start + CHUNK / 8 * B], codes);
+            } else {
+                unpack(&body[start..], B as u32, codes);
+            }
+            recover::<NATIVE, true>(p, codes, xc, acc, w);
+        }
+        if p.hash {
+            hash.update(codes);
+        }
+    }
+    for (((o, &x), &a), &d) in oc.iter_mut().zip(xc).zip(acc.iter()).zip(dc) {
+        *o = x + (a - d);
+    }
+}
+
 /// Algorithm 1's update in one pass over the model, chunk by chunk:
 /// `out = x + (own_weight x^_i + sum_j w_j x^_j - delta)`, where `x^_i` is
 /// the local biased term of `x` and `x^_j` neighbour `j`'s model recovered
@@ -349,87 +428,72 @@ fn moniqua_local_term_impl<const NATIVE: bool>(
 /// `moniqua_local_term` with `own_weight`, `moniqua_decode` accumulating
 /// each neighbour, then `x + (acc - delta)` compute, without the accumulator
 /// ever leaving registers. Folds each neighbour's recovered codes into
-/// `hashes[j]` when `p.hash`; returns the number of rejected inputs.
+/// `hashes[j]` when `p.hash`; returns the number of rejected inputs. In
+/// place, each chunk of `x` is read before it is overwritten.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn moniqua_mix_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams,
-    x: &[f32],
+    target: MixTarget<'_>,
     own_weight: f32,
-    bodies: &[&[u8]],
-    weights: &[f32],
+    nb: &mut Neighbours<'_>,
     delta: &[f32],
-    out: &mut [f32],
-    hashes: &mut [CodeHash],
 ) -> u32 {
     let mut bad = [0u32; CHUNK];
-    let mut codes = [0u32; CHUNK];
-    let mut acc = [0f32; CHUNK];
-    let full = x.len() / CHUNK * CHUNK;
-    let (x_head, x_tail) = x.split_at(full);
-    let (d_head, d_tail) = delta.split_at(full);
-    let (o_head, o_tail) = out.split_at_mut(full);
-    for (ci, ((xc, dc), oc)) in x_head
-        .chunks_exact(CHUNK)
-        .zip(d_head.chunks_exact(CHUNK))
-        .zip(o_head.chunks_exact_mut(CHUNK))
-        .enumerate()
-    {
-        quantize::<NATIVE, NEAREST>(p, xc, ci as u32, &mut codes, &mut bad);
-        for (a, &c) in acc.iter_mut().zip(codes.iter()) {
-            *a = c as i32 as f32 * p.step * own_weight;
-        }
-        let start = ci * (CHUNK / 8 * B);
-        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
-            unpack_fixed::<B>(&body[start..start + CHUNK / 8 * B], &mut codes);
-            recover::<NATIVE, true>(p, &mut codes, xc, &mut acc, w);
-            if p.hash {
-                hash.update(&codes);
+    match target {
+        MixTarget::Out { x, out } => {
+            let mut xs = x.chunks_exact(CHUNK);
+            let mut ds = delta.chunks_exact(CHUNK);
+            let mut os = out.chunks_exact_mut(CHUNK);
+            let mut ci = 0;
+            for ((xc, dc), oc) in (&mut xs).zip(&mut ds).zip(&mut os) {
+                mix_chunk::<NATIVE, B, NEAREST, true>(p, ci, xc, own_weight, nb, dc, oc, &mut bad);
+                ci += 1;
+            }
+            let (xc, dc, oc) = (xs.remainder(), ds.remainder(), os.into_remainder());
+            if !xc.is_empty() {
+                mix_chunk::<NATIVE, B, NEAREST, false>(p, ci, xc, own_weight, nb, dc, oc, &mut bad);
             }
         }
-        for (((o, &x), &a), &d) in oc.iter_mut().zip(xc).zip(acc.iter()).zip(dc) {
-            *o = x + (a - d);
-        }
-    }
-    let rest = x_tail.len();
-    if rest > 0 {
-        let (codes, acc) = (&mut codes[..rest], &mut acc[..rest]);
-        quantize::<NATIVE, NEAREST>(p, x_tail, (full / CHUNK) as u32, codes, &mut bad);
-        for (a, &c) in acc.iter_mut().zip(codes.iter()) {
-            *a = c as i32 as f32 * p.step * own_weight;
-        }
-        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
-            unpack(&body[full / 8 * B..], B as u32, codes);
-            recover::<NATIVE, true>(p, codes, x_tail, acc, w);
-            if p.hash {
-                hash.update(codes);
+        MixTarget::InPlace(x) => {
+            let mut xs = x.chunks_exact_mut(CHUNK);
+            let mut ds = delta.chunks_exact(CHUNK);
+            let mut ci = 0;
+            for (xc, dc) in (&mut xs).zip(&mut ds) {
+                let mut copy = [0f32; CHUNK];
+                copy.copy_from_slice(xc);
+                mix_chunk::<NATIVE, B, NEAREST, true>(
+                    p, ci, &copy, own_weight, nb, dc, xc, &mut bad,
+                );
+                ci += 1;
             }
-        }
-        for (((o, &x), &a), &d) in o_tail.iter_mut().zip(x_tail).zip(acc.iter()).zip(d_tail) {
-            *o = x + (a - d);
+            let (xc, dc) = (xs.into_remainder(), ds.remainder());
+            if !xc.is_empty() {
+                let mut copy = [0f32; CHUNK];
+                let copy = &mut copy[..xc.len()];
+                copy.copy_from_slice(xc);
+                mix_chunk::<NATIVE, B, NEAREST, false>(
+                    p, ci, copy, own_weight, nb, dc, xc, &mut bad,
+                );
+            }
         }
     }
     bad.iter().sum()
 }
 
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 fn moniqua_mix_impl<const NATIVE: bool>(
     p: &ModParams,
-    x: &[f32],
+    target: MixTarget<'_>,
     own_weight: f32,
-    bodies: &[&[u8]],
-    weights: &[f32],
+    nb: &mut Neighbours<'_>,
     delta: &[f32],
-    out: &mut [f32],
-    hashes: &mut [CodeHash],
 ) -> u32 {
     match p.rounding {
         Rounding::Nearest => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, true>(
-            p, x, own_weight, bodies, weights, delta, out, hashes
+            p, target, own_weight, nb, delta
         )),
         Rounding::Stochastic => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, false>(
-            p, x, own_weight, bodies, weights, delta, out, hashes
+            p, target, own_weight, nb, delta
         )),
     }
 }
@@ -581,7 +645,7 @@ multiversion! {
 }
 multiversion! {
     /// Algorithm 1's update of `x` into `out` from the neighbours' bodies, in one pass.
-    fn moniqua_mix / moniqua_mix_at(p: &ModParams, x: &[f32], own_weight: f32, bodies: &[&[u8]], weights: &[f32], delta: &[f32], out: &mut [f32], hashes: &mut [CodeHash]) -> u32 = moniqua_mix_impl;
+    fn moniqua_mix / moniqua_mix_at(p: &ModParams, target: MixTarget<'_>, own_weight: f32, nb: &mut Neighbours<'_>, delta: &[f32]) -> u32 = moniqua_mix_impl;
 }
 multiversion! {
     /// Moniqua recovery of a neighbour's codes against the local model into
@@ -648,22 +712,30 @@ mod tests {
                     let mut hashes = vec![CodeHash::new(); 2];
                     let delta = vec![0.01f32; x.len()];
                     let bodies = [&body[..], &body[..]];
-                    moniqua_mix_at(
-                        level,
-                        &p,
-                        &y,
-                        -0.5,
-                        &bodies,
-                        &[0.25, 0.25],
-                        &delta,
-                        &mut mixed,
-                        &mut hashes,
-                    );
+                    let mut nb = Neighbours {
+                        bodies: &bodies,
+                        weights: &[0.25, 0.25],
+                        hashes: &mut hashes,
+                    };
+                    let target = MixTarget::Out {
+                        x: &y,
+                        out: &mut mixed,
+                    };
+                    moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);
                     assert_eq!(
                         hashes[0].finish(),
                         h.unwrap(),
                         "mix hashes what decode hashes"
                     );
+                    let mut in_place = y.clone();
+                    let mut nb = Neighbours {
+                        bodies: &bodies,
+                        weights: &[0.25, 0.25],
+                        hashes: &mut hashes,
+                    };
+                    let target = MixTarget::InPlace(&mut in_place);
+                    moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);
+                    assert_eq!(in_place, mixed, "in place is out of place");
                     let bp = BucketParams {
                         bits,
                         bucket: 100,

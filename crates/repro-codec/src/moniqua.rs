@@ -386,12 +386,54 @@ impl MoniquaCodec {
         delta: &[f32],
         out: &mut [f32],
     ) -> Result<Vec<Verification>, CodecError> {
-        check_len("local step", x.len(), delta.len())?;
         check_len("output buffer", x.len(), out.len())?;
+        let target = kernels::MixTarget::Out { x, out };
+        let (verdicts, rejected) =
+            self.mix_into(target, x.len(), iteration, sender, neighbours, delta)?;
+        if rejected > 0 {
+            return Err(self.rejected_error(x));
+        }
+        Ok(verdicts)
+    }
+
+    /// As [`mix`](Self::mix), updating `x` in place: for frames without a
+    /// hash (nothing to verify, so nothing to leave out afterwards); a frame
+    /// with one is refused with [`CodecError::HashInPlace`] before `x` is
+    /// touched.
+    pub fn mix_in_place(
+        &self,
+        x: &mut [f32],
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        delta: &[f32],
+    ) -> Result<Vec<Verification>, CodecError> {
+        let len = x.len();
+        let target = kernels::MixTarget::InPlace(x);
+        let (verdicts, rejected) =
+            self.mix_into(target, len, iteration, sender, neighbours, delta)?;
+        if rejected > 0 {
+            // the inputs that could not be encoded are still there (NaN
+            // stays NaN), or at least as far out of range
+            return Err(self.rejected_error(x));
+        }
+        Ok(verdicts)
+    }
+
+    fn mix_into(
+        &self,
+        target: kernels::MixTarget<'_>,
+        len: usize,
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        delta: &[f32],
+    ) -> Result<(Vec<Verification>, u32), CodecError> {
+        check_len("local step", len, delta.len())?;
         let expect = Expect {
             kind: Kind::Moniqua,
             bits: self.bits as u8,
-            len: x.len(),
+            len,
             modulus: Some(self.modulus),
             bucket: None,
         };
@@ -399,18 +441,22 @@ impl MoniquaCodec {
             .iter()
             .map(|&(bytes, _)| frame::open_frame(bytes, &expect))
             .collect::<Result<Vec<_>, _>>()?;
+        let hash = frames.iter().any(|f| f.header.hash.is_some());
+        if hash && matches!(target, kernels::MixTarget::InPlace(_)) {
+            return Err(CodecError::HashInPlace);
+        }
         let bodies: Vec<&[u8]> = frames.iter().map(|f| &*f.body).collect();
         let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
         let all = weights.iter().fold(0.0f32, |t, &w| t + w);
-        let hash = frames.iter().any(|f| f.header.hash.is_some());
         let params = self.params(self.dither(iteration, sender), hash);
         let mut hashes = vec![kernels::CodeHash::new(); frames.len()];
-        let rejected =
-            kernels::moniqua_mix(&params, x, -all, &bodies, &weights, delta, out, &mut hashes);
-        if rejected > 0 {
-            return Err(self.rejected_error(x));
-        }
-        Ok(frames
+        let mut nb = kernels::Neighbours {
+            bodies: &bodies,
+            weights: &weights,
+            hashes: &mut hashes,
+        };
+        let rejected = kernels::moniqua_mix(&params, target, -all, &mut nb, delta);
+        let verdicts = frames
             .iter()
             .zip(&hashes)
             .map(|(f, h)| match f.header.hash {
@@ -418,7 +464,8 @@ impl MoniquaCodec {
                 Some(_) => Verification::Mismatch,
                 None => Verification::Unchecked,
             })
-            .collect())
+            .collect();
+        Ok((verdicts, rejected))
     }
 
     fn decode_into(
@@ -686,6 +733,35 @@ mod tests {
                 Verification::Unchecked
             };
             assert_eq!(v, vec![expected; 3]);
+        }
+    }
+
+    #[test]
+    fn mix_in_place_equals_mix_and_refuses_hashed_frames() {
+        for hash in [false, true] {
+            let cfg = MoniquaConfig {
+                bits: 2,
+                theta: 1.0,
+                hash,
+                ..MoniquaConfig::default()
+            };
+            let c = MoniquaCodec::new(&cfg, 5).unwrap();
+            let x: Vec<f32> = (0..777).map(|i| (i as f32 * 0.21).cos()).collect();
+            let y: Vec<f32> = x.iter().map(|v| v - 0.15).collect();
+            let mut f = Vec::new();
+            c.encode(&y, 9, 1, None, &mut f).unwrap();
+            let delta = vec![0.003f32; x.len()];
+            let mut out = vec![0.0; x.len()];
+            c.mix(&x, 9, 0, &[(&f, 0.5)], &delta, &mut out).unwrap();
+            let mut z = x.clone();
+            let r = c.mix_in_place(&mut z, 9, 0, &[(&f, 0.5)], &delta);
+            if hash {
+                assert_eq!(r, Err(CodecError::HashInPlace));
+                assert_eq!(z, x, "refused before touching x");
+            } else {
+                assert_eq!(r.unwrap(), vec![Verification::Unchecked]);
+                assert_eq!(z, out);
+            }
         }
     }
 

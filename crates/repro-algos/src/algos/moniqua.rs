@@ -7,8 +7,9 @@
 //! No state beyond D-PSGD's: the local biased term takes the place of
 //! D-PSGD's decode buffer, and neighbours are decoded straight into the
 //! accumulator. `receive` is one pass of the codec's `mix` (local biased
-//! term, recovery of every neighbour, the update) into a per-thread buffer,
-//! copied into `x` once every neighbour verified: the local biased term is
+//! term, recovery of every neighbour, the update): in place without hashes,
+//! else into a per-thread buffer copied into `x` once every neighbour
+//! verified (or recomputed without those that failed). The local biased term is
 //! recomputed from `x` (the encoder's, bit for bit) instead of being kept
 //! from `send`. `send` does not read the local step, so a simulator can send
 //! for every worker first and then compute each worker's gradient and
@@ -23,7 +24,7 @@
 //! `|delta|_inf`; the caller then sets `theta = 2 G log(16 n) / (gamma (1 - rho))`
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
-use repro_codec::{FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
+use repro_codec::{CodecError, FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::{AlgoError, Topology, scratch};
@@ -100,6 +101,18 @@ impl Worker for Moniqua {
             .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
             .collect::<Result<Vec<(&[u8], f32)>, AlgoError>>()?;
         let sender = self.rank as u32;
+        if !self.config.hash {
+            // no hash to verify, nothing to leave out afterwards: in place
+            match self
+                .codec
+                .mix_in_place(&mut self.x, k, sender, &neighbours, delta)
+            {
+                Ok(_) => return Ok(Received::default()),
+                // a peer that hashes anyway: verify, out of place
+                Err(CodecError::HashInPlace) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         scratch::with_vectors(self.x.len(), |[next]| {
             // x + sum_j W_ij (x^_j - x^_i) - delta in one pass
             let verdicts = self
