@@ -1,6 +1,7 @@
 //! Simulated iterations per second, next to the time to stream every
 //! worker's model through memory once (measured in the same run, on one
-//! thread and on every core, as the simulator runs), and the ratios.
+//! thread and on every core, as the simulator runs), and the ratios
+//! (medians over rounds of one iteration and one stream each).
 //!
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
 //!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
@@ -57,13 +58,10 @@ fn stream_time(sim: &Simulator<'_>, n: usize, threads: usize) -> f64 {
         }
         black_box(lanes);
     };
-    let reps = 3;
     let t = Instant::now();
-    for _ in 0..reps {
-        if threads == 1 {
-            sum(0..n);
-            continue;
-        }
+    if threads == 1 {
+        sum(0..n);
+    } else {
         let per = n.div_ceil(threads);
         std::thread::scope(|s| {
             for c in 0..threads {
@@ -72,7 +70,12 @@ fn stream_time(sim: &Simulator<'_>, n: usize, threads: usize) -> f64 {
             }
         });
     }
-    t.elapsed().as_secs_f64() / reps as f64
+    t.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn main() {
@@ -151,20 +154,27 @@ fn main() {
             )
             .unwrap();
             sim.step().unwrap();
-            let iters = if quick {
-                2
+            let rounds = if quick {
+                3
             } else {
-                (2e8 / (n * d) as f64).clamp(3.0, 50.0) as usize
+                (2e8 / (n * d) as f64).clamp(7.0, 50.0) as usize
             };
-            let t = Instant::now();
-            for _ in 0..iters {
+            // each round: one iteration, then stream every model through
+            // memory once (a sum over all of them) on one thread and on as
+            // many as the simulator uses; medians of the times and of each
+            // round's ratios, so a slow spell of a shared machine hits both
+            let (mut steps, mut one, mut all) = (Vec::new(), Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                let t = Instant::now();
                 sim.step().unwrap();
+                steps.push(t.elapsed().as_secs_f64());
+                one.push(stream_time(&sim, n, 1));
+                all.push(stream_time(&sim, n, cores.min(n)));
             }
-            let per_iter = t.elapsed().as_secs_f64() / iters as f64;
-            // stream every model through memory once (a sum over all of
-            // them), on one thread and on as many as the simulator uses
-            let stream = stream_time(&sim, n, 1);
-            let stream_all = stream_time(&sim, n, cores.min(n));
+            let ratio =
+                |streams: &[f64]| median(steps.iter().zip(streams).map(|(s, t)| s / t).collect());
+            let (ratio_one, ratio_all) = (ratio(&one), ratio(&all));
+            let (per_iter, stream, stream_all) = (median(steps), median(one), median(all));
             println!(
                 "{:<8} {:>4} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1}",
                 algo,
@@ -174,9 +184,9 @@ fn main() {
                 1.0 / per_iter,
                 per_iter * 1e3,
                 stream * 1e3,
-                per_iter / stream,
+                ratio_one,
                 stream_all * 1e3,
-                per_iter / stream_all
+                ratio_all
             );
         }
     }
