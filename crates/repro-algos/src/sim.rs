@@ -195,7 +195,8 @@ impl<'o> Simulator<'o> {
         let d = objective.dim();
         let topology = &self.topology;
         let (losses, received) = if self.fused {
-            if !self.present {
+            // consumed here: should this step fail, the next one sends afresh
+            if !std::mem::replace(&mut self.present, false) {
                 let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
                     self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
                 par_map(self.pool.as_ref(), &mut pairs, |_, (lane, frame)| {
