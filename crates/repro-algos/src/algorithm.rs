@@ -43,6 +43,17 @@ pub struct Received {
     pub mismatched: u64,
 }
 
+impl Received {
+    /// Counts one frame's verification.
+    pub fn record(&mut self, v: repro_codec::Verification) {
+        match v {
+            repro_codec::Verification::Verified => self.verified += 1,
+            repro_codec::Verification::Mismatch => self.mismatched += 1,
+            repro_codec::Verification::Unchecked => {}
+        }
+    }
+}
+
 /// One worker of a decentralized algorithm.
 pub trait Worker: Send {
     /// The local model `x_i`.

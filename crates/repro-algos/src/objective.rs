@@ -4,6 +4,7 @@
 //! own `f_i`.
 
 use crate::rng::Rng;
+use crate::sim::average;
 
 /// A distributed objective with a stochastic gradient oracle per worker.
 pub trait Objective: Send + Sync {
@@ -34,12 +35,7 @@ impl Quadratic {
     /// Every worker has the same minimizer `b`, stored once.
     pub fn homogeneous(n: usize, b: Vec<f32>, sigma: f32) -> Self {
         // the mean as `heterogeneous` computes it from n copies, bit for bit
-        let mut mean = vec![0.0f32; b.len()];
-        for _ in 0..n {
-            for (m, v) in mean.iter_mut().zip(&b) {
-                *m += v / n as f32;
-            }
-        }
+        let mean = average(std::iter::repeat_n(b.as_slice(), n), b.len());
         Self {
             targets: vec![b],
             workers: n,
@@ -59,18 +55,12 @@ impl Quadratic {
 
     /// Worker `i` has minimizer `targets[i]`; the global minimizer is their mean.
     pub fn heterogeneous(targets: Vec<Vec<f32>>, sigma: f32) -> Self {
-        let n = targets.len();
         let d = targets.first().map_or(0, Vec::len);
         assert!(
             targets.iter().all(|t| t.len() == d),
             "all targets need dimension {d}"
         );
-        let mut mean = vec![0.0f32; d];
-        for t in &targets {
-            for (m, v) in mean.iter_mut().zip(t) {
-                *m += v / n as f32;
-            }
-        }
+        let mean = average(targets.iter().map(Vec::as_slice), d);
         Self {
             workers: targets.len(),
             targets,

@@ -20,27 +20,15 @@ impl Default for Sgd {
 }
 
 impl Sgd {
-    /// Turns gradient `g` at `x` into the step `delta`, updating the
-    /// momentum buffer `m` (ignored when momentum is 0).
+    /// Turns gradient `g` at `x` into the step `delta` (of `g`'s length),
+    /// updating the momentum buffer `m` (ignored when momentum is 0).
     pub fn step(&self, lr: f32, x: &[f32], g: &[f32], m: &mut [f32], delta: &mut [f32]) {
-        let wd = self.weight_decay;
-        if self.momentum > 0.0 {
-            let beta = self.momentum;
-            for (((d, &g), &x), m) in delta.iter_mut().zip(g).zip(x).zip(m.iter_mut()) {
-                *m = beta * *m + (g + wd * x);
-                *d = lr * *m;
-            }
-        } else {
-            for ((d, &g), &x) in delta.iter_mut().zip(g).zip(x) {
-                *d = lr * (g + wd * x);
-            }
-        }
+        delta.copy_from_slice(g);
+        self.step_in_place(lr, x, delta, m);
     }
-}
 
-impl Sgd {
     /// As [`step`](Self::step), turning the gradient in `g` into the step
-    /// in place (the same arithmetic, one buffer fewer).
+    /// in place.
     pub fn step_in_place(&self, lr: f32, x: &[f32], g: &mut [f32], m: &mut [f32]) {
         let wd = self.weight_decay;
         if self.momentum > 0.0 {

@@ -119,12 +119,8 @@ impl Worker for Moniqua {
                 .codec
                 .mix(&self.x, k, sender, &neighbours, delta, next)?;
             let mut received = Received::default();
-            for v in &verdicts {
-                match v {
-                    Verification::Verified => received.verified += 1,
-                    Verification::Mismatch => received.mismatched += 1,
-                    Verification::Unchecked => {}
-                }
+            for &v in &verdicts {
+                received.record(v);
             }
             if received.mismatched > 0 {
                 // again without the neighbours whose recovery failed
@@ -207,7 +203,7 @@ impl Moniqua {
 /// against `local`. A frame whose recovery fails the hash is taken back out
 /// and its neighbour left out of the average (counted, never used). Returns
 /// the total weight of the neighbours used and the verification counts.
-/// Shared by Moniqua and Moniqua on D².
+/// Moniqua on D² uses it (Moniqua itself updates in one pass, `MoniquaCodec::mix`).
 pub(crate) fn accumulate_verified(
     codec: &MoniquaCodec,
     weights: &[(usize, f64)],
@@ -221,14 +217,10 @@ pub(crate) fn accumulate_verified(
     for &(from, bytes) in inbox {
         let w = weight_of(weights, rank, from)?;
         let d = codec.decode_accumulate(bytes, local, w, acc)?;
-        match d.verification {
-            Verification::Mismatch => {
-                codec.decode_accumulate(bytes, local, -w, acc)?;
-                received.mismatched += 1;
-                continue;
-            }
-            Verification::Verified => received.verified += 1,
-            Verification::Unchecked => {}
+        received.record(d.verification);
+        if d.verification == Verification::Mismatch {
+            codec.decode_accumulate(bytes, local, -w, acc)?;
+            continue;
         }
         total += w;
     }
