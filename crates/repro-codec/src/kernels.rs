@@ -184,6 +184,15 @@ fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
     }
 }
 
+/// `weight` times [`dequantize`]'s term (`(C B / 2^b) weight`; with weight
+/// 1 the same bits).
+#[inline(always)]
+fn dequantize_weighted(p: &ModParams, codes: &[u32], weight: f32, own: &mut [f32]) {
+    for (h, &c) in own.iter_mut().zip(codes) {
+        *h = c as i32 as f32 * p.step * weight;
+    }
+}
+
 /// Turns received codes `r` (low `b` bits) into the integer congruent to `r`
 /// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b` (or,
 /// with `ACC`, adds `w Ĉ B / 2^b`).
@@ -335,12 +344,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
     for (ci, (xc, oc)) in x.chunks(CHUNK).zip(own.chunks_mut(CHUNK)).enumerate() {
         let codes = &mut codes[..xc.len()];
         quantize::<NATIVE, NEAREST>(p, xc, ci as u32, codes, &mut bad);
-        dequantize(p, codes, oc);
-        if weight != 1.0 {
-            for o in oc.iter_mut() {
-                *o *= weight;
-            }
-        }
+        dequantize_weighted(p, codes, weight, oc);
     }
     any_rejected(&bad)
 }
@@ -397,9 +401,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
     let mut acc = [0f32; CHUNK];
     let (codes, acc) = (&mut codes[..m], &mut acc[..m]);
     quantize::<NATIVE, NEAREST>(p, xc, ci as u32, codes, bad);
-    for (a, &c) in acc.iter_mut().zip(codes.iter()) {
-        *a = c as i32 as f32 * p.step * own_weight;
-    }
+    dequantize_weighted(p, codes, own_weight, acc);
     let start = ci * (CHUNK / 8 * B);
     for ((body, &w), hash) in nb.bodies.iter().zip(nb.weights).zip(nb.hashes.iter_mut()) {
         if FULL && B == 8 {

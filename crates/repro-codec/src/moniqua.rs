@@ -430,13 +430,7 @@ impl MoniquaCodec {
         delta: &[f32],
     ) -> Result<(Vec<Verification>, u32), CodecError> {
         check_len("local step", len, delta.len())?;
-        let expect = Expect {
-            kind: Kind::Moniqua,
-            bits: self.bits as u8,
-            len,
-            modulus: Some(self.modulus),
-            bucket: None,
-        };
+        let expect = self.expect(len);
         let frames = neighbours
             .iter()
             .map(|&(bytes, _)| frame::open_frame(bytes, &expect))
@@ -459,11 +453,7 @@ impl MoniquaCodec {
         let verdicts = frames
             .iter()
             .zip(&hashes)
-            .map(|(f, h)| match f.header.hash {
-                Some(sent) if sent == h.finish() => Verification::Verified,
-                Some(_) => Verification::Mismatch,
-                None => Verification::Unchecked,
-            })
+            .map(|(f, h)| verify(f.header.hash, params.hash.then(|| h.finish())))
             .collect();
         Ok((verdicts, rejected))
     }
@@ -476,28 +466,35 @@ impl MoniquaCodec {
         accumulate: Option<f32>,
     ) -> Result<Decoded, CodecError> {
         check_len("output buffer", local.len(), out.len())?;
-        let frame = frame::open_frame(
-            bytes,
-            &Expect {
-                kind: Kind::Moniqua,
-                bits: self.bits as u8,
-                len: local.len(),
-                modulus: Some(self.modulus),
-                bucket: None,
-            },
-        )?;
+        let frame = frame::open_frame(bytes, &self.expect(local.len()))?;
         let header = frame.header;
         let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
         let recovered = kernels::moniqua_decode(&params, &frame.body, local, out, accumulate);
-        let verification = match (header.hash, recovered) {
-            (Some(sent), Some(h)) if h == sent => Verification::Verified,
-            (Some(_), _) => Verification::Mismatch,
-            (None, _) => Verification::Unchecked,
-        };
         Ok(Decoded {
             header,
-            verification,
+            verification: verify(header.hash, recovered),
         })
+    }
+
+    /// What a Moniqua frame of `len` values from a peer of this codec has.
+    fn expect(&self, len: usize) -> Expect {
+        Expect {
+            kind: Kind::Moniqua,
+            bits: self.bits as u8,
+            len,
+            modulus: Some(self.modulus),
+            bucket: None,
+        }
+    }
+}
+
+/// A frame's verification from the hash it `sent` and the hash of the codes
+/// the receiver `recovered`.
+fn verify(sent: Option<u64>, recovered: Option<u64>) -> Verification {
+    match (sent, recovered) {
+        (Some(sent), Some(h)) if h == sent => Verification::Verified,
+        (Some(_), _) => Verification::Mismatch,
+        (None, _) => Verification::Unchecked,
     }
 }
 
