@@ -131,7 +131,6 @@ impl<'o> Simulator<'o> {
                     rng: Rng::new(cfg.seed, 1000 + i as u64),
                     momentum: Vec::new(),
                     delta: Vec::new(),
-                    grad: Vec::new(),
                     next: Vec::new(),
                     next_sent: false,
                 })
@@ -144,7 +143,6 @@ impl<'o> Simulator<'o> {
             }
             if !fused {
                 lane.delta = vec![0.0; d];
-                lane.grad = vec![0.0; d];
             }
         }
         if cfg.theta_warmup.is_some_and(|w| w > 0) {
@@ -225,8 +223,8 @@ impl<'o> Simulator<'o> {
         } else {
             let losses = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
                 let x = lane.worker.model();
-                let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.grad);
-                sgd.step(lr, x, &lane.grad, &mut lane.momentum, &mut lane.delta);
+                let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.delta);
+                sgd.step_in_place(lr, x, &mut lane.delta, &mut lane.momentum);
                 Ok(loss)
             })?;
             let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
@@ -405,8 +403,8 @@ struct Lane {
     worker: Box<dyn Worker>,
     rng: Rng,
     momentum: Vec<f32>,
+    /// The gradient, turned into the step in place (unfused mode).
     delta: Vec<f32>,
-    grad: Vec<f32>,
     /// Fused mode: the next iteration's frame, sent early.
     next: Vec<u8>,
     next_sent: bool,
@@ -559,7 +557,6 @@ mod tests {
                         sim.fused = false;
                         for lane in &mut sim.lanes {
                             lane.delta = vec![0.0; d];
-                            lane.grad = vec![0.0; d];
                         }
                     }
                     let reports = sim.run(12).unwrap();
