@@ -50,6 +50,12 @@ impl Dither {
         }
     }
 
+    /// The two 32-bit keys (`word(w)` is `mix32(w + k0) ^ k1`).
+    #[inline(always)]
+    pub(crate) fn keys(&self) -> (u32, u32) {
+        (self.k0, self.k1)
+    }
+
     /// 32 random bits: word `w` of this dither.
     #[inline(always)]
     pub fn word(&self, w: u32) -> u32 {
@@ -89,7 +95,7 @@ impl Dither {
     /// Writes `uniform(start + j)` into `out[j]`.
     #[inline(always)]
     pub fn fill(&self, start: u32, out: &mut [f32]) {
-        if start % DITHER_CHUNK as u32 == 0 {
+        if start.is_multiple_of(DITHER_CHUNK as u32) {
             for (c, chunk) in out.chunks_mut(DITHER_CHUNK).enumerate() {
                 self.fill_chunk(start / DITHER_CHUNK as u32 + c as u32, chunk);
             }

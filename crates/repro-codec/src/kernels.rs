@@ -8,7 +8,7 @@
 use crate::Rounding;
 use crate::dither::Dither;
 use crate::pack::{pack, pack_fixed, packed_len, unpack, unpack_fixed};
-use crate::round::{EXACT_LIMIT, floor_to_i32};
+use crate::round::{EXACT_LIMIT, floor_to_i32, round_nearest};
 use crate::simd::multiversion;
 
 /// Values per inner block.
@@ -17,7 +17,7 @@ pub(crate) const BLOCK: usize = 1024;
 /// Hash lanes: four independent 16-lane vectors keep the multiplier busy
 /// (one chain would wait on the multiply latency).
 const LANES: usize = 64;
-const HASH_MUL: u32 = 0x9E37_79B1;
+pub(crate) const HASH_MUL: u32 = 0x9E37_79B1;
 
 /// A 64-bit hash of a sequence of 32-bit codes, computed in 64 independent
 /// lanes so it vectorizes: lane `l` folds codes `l, l + 64, l + 128, ...` with
@@ -26,8 +26,8 @@ const HASH_MUL: u32 = 0x9E37_79B1;
 /// hash; several cancel with probability about 2^-32.
 #[derive(Debug, Clone)]
 pub(crate) struct CodeHash {
-    lanes: [u32; LANES],
-    len: u64,
+    pub(crate) lanes: [u32; LANES],
+    pub(crate) len: u64,
 }
 
 impl CodeHash {
@@ -148,7 +148,7 @@ macro_rules! for_bits {
 
 /// Values per fused step: one round of every hash lane, one dither chunk, a
 /// whole number of bytes.
-const CHUNK: usize = LANES;
+pub(crate) const CHUNK: usize = LANES;
 const _: () = assert!(CHUNK == crate::dither::DITHER_CHUNK);
 
 /// Quantizes `xc` (coordinates `64 chunk ..`) into un-modded codes, keeping
@@ -197,32 +197,24 @@ fn dequantize_weighted(p: &ModParams, codes: &[u32], weight: f32, own: &mut [f32
 /// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b` (or,
 /// with `ACC`, adds `w Ĉ B / 2^b`).
 #[inline(always)]
-fn recover<const NATIVE: bool, const ACC: bool>(
-    p: &ModParams,
-    codes: &mut [u32],
-    yc: &[f32],
-    oc: &mut [f32],
-    w: f32,
-) {
+fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32], w: f32) {
     for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
-        *c = recover_one::<NATIVE, ACC>(p, *c as i32, y, o, w);
+        *c = recover_one::<ACC>(p, *c as i32, y, o, w);
     }
 }
 
-/// [`recover`] of one code `r`; returns the un-modded code.
+/// [`recover`] of one code `r`; returns the un-modded code. The number of
+/// whole turns is rounded to nearest (ties to even; a tie means `y` is
+/// half a modulus from the sender, outside Lemma 2's assumption), and
+/// `Ĉ = r + turns 2^b` is formed in floats, exactly (`|Ĉ| < 2^24`), so the
+/// AVX-512 loop computes the same bits with two fused multiply-adds.
 #[inline(always)]
-fn recover_one<const NATIVE: bool, const ACC: bool>(
-    p: &ModParams,
-    r: i32,
-    y: f32,
-    o: &mut f32,
-    w: f32,
-) -> u32 {
+fn recover_one<const ACC: bool>(p: &ModParams, r: i32, y: f32, o: &mut f32, w: f32) -> u32 {
     let inv_levels = 1.0 / p.levels as f32;
-    // the whole number of turns that brings r nearest to y 2^b / B
-    let k = floor_to_i32::<NATIVE>((y * p.scale - r as f32) * inv_levels + 0.5);
+    let rf = r as f32;
+    let (turns, k) = round_nearest((y * p.scale - rf) * inv_levels);
     let full = r.wrapping_add(k.wrapping_shl(p.bits));
-    let v = full as f32 * p.step;
+    let v = (turns * p.levels as f32 + rf) * p.step;
     if ACC {
         *o += w * v;
     } else {
@@ -232,7 +224,7 @@ fn recover_one<const NATIVE: bool, const ACC: bool>(
 }
 
 #[inline(always)]
-fn moniqua_encode_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
+fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -243,6 +235,22 @@ fn moniqua_encode_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>
     let mut codes = [0u32; CHUNK];
     let full = x.len() / CHUNK * CHUNK;
     let (body_head, body_tail) = body.split_at_mut(full / 8 * B);
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && crate::avx512::supports(B) {
+        let (xh, oh) = (&x[..full], own.as_deref_mut().map(|o| &mut o[..full]));
+        let (h, b) = (&mut hash, &mut bad);
+        // SAFETY: `V4` is true only in the AVX-512 instantiation, which
+        // `multiversion!` runs after checking the CPU's features.
+        unsafe {
+            if p.hash {
+                crate::avx512::encode_chunks::<B, NEAREST, true>(p, xh, oh, body_head, h, b);
+            } else {
+                crate::avx512::encode_chunks::<B, NEAREST, false>(p, xh, oh, body_head, h, b);
+            }
+        }
+        return moniqua_encode_tail::<NATIVE, B, NEAREST>(p, x, own, body_tail, hash, bad);
+    }
     for (ci, (xc, dst)) in x[..full]
         .chunks_exact(CHUNK)
         .zip(body_head.chunks_exact_mut(CHUNK / 8 * B))
@@ -258,8 +266,23 @@ fn moniqua_encode_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>
         }
         pack_fixed::<B>(&codes, dst);
     }
+    moniqua_encode_tail::<NATIVE, B, NEAREST>(p, x, own, body_tail, hash, bad)
+}
+
+/// The last, partial chunk of [`moniqua_encode_fixed`] (if any), and its result.
+#[inline(always)]
+fn moniqua_encode_tail<const NATIVE: bool, const B: usize, const NEAREST: bool>(
+    p: &ModParams,
+    x: &[f32],
+    own: Option<&mut [f32]>,
+    body_tail: &mut [u8],
+    mut hash: CodeHash,
+    mut bad: [u32; CHUNK],
+) -> KernelOut {
+    let full = x.len() / CHUNK * CHUNK;
     let rest = x.len() - full;
     if rest > 0 {
+        let mut codes = [0u32; CHUNK];
         let codes = &mut codes[..rest];
         quantize::<NATIVE, NEAREST>(p, &x[full..], (full / CHUNK) as u32, codes, &mut bad);
         if let Some(own) = own {
@@ -277,7 +300,7 @@ fn moniqua_encode_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>
 }
 
 #[inline(always)]
-fn moniqua_decode_fixed<const NATIVE: bool, const B: usize, const ACC: bool>(
+fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const ACC: bool>(
     p: &ModParams,
     body: &[u8],
     local: &[f32],
@@ -289,13 +312,29 @@ fn moniqua_decode_fixed<const NATIVE: bool, const B: usize, const ACC: bool>(
     let full = local.len() / CHUNK * CHUNK;
     let (body_head, body_tail) = body.split_at(full / 8 * B);
     let (out_head, out_tail) = out.split_at_mut(full);
+    let mut vector = false;
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && crate::avx512::supports(B) {
+        let (y, h) = (&local[..full], &mut hash);
+        // SAFETY: as in `moniqua_encode_fixed`.
+        unsafe {
+            if p.hash {
+                crate::avx512::decode_chunks::<B, ACC, true>(p, body_head, y, out_head, w, h);
+            } else {
+                crate::avx512::decode_chunks::<B, ACC, false>(p, body_head, y, out_head, w, h);
+            }
+        }
+        vector = true;
+    }
+    let scalar = if vector { 0 } else { full };
     for ((src, yc), oc) in body_head
         .chunks_exact(CHUNK / 8 * B)
-        .zip(local[..full].chunks_exact(CHUNK))
+        .zip(local[..scalar].chunks_exact(CHUNK))
         .zip(out_head.chunks_exact_mut(CHUNK))
     {
         unpack_fixed::<B>(src, &mut codes);
-        recover::<NATIVE, ACC>(p, &mut codes, yc, oc, w);
+        recover::<ACC>(p, &mut codes, yc, oc, w);
         if p.hash {
             hash.update(&codes);
         }
@@ -304,7 +343,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const B: usize, const ACC: bool>(
     if rest > 0 {
         let codes = &mut codes[..rest];
         unpack(body_tail, B as u32, codes);
-        recover::<NATIVE, ACC>(p, codes, &local[full..], out_tail, w);
+        recover::<ACC>(p, codes, &local[full..], out_tail, w);
         if p.hash {
             hash.update(codes);
         }
@@ -313,7 +352,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const B: usize, const ACC: bool>(
 }
 
 #[inline(always)]
-fn moniqua_encode_impl<const NATIVE: bool>(
+fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams,
     x: &[f32],
     own: Option<&mut [f32]>,
@@ -321,10 +360,10 @@ fn moniqua_encode_impl<const NATIVE: bool>(
 ) -> KernelOut {
     match p.rounding {
         Rounding::Nearest => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, B, true>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, true>(p, x, own, body))
         }
         Rounding::Stochastic => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, B, false>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, false>(p, x, own, body))
         }
     }
 }
@@ -350,7 +389,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
 }
 
 #[inline(always)]
-fn moniqua_local_term_impl<const NATIVE: bool>(
+fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams,
     x: &[f32],
     weight: f32,
@@ -409,7 +448,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
             // here compiles to scalar stores that stall the loads after it)
             let src = &body[start..start + CHUNK];
             for (((c, &r), &y), a) in codes.iter_mut().zip(src).zip(xc).zip(acc.iter_mut()) {
-                *c = recover_one::<NATIVE, true>(p, i32::from(r), y, a, w);
+                *c = recover_one::<true>(p, i32::from(r), y, a, w);
             }
         } else {
             if FULL {
@@ -417,7 +456,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
             } else {
                 unpack(&body[start..], B as u32, codes);
             }
-            recover::<NATIVE, true>(p, codes, xc, acc, w);
+            recover::<true>(p, codes, xc, acc, w);
         }
         if p.hash {
             hash.update(codes);
@@ -438,7 +477,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
 /// `hashes[j]` when `p.hash`; returns nonzero if an input was rejected. In
 /// place, each chunk of `x` is read before it is overwritten.
 #[inline(always)]
-fn moniqua_mix_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
+fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -446,6 +485,43 @@ fn moniqua_mix_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
     delta: &[f32],
 ) -> u32 {
     let mut bad = [0u32; CHUNK];
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && crate::avx512::supports(B) {
+        let full = delta.len() / CHUNK * CHUNK;
+        let (x, out) = match target {
+            MixTarget::Out { x, out } => (Some(x), out),
+            MixTarget::InPlace(x) => (None, x),
+        };
+        let (xh, oh) = (x.map(|x| &x[..full]), &mut out[..full]);
+        let (bodies, weights) = (nb.bodies, nb.weights);
+        // SAFETY: as in `moniqua_encode_fixed`.
+        unsafe {
+            if p.hash {
+                crate::avx512::mix_chunks::<B, NEAREST, true>(
+                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad,
+                );
+            } else {
+                crate::avx512::mix_chunks::<B, NEAREST, false>(
+                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad,
+                );
+            }
+        }
+        if full < delta.len() {
+            let (ci, dc, oc) = (full / CHUNK, &delta[full..], &mut out[full..]);
+            let mut copy = [0f32; CHUNK];
+            let xc = match x {
+                Some(x) => &x[full..],
+                None => {
+                    let copy = &mut copy[..oc.len()];
+                    copy.copy_from_slice(oc);
+                    &*copy
+                }
+            };
+            mix_chunk::<NATIVE, B, NEAREST, false>(p, ci, xc, own_weight, nb, dc, oc, &mut bad);
+        }
+        return any_rejected(&bad);
+    }
     match target {
         MixTarget::Out { x, out } => {
             let mut xs = x.chunks_exact(CHUNK);
@@ -488,7 +564,7 @@ fn moniqua_mix_fixed<const NATIVE: bool, const B: usize, const NEAREST: bool>(
 }
 
 #[inline(always)]
-fn moniqua_mix_impl<const NATIVE: bool>(
+fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -496,17 +572,17 @@ fn moniqua_mix_impl<const NATIVE: bool>(
     delta: &[f32],
 ) -> u32 {
     match p.rounding {
-        Rounding::Nearest => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, true>(
+        Rounding::Nearest => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, true>(
             p, target, own_weight, nb, delta
         )),
-        Rounding::Stochastic => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, B, false>(
+        Rounding::Stochastic => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, false>(
             p, target, own_weight, nb, delta
         )),
     }
 }
 
 #[inline(always)]
-fn moniqua_decode_impl<const NATIVE: bool>(
+fn moniqua_decode_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams,
     body: &[u8],
     local: &[f32],
@@ -515,10 +591,10 @@ fn moniqua_decode_impl<const NATIVE: bool>(
 ) -> Option<u64> {
     match accumulate {
         None => {
-            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, B, false>(p, body, local, out, 0.0))
+            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, V4, B, false>(p, body, local, out, 0.0))
         }
         Some(w) => {
-            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, B, true>(p, body, local, out, w))
+            for_bits!(p.bits, B => moniqua_decode_fixed::<NATIVE, V4, B, true>(p, body, local, out, w))
         }
     }
 }
@@ -536,7 +612,11 @@ pub(crate) struct BucketParams {
 /// whose integer order is the float order, with NaN and infinity on top: an
 /// integer max reduction vectorizes where a float one would not.
 #[inline(always)]
-fn bucket_scales_impl<const NATIVE: bool>(bucket: usize, x: &[f32], scales: &mut [u8]) -> u32 {
+fn bucket_scales_impl<const NATIVE: bool, const V4: bool>(
+    bucket: usize,
+    x: &[f32],
+    scales: &mut [u8],
+) -> u32 {
     let mut bad = 0u32;
     for (xb, dst) in x.chunks(bucket).zip(scales.chunks_exact_mut(4)) {
         let m = xb
@@ -563,7 +643,7 @@ fn bucket_run_end(base: usize, j: usize, n: usize, bucket: usize) -> (usize, usi
 }
 
 #[inline(always)]
-fn bucket_encode_impl<const NATIVE: bool>(
+fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
     p: &BucketParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -605,7 +685,7 @@ fn bucket_encode_impl<const NATIVE: bool>(
 
 /// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
 #[inline(always)]
-fn bucket_decode_impl<const NATIVE: bool>(
+fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
     bits: u32,
     bucket: usize,
     scales: &[u8],

@@ -30,6 +30,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod dither;
 mod errors;
 pub mod frame;

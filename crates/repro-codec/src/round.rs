@@ -24,7 +24,7 @@ impl fmt::Display for Rounding {
 }
 
 /// `1.5 * 2^23`: adding it to `|v| < 2^22` leaves `round(v)` in the mantissa.
-const MAGIC: f32 = 12_582_912.0;
+pub(crate) const MAGIC: f32 = 12_582_912.0;
 
 /// Magnitude below which [`floor_i32`] is exact. Callers check their inputs
 /// against it (see `CodecError::OutOfRange`).
@@ -40,6 +40,18 @@ pub(crate) fn floor_i32(v: f32) -> i32 {
     let nearest = t - MAGIC;
     let r = (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32);
     r.wrapping_sub(i32::from(nearest > v))
+}
+
+/// `v` rounded to the nearest integer (ties to even), as a float and as an
+/// i32, both exact for `|v| < 2^22` (unspecified otherwise, never a panic):
+/// two float adds and an integer subtraction on every instruction set.
+#[inline(always)]
+pub(crate) fn round_nearest(v: f32) -> (f32, i32) {
+    let t = v + MAGIC;
+    (
+        t - MAGIC,
+        (t.to_bits() as i32).wrapping_sub(MAGIC.to_bits() as i32),
+    )
 }
 
 /// [`floor_i32`] with the CPU's floor instruction when `NATIVE` (SSE4.1 and
@@ -70,6 +82,17 @@ mod tests {
                 i as f32 + 0.999_999,
             ] {
                 assert_eq!(floor_to_i32::<true>(v), floor_i32(v), "v = {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn round_nearest_matches_std() {
+        for i in -40_000..40_000 {
+            for v in [i as f32 * 0.37, i as f32 * 100.9 + 0.5, i as f32 + 0.5] {
+                let (f, n) = round_nearest(v);
+                assert_eq!(f, v.round_ties_even(), "v = {v}");
+                assert_eq!(n, v.round_ties_even() as i32, "v = {v}");
             }
         }
     }

@@ -76,7 +76,8 @@ pub fn level() -> Level {
 /// Defines `pub(crate) fn $name(args) -> ret` that runs `$imp` compiled for the
 /// best available level, plus `$name_at(level, args)` for tests. `$imp` takes
 /// `const NATIVE: bool`, true where the level has a floor instruction (see
-/// `round::floor_to_i32`).
+/// `round::floor_to_i32`), and `const V4: bool`, true in the AVX-512
+/// instantiation (where a kernel may call `crate::avx512`).
 macro_rules! multiversion {
     ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:ident;) => {
         $(#[$meta])*
@@ -94,12 +95,12 @@ macro_rules! multiversion {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
                 #[allow(clippy::too_many_arguments)]
                 fn v4($($arg: $ty),*) -> $ret {
-                    $imp::<true>($($arg),*)
+                    $imp::<true, true>($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
                 #[allow(clippy::too_many_arguments)]
                 fn v3($($arg: $ty),*) -> $ret {
-                    $imp::<true>($($arg),*)
+                    $imp::<true, false>($($arg),*)
                 }
                 match level {
                     // SAFETY: the assert above established that the CPU has
@@ -111,7 +112,7 @@ macro_rules! multiversion {
                 }
             }
             let _ = level;
-            $imp::<false>($($arg),*)
+            $imp::<false, false>($($arg),*)
         }
     };
 }

@@ -66,7 +66,7 @@ impl Periodic {
     }
 
     fn syncs(&self, k: u64) -> bool {
-        (k + 1) % self.period == 0
+        (k + 1).is_multiple_of(self.period)
     }
 
     /// `x <- x_sync + sum / n`, the new synchronization point.

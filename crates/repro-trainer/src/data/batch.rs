@@ -162,7 +162,7 @@ mod tests {
             // every output pixel is an input pixel or padding
             assert!(
                 v.iter()
-                    .all(|&p| p == 0.0 || (p as u32 % 10 == 0 && p <= 80.0)),
+                    .all(|&p| p == 0.0 || ((p as u32).is_multiple_of(10) && p <= 80.0)),
                 "{v:?}"
             );
             seen_pad |= v.iter().filter(|&&p| p == 0.0).count() > 1;

@@ -1,0 +1,398 @@
+//! Hand-written AVX-512 loops for Moniqua's whole chunks at 1, 2, 4 and 8 bits.
+//!
+//! The portable kernels (`kernels.rs`) quantize into a code array, then pack
+//! it, hash it and dequantize it in separate loops; the compiler keeps the
+//! codes in memory between them and packs narrow widths with shuffles. Here
+//! each 16 values stay in registers from the load to the packed bytes: one
+//! instruction floors and converts (`vcvtps2dq` with round-down), a 1- or
+//! 2-bit code leaves as a mask (`vptestmd`, `pdep`), and a received code
+//! enters as one (`vpmovm2d`-style masked moves, variable shifts).
+//!
+//! Every function computes the same operations in the same order as its
+//! portable counterpart (no FMA contraction), so the bits are identical;
+//! `kernels::tests::every_simd_level_produces_identical_bits` checks this
+//! for every width, rounding, hash and a partial last chunk (handled by the
+//! portable code). The caller guarantees the CPU has the features (the
+//! kernels reach these only from their AVX-512 instantiation).
+
+#![allow(unsafe_code)]
+
+use core::arch::x86_64::*;
+
+use crate::kernels::{CHUNK, CodeHash, HASH_MUL, ModParams};
+use crate::round::MAGIC;
+
+/// `floor` as the conversion's rounding, without raising exceptions.
+const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn floor_i32(v: __m512) -> __m512i {
+    _mm512_cvttps_epi32(_mm512_roundscale_ps::<FLOOR>(v))
+}
+
+/// Widths with a vector packer here; the others stay portable.
+pub(crate) const fn supports(bits: usize) -> bool {
+    matches!(bits, 1 | 2 | 4 | 8)
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn load16(s: &[f32]) -> __m512 {
+    let s: &[f32; 16] = s[..16].try_into().expect("16 values");
+    // SAFETY: `s` is 16 readable f32 (64 bytes); unaligned loads are allowed.
+    unsafe { _mm512_loadu_ps(s.as_ptr()) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn store16(d: &mut [f32], v: __m512) {
+    let d: &mut [f32; 16] = (&mut d[..16]).try_into().expect("16 values");
+    // SAFETY: `d` is 16 writable f32.
+    unsafe { _mm512_storeu_ps(d.as_mut_ptr(), v) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn load_lanes(lanes: &[u32]) -> __m512i {
+    let s: &[u32; 16] = lanes[..16].try_into().expect("16 lanes");
+    // SAFETY: 16 readable u32.
+    unsafe { _mm512_loadu_epi32(s.as_ptr().cast()) }
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn store_lanes(lanes: &mut [u32], v: __m512i) {
+    let d: &mut [u32; 16] = (&mut lanes[..16]).try_into().expect("16 lanes");
+    // SAFETY: 16 writable u32.
+    unsafe { _mm512_storeu_epi32(d.as_mut_ptr().cast(), v) }
+}
+
+/// [`CodeHash`]'s 64 lanes in four registers.
+struct Lanes([__m512i; 4]);
+
+impl Lanes {
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+    #[inline]
+    fn load(h: &CodeHash) -> Self {
+        Self(std::array::from_fn(|v| load_lanes(&h.lanes[16 * v..])))
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+    #[inline]
+    fn store(&self, h: &mut CodeHash, codes: usize) {
+        for (v, &l) in self.0.iter().enumerate() {
+            store_lanes(&mut h.lanes[16 * v..], l);
+        }
+        h.len += codes as u64;
+    }
+
+    /// Folds the codes of vector `v` of a chunk into its lanes.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+    #[inline]
+    fn update(&mut self, v: usize, c: __m512i) {
+        let h = _mm512_xor_si512(self.0[v], c);
+        let h = _mm512_mullo_epi32(h, _mm512_set1_epi32(HASH_MUL as i32));
+        self.0[v] = _mm512_rol_epi32::<15>(h);
+    }
+}
+
+/// The bits of 1.0f32 in every lane.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn one_bits() -> __m512i {
+    _mm512_set1_epi32(0x3f80_0000)
+}
+
+/// `lowbias32` on 16 lanes (`dither::mix32`).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn mix32(x: __m512i) -> __m512i {
+    let x = _mm512_xor_si512(x, _mm512_srli_epi32::<16>(x));
+    let x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7feb_352d));
+    let x = _mm512_xor_si512(x, _mm512_srli_epi32::<15>(x));
+    let x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x846c_a68b_u32 as i32));
+    _mm512_xor_si512(x, _mm512_srli_epi32::<16>(x))
+}
+
+/// The offsets added to `t` before the floor, for chunk `ci`'s four vectors:
+/// one half for nearest rounding, else `Dither::fill_chunk`'s uniforms
+/// (values `16 v ..` take the low halves of words `0..16` and `16..32`, then
+/// the high halves).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn offsets<const NEAREST: bool>(p: &ModParams, ci: u32) -> [__m512; 4] {
+    if NEAREST {
+        return [_mm512_set1_ps(0.5); 4];
+    }
+    let (k0, k1) = p.dither.keys();
+    let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    let a = _mm512_add_epi32(
+        _mm512_set1_epi32(ci.wrapping_mul(32).wrapping_add(k0) as i32),
+        iota,
+    );
+    let b = _mm512_add_epi32(a, _mm512_set1_epi32(16));
+    let k1 = _mm512_set1_epi32(k1 as i32);
+    let wa = _mm512_xor_si512(mix32(a), k1);
+    let wb = _mm512_xor_si512(mix32(b), k1);
+    // 16 bits h placed at the top of a mantissa in [1, 2): 1 + h 2^-16, and
+    // minus one, exactly `h as f32 / 65536` (as the portable code computes it)
+    // without a conversion and a multiply on the busiest port
+    let mantissa = _mm512_set1_epi32(0x007f_ff80);
+    let one = _mm512_set1_ps(1.0);
+    let u = |h: __m512i| {
+        let bits = _mm512_ternarylogic_epi32::<0xf8>(one_bits(), h, mantissa);
+        _mm512_sub_ps(_mm512_castsi512_ps(bits), one)
+    };
+    [
+        u(_mm512_slli_epi32::<7>(wa)),
+        u(_mm512_slli_epi32::<7>(wb)),
+        u(_mm512_srli_epi32::<9>(wa)),
+        u(_mm512_srli_epi32::<9>(wb)),
+    ]
+}
+
+/// `kernels::quantize` of 16 values: the un-modded codes, and `|t|`'s bits
+/// folded into `bad`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn quantize(x: __m512, scale: __m512, u: __m512, bad: &mut __m512i) -> __m512i {
+    let t = _mm512_mul_ps(x, scale);
+    let abs = _mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x7fff_ffff));
+    *bad = _mm512_max_epu32(*bad, abs);
+    floor_i32(_mm512_add_ps(t, u))
+}
+
+/// Packs 16 codes (their low `B` bits) into `dst` (`2 B` bytes).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn pack16<const B: usize>(c: __m512i, dst: &mut [u8]) {
+    match B {
+        1 => {
+            let m = _mm512_test_epi32_mask(c, _mm512_set1_epi32(1));
+            dst[..2].copy_from_slice(&m.to_le_bytes());
+        }
+        2 => {
+            let lo = u32::from(_mm512_test_epi32_mask(c, _mm512_set1_epi32(1)));
+            let hi = u32::from(_mm512_test_epi32_mask(c, _mm512_set1_epi32(2)));
+            let w = _pdep_u32(lo, 0x5555_5555) | _pdep_u32(hi, 0xaaaa_aaaa);
+            dst[..4].copy_from_slice(&w.to_le_bytes());
+        }
+        4 => {
+            // two codes per 64-bit lane: the odd one's nibble next to the even one's
+            let v = _mm512_and_si512(c, _mm512_set1_epi32(0xf));
+            let v = _mm512_or_si512(v, _mm512_srli_epi64::<28>(v));
+            let bytes = _mm512_cvtepi64_epi8(v);
+            let d: &mut [u8; 8] = (&mut dst[..8]).try_into().expect("8 bytes");
+            // SAFETY: 8 writable bytes; the store writes the low 8 bytes.
+            unsafe { _mm_storel_epi64(d.as_mut_ptr().cast(), bytes) }
+        }
+        _ => {
+            let bytes = _mm512_cvtepi32_epi8(c);
+            let d: &mut [u8; 16] = (&mut dst[..16]).try_into().expect("16 bytes");
+            // SAFETY: 16 writable bytes.
+            unsafe { _mm_storeu_si128(d.as_mut_ptr().cast(), bytes) }
+        }
+    }
+}
+
+/// Unpacks 16 codes of `B` bits from `src` (`2 B` bytes), as floats (the
+/// recovery needs nothing else): 1- and 2-bit codes straight from masks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn unpack16<const B: usize>(src: &[u8]) -> __m512 {
+    match B {
+        1 => {
+            let m = u16::from_le_bytes([src[0], src[1]]);
+            _mm512_maskz_mov_ps(m, _mm512_set1_ps(1.0))
+        }
+        2 => {
+            let w = u32::from_le_bytes([src[0], src[1], src[2], src[3]]);
+            let (lo, hi) = (_pext_u32(w, 0x5555_5555), _pext_u32(w, 0xaaaa_aaaa));
+            let v = _mm512_maskz_mov_ps(lo as u16, _mm512_set1_ps(1.0));
+            _mm512_mask_add_ps(v, hi as u16, v, _mm512_set1_ps(2.0))
+        }
+        4 => {
+            let s: [u8; 8] = src[..8].try_into().expect("8 bytes");
+            let b = _mm_cvtsi64_si128(i64::from_le_bytes(s));
+            let nib = _mm_set1_epi8(0xf);
+            let lo = _mm_and_si128(b, nib);
+            let hi = _mm_and_si128(_mm_srli_epi16::<4>(b), nib);
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)))
+        }
+        _ => {
+            let s: &[u8; 16] = src[..16].try_into().expect("16 bytes");
+            // SAFETY: 16 readable bytes.
+            let b = unsafe { _mm_loadu_si128(s.as_ptr().cast()) };
+            _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b))
+        }
+    }
+}
+
+/// `kernels::recover_one` of 16 received codes `rf` against `y`: the
+/// un-modded codes (when `CODES`; else zero) and `Ĉ B / 2^b`. `z 2^-b` is
+/// exact, so `fma(z, 2^-b, M)` rounds once as the portable `z 2^-b + M`
+/// does; `turns 2^b + r` is exact, so its FMA is too.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn recover<const CODES: bool>(p: &ModParams, rf: __m512, y: __m512) -> (__m512i, __m512) {
+    let magic = _mm512_set1_ps(MAGIC);
+    let z = _mm512_sub_ps(_mm512_mul_ps(y, _mm512_set1_ps(p.scale)), rf);
+    let t = _mm512_fmadd_ps(z, _mm512_set1_ps(1.0 / p.levels as f32), magic);
+    let turns = _mm512_sub_ps(t, magic);
+    let full = _mm512_fmadd_ps(turns, _mm512_set1_ps(p.levels as f32), rf);
+    let v = _mm512_mul_ps(full, _mm512_set1_ps(p.step));
+    let codes = if CODES {
+        _mm512_cvttps_epi32(full)
+    } else {
+        _mm512_setzero_si512()
+    };
+    (codes, v)
+}
+
+/// Folds the lane maxima of `|t|` into the portable kernels' `bad` array.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn fold_bad(badv: __m512i, bad: &mut [u32; CHUNK]) {
+    let old = load_lanes(&bad[..16]);
+    store_lanes(&mut bad[..16], _mm512_max_epu32(old, badv));
+}
+
+/// Moniqua encode of whole chunks: `x` holds a multiple of 64 values, `body`
+/// their packed codes; `own` (same length as `x`) gets the local biased
+/// term. Folds the codes into `hash` when `HASH` and the inputs' magnitudes
+/// into `bad`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
+    p: &ModParams,
+    x: &[f32],
+    mut own: Option<&mut [f32]>,
+    body: &mut [u8],
+    hash: &mut CodeHash,
+    bad: &mut [u32; CHUNK],
+) {
+    let scale = _mm512_set1_ps(p.scale);
+    let step = _mm512_set1_ps(p.step);
+    let mut badv = _mm512_setzero_si512();
+    let mut lanes = Lanes::load(hash);
+    for (ci, (xc, dst)) in x
+        .chunks_exact(CHUNK)
+        .zip(body.chunks_exact_mut(CHUNK / 8 * B))
+        .enumerate()
+    {
+        let u = offsets::<NEAREST>(p, ci as u32);
+        for (v, &u) in u.iter().enumerate() {
+            let c = quantize(load16(&xc[16 * v..]), scale, u, &mut badv);
+            if let Some(own) = own.as_deref_mut() {
+                let h = _mm512_mul_ps(_mm512_cvtepi32_ps(c), step);
+                store16(&mut own[ci * CHUNK + 16 * v..], h);
+            }
+            if HASH {
+                lanes.update(v, c);
+            }
+            pack16::<B>(c, &mut dst[2 * B * v..]);
+        }
+    }
+    if HASH {
+        lanes.store(hash, x.len() / CHUNK * CHUNK);
+    }
+    fold_bad(badv, bad);
+}
+
+/// Moniqua decode of whole chunks: `local` holds a multiple of 64 values and
+/// `body` their packed codes; writes `out = x^` (or, with `ACC`, adds
+/// `w x^`). Folds the recovered codes into `hash` when `HASH`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
+    p: &ModParams,
+    body: &[u8],
+    local: &[f32],
+    out: &mut [f32],
+    w: f32,
+    hash: &mut CodeHash,
+) {
+    let wv = _mm512_set1_ps(w);
+    let mut lanes = Lanes::load(hash);
+    for ((src, yc), oc) in body
+        .chunks_exact(CHUNK / 8 * B)
+        .zip(local.chunks_exact(CHUNK))
+        .zip(out.chunks_exact_mut(CHUNK))
+    {
+        for v in 0..CHUNK / 16 {
+            let r = unpack16::<B>(&src[2 * B * v..]);
+            let (full, val) = recover::<HASH>(p, r, load16(&yc[16 * v..]));
+            let o = if ACC {
+                _mm512_add_ps(load16(&oc[16 * v..]), _mm512_mul_ps(wv, val))
+            } else {
+                val
+            };
+            store16(&mut oc[16 * v..], o);
+            if HASH {
+                lanes.update(v, full);
+            }
+        }
+    }
+    if HASH {
+        lanes.store(hash, local.len() / CHUNK * CHUNK);
+    }
+}
+
+/// `kernels::moniqua_mix` over whole chunks: `x` (or `out`'s own values in
+/// place when `x` is `None`) a multiple of 64 values; `hashes[j]` gets
+/// neighbour `j`'s recovered codes when `HASH`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
+    p: &ModParams,
+    x: Option<&[f32]>,
+    out: &mut [f32],
+    own_weight: f32,
+    bodies: &[&[u8]],
+    weights: &[f32],
+    hashes: &mut [CodeHash],
+    delta: &[f32],
+    bad: &mut [u32; CHUNK],
+) {
+    let scale = _mm512_set1_ps(p.scale);
+    let step = _mm512_set1_ps(p.step);
+    let ow = _mm512_set1_ps(own_weight);
+    let mut badv = _mm512_setzero_si512();
+    let n = out.len() / CHUNK;
+    for ci in 0..n {
+        let at = ci * CHUNK;
+        let u = offsets::<NEAREST>(p, ci as u32);
+        let src: &[f32] = match x {
+            Some(x) => &x[at..at + CHUNK],
+            None => &out[at..at + CHUNK],
+        };
+        let xv: [__m512; 4] = std::array::from_fn(|v| load16(&src[16 * v..]));
+        let mut acc: [__m512; 4] = std::array::from_fn(|v| {
+            let c = quantize(xv[v], scale, u[v], &mut badv);
+            _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c), step), ow)
+        });
+        let start = ci * (CHUNK / 8 * B);
+        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
+            let src = &body[start..start + CHUNK / 8 * B];
+            let wv = _mm512_set1_ps(w);
+            let mut lanes = if HASH { Some(Lanes::load(hash)) } else { None };
+            for (v, a) in acc.iter_mut().enumerate() {
+                let r = unpack16::<B>(&src[2 * B * v..]);
+                let (full, val) = recover::<HASH>(p, r, xv[v]);
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(wv, val));
+                if let Some(l) = lanes.as_mut() {
+                    l.update(v, full);
+                }
+            }
+            if let Some(l) = lanes {
+                l.store(hash, CHUNK);
+            }
+        }
+        let dc = &delta[at..at + CHUNK];
+        let oc = &mut out[at..at + CHUNK];
+        for (v, &a) in acc.iter().enumerate() {
+            let o = _mm512_add_ps(xv[v], _mm512_sub_ps(a, load16(&dc[16 * v..])));
+            store16(&mut oc[16 * v..], o);
+        }
+    }
+    fold_bad(badv, bad);
+}
