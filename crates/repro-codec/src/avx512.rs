@@ -22,19 +22,14 @@ use core::arch::x86_64::*;
 use crate::kernels::{CHUNK, CodeHash, HASH_MUL, ModParams};
 use crate::round::MAGIC;
 
-/// `floor` as the conversion's rounding, without raising exceptions.
-const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
-
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
-#[inline]
-fn floor_i32(v: __m512) -> __m512i {
-    _mm512_cvttps_epi32(_mm512_roundscale_ps::<FLOOR>(v))
-}
-
 /// Widths with a vector packer here; the others stay portable.
 pub(crate) const fn supports(bits: usize) -> bool {
     matches!(bits, 1 | 2 | 4 | 8)
 }
+
+/// `floor` as the conversion's rounding, without raising exceptions: one
+/// instruction, the same integers as `round::floor_to_i32` for `|v| < 2^22`.
+const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
@@ -152,15 +147,16 @@ fn offsets<const NEAREST: bool>(p: &ModParams, ci: u32) -> [__m512; 4] {
     ]
 }
 
-/// `kernels::quantize` of 16 values: the un-modded codes, and `|t|`'s bits
-/// folded into `bad`.
+/// `kernels::quantize` of 16 values: the un-modded codes (as floats and as
+/// integers), and `|t|`'s bits folded into `bad`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-fn quantize(x: __m512, scale: __m512, u: __m512, bad: &mut __m512i) -> __m512i {
+fn quantize(x: __m512, scale: __m512, u: __m512, bad: &mut __m512i) -> (__m512, __m512i) {
     let t = _mm512_mul_ps(x, scale);
     let abs = _mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x7fff_ffff));
     *bad = _mm512_max_epu32(*bad, abs);
-    floor_i32(_mm512_add_ps(t, u))
+    let c = _mm512_cvt_roundps_epi32::<FLOOR>(_mm512_add_ps(t, u));
+    (_mm512_cvtepi32_ps(c), c)
 }
 
 /// Packs 16 codes (their low `B` bits) into `dst` (`2 B` bytes).
@@ -282,9 +278,9 @@ pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: boo
     {
         let u = offsets::<NEAREST>(p, ci as u32);
         for (v, &u) in u.iter().enumerate() {
-            let c = quantize(load16(&xc[16 * v..]), scale, u, &mut badv);
+            let (cf, c) = quantize(load16(&xc[16 * v..]), scale, u, &mut badv);
             if let Some(own) = own.as_deref_mut() {
-                let h = _mm512_mul_ps(_mm512_cvtepi32_ps(c), step);
+                let h = _mm512_mul_ps(cf, step);
                 store16(&mut own[ci * CHUNK + 16 * v..], h);
             }
             if HASH {
@@ -367,8 +363,8 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
         };
         let xv: [__m512; 4] = std::array::from_fn(|v| load16(&src[16 * v..]));
         let mut acc: [__m512; 4] = std::array::from_fn(|v| {
-            let c = quantize(xv[v], scale, u[v], &mut badv);
-            _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c), step), ow)
+            let (cf, _) = quantize(xv[v], scale, u[v], &mut badv);
+            _mm512_mul_ps(_mm512_mul_ps(cf, step), ow)
         });
         let start = ci * (CHUNK / 8 * B);
         for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
