@@ -19,7 +19,8 @@
 
 use core::arch::x86_64::*;
 
-use crate::kernels::{CHUNK, CodeHash, HASH_MUL, ModParams};
+use crate::dither::Dither;
+use crate::kernels::{BucketParams, CHUNK, CodeHash, HASH_MUL, ModParams, scale_at};
 use crate::round::MAGIC;
 
 /// Widths with a vector packer here; the others stay portable.
@@ -116,11 +117,11 @@ fn mix32(x: __m512i) -> __m512i {
 /// the high halves).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-fn offsets<const NEAREST: bool>(p: &ModParams, ci: u32) -> [__m512; 4] {
+fn offsets<const NEAREST: bool>(dither: &Dither, ci: u32) -> [__m512; 4] {
     if NEAREST {
         return [_mm512_set1_ps(0.5); 4];
     }
-    let (k0, k1) = p.dither.keys();
+    let (k0, k1) = dither.keys();
     let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let a = _mm512_add_epi32(
         _mm512_set1_epi32(ci.wrapping_mul(32).wrapping_add(k0) as i32),
@@ -276,7 +277,7 @@ pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: boo
         .zip(body.chunks_exact_mut(CHUNK / 8 * B))
         .enumerate()
     {
-        let u = offsets::<NEAREST>(p, ci as u32);
+        let u = offsets::<NEAREST>(&p.dither, ci as u32);
         for (v, &u) in u.iter().enumerate() {
             let (cf, c) = quantize(load16(&xc[16 * v..]), scale, u, &mut badv);
             if let Some(own) = own.as_deref_mut() {
@@ -356,7 +357,7 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     let n = out.len() / CHUNK;
     for ci in 0..n {
         let at = ci * CHUNK;
-        let u = offsets::<NEAREST>(p, ci as u32);
+        let u = offsets::<NEAREST>(&p.dither, ci as u32);
         let src: &[f32] = match x {
             Some(x) => &x[at..at + CHUNK],
             None => &out[at..at + CHUNK],
@@ -391,4 +392,108 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
         }
     }
     fold_bad(badv, bad);
+}
+
+/// The baselines' quantizer (`kernels::bucket_encode_from`) over whole
+/// chunks, each inside one bucket (`p.bucket` a multiple of 64): `x` a
+/// multiple of 64 values. Returns false, doing nothing, at a width without
+/// a packer here.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+pub(crate) fn bucket_encode(
+    p: &BucketParams,
+    x: &[f32],
+    own: Option<&mut [f32]>,
+    scales: &[u8],
+    out: &mut [u8],
+) -> bool {
+    match p.bits {
+        1 => bucket_encode_fixed::<1>(p, x, own, scales, out),
+        2 => bucket_encode_fixed::<2>(p, x, own, scales, out),
+        4 => bucket_encode_fixed::<4>(p, x, own, scales, out),
+        8 => bucket_encode_fixed::<8>(p, x, own, scales, out),
+        _ => return false,
+    }
+    true
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn bucket_encode_fixed<const B: usize>(
+    p: &BucketParams,
+    x: &[f32],
+    mut own: Option<&mut [f32]>,
+    scales: &[u8],
+    out: &mut [u8],
+) {
+    let top = ((1u32 << B) - 1) as i32;
+    let (zero, topv) = (_mm512_setzero_si512(), _mm512_set1_epi32(top));
+    for (ci, (xc, dst)) in x
+        .chunks_exact(CHUNK)
+        .zip(out.chunks_exact_mut(CHUNK / 8 * B))
+        .enumerate()
+    {
+        let s = scale_at(scales, ci * CHUNK / p.bucket);
+        let inv = if s > 0.0 { top as f32 / (2.0 * s) } else { 0.0 };
+        let (sv, invv) = (_mm512_set1_ps(s), _mm512_set1_ps(inv));
+        let width = _mm512_set1_ps(2.0 * s / top as f32);
+        let u = offsets::<false>(&p.dither, ci as u32);
+        for (v, &u) in u.iter().enumerate() {
+            let t = _mm512_mul_ps(_mm512_add_ps(load16(&xc[16 * v..]), sv), invv);
+            let c = _mm512_cvt_roundps_epi32::<FLOOR>(_mm512_add_ps(t, u));
+            let c = _mm512_min_epi32(_mm512_max_epi32(c, zero), topv);
+            if let Some(own) = own.as_deref_mut() {
+                let h = _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c), width), sv);
+                store16(&mut own[ci * CHUNK + 16 * v..], h);
+            }
+            pack16::<B>(c, &mut dst[2 * B * v..]);
+        }
+    }
+}
+
+/// The baselines' dequantization (`kernels::bucket_decode_from`) over whole
+/// chunks (`bucket` a multiple of 64): `out` a multiple of 64 values. Returns
+/// false, doing nothing, at a width without an unpacker here. Does not check
+/// the scales (the caller does).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+pub(crate) fn bucket_decode(
+    bits: u32,
+    bucket: usize,
+    scales: &[u8],
+    packed: &[u8],
+    out: &mut [f32],
+) -> bool {
+    match bits {
+        1 => bucket_decode_fixed::<1>(bucket, scales, packed, out),
+        2 => bucket_decode_fixed::<2>(bucket, scales, packed, out),
+        4 => bucket_decode_fixed::<4>(bucket, scales, packed, out),
+        8 => bucket_decode_fixed::<8>(bucket, scales, packed, out),
+        _ => return false,
+    }
+    true
+}
+
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn bucket_decode_fixed<const B: usize>(
+    bucket: usize,
+    scales: &[u8],
+    packed: &[u8],
+    out: &mut [f32],
+) {
+    let top = ((1u32 << B) - 1) as f32;
+    for (ci, (src, oc)) in packed
+        .chunks_exact(CHUNK / 8 * B)
+        .zip(out.chunks_exact_mut(CHUNK))
+        .enumerate()
+    {
+        let s = scale_at(scales, ci * CHUNK / bucket);
+        let (sv, width) = (_mm512_set1_ps(s), _mm512_set1_ps(2.0 * s / top));
+        for v in 0..CHUNK / 16 {
+            let c = unpack16::<B>(&src[2 * B * v..]);
+            store16(
+                &mut oc[16 * v..],
+                _mm512_sub_ps(_mm512_mul_ps(c, width), sv),
+            );
+        }
+    }
 }

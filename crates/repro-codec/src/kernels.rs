@@ -629,7 +629,7 @@ fn bucket_scales_impl<const NATIVE: bool, const V4: bool>(
 }
 
 #[inline(always)]
-fn scale_at(scales: &[u8], k: usize) -> f32 {
+pub(crate) fn scale_at(scales: &[u8], k: usize) -> f32 {
     let s = &scales[4 * k..4 * k + 4];
     f32::from_le_bytes([s[0], s[1], s[2], s[3]])
 }
@@ -650,12 +650,36 @@ fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
     scales: &[u8],
     codes_out: &mut [u8],
 ) {
+    let mut from = 0;
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && p.bucket.is_multiple_of(CHUNK) {
+        let full = x.len() / CHUNK * CHUNK;
+        let head = &mut codes_out[..full / 8 * p.bits as usize];
+        let oh = own.as_deref_mut().map(|o| &mut o[..full]);
+        // SAFETY: as in `moniqua_encode_fixed`.
+        if unsafe { crate::avx512::bucket_encode(p, &x[..full], oh, scales, head) } {
+            from = full;
+        }
+    }
+    bucket_encode_from::<NATIVE>(p, x, from, own, scales, codes_out);
+}
+
+/// The baseline quantizer on `x[from..]` (`from` a multiple of 8).
+#[inline(always)]
+fn bucket_encode_from<const NATIVE: bool>(
+    p: &BucketParams,
+    x: &[f32],
+    from: usize,
+    mut own: Option<&mut [f32]>,
+    scales: &[u8],
+    codes_out: &mut [u8],
+) {
     let top = ((1u32 << p.bits) - 1) as i32;
     let mut codes = [0u32; BLOCK];
     let mut u = [0f32; BLOCK];
-    let bytes_per_block = BLOCK * p.bits as usize / 8;
-    for (b, xb) in x.chunks(BLOCK).enumerate() {
-        let base = b * BLOCK;
+    for (b, xb) in x[from..].chunks(BLOCK).enumerate() {
+        let base = from + b * BLOCK;
         let n = xb.len();
         p.dither.fill(base as u32, &mut u[..n]);
         let mut j = 0;
@@ -674,13 +698,19 @@ fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
             }
             j = end;
         }
-        let start = b * bytes_per_block;
+        let start = base / 8 * p.bits as usize;
         pack(
             &codes[..n],
             p.bits,
             &mut codes_out[start..start + packed_len(n, p.bits)],
         );
     }
+}
+
+/// Whether scale `s` can have come from an encoder (finite, non-negative).
+#[inline(always)]
+fn scale_ok(s: f32) -> bool {
+    s >= 0.0 && s.is_finite()
 }
 
 /// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
@@ -692,14 +722,40 @@ fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
     packed: &[u8],
     out: &mut [f32],
 ) -> Option<usize> {
+    let mut from = 0;
+    let mut corrupt = None;
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && bucket.is_multiple_of(CHUNK) {
+        let full = out.len() / CHUNK * CHUNK;
+        let head = &packed[..full / 8 * bits as usize];
+        // SAFETY: as in `moniqua_encode_fixed`.
+        if unsafe { crate::avx512::bucket_decode(bits, bucket, scales, head, &mut out[..full]) } {
+            corrupt = (0..full.div_ceil(bucket)).find(|&k| !scale_ok(scale_at(scales, k)));
+            from = full;
+        }
+    }
+    let rest = bucket_decode_from(bits, bucket, scales, packed, out, from);
+    corrupt.or(rest)
+}
+
+/// [`bucket_decode_impl`] of `out[from..]` (`from` a multiple of 8).
+#[inline(always)]
+fn bucket_decode_from(
+    bits: u32,
+    bucket: usize,
+    scales: &[u8],
+    packed: &[u8],
+    out: &mut [f32],
+    from: usize,
+) -> Option<usize> {
     let top = ((1u32 << bits) - 1) as f32;
     let mut codes = [0u32; BLOCK];
-    let bytes_per_block = BLOCK * bits as usize / 8;
     let mut corrupt = None;
-    for (b, ob) in out.chunks_mut(BLOCK).enumerate() {
-        let base = b * BLOCK;
+    for (b, ob) in out[from..].chunks_mut(BLOCK).enumerate() {
+        let base = from + b * BLOCK;
         let n = ob.len();
-        let start = b * bytes_per_block;
+        let start = base / 8 * bits as usize;
         unpack(
             &packed[start..start + packed_len(n, bits)],
             bits,
@@ -709,7 +765,7 @@ fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
         while j < n {
             let (k, end) = bucket_run_end(base, j, n, bucket);
             let s = scale_at(scales, k);
-            if !(s >= 0.0 && s.is_finite()) {
+            if !scale_ok(s) {
                 corrupt.get_or_insert(k);
             }
             let width = 2.0 * s / top;
@@ -823,17 +879,28 @@ mod tests {
                     let target = MixTarget::InPlace(&mut in_place);
                     moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);
                     assert_eq!(in_place, mixed, "in place is out of place");
-                    let bp = BucketParams {
-                        bits,
-                        bucket: 100,
-                        dither: p.dither,
-                    };
-                    let mut scales = vec![0u8; 4 * x.len().div_ceil(100)];
-                    bucket_scales_at(level, 100, &x, &mut scales);
-                    let mut bcodes = vec![0u8; packed_len(x.len(), bits)];
-                    bucket_encode_at(level, &bp, &x, None, &scales, &mut bcodes);
-                    let mut bout = vec![0f32; x.len()];
-                    bucket_decode_at(level, bits, 100, &scales, &bcodes, &mut bout);
+                    // a bucket size the AVX-512 loops take and one they leave portable
+                    let (mut bcodes, mut bown, mut bout) = (Vec::new(), Vec::new(), Vec::new());
+                    for bucket in [100, 128] {
+                        let bp = BucketParams {
+                            bits,
+                            bucket,
+                            dither: p.dither,
+                        };
+                        let mut scales = vec![0u8; 4 * x.len().div_ceil(bucket)];
+                        bucket_scales_at(level, bucket, &x, &mut scales);
+                        let mut codes = vec![0u8; packed_len(x.len(), bits)];
+                        let mut own = vec![0f32; x.len()];
+                        bucket_encode_at(level, &bp, &x, Some(&mut own), &scales, &mut codes);
+                        let mut out = vec![0f32; x.len()];
+                        let corrupt =
+                            bucket_decode_at(level, bits, bucket, &scales, &codes, &mut out);
+                        assert_eq!(corrupt, None);
+                        assert_eq!(out, own, "the decoder's values are the encoder's");
+                        bcodes.extend(codes);
+                        bown.extend(own.iter().map(|v| v.to_bits()));
+                        bout.extend(out.iter().map(|v| v.to_bits()));
+                    }
                     let got = (
                         body,
                         own.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
@@ -841,7 +908,8 @@ mod tests {
                         h,
                         out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                         bcodes,
-                        bout.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+                        bown,
+                        bout,
                         mixed.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     );
                     match &reference {
