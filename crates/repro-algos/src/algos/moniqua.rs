@@ -129,7 +129,8 @@ impl Worker for Moniqua {
                 self.codec
                     .mix(&self.x, k, sender, &neighbours, delta, next)?;
             }
-            self.x.copy_from_slice(next);
+            // the update becomes the model; the old model's buffer goes to the pool
+            std::mem::swap(&mut self.x, next);
             Ok(received)
         })
     }
