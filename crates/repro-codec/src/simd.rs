@@ -3,9 +3,11 @@
 //! Kernels are written once as `#[inline(always)]` scalar Rust that the
 //! compiler vectorizes; [`multiversion!`] instantiates each one for x86-64-v4
 //! (AVX-512), x86-64-v3 (AVX2 + FMA) and the baseline, and picks at run time.
-//! All instantiations produce bit-identical results (Rust never contracts
-//! `a * b + c` into an FMA), so workers on different CPUs agree on every code;
-//! `kernels::tests` checks this.
+//! The AVX-512 instantiation hands the common widths to the hand-written
+//! loops of `crate::avx512`. All produce bit-identical results (Rust never
+//! contracts `a * b + c` into an FMA, and the hand-written loops use one only
+//! where it rounds exactly as the separate operations), so workers on
+//! different CPUs agree on every code; `kernels::tests` checks this.
 //!
 //! `REPRO_CODEC_SIMD=baseline|avx2|avx512` caps the level (for benchmarks and
 //! for checking a slow path); the default is the best the CPU supports.
