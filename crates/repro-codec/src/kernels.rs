@@ -312,6 +312,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
     let full = local.len() / CHUNK * CHUNK;
     let (body_head, body_tail) = body.split_at(full / 8 * B);
     let (out_head, out_tail) = out.split_at_mut(full);
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut vector = false;
     #[cfg(target_arch = "x86_64")]
     #[allow(unsafe_code)]
@@ -650,6 +651,7 @@ fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
     scales: &[u8],
     codes_out: &mut [u8],
 ) {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut from = 0;
     #[cfg(target_arch = "x86_64")]
     #[allow(unsafe_code)]
@@ -722,7 +724,9 @@ fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
     packed: &[u8],
     out: &mut [f32],
 ) -> Option<usize> {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut from = 0;
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut corrupt = None;
     #[cfg(target_arch = "x86_64")]
     #[allow(unsafe_code)]
