@@ -1,4 +1,6 @@
-//! Hand-written AVX-512 loops for Moniqua's whole chunks at 1, 2, 4 and 8 bits.
+//! Hand-written AVX-512 loops over whole 64-value chunks at 1, 2, 4 and 8
+//! bits: Moniqua's encode, decode and one-pass mix, and the baselines'
+//! per-bucket quantizer and its decoder.
 //!
 //! The portable kernels (`kernels.rs`) quantize into a code array, then pack
 //! it, hash it and dequantize it in separate loops; the compiler keeps the
@@ -6,14 +8,15 @@
 //! each 16 values stay in registers from the load to the packed bytes: one
 //! instruction floors and converts (`vcvtps2dq` with round-down), a 1- or
 //! 2-bit code leaves as a mask (`vptestmd`, `pdep`), and a received code
-//! enters as one (`vpmovm2d`-style masked moves, variable shifts).
+//! enters as one (masked moves of 1.0 and 2.0, `pext`).
 //!
-//! Every function computes the same operations in the same order as its
-//! portable counterpart (no FMA contraction), so the bits are identical;
-//! `kernels::tests::every_simd_level_produces_identical_bits` checks this
-//! for every width, rounding, hash and a partial last chunk (handled by the
-//! portable code). The caller guarantees the CPU has the features (the
-//! kernels reach these only from their AVX-512 instantiation).
+//! Every function computes the same values as its portable counterpart: the
+//! same operations in the same order, and a fused multiply-add only where the
+//! product is exact, so it rounds once as the separate operations do. The
+//! bits are identical; `kernels::tests::every_simd_level_produces_identical_bits`
+//! checks this for every width, rounding, hash and a partial last chunk
+//! (handled by the portable code). The caller guarantees the CPU has the
+//! features (the kernels reach these only from their AVX-512 instantiation).
 
 #![allow(unsafe_code)]
 
