@@ -88,14 +88,31 @@ impl Objective for Quadratic {
         let b = self.target(worker);
         // 16 independent f32 partial sums: a single f64 accumulator would
         // serialize the loop on the add latency
+        // (whole chunks of 16 first, so the lanes stay in registers; the
+        // remainder then goes into the first lanes, the same sums in the
+        // same order as one loop over `chunks(16)`)
         let mut lanes = [0.0f32; 16];
-        for ((gc, xc), bc) in g.chunks_mut(16).zip(x.chunks(16)).zip(b.chunks(16)) {
+        let lane = |lanes: &mut [f32; 16], gc: &mut [f32], xc: &[f32], bc: &[f32]| {
             for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(lanes.iter_mut()) {
                 let r = xi - bi;
                 *l += r * r;
                 *gi = r;
             }
+        };
+        let (mut gs, mut xs, mut bs) = (
+            g.chunks_exact_mut(16),
+            x.chunks_exact(16),
+            b.chunks_exact(16),
+        );
+        for ((gc, xc), bc) in (&mut gs).zip(&mut xs).zip(&mut bs) {
+            lane(&mut lanes, gc, xc, bc);
         }
+        lane(
+            &mut lanes,
+            gs.into_remainder(),
+            xs.remainder(),
+            bs.remainder(),
+        );
         let loss = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
         if self.sigma > 0.0 {
             for gi in g.iter_mut() {
@@ -135,6 +152,27 @@ impl Objective for Quadratic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quadratic_loss_sums_in_sixteen_lanes_remainder_last() {
+        // the order the lanes are summed in is part of a run's determinism:
+        // lane l holds coordinates l, l + 16, ... in increasing order
+        for d in [1usize, 15, 16, 17, 100, 1000] {
+            let b: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin()).collect();
+            let x: Vec<f32> = (0..d).map(|i| (i as f32 * 1.3).cos() * 3.0).collect();
+            let q = Quadratic::homogeneous(1, b.clone(), 0.0);
+            let mut g = vec![0.0; d];
+            let loss = q.gradient(0, &x, &mut Rng::new(1, 0), &mut g);
+            let mut lanes = [0.0f32; 16];
+            for (i, (&xi, &bi)) in x.iter().zip(&b).enumerate() {
+                let r = xi - bi;
+                lanes[i % 16] += r * r;
+                assert_eq!(g[i], r);
+            }
+            let expected = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
+            assert_eq!(loss.to_bits(), expected.to_bits(), "d = {d}");
+        }
+    }
 
     #[test]
     fn quadratic_gradients() {
