@@ -68,6 +68,13 @@ pub trait Worker: Send {
     fn send_reads_delta(&self) -> bool {
         true
     }
+    /// A hint for the next [`receive`](Self::receive) only: memory the caller
+    /// reads right after it (the simulator: the next worker's model), which a
+    /// worker may ask the CPU to bring into cache while it works. Never
+    /// changes a result; the default ignores it.
+    fn prefetch_next(&mut self, next: repro_codec::Prefetch) {
+        let _ = next;
+    }
     /// Consumes the neighbours' frames `(sender, bytes)`, sorted by sender,
     /// and finishes iteration `k`.
     fn receive(

@@ -15,6 +15,7 @@ use crate::objective::Objective;
 use crate::optim::Sgd;
 use crate::rng::Rng;
 use crate::{AlgoError, Topology, scratch};
+use repro_codec::Prefetch;
 
 /// A network condition for the virtual clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -205,12 +206,23 @@ impl<'o> Simulator<'o> {
             // while the model is in cache, unless theta is about to change
             let presend = self.cfg.theta_warmup != Some(k + 1);
             let frames = &self.frames;
+            // a thread steps its workers in order: while one mixes (compute
+            // bound), the next one's model, which its gradient would otherwise
+            // wait for, comes in from memory
+            let models: Vec<Prefetch> = self
+                .lanes
+                .iter()
+                .map(|l| Prefetch::of(l.worker.model()))
+                .collect();
             let both = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
                 scratch::with_vectors(d, |[delta]| {
                     let x = lane.worker.model();
                     let loss = objective.gradient(i, x, &mut lane.rng, delta);
                     sgd.step_in_place(lr, x, delta, &mut lane.momentum);
                     let inbox = inbox(lane.worker.pattern(), i, topology, frames);
+                    if let Some(&next) = models.get(i + 1) {
+                        lane.worker.prefetch_next(next);
+                    }
                     let received = lane.worker.receive(k, delta, &inbox)?;
                     // a failure here (a diverged model) is reported by the
                     // next step, which sends again

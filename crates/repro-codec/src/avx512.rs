@@ -25,6 +25,7 @@ use core::arch::x86_64::*;
 use crate::dither::Dither;
 use crate::kernels::{BucketParams, CHUNK, CodeHash, HASH_MUL, ModParams, scale_at};
 use crate::round::MAGIC;
+use crate::simd::Prefetch;
 
 /// Widths with a vector packer here; the others stay portable.
 pub(crate) const fn supports(bits: usize) -> bool {
@@ -339,7 +340,8 @@ pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
 
 /// `kernels::moniqua_mix` over whole chunks: `x` (or `out`'s own values in
 /// place when `x` is `None`) a multiple of 64 values; `hashes[j]` gets
-/// neighbour `j`'s recovered codes when `HASH`.
+/// neighbour `j`'s recovered codes when `HASH`. Prefetches `next` as it goes,
+/// as much of it per chunk as the chunk's model.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
@@ -352,6 +354,7 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     hashes: &mut [CodeHash],
     delta: &[f32],
     bad: &mut [u32; CHUNK],
+    next: Prefetch,
 ) {
     let scale = _mm512_set1_ps(p.scale);
     let step = _mm512_set1_ps(p.step);
@@ -360,6 +363,8 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     let n = out.len() / CHUNK;
     for ci in 0..n {
         let at = ci * CHUNK;
+        // as many bytes of the hinted memory as this chunk's model
+        next.lines(4 * at, 4 * CHUNK);
         let u = offsets::<NEAREST>(&p.dither, ci as u32);
         let src: &[f32] = match x {
             Some(x) => &x[at..at + CHUNK],

@@ -9,7 +9,7 @@ use crate::Rounding;
 use crate::dither::Dither;
 use crate::pack::{pack, pack_fixed, packed_len, unpack, unpack_fixed};
 use crate::round::{EXACT_LIMIT, floor_to_i32, round_nearest};
-use crate::simd::multiversion;
+use crate::simd::{Prefetch, multiversion};
 
 /// Values per inner block.
 pub(crate) const BLOCK: usize = 1024;
@@ -417,6 +417,8 @@ pub(crate) struct Neighbours<'a> {
     pub bodies: &'a [&'a [u8]],
     pub weights: &'a [f32],
     pub hashes: &'a mut [CodeHash],
+    /// Memory to prefetch while mixing (a hint, see [`Prefetch`]).
+    pub next: Prefetch,
 }
 
 /// One chunk (coordinates `64 ci ..`, `xc.len()` of them) of the update:
@@ -500,11 +502,11 @@ fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const N
         unsafe {
             if p.hash {
                 crate::avx512::mix_chunks::<B, NEAREST, true>(
-                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad,
+                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                 );
             } else {
                 crate::avx512::mix_chunks::<B, NEAREST, false>(
-                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad,
+                    p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                 );
             }
         }
@@ -863,6 +865,7 @@ mod tests {
                         bodies: &bodies,
                         weights: &[0.25, 0.25],
                         hashes: &mut hashes,
+                        next: Prefetch::of(&x),
                     };
                     let target = MixTarget::Out {
                         x: &y,
@@ -879,6 +882,7 @@ mod tests {
                         bodies: &bodies,
                         weights: &[0.25, 0.25],
                         hashes: &mut hashes,
+                        next: Prefetch::of(&x),
                     };
                     let target = MixTarget::InPlace(&mut in_place);
                     moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);

@@ -53,4 +53,5 @@ pub use modulo::{centred_mod, circle_delta, modulus_for};
 pub use moniqua::{Decoded, Encoded, MoniquaCodec, MoniquaConfig, Verification, VerifyStats};
 pub use norm::{Norm, NormCodec, NormConfig};
 pub use round::Rounding;
+pub use simd::Prefetch;
 pub use stochastic::{DEFAULT_BUCKET, StochasticCodec, StochasticConfig};

@@ -21,6 +21,7 @@ use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
 use crate::kernels::{self, ModParams};
 use crate::modulo::{circle_delta, modulus_for};
 use crate::pack::packed_len;
+use crate::simd::Prefetch;
 use crate::{CodecError, ConfigError, Rounding};
 
 /// What a user configures for Moniqua (keys of `codec.*` in a manifest).
@@ -386,10 +387,26 @@ impl MoniquaCodec {
         delta: &[f32],
         out: &mut [f32],
     ) -> Result<Vec<Verification>, CodecError> {
+        self.mix_prefetching(x, iteration, sender, neighbours, delta, out, Prefetch::NONE)
+    }
+
+    /// [`mix`](Self::mix), prefetching `next` into cache as it goes (a hint:
+    /// the result is the same bits; see [`Prefetch`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn mix_prefetching(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        delta: &[f32],
+        out: &mut [f32],
+        next: Prefetch,
+    ) -> Result<Vec<Verification>, CodecError> {
         check_len("output buffer", x.len(), out.len())?;
         let target = kernels::MixTarget::Out { x, out };
         let (verdicts, rejected) =
-            self.mix_into(target, x.len(), iteration, sender, neighbours, delta)?;
+            self.mix_into(target, x.len(), iteration, sender, neighbours, delta, next)?;
         if rejected > 0 {
             return Err(self.rejected_error(x));
         }
@@ -408,10 +425,24 @@ impl MoniquaCodec {
         neighbours: &[(&[u8], f32)],
         delta: &[f32],
     ) -> Result<Vec<Verification>, CodecError> {
+        self.mix_in_place_prefetching(x, iteration, sender, neighbours, delta, Prefetch::NONE)
+    }
+
+    /// [`mix_in_place`](Self::mix_in_place), prefetching `next` into cache
+    /// as it goes (a hint: the result is the same bits; see [`Prefetch`]).
+    pub fn mix_in_place_prefetching(
+        &self,
+        x: &mut [f32],
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        delta: &[f32],
+        next: Prefetch,
+    ) -> Result<Vec<Verification>, CodecError> {
         let len = x.len();
         let target = kernels::MixTarget::InPlace(x);
         let (verdicts, rejected) =
-            self.mix_into(target, len, iteration, sender, neighbours, delta)?;
+            self.mix_into(target, len, iteration, sender, neighbours, delta, next)?;
         if rejected > 0 {
             // the inputs that could not be encoded are still there (NaN
             // stays NaN), or at least as far out of range
@@ -420,6 +451,7 @@ impl MoniquaCodec {
         Ok(verdicts)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn mix_into(
         &self,
         target: kernels::MixTarget<'_>,
@@ -428,6 +460,7 @@ impl MoniquaCodec {
         sender: u32,
         neighbours: &[(&[u8], f32)],
         delta: &[f32],
+        next: Prefetch,
     ) -> Result<(Vec<Verification>, u32), CodecError> {
         check_len("local step", len, delta.len())?;
         let expect = self.expect(len);
@@ -448,6 +481,7 @@ impl MoniquaCodec {
             bodies: &bodies,
             weights: &weights,
             hashes: &mut hashes,
+            next,
         };
         let rejected = kernels::moniqua_mix(&params, target, -all, &mut nb, delta);
         let verdicts = frames
@@ -724,6 +758,21 @@ mod tests {
             let mut out = vec![0.0; d];
             let v = c.mix(&x, 4, 0, &inbox, &delta, &mut out).unwrap();
             assert_eq!(out, want, "bits={bits} {rounding}");
+            // a prefetch hint never changes a result, whatever it names: a
+            // live buffer, memory already freed, nothing
+            let freed = Prefetch::of(&vec![1.0f32; 3 * d]);
+            for next in [Prefetch::of(&delta), freed, Prefetch::NONE] {
+                let mut again = vec![0.0; d];
+                c.mix_prefetching(&x, 4, 0, &inbox, &delta, &mut again, next)
+                    .unwrap();
+                assert_eq!(again, want, "bits={bits} {rounding} {next:?}");
+                if !hash {
+                    let mut z = x.clone();
+                    c.mix_in_place_prefetching(&mut z, 4, 0, &inbox, &delta, next)
+                        .unwrap();
+                    assert_eq!(z, want);
+                }
+            }
             let expected = if hash {
                 Verification::Verified
             } else {

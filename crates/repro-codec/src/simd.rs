@@ -35,6 +35,50 @@ impl Level {
 
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 
+/// A hint naming memory the caller will read next (the simulator: the model
+/// of the worker it steps next on this thread), which a long kernel asks the
+/// CPU to bring into its L2 cache a little at a time while it computes, so
+/// that read overlaps with work instead of waiting on memory. Only an address
+/// and a length: nothing is ever read through it, so a stale hint costs a
+/// wasted prefetch and nothing else. Where a kernel has no use for it, it is
+/// ignored; results never depend on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prefetch {
+    addr: usize,
+    bytes: usize,
+}
+
+impl Prefetch {
+    /// No hint.
+    pub const NONE: Prefetch = Prefetch { addr: 0, bytes: 0 };
+
+    /// A hint for the memory of `data`.
+    pub fn of<T>(data: &[T]) -> Self {
+        Self {
+            addr: data.as_ptr() as usize,
+            bytes: std::mem::size_of_val(data),
+        }
+    }
+
+    /// Asks for the cache lines of bytes `from..from + len` of the hinted
+    /// memory (clipped to it).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    #[allow(unsafe_code)]
+    pub(crate) fn lines(&self, from: usize, len: usize) {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        let end = from.saturating_add(len).min(self.bytes);
+        let mut at = from;
+        while at < end {
+            let p = std::ptr::without_provenance::<i8>(self.addr.wrapping_add(at));
+            // SAFETY: a prefetch is a hint: it never faults, whatever the
+            // address, and reads nothing the program can observe.
+            unsafe { _mm_prefetch::<_MM_HINT_T1>(p) };
+            at += 64;
+        }
+    }
+}
+
 /// The best level this CPU supports.
 pub fn detected() -> Level {
     #[cfg(target_arch = "x86_64")]

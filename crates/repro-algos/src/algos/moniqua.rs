@@ -24,7 +24,7 @@
 //! `|delta|_inf`; the caller then sets `theta = 2 G log(16 n) / (gamma (1 - rho))`
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
-use repro_codec::{CodecError, FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
+use repro_codec::{CodecError, FullPrecision, MoniquaCodec, MoniquaConfig, Prefetch, Verification};
 
 use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
 use crate::{AlgoError, Topology, scratch};
@@ -42,6 +42,8 @@ pub struct Moniqua {
     weights: Vec<(usize, f64)>,
     /// `Some(max |delta|_inf)` while warming up for theta = auto.
     warmup: Option<f32>,
+    /// What to prefetch during the next receive (see `Worker::prefetch_next`).
+    next: Prefetch,
 }
 
 impl Moniqua {
@@ -64,6 +66,7 @@ impl Moniqua {
             gamma,
             weights: slack.neighbours(rank).to_vec(),
             warmup: None,
+            next: Prefetch::NONE,
         })
     }
 }
@@ -101,23 +104,28 @@ impl Worker for Moniqua {
             .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
             .collect::<Result<Vec<(&[u8], f32)>, AlgoError>>()?;
         let sender = self.rank as u32;
+        let next = std::mem::take(&mut self.next);
         if !self.config.hash {
             // no hash to verify, nothing to leave out afterwards: in place
-            match self
-                .codec
-                .mix_in_place(&mut self.x, k, sender, &neighbours, delta)
-            {
+            match self.codec.mix_in_place_prefetching(
+                &mut self.x,
+                k,
+                sender,
+                &neighbours,
+                delta,
+                next,
+            ) {
                 Ok(_) => return Ok(Received::default()),
                 // a peer that hashes anyway: verify, out of place
                 Err(CodecError::HashInPlace) => {}
                 Err(e) => return Err(e.into()),
             }
         }
-        scratch::with_vectors(self.x.len(), |[next]| {
+        scratch::with_vectors(self.x.len(), |[out]| {
             // x + sum_j W_ij (x^_j - x^_i) - delta in one pass
-            let verdicts = self
-                .codec
-                .mix(&self.x, k, sender, &neighbours, delta, next)?;
+            let verdicts =
+                self.codec
+                    .mix_prefetching(&self.x, k, sender, &neighbours, delta, out, next)?;
             let mut received = Received::default();
             for &v in &verdicts {
                 received.record(v);
@@ -127,16 +135,20 @@ impl Worker for Moniqua {
                 let mut verdict = verdicts.iter();
                 neighbours.retain(|_| verdict.next() != Some(&Verification::Mismatch));
                 self.codec
-                    .mix(&self.x, k, sender, &neighbours, delta, next)?;
+                    .mix(&self.x, k, sender, &neighbours, delta, out)?;
             }
             // the update becomes the model; the old model's buffer goes to the pool
-            std::mem::swap(&mut self.x, next);
+            std::mem::swap(&mut self.x, out);
             Ok(received)
         })
     }
 
     fn extra_memory(&self) -> usize {
         0
+    }
+
+    fn prefetch_next(&mut self, next: Prefetch) {
+        self.next = next;
     }
 
     fn start_theta_warmup(&mut self) -> bool {
