@@ -547,7 +547,10 @@ fn an_interrupted_rerun_keeps_the_runs_that_finished_before() {
 
 /// Figure 2(b) at smoke scale through the driver: AD-PSGD and Moniqua on
 /// AD-PSGD as real MPI jobs (4 ranks, two threads each) beside D-PSGD; all
-/// complete, and Moniqua's ranks send about a quarter of AD-PSGD's bytes.
+/// complete, and Moniqua's messages are about a quarter of AD-PSGD's bytes.
+/// Per message, not per run: how many pairwise averages an asynchronous run
+/// makes depends on timing (a faster codec once made Moniqua's ranks average
+/// about 1.6x as often and its total bytes crossed half of AD-PSGD's).
 #[test]
 fn asynchronous_algorithms_run_through_the_driver() {
     let _serial = mpi_lock();
@@ -565,12 +568,34 @@ fn asynchronous_algorithms_run_through_the_driver() {
         let acc: f64 = r["avg_test_accuracy"].parse().unwrap();
         assert!(acc > 0.5, "{r:?}");
     }
-    let per_step = |alg: &str| {
-        let r = by[alg];
-        r["counted_bytes_per_worker"].parse::<f64>().unwrap()
+    for alg in ["ad-psgd", "moniqua-ad-psgd"] {
+        let total: f64 = by[alg]["counted_bytes_per_worker"].parse().unwrap();
+        assert!(total > 0.0, "{alg} sent nothing");
+    }
+    // one message: the fewest bytes a rank sent in a step that sent any
+    let message = |alg: &str| {
+        let raw = out.join("raw").join(&by[alg]["run_id"]);
+        let mut fewest = u64::MAX;
+        for rank in 0..4 {
+            let log = std::fs::read_to_string(raw.join(format!("rank-{rank}.jsonl"))).unwrap();
+            for line in log.lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                if v["type"] == "step" {
+                    let sent = v["bytes_sent"].as_u64().unwrap();
+                    if sent > 0 {
+                        fewest = fewest.min(sent);
+                    }
+                }
+            }
+        }
+        assert!(fewest < u64::MAX, "{alg}: no step sent a message");
+        fewest as f64
     };
-    assert!(per_step("moniqua-ad-psgd") > 0.0);
-    assert!(per_step("moniqua-ad-psgd") < 0.5 * per_step("ad-psgd"));
+    let ratio = message("moniqua-ad-psgd") / message("ad-psgd");
+    assert!(
+        (0.2..0.3).contains(&ratio),
+        "8-bit over 32-bit messages: {ratio}"
+    );
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(table.contains("moniqua-ad-psgd"), "{table}");
 }
