@@ -3,6 +3,8 @@
 //! `f(x) = 1/n sum_i f_i(x)`; worker `i` samples stochastic gradients of its
 //! own `f_i`.
 
+use repro_codec::flat::{self, LOSS_LANES};
+
 use crate::rng::Rng;
 use crate::sim::average;
 
@@ -85,34 +87,10 @@ impl Objective for Quadratic {
     }
 
     fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
-        let b = self.target(worker);
-        // 16 independent f32 partial sums: a single f64 accumulator would
-        // serialize the loop on the add latency
-        // (whole chunks of 16 first, so the lanes stay in registers; the
-        // remainder then goes into the first lanes, the same sums in the
-        // same order as one loop over `chunks(16)`)
-        let mut lanes = [0.0f32; 16];
-        let lane = |lanes: &mut [f32; 16], gc: &mut [f32], xc: &[f32], bc: &[f32]| {
-            for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(lanes.iter_mut()) {
-                let r = xi - bi;
-                *l += r * r;
-                *gi = r;
-            }
-        };
-        let (mut gs, mut xs, mut bs) = (
-            g.chunks_exact_mut(16),
-            x.chunks_exact(16),
-            b.chunks_exact(16),
-        );
-        for ((gc, xc), bc) in (&mut gs).zip(&mut xs).zip(&mut bs) {
-            lane(&mut lanes, gc, xc, bc);
-        }
-        lane(
-            &mut lanes,
-            gs.into_remainder(),
-            xs.remainder(),
-            bs.remainder(),
-        );
+        // 64 independent f32 partial sums, vectorized: a single f64
+        // accumulator would serialize the loop on the add latency
+        let mut lanes = [0.0f32; LOSS_LANES];
+        flat::residual(x, self.target(worker), g, &mut lanes);
         let loss = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
         if self.sigma > 0.0 {
             for gi in g.iter_mut() {
@@ -154,19 +132,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quadratic_loss_sums_in_sixteen_lanes_remainder_last() {
+    fn quadratic_loss_sums_in_sixty_four_lanes() {
         // the order the lanes are summed in is part of a run's determinism:
-        // lane l holds coordinates l, l + 16, ... in increasing order
-        for d in [1usize, 15, 16, 17, 100, 1000] {
+        // lane l holds coordinates l, l + 64, ... in increasing order
+        for d in [1usize, 63, 64, 65, 100, 1000] {
             let b: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin()).collect();
             let x: Vec<f32> = (0..d).map(|i| (i as f32 * 1.3).cos() * 3.0).collect();
             let q = Quadratic::homogeneous(1, b.clone(), 0.0);
             let mut g = vec![0.0; d];
             let loss = q.gradient(0, &x, &mut Rng::new(1, 0), &mut g);
-            let mut lanes = [0.0f32; 16];
+            let mut lanes = [0.0f32; 64];
             for (i, (&xi, &bi)) in x.iter().zip(&b).enumerate() {
                 let r = xi - bi;
-                lanes[i % 16] += r * r;
+                lanes[i % 64] += r * r;
                 assert_eq!(g[i], r);
             }
             let expected = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();

@@ -34,6 +34,7 @@
 mod avx512;
 mod dither;
 mod errors;
+pub mod flat;
 pub mod frame;
 mod full;
 mod kernels;

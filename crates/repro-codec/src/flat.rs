@@ -1,0 +1,176 @@
+//! Flat-buffer arithmetic the algorithms run on every coordinate of every
+//! iteration besides the codec's: the local SGD step and a separable
+//! objective's residual. They live here because this crate owns the SIMD
+//! dispatch: each is compiled per level like the codec's kernels, and every
+//! level computes the same bits (the same operations per element in the same
+//! order, no contraction into fused multiply-adds, sums in fixed lanes).
+
+use crate::simd::multiversion;
+
+/// Partial sums of [`residual`]: lane `l` sums coordinates `l, l + 64, ...`
+/// in increasing order (four 16-wide accumulators, so the sum does not wait
+/// on one add's latency per vector).
+pub const LOSS_LANES: usize = 64;
+
+/// `g = x - b` and, for every `j` in increasing order,
+/// `lanes[j % 64] += (x_j - b_j)^2`. Over blocks whose starts are multiples
+/// of 64 coordinates, the lanes come out as over the whole vector.
+///
+/// # Panics
+/// If `x`, `b` and `g` differ in length.
+pub fn residual(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) {
+    assert!(
+        x.len() == b.len() && x.len() == g.len(),
+        "residual of {} values against {} into {}",
+        x.len(),
+        b.len(),
+        g.len()
+    );
+    residual_kernel(x, b, g, lanes);
+}
+
+/// The local SGD step in place: `m = beta m + (g + wd x)`, `g = lr m` when
+/// `beta > 0`; else `g = lr (g + wd x)`, or `g = lr g` without weight decay
+/// (`x` is then not read). `m` is ignored when `beta` is 0.
+///
+/// # Panics
+/// If `x`, `g` (and `m`, when `beta > 0`) differ in length.
+pub fn sgd_step(lr: f32, wd: f32, beta: f32, x: &[f32], g: &mut [f32], m: &mut [f32]) {
+    assert!(
+        x.len() == g.len() && (beta == 0.0 || m.len() == g.len()),
+        "sgd step of {} values with a model of {} and momentum of {}",
+        g.len(),
+        x.len(),
+        m.len()
+    );
+    sgd_kernel(lr, wd, beta, x, g, m);
+}
+
+#[inline(always)]
+fn residual_impl<const NATIVE: bool, const V4: bool>(
+    x: &[f32],
+    b: &[f32],
+    g: &mut [f32],
+    lanes: &mut [f32; LOSS_LANES],
+) {
+    let mut held = *lanes;
+    let lane = |held: &mut [f32; LOSS_LANES], gc: &mut [f32], xc: &[f32], bc: &[f32]| {
+        for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(held.iter_mut()) {
+            let r = xi - bi;
+            *l += r * r;
+            *gi = r;
+        }
+    };
+    let (mut gs, mut xs, mut bs) = (
+        g.chunks_exact_mut(LOSS_LANES),
+        x.chunks_exact(LOSS_LANES),
+        b.chunks_exact(LOSS_LANES),
+    );
+    for ((gc, xc), bc) in (&mut gs).zip(&mut xs).zip(&mut bs) {
+        lane(&mut held, gc, xc, bc);
+    }
+    lane(
+        &mut held,
+        gs.into_remainder(),
+        xs.remainder(),
+        bs.remainder(),
+    );
+    *lanes = held;
+}
+
+#[inline(always)]
+fn sgd_impl<const NATIVE: bool, const V4: bool>(
+    lr: f32,
+    wd: f32,
+    beta: f32,
+    x: &[f32],
+    g: &mut [f32],
+    m: &mut [f32],
+) {
+    if beta > 0.0 {
+        for ((g, &x), m) in g.iter_mut().zip(x).zip(m.iter_mut()) {
+            *m = beta * *m + (*g + wd * x);
+            *g = lr * *m;
+        }
+    } else if wd != 0.0 {
+        for (g, &x) in g.iter_mut().zip(x) {
+            *g = lr * (*g + wd * x);
+        }
+    } else {
+        for g in g.iter_mut() {
+            *g *= lr;
+        }
+    }
+}
+
+multiversion! {
+    /// [`residual`] at the best level.
+    fn residual_kernel / residual_at(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_impl;
+}
+multiversion! {
+    /// [`sgd_step`] at the best level.
+    fn sgd_kernel / sgd_at(lr: f32, wd: f32, beta: f32, x: &[f32], g: &mut [f32], m: &mut [f32]) -> () = sgd_impl;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::{Level, detected};
+
+    fn levels() -> Vec<Level> {
+        [Level::Baseline, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .filter(|&l| l <= detected())
+            .collect()
+    }
+
+    #[test]
+    fn residual_sums_in_sixty_four_lanes_on_every_level() {
+        for d in [1usize, 63, 64, 65, 1000] {
+            let b: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin()).collect();
+            let x: Vec<f32> = (0..d).map(|i| (i as f32 * 1.3).cos() * 3.0).collect();
+            let mut expected = [0.0f32; LOSS_LANES];
+            for (j, (&xi, &bi)) in x.iter().zip(&b).enumerate() {
+                let r = xi - bi;
+                expected[j % LOSS_LANES] += r * r;
+            }
+            for level in levels() {
+                let (mut g, mut lanes) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
+                residual_at(level, &x, &b, &mut g, &mut lanes);
+                assert_eq!(lanes, expected, "d = {d} at {level:?}");
+                assert!(g.iter().zip(&x).zip(&b).all(|((&g, &x), &b)| g == x - b));
+                // in blocks starting on multiples of 64
+                let (mut g2, mut lanes2) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
+                for (at, xc) in x.chunks(128).enumerate() {
+                    let r = at * 128..at * 128 + xc.len();
+                    residual_at(level, xc, &b[r.clone()], &mut g2[r], &mut lanes2);
+                }
+                assert_eq!((g2, lanes2), (g, lanes));
+            }
+        }
+    }
+
+    #[test]
+    fn sgd_step_is_the_formula_on_every_level() {
+        let d = 1001;
+        let x: Vec<f32> = (0..d).map(|i| (i as f32 * 0.37).sin()).collect();
+        let g0: Vec<f32> = (0..d).map(|i| (i as f32 * 0.11).cos()).collect();
+        let m0: Vec<f32> = (0..d).map(|i| (i as f32 * 0.05).sin() * 0.1).collect();
+        for (beta, wd) in [(0.9f32, 1e-3f32), (0.0, 1e-3), (0.0, 0.0), (0.5, 0.0)] {
+            let (mut eg, mut em) = (g0.clone(), m0.clone());
+            for j in 0..d {
+                if beta > 0.0 {
+                    em[j] = beta * em[j] + (eg[j] + wd * x[j]);
+                    eg[j] = 0.1 * em[j];
+                } else {
+                    eg[j] = 0.1 * (eg[j] + wd * x[j]);
+                }
+            }
+            for level in levels() {
+                let (mut g, mut m) = (g0.clone(), m0.clone());
+                sgd_at(level, 0.1, wd, beta, &x, &mut g, &mut m);
+                assert_eq!((&g, &m), (&eg, &em), "beta {beta} wd {wd} at {level:?}");
+            }
+        }
+    }
+}
