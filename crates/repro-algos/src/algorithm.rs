@@ -19,6 +19,8 @@
 //! the models as they were when the gradient was computed (Lian et al. 2017,
 //! Moniqua's Algorithm 1; powergossip and Bagua do the same).
 
+use repro_codec::{DitherTable, Prefetch};
+
 use crate::AlgoError;
 
 /// How a worker's frames travel.
@@ -83,6 +85,12 @@ pub trait Worker: Send {
         delta: &[f32],
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError>;
+    /// The worker's iteration a block of coordinates at a time, where it
+    /// can run one (see [`Blockwise`]); `None` (the default) where not.
+    fn blockwise(&mut self) -> Option<&mut dyn Blockwise> {
+        None
+    }
+
     /// Bytes of state this worker keeps beyond D-PSGD's (the model, one
     /// accumulator, one decode buffer and the frames of one iteration).
     fn extra_memory(&self) -> usize;
@@ -196,4 +204,57 @@ pub(crate) fn sum_in_rank_order(
         axpy(sum, 1.0, own);
     }
     Ok(())
+}
+
+/// A worker whose iteration can run a block of coordinates at a time, for
+/// a caller that knows the local step a block at a time (a separable
+/// objective) and interleaves many workers block by block (the simulator:
+/// every worker's block `b`, then every worker's block `b + 1`, so what the
+/// workers share per block, the dither of shared randomness, is computed
+/// once and stays in cache with the block).
+///
+/// An iteration is [`begin`](Self::begin), [`block`](Self::block) for
+/// every block of the model, [`finish`](Self::finish): bit for bit the
+/// model and frame of computing the whole local step, then
+/// [`Worker::receive`], then [`Worker::send`] at `k + 1`. The worker's
+/// `send` must not read the local step.
+pub trait Blockwise {
+    /// Starts iteration `k` with the neighbours' frames, and with `next` the
+    /// frame of `k + 1`. `Ok(false)`, with nothing changed, where the
+    /// worker cannot this iteration (the caller then uses `receive`).
+    fn begin(
+        &mut self,
+        k: u64,
+        inbox: &[(usize, &[u8])],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<bool, AlgoError>;
+    /// What the blocks of coordinates `at..at + len` at `k` may share
+    /// across workers: the dither at `k` and `k + 1`
+    /// ([`repro_codec::MoniquaCodec::fill_dither`]). A worker given tables
+    /// that are not its own ignores them.
+    fn fill_dither(&self, k: u64, at: usize, len: usize, tables: &mut [DitherTable; 2]);
+    /// Block `at..at + len` (`at` a multiple of 64; blocks of one
+    /// iteration in order): `local_step(model block, delta)` writes the
+    /// block's local step into `delta` (the first `len` values of
+    /// `scratch`) given the model there, then the worker updates the block
+    /// and writes its part of `next`. `prefetch`: what the caller reads
+    /// next (a hint).
+    #[allow(clippy::too_many_arguments)]
+    fn block(
+        &mut self,
+        k: u64,
+        inbox: &[(usize, &[u8])],
+        at: usize,
+        len: usize,
+        local_step: &mut dyn FnMut(&[f32], &mut [f32]),
+        scratch: &mut [f32],
+        tables: &[DitherTable; 2],
+        next: Option<&mut Vec<u8>>,
+        prefetch: Prefetch,
+    ) -> Result<(), AlgoError>;
+    /// Ends iteration `k`: the counts, and whether `next` holds the frame
+    /// of `k + 1` (an updated model the encoder rejects leaves it unsent,
+    /// the update standing).
+    fn finish(&mut self, k: u64, next: Option<&mut Vec<u8>>)
+    -> Result<(Received, bool), AlgoError>;
 }

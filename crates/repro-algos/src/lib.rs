@@ -24,12 +24,12 @@ pub mod sim;
 pub mod sim_async;
 pub mod topology;
 
-pub use algorithm::{Pattern, Received, Worker};
+pub use algorithm::{Blockwise, Pattern, Received, Worker};
 pub use algos::{ALGORITHM_NAMES, ASYNC_ALGORITHM_NAMES, AlgorithmSpec, Knobs};
 pub use compress::{Compressor, CompressorSpec};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError};
-pub use objective::{Objective, Quadratic};
+pub use objective::{Objective, Quadratic, Separable};
 pub use optim::Sgd;
 pub use pairwise::{Folded, PairSide};
 pub use sim::{Network, SimConfig, Simulator, StepReport};

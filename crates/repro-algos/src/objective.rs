@@ -20,6 +20,33 @@ pub trait Objective: Send + Sync {
     fn loss(&self, x: &[f32]) -> f64;
     /// `grad f(x)` (the global gradient, no noise) into `g`.
     fn full_gradient(&self, x: &[f32], g: &mut [f32]);
+    /// `Some` when the stochastic gradient can be computed a block of
+    /// coordinates at a time (see [`Separable`]); the default is `None`.
+    fn separable(&self) -> Option<&dyn Separable> {
+        None
+    }
+}
+
+/// An objective whose stochastic gradient at coordinate `j` depends on
+/// `x_j` alone (the quadratics): the simulator then runs a worker's
+/// iteration a block of coordinates at a time, while they are in cache.
+pub trait Separable: Sync {
+    /// [`Objective::gradient`] of coordinates `from..from + x.len()` into
+    /// `g`, adding to `lanes` (all zero before the first block) what the
+    /// sampled loss sums. Blocks come in order, every one but the last a
+    /// multiple of 64 long; taken together they write what `gradient`
+    /// writes and draw what it draws from `rng`.
+    fn gradient_block(
+        &self,
+        worker: usize,
+        from: usize,
+        x: &[f32],
+        rng: &mut Rng,
+        g: &mut [f32],
+        lanes: &mut [f32; LOSS_LANES],
+    );
+    /// The sampled loss once every block is done: what `gradient` returns.
+    fn block_loss(&self, lanes: &[f32; LOSS_LANES]) -> f64;
 }
 
 /// `f_i(x) = |x - b_i|^2 / 2`, with Gaussian gradient noise of standard
@@ -87,17 +114,9 @@ impl Objective for Quadratic {
     }
 
     fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
-        // 64 independent f32 partial sums, vectorized: a single f64
-        // accumulator would serialize the loop on the add latency
         let mut lanes = [0.0f32; LOSS_LANES];
-        flat::residual(x, self.target(worker), g, &mut lanes);
-        let loss = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
-        if self.sigma > 0.0 {
-            for gi in g.iter_mut() {
-                *gi += self.sigma * rng.normal() as f32;
-            }
-        }
-        loss
+        self.gradient_block(worker, 0, x, rng, g, &mut lanes);
+        self.block_loss(&lanes)
     }
 
     fn loss(&self, x: &[f32]) -> f64 {
@@ -125,6 +144,36 @@ impl Objective for Quadratic {
             *gi = xi - m;
         }
     }
+
+    fn separable(&self) -> Option<&dyn Separable> {
+        Some(self)
+    }
+}
+
+impl Separable for Quadratic {
+    fn gradient_block(
+        &self,
+        worker: usize,
+        from: usize,
+        x: &[f32],
+        rng: &mut Rng,
+        g: &mut [f32],
+        lanes: &mut [f32; LOSS_LANES],
+    ) {
+        let b = &self.target(worker)[from..from + x.len()];
+        // 64 independent f32 partial sums, vectorized: a single f64
+        // accumulator would serialize the loop on the add latency
+        flat::residual(x, b, g, lanes);
+        if self.sigma > 0.0 {
+            for gi in g.iter_mut() {
+                *gi += self.sigma * rng.normal() as f32;
+            }
+        }
+    }
+
+    fn block_loss(&self, lanes: &[f32; LOSS_LANES]) -> f64 {
+        0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>()
+    }
 }
 
 #[cfg(test)]
@@ -149,6 +198,27 @@ mod tests {
             }
             let expected = 0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>();
             assert_eq!(loss.to_bits(), expected.to_bits(), "d = {d}");
+        }
+    }
+
+    #[test]
+    fn quadratic_gradient_in_blocks_is_the_whole_gradient() {
+        let d = 1000;
+        let targets: Vec<Vec<f32>> = (0..2)
+            .map(|w| (0..d).map(|i| ((i + w) as f32 * 0.7).sin()).collect())
+            .collect();
+        let q = Quadratic::heterogeneous(targets, 0.5);
+        let x: Vec<f32> = (0..d).map(|i| (i as f32 * 1.3).cos() * 3.0).collect();
+        let (mut whole, mut rng) = (vec![0.0; d], Rng::new(3, 1));
+        let loss = q.gradient(1, &x, &mut rng, &mut whole);
+        for block in [64, 192, 512, 2048] {
+            let (mut g, mut r, mut lanes) = (vec![0.0; d], Rng::new(3, 1), [0.0f32; LOSS_LANES]);
+            for (at, (xb, gb)) in x.chunks(block).zip(g.chunks_mut(block)).enumerate() {
+                q.gradient_block(1, at * block, xb, &mut r, gb, &mut lanes);
+            }
+            assert_eq!(g, whole, "block {block}");
+            assert_eq!(q.block_loss(&lanes).to_bits(), loss.to_bits());
+            assert_eq!(r.uniform().to_bits(), rng.clone().uniform().to_bits());
         }
     }
 

@@ -9,13 +9,14 @@
 //! of a frame in `2 (n - 1)` hops, a ring all-gather `(n - 1)` frames in
 //! `n - 1` hops. Deterministic for a given seed.
 
-use crate::algorithm::{Pattern, Worker};
+use crate::algorithm::{Pattern, Received, Worker};
 use crate::algos::AlgorithmSpec;
-use crate::objective::Objective;
+use crate::objective::{Objective, Separable};
 use crate::optim::Sgd;
 use crate::rng::Rng;
 use crate::{AlgoError, Topology, scratch};
-use repro_codec::Prefetch;
+use repro_codec::flat::LOSS_LANES;
+use repro_codec::{DitherTable, Prefetch};
 
 /// A network condition for the virtual clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -91,6 +92,10 @@ pub struct Simulator<'o> {
     /// `frames` already hold this iteration's frames (sent at the end of
     /// the previous one).
     present: bool,
+    /// Fused, on a separable objective: workers that can run their
+    /// iteration a block of coordinates at a time do (`Worker::blockwise`);
+    /// tests turn it off to compare.
+    blocks: bool,
     k: u64,
     clock: f64,
     total_bytes: u64,
@@ -167,6 +172,7 @@ impl<'o> Simulator<'o> {
             pool,
             fused,
             present: false,
+            blocks: true,
             topology,
             cfg,
             k: 0,
@@ -185,13 +191,18 @@ impl<'o> Simulator<'o> {
     /// receives in one pass, while its model is in cache, with the gradient
     /// and step in per-thread scratch: the same arithmetic on the same
     /// values (each worker has its own random stream), fewer trips through
-    /// memory.
+    /// memory. Each thread takes a contiguous group of workers. On a
+    /// separable objective, the workers that can ([`crate::Blockwise`]:
+    /// Moniqua without a hash) run their iteration a block of coordinates at
+    /// a time, interleaved: every worker's block `b` (gradient, step,
+    /// update, the next frame's codes), then every worker's block `b + 1`,
+    /// so the block's dither tables, shared by all workers, are computed
+    /// once per thread and the block never leaves the first-level cache.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
         let n = self.lanes.len();
         let k = self.k;
         let objective = self.objective;
         let (lr, sgd) = (self.cfg.lr, self.cfg.sgd);
-        let d = objective.dim();
         let topology = &self.topology;
         let (losses, received) = if self.fused {
             // consumed here: should this step fail, the next one sends afresh
@@ -214,24 +225,28 @@ impl<'o> Simulator<'o> {
                 .iter()
                 .map(|l| Prefetch::of(l.worker.model()))
                 .collect();
-            let both = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
-                scratch::with_vectors(d, |[delta]| {
-                    let x = lane.worker.model();
-                    let loss = objective.gradient(i, x, &mut lane.rng, delta);
-                    sgd.step_in_place(lr, x, delta, &mut lane.momentum);
-                    let inbox = inbox(lane.worker.pattern(), i, topology, frames);
-                    if let Some(&next) = models.get(i + 1) {
-                        lane.worker.prefetch_next(next);
-                    }
-                    let received = lane.worker.receive(k, delta, &inbox)?;
-                    // a failure here (a diverged model) is reported by the
-                    // next step, which sends again
-                    lane.next_sent =
-                        presend && lane.worker.send(k + 1, &[], &mut lane.next).is_ok();
-                    Ok((loss, received))
-                })
+            let pass = Pass {
+                k,
+                objective,
+                separable: objective.separable().filter(|_| self.blocks),
+                lr,
+                sgd,
+                topology,
+                frames,
+                models: &models,
+                presend,
+            };
+            // each thread a contiguous group of workers, stepped in order
+            let threads = self
+                .pool
+                .as_ref()
+                .map_or(1, rayon::ThreadPool::current_num_threads);
+            let per = n.div_ceil(threads).max(1);
+            let mut groups: Vec<&mut [Lane]> = self.lanes.chunks_mut(per).collect();
+            let both = par_map(self.pool.as_ref(), &mut groups, |g, group| {
+                pass.group(g * per, group)
             })?;
-            both.into_iter().unzip()
+            both.into_iter().flatten().unzip()
         } else {
             let losses = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
                 let x = lane.worker.model();
@@ -410,6 +425,160 @@ impl<'o> Simulator<'o> {
     }
 }
 
+/// Coordinates per block when workers run their iteration a block at a
+/// time: the block's model, step and two dither tables (16 KiB) stay in
+/// the first-level cache while every worker of a thread takes its turn.
+const BLOCK: usize = 1024;
+
+/// What one fused pass over the workers shares.
+struct Pass<'a> {
+    k: u64,
+    objective: &'a dyn Objective,
+    /// Set where the workers may run a block at a time.
+    separable: Option<&'a dyn Separable>,
+    lr: f32,
+    sgd: Sgd,
+    topology: &'a Topology,
+    frames: &'a [Vec<u8>],
+    /// Every worker's model, as a prefetch hint.
+    models: &'a [Prefetch],
+    presend: bool,
+}
+
+impl Pass<'_> {
+    /// Workers `base..base + group.len()`, in order: those that can a
+    /// block at a time, interleaved block by block (one dither table per
+    /// block for all of them), the others each in one pass. The sampled
+    /// losses and counts, in worker order.
+    fn group(&self, base: usize, group: &mut [Lane]) -> Result<Vec<(f64, Received)>, AlgoError> {
+        let inboxes: Vec<Vec<(usize, &[u8])>> = group
+            .iter()
+            .enumerate()
+            .map(|(li, lane)| inbox(lane.worker.pattern(), base + li, self.topology, self.frames))
+            .collect();
+        let mut on = vec![false; group.len()];
+        let mut out = vec![None; group.len()];
+        if let Some(sep) = self.separable {
+            for ((lane, inbox), on) in group.iter_mut().zip(&inboxes).zip(&mut on) {
+                if let Some(b) = lane.worker.blockwise() {
+                    *on = b.begin(self.k, inbox, self.presend.then_some(&mut lane.next))?;
+                }
+            }
+            if on.contains(&true) {
+                self.blocks(base, group, &inboxes, &on, sep, &mut out)?;
+            }
+        }
+        for (li, lane) in group.iter_mut().enumerate() {
+            if !on[li] {
+                out[li] = Some(self.whole(base + li, lane, &inboxes[li])?);
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    /// The workers marked `on`, block by block.
+    fn blocks(
+        &self,
+        base: usize,
+        group: &mut [Lane],
+        inboxes: &[Vec<(usize, &[u8])>],
+        on: &[bool],
+        sep: &dyn Separable,
+        out: &mut [Option<(f64, Received)>],
+    ) -> Result<(), AlgoError> {
+        let d = self.objective.dim();
+        let (k, lr, sgd) = (self.k, self.lr, self.sgd);
+        let mut losses = vec![[0.0f32; LOSS_LANES]; group.len()];
+        let mut tables = [DitherTable::default(), DitherTable::default()];
+        let mut scratch = vec![0.0f32; BLOCK];
+        let first = on.iter().position(|&o| o).unwrap_or(0);
+        for at in (0..d).step_by(BLOCK) {
+            let m = BLOCK.min(d - at);
+            if let Some(b) = group[first].worker.blockwise() {
+                b.fill_dither(k, at, m, &mut tables);
+            }
+            for (li, lane) in group.iter_mut().enumerate() {
+                if !on[li] {
+                    continue;
+                }
+                let i = base + li;
+                // what this thread reads next: the next worker's block, or
+                // after the last one, the first one's next block
+                let hint = match self.models.get(i + 1).filter(|_| li + 1 < on.len()) {
+                    Some(next) => next.skip(4 * at),
+                    None => self.models[base].skip(4 * (at + m)),
+                };
+                let Lane {
+                    worker,
+                    rng,
+                    momentum,
+                    next,
+                    ..
+                } = lane;
+                let lanes = &mut losses[li];
+                let mut local_step = |x: &[f32], delta: &mut [f32]| {
+                    sep.gradient_block(i, at, x, rng, delta, lanes);
+                    let m: &mut [f32] = if momentum.is_empty() {
+                        &mut []
+                    } else {
+                        &mut momentum[at..at + x.len()]
+                    };
+                    sgd.step_in_place(lr, x, delta, m);
+                };
+                if let Some(b) = worker.blockwise() {
+                    let next = self.presend.then_some(next);
+                    b.block(
+                        k,
+                        &inboxes[li],
+                        at,
+                        m,
+                        &mut local_step,
+                        &mut scratch,
+                        &tables,
+                        next,
+                        hint,
+                    )?;
+                }
+            }
+        }
+        for (li, lane) in group.iter_mut().enumerate() {
+            if !on[li] {
+                continue;
+            }
+            let Some(b) = lane.worker.blockwise() else {
+                continue;
+            };
+            let (received, sent) = b.finish(k, self.presend.then_some(&mut lane.next))?;
+            lane.next_sent = self.presend && sent;
+            out[li] = Some((sep.block_loss(&losses[li]), received));
+        }
+        Ok(())
+    }
+
+    /// Worker `i` in one pass: gradient, step, receive, and the next frame.
+    fn whole(
+        &self,
+        i: usize,
+        lane: &mut Lane,
+        inbox: &[(usize, &[u8])],
+    ) -> Result<(f64, Received), AlgoError> {
+        let (k, lr, sgd) = (self.k, self.lr, self.sgd);
+        if let Some(&next) = self.models.get(i + 1) {
+            lane.worker.prefetch_next(next);
+        }
+        scratch::with_vectors(self.objective.dim(), |[delta]| {
+            let x = lane.worker.model();
+            let loss = self.objective.gradient(i, x, &mut lane.rng, delta);
+            sgd.step_in_place(lr, x, delta, &mut lane.momentum);
+            let received = lane.worker.receive(k, delta, inbox)?;
+            // a failure here (a diverged model) is reported by the
+            // next step, which sends again
+            lane.next_sent = self.presend && lane.worker.send(k + 1, &[], &mut lane.next).is_ok();
+            Ok((loss, received))
+        })
+    }
+}
+
 /// One worker and what the simulator keeps for it.
 struct Lane {
     worker: Box<dyn Worker>,
@@ -497,11 +666,13 @@ mod tests {
     use crate::{CompressorSpec, Quadratic};
     use repro_codec::{MoniquaConfig, Rounding, StochasticConfig};
 
-    /// The fused order (send for all, then gradient and receive per worker)
-    /// gives the same models, bit for bit, as the three separate phases.
+    /// The fused order (send for all, then gradient and receive per worker),
+    /// whole or a block at a time, gives the same models, bit for bit, as
+    /// the three separate phases.
     #[test]
     fn fused_iterations_equal_the_three_phases() {
-        let (n, d) = (6, 300);
+        // several of Moniqua's blocks, the last one partial
+        let (n, d) = (6, 4200);
         let targets: Vec<Vec<f32>> = (0..n)
             .map(|i| (0..d).map(|c| ((i * d + c) as f32 * 0.1).sin()).collect())
             .collect();
@@ -560,11 +731,12 @@ mod tests {
                     theta_growth: Some(3.0),
                     ..SimConfig::default()
                 };
-                let run = |fused: bool| {
+                let run = |fused: bool, blocks: bool| {
                     let ring = Topology::ring(n).unwrap();
                     let mut sim =
                         Simulator::new(&objective, ring, spec, cfg.clone(), &vec![0.0; d]).unwrap();
                     assert!(sim.fused, "{} sends without its step", spec.name());
+                    sim.blocks = blocks;
                     if !fused {
                         sim.fused = false;
                         for lane in &mut sim.lanes {
@@ -575,8 +747,9 @@ mod tests {
                     let models: Vec<Vec<f32>> = (0..n).map(|i| sim.model(i).to_vec()).collect();
                     (reports, models)
                 };
-                let fused = run(true);
-                assert_eq!(fused, run(false), "{}", spec.name());
+                let fused = run(true, true);
+                assert_eq!(fused, run(true, false), "{} in blocks", spec.name());
+                assert_eq!(fused, run(false, false), "{}", spec.name());
                 if std::ptr::eq(spec, &tiny_theta) && warmup.is_none() {
                     // theta grew mid-run, so early frames were thrown away and re-sent
                     assert!(fused.0.iter().any(|r| r.mismatched > 0));

@@ -116,15 +116,27 @@ fn mix32(x: __m512i) -> __m512i {
 }
 
 /// The offsets added to `t` before the floor, for chunk `ci`'s four vectors:
-/// one half for nearest rounding, else `Dither::fill_chunk`'s uniforms
-/// (values `16 v ..` take the low halves of words `0..16` and `16..32`, then
-/// the high halves).
+/// one half for nearest rounding, else the dither's uniforms, read from
+/// `p.table` when there is one, else hashed (values `16 v ..` take the low
+/// halves of words `0..16` and `16..32`, then the high halves).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-fn offsets<const NEAREST: bool>(dither: &Dither, ci: u32) -> [__m512; 4] {
+fn offsets<const NEAREST: bool>(p: &ModParams<'_>, ci: u32) -> [__m512; 4] {
     if NEAREST {
         return [_mm512_set1_ps(0.5); 4];
     }
+    if !p.table.is_empty() {
+        let at = ci as usize * CHUNK;
+        return std::array::from_fn(|v| load16(&p.table[at + 16 * v..]));
+    }
+    hashed_offsets(&p.dither, ci)
+}
+
+/// `Dither::fill_chunk`'s uniforms of chunk `ci` in four vectors (see
+/// [`offsets`]).
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+#[inline]
+fn hashed_offsets(dither: &Dither, ci: u32) -> [__m512; 4] {
     let (k0, k1) = dither.keys();
     let iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     let a = _mm512_add_epi32(
@@ -236,7 +248,7 @@ fn unpack16<const B: usize>(src: &[u8]) -> __m512 {
 /// does; `turns 2^b + r` is exact, so its FMA is too.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-fn recover<const CODES: bool>(p: &ModParams, rf: __m512, y: __m512) -> (__m512i, __m512) {
+fn recover<const CODES: bool>(p: &ModParams<'_>, rf: __m512, y: __m512) -> (__m512i, __m512) {
     let magic = _mm512_set1_ps(MAGIC);
     let z = _mm512_sub_ps(_mm512_mul_ps(y, _mm512_set1_ps(p.scale)), rf);
     let t = _mm512_fmadd_ps(z, _mm512_set1_ps(1.0 / p.levels as f32), magic);
@@ -265,7 +277,7 @@ fn fold_bad(badv: __m512i, bad: &mut [u32; CHUNK]) {
 /// into `bad`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     mut own: Option<&mut [f32]>,
     body: &mut [u8],
@@ -281,7 +293,7 @@ pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: boo
         .zip(body.chunks_exact_mut(CHUNK / 8 * B))
         .enumerate()
     {
-        let u = offsets::<NEAREST>(&p.dither, ci as u32);
+        let u = offsets::<NEAREST>(p, ci as u32);
         for (v, &u) in u.iter().enumerate() {
             let (cf, c) = quantize(load16(&xc[16 * v..]), scale, u, &mut badv);
             if let Some(own) = own.as_deref_mut() {
@@ -305,7 +317,7 @@ pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: boo
 /// `w x^`). Folds the recovered codes into `hash` when `HASH`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     body: &[u8],
     local: &[f32],
     out: &mut [f32],
@@ -339,13 +351,14 @@ pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
 }
 
 /// `kernels::moniqua_mix` over whole chunks: `x` (or `out`'s own values in
-/// place when `x` is `None`) a multiple of 64 values; `hashes[j]` gets
+/// place when `x` is `None`) a multiple of 64 values; `hashes[j]` (one per
+/// body when `HASH`, else possibly empty) gets
 /// neighbour `j`'s recovered codes when `HASH`. Prefetches `next` as it goes,
 /// as much of it per chunk as the chunk's model.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: Option<&[f32]>,
     out: &mut [f32],
     own_weight: f32,
@@ -365,7 +378,7 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
         let at = ci * CHUNK;
         // as many bytes of the hinted memory as this chunk's model
         next.lines(4 * at, 4 * CHUNK);
-        let u = offsets::<NEAREST>(&p.dither, ci as u32);
+        let u = offsets::<NEAREST>(p, ci as u32);
         let src: &[f32] = match x {
             Some(x) => &x[at..at + CHUNK],
             None => &out[at..at + CHUNK],
@@ -376,10 +389,14 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
             _mm512_mul_ps(_mm512_mul_ps(cf, step), ow)
         });
         let start = ci * (CHUNK / 8 * B);
-        for ((body, &w), hash) in bodies.iter().zip(weights).zip(hashes.iter_mut()) {
+        for (j, (body, &w)) in bodies.iter().zip(weights).enumerate() {
             let src = &body[start..start + CHUNK / 8 * B];
             let wv = _mm512_set1_ps(w);
-            let mut lanes = if HASH { Some(Lanes::load(hash)) } else { None };
+            let mut lanes = if HASH {
+                Some(Lanes::load(&hashes[j]))
+            } else {
+                None
+            };
             for (v, a) in acc.iter_mut().enumerate() {
                 let r = unpack16::<B>(&src[2 * B * v..]);
                 let (full, val) = recover::<HASH>(p, r, xv[v]);
@@ -389,7 +406,7 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
                 }
             }
             if let Some(l) = lanes {
-                l.store(hash, CHUNK);
+                l.store(&mut hashes[j], CHUNK);
             }
         }
         let dc = &delta[at..at + CHUNK];
@@ -444,7 +461,7 @@ fn bucket_encode_fixed<const B: usize>(
         let inv = if s > 0.0 { top as f32 / (2.0 * s) } else { 0.0 };
         let (sv, invv) = (_mm512_set1_ps(s), _mm512_set1_ps(inv));
         let width = _mm512_set1_ps(2.0 * s / top as f32);
-        let u = offsets::<false>(&p.dither, ci as u32);
+        let u = hashed_offsets(&p.dither, ci as u32);
         for (v, &u) in u.iter().enumerate() {
             let t = _mm512_mul_ps(_mm512_add_ps(load16(&xc[16 * v..]), sv), invv);
             let c = _mm512_cvt_roundps_epi32::<FLOOR>(_mm512_add_ps(t, u));

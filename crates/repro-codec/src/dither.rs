@@ -56,6 +56,18 @@ impl Dither {
         (self.k0, self.k1)
     }
 
+    /// This dither seen from chunk `chunks` on: its chunk `c` is this one's
+    /// chunk `chunks + c` (coordinate `i` is this one's `64 chunks + i`).
+    #[inline(always)]
+    pub(crate) fn skip_chunks(&self, chunks: u32) -> Self {
+        Self {
+            k0: self
+                .k0
+                .wrapping_add(chunks.wrapping_mul(DITHER_CHUNK as u32 / 2)),
+            k1: self.k1,
+        }
+    }
+
     /// 32 random bits: word `w` of this dither.
     #[inline(always)]
     pub fn word(&self, w: u32) -> u32 {

@@ -135,4 +135,9 @@ pub enum CodecError {
          recovery can be left out of the update"
     )]
     HashInPlace,
+    #[error(
+        "a block of {len} values at coordinate {at}: blocks start on a multiple of 64 \
+         and end inside the model"
+    )]
+    Block { at: usize, len: usize },
 }

@@ -85,7 +85,7 @@ fn any_rejected(bad: &[u32; CHUNK]) -> u32 {
 
 /// Parameters of a Moniqua encode or decode.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ModParams {
+pub(crate) struct ModParams<'t> {
     pub bits: u32,
     pub levels: i32,
     /// `2^bits / B`
@@ -94,6 +94,10 @@ pub(crate) struct ModParams {
     pub step: f32,
     pub rounding: Rounding,
     pub dither: Dither,
+    /// Empty, or `dither.uniform(i)` for every coordinate `i` of the call
+    /// (computed once and shared by callers that encode many models at the
+    /// same iteration): read instead of hashed, the same values.
+    pub table: &'t [f32],
     pub hash: bool,
 }
 
@@ -157,7 +161,7 @@ const _: () = assert!(CHUNK == crate::dither::DITHER_CHUNK);
 /// cost two more operations, and no horizontal reduction every 64 values.
 #[inline(always)]
 fn quantize<const NATIVE: bool, const NEAREST: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     xc: &[f32],
     chunk: u32,
     codes: &mut [u32],
@@ -166,7 +170,12 @@ fn quantize<const NATIVE: bool, const NEAREST: bool>(
     let mut u = [0.5f32; CHUNK];
     let u = &mut u[..xc.len()];
     if !NEAREST {
-        p.dither.fill_chunk(chunk, u);
+        if p.table.is_empty() {
+            p.dither.fill_chunk(chunk, u);
+        } else {
+            let at = chunk as usize * CHUNK;
+            u.copy_from_slice(&p.table[at..at + u.len()]);
+        }
     }
     for (((c, &v), &u), b) in codes.iter_mut().zip(xc).zip(u.iter()).zip(bad.iter_mut()) {
         let t = v * p.scale;
@@ -178,7 +187,7 @@ fn quantize<const NATIVE: bool, const NEAREST: bool>(
 
 /// The local biased term `C B / 2^b` of each code.
 #[inline(always)]
-fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
+fn dequantize(p: &ModParams<'_>, codes: &[u32], own: &mut [f32]) {
     for (h, &c) in own.iter_mut().zip(codes) {
         *h = c as i32 as f32 * p.step;
     }
@@ -187,7 +196,7 @@ fn dequantize(p: &ModParams, codes: &[u32], own: &mut [f32]) {
 /// `weight` times [`dequantize`]'s term (`(C B / 2^b) weight`; with weight
 /// 1 the same bits).
 #[inline(always)]
-fn dequantize_weighted(p: &ModParams, codes: &[u32], weight: f32, own: &mut [f32]) {
+fn dequantize_weighted(p: &ModParams<'_>, codes: &[u32], weight: f32, own: &mut [f32]) {
     for (h, &c) in own.iter_mut().zip(codes) {
         *h = c as i32 as f32 * p.step * weight;
     }
@@ -197,7 +206,13 @@ fn dequantize_weighted(p: &ModParams, codes: &[u32], weight: f32, own: &mut [f32
 /// mod `2^b` nearest to `y 2^b / B`, in place, and writes `Ĉ B / 2^b` (or,
 /// with `ACC`, adds `w Ĉ B / 2^b`).
 #[inline(always)]
-fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &mut [f32], w: f32) {
+fn recover<const ACC: bool>(
+    p: &ModParams<'_>,
+    codes: &mut [u32],
+    yc: &[f32],
+    oc: &mut [f32],
+    w: f32,
+) {
     for ((c, &y), o) in codes.iter_mut().zip(yc).zip(oc.iter_mut()) {
         *c = recover_one::<ACC>(p, *c as i32, y, o, w);
     }
@@ -209,7 +224,7 @@ fn recover<const ACC: bool>(p: &ModParams, codes: &mut [u32], yc: &[f32], oc: &m
 /// `Ĉ = r + turns 2^b` is formed in floats, exactly (`|Ĉ| < 2^24`), so the
 /// AVX-512 loop computes the same bits with two fused multiply-adds.
 #[inline(always)]
-fn recover_one<const ACC: bool>(p: &ModParams, r: i32, y: f32, o: &mut f32, w: f32) -> u32 {
+fn recover_one<const ACC: bool>(p: &ModParams<'_>, r: i32, y: f32, o: &mut f32, w: f32) -> u32 {
     let inv_levels = 1.0 / p.levels as f32;
     let rf = r as f32;
     let (turns, k) = round_nearest((y * p.scale - rf) * inv_levels);
@@ -225,7 +240,7 @@ fn recover_one<const ACC: bool>(p: &ModParams, r: i32, y: f32, o: &mut f32, w: f
 
 #[inline(always)]
 fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     mut own: Option<&mut [f32]>,
     body: &mut [u8],
@@ -272,7 +287,7 @@ fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
 /// The last, partial chunk of [`moniqua_encode_fixed`] (if any), and its result.
 #[inline(always)]
 fn moniqua_encode_tail<const NATIVE: bool, const B: usize, const NEAREST: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     own: Option<&mut [f32]>,
     body_tail: &mut [u8],
@@ -301,7 +316,7 @@ fn moniqua_encode_tail<const NATIVE: bool, const B: usize, const NEAREST: bool>(
 
 #[inline(always)]
 fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const ACC: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     body: &[u8],
     local: &[f32],
     out: &mut [f32],
@@ -354,7 +369,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
 
 #[inline(always)]
 fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     own: Option<&mut [f32]>,
     body: &mut [u8],
@@ -374,7 +389,7 @@ fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
 /// nonzero count if an input was rejected.
 #[inline(always)]
 fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     weight: f32,
     own: &mut [f32],
@@ -391,7 +406,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
 
 #[inline(always)]
 fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     x: &[f32],
     weight: f32,
     own: &mut [f32],
@@ -416,6 +431,7 @@ pub(crate) enum MixTarget<'a> {
 pub(crate) struct Neighbours<'a> {
     pub bodies: &'a [&'a [u8]],
     pub weights: &'a [f32],
+    /// One per body when hashing, else possibly empty.
     pub hashes: &'a mut [CodeHash],
     /// Memory to prefetch while mixing (a hint, see [`Prefetch`]).
     pub next: Prefetch,
@@ -427,7 +443,7 @@ pub(crate) struct Neighbours<'a> {
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     ci: usize,
     xc: &[f32],
     own_weight: f32,
@@ -445,7 +461,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
     quantize::<NATIVE, NEAREST>(p, xc, ci as u32, codes, bad);
     dequantize_weighted(p, codes, own_weight, acc);
     let start = ci * (CHUNK / 8 * B);
-    for ((body, &w), hash) in nb.bodies.iter().zip(nb.weights).zip(nb.hashes.iter_mut()) {
+    for (j, (body, &w)) in nb.bodies.iter().zip(nb.weights).enumerate() {
         if FULL && B == 8 {
             // bytes straight into the recovery (a separate widening loop
             // here compiles to scalar stores that stall the loads after it)
@@ -462,7 +478,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
             recover::<true>(p, codes, xc, acc, w);
         }
         if p.hash {
-            hash.update(codes);
+            nb.hashes[j].update(codes);
         }
     }
     for (((o, &x), &a), &d) in oc.iter_mut().zip(xc).zip(acc.iter()).zip(dc) {
@@ -481,7 +497,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
 /// place, each chunk of `x` is read before it is overwritten.
 #[inline(always)]
 fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
     nb: &mut Neighbours<'_>,
@@ -568,7 +584,7 @@ fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const N
 
 #[inline(always)]
 fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
     nb: &mut Neighbours<'_>,
@@ -586,7 +602,7 @@ fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
 
 #[inline(always)]
 fn moniqua_decode_impl<const NATIVE: bool, const V4: bool>(
-    p: &ModParams,
+    p: &ModParams<'_>,
     body: &[u8],
     local: &[f32],
     out: &mut [f32],
@@ -786,20 +802,20 @@ fn bucket_decode_from(
 
 multiversion! {
     /// Moniqua encode of `x` into `body` (exactly `packed_len(x.len(), bits)` bytes).
-    fn moniqua_encode / moniqua_encode_at(p: &ModParams, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
+    fn moniqua_encode / moniqua_encode_at(p: &ModParams<'_>, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
 }
 multiversion! {
     /// `weight` times the local biased term of a Moniqua encode of `x`, without the frame.
-    fn moniqua_local_term / moniqua_local_term_at(p: &ModParams, x: &[f32], weight: f32, own: &mut [f32]) -> u32 = moniqua_local_term_impl;
+    fn moniqua_local_term / moniqua_local_term_at(p: &ModParams<'_>, x: &[f32], weight: f32, own: &mut [f32]) -> u32 = moniqua_local_term_impl;
 }
 multiversion! {
     /// Algorithm 1's update of `x` into `out` from the neighbours' bodies, in one pass.
-    fn moniqua_mix / moniqua_mix_at(p: &ModParams, target: MixTarget<'_>, own_weight: f32, nb: &mut Neighbours<'_>, delta: &[f32]) -> u32 = moniqua_mix_impl;
+    fn moniqua_mix / moniqua_mix_at(p: &ModParams<'_>, target: MixTarget<'_>, own_weight: f32, nb: &mut Neighbours<'_>, delta: &[f32]) -> u32 = moniqua_mix_impl;
 }
 multiversion! {
     /// Moniqua recovery of a neighbour's codes against the local model into
     /// `out` (or `out += w x^` with `accumulate = Some(w)`); returns the code hash.
-    fn moniqua_decode / moniqua_decode_at(p: &ModParams, body: &[u8], local: &[f32], out: &mut [f32], accumulate: Option<f32>) -> Option<u64> = moniqua_decode_impl;
+    fn moniqua_decode / moniqua_decode_at(p: &ModParams<'_>, body: &[u8], local: &[f32], out: &mut [f32], accumulate: Option<f32>) -> Option<u64> = moniqua_decode_impl;
 }
 multiversion! {
     /// Per-bucket scales; returns the number of non-finite inputs.
@@ -834,6 +850,7 @@ mod tests {
             for rounding in [Rounding::Nearest, Rounding::Stochastic] {
                 let levels_n = 1i32 << bits;
                 let p = ModParams {
+                    table: &[],
                     bits,
                     levels: levels_n,
                     scale: levels_n as f32 / 5.0,
@@ -887,6 +904,27 @@ mod tests {
                     let target = MixTarget::InPlace(&mut in_place);
                     moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);
                     assert_eq!(in_place, mixed, "in place is out of place");
+                    // the dither read from a table instead of hashed: the same
+                    let mut table = vec![0f32; x.len()];
+                    p.dither.fill(0, &mut table);
+                    let t = ModParams { table: &table, ..p };
+                    let mut tbody = vec![0u8; packed_len(x.len(), bits)];
+                    let mut town = vec![0f32; x.len()];
+                    let te = moniqua_encode_at(level, &t, &x, Some(&mut town), &mut tbody);
+                    assert_eq!((tbody, town, te.hash), (body.clone(), own.clone(), e.hash));
+                    let mut tmixed = vec![0f32; x.len()];
+                    let mut nb = Neighbours {
+                        bodies: &bodies,
+                        weights: &[0.25, 0.25],
+                        hashes: &mut hashes,
+                        next: Prefetch::NONE,
+                    };
+                    let target = MixTarget::Out {
+                        x: &y,
+                        out: &mut tmixed,
+                    };
+                    moniqua_mix_at(level, &t, target, -0.5, &mut nb, &delta);
+                    assert_eq!(tmixed, mixed, "a dither table mixes as the hash");
                     // a bucket size the AVX-512 loops take and one they leave portable
                     let (mut bcodes, mut bown, mut bout) = (Vec::new(), Vec::new(), Vec::new());
                     for bucket in [100, 128] {

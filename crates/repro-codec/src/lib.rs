@@ -51,7 +51,10 @@ pub use errors::{CodecError, ConfigError, FrameError};
 pub use frame::{Compression, FrameHeader, Kind};
 pub use full::FullPrecision;
 pub use modulo::{centred_mod, circle_delta, modulus_for};
-pub use moniqua::{Decoded, Encoded, MoniquaCodec, MoniquaConfig, Verification, VerifyStats};
+pub use moniqua::{
+    BlockUpdate, Decoded, DitherTable, Encoded, MoniquaCodec, MoniquaConfig, Verification,
+    VerifyStats,
+};
 pub use norm::{Norm, NormCodec, NormConfig};
 pub use round::Rounding;
 pub use simd::Prefetch;

@@ -227,8 +227,9 @@ impl MoniquaCodec {
         frame::HEADER_LEN + packed_len(len, self.bits)
     }
 
-    fn params(&self, dither: Dither, hash: bool) -> ModParams {
+    fn params(&self, dither: Dither, hash: bool) -> ModParams<'static> {
         ModParams {
+            table: &[],
             bits: self.bits,
             levels: self.levels,
             scale: self.scale,
@@ -302,6 +303,19 @@ impl MoniquaCodec {
         if k.rejected > 0 {
             return Err(self.rejected_error(x));
         }
+        self.finish_frame(out, len, iteration, sender, k.hash)
+    }
+
+    /// Writes the header of a frame whose body `out` holds (compressing it
+    /// first if configured).
+    fn finish_frame(
+        &self,
+        out: &mut Vec<u8>,
+        len: u32,
+        iteration: u64,
+        sender: u32,
+        hash: Option<u64>,
+    ) -> Result<Encoded, CodecError> {
         let header = FrameHeader {
             kind: Kind::Moniqua,
             bits: self.bits as u8,
@@ -310,7 +324,7 @@ impl MoniquaCodec {
             iteration,
             sender,
             modulus: self.modulus,
-            hash: k.hash,
+            hash,
             compressed: false,
             body_len: 0,
         };
@@ -451,6 +465,176 @@ impl MoniquaCodec {
         Ok(verdicts)
     }
 
+    /// The dither uniforms of coordinates `at..at + len` at `iteration` (what
+    /// [`encode`](Self::encode) of worker `sender` draws there) into
+    /// `table`, for callers that encode many models of one iteration block
+    /// by block: with shared randomness (Section 6) one table serves every
+    /// worker. Empty for nearest rounding, which draws nothing.
+    pub fn fill_dither(
+        &self,
+        iteration: u64,
+        sender: u32,
+        at: usize,
+        len: usize,
+        table: &mut DitherTable,
+    ) {
+        let dither = self.dither(iteration, sender);
+        table.dither = Some(dither);
+        table.at = at;
+        table.values.clear();
+        if self.rounding == Rounding::Stochastic {
+            table.values.resize(len, 0.0);
+            dither.fill(at as u32, &mut table.values);
+        }
+    }
+
+    /// Starts Algorithm 1's iteration of worker `sender` at `iteration` a
+    /// block of coordinates at a time (a simulator interleaves its workers
+    /// block by block, so one dither table per block serves them all; see
+    /// [`update_block`](Self::update_block)), and with `next` the frame of
+    /// `iteration + 1`. `None`, with nothing changed, where the frames need
+    /// [`mix`](Self::mix) instead: a hash to verify before any block may
+    /// stand, or compressed bodies.
+    pub fn begin_update(
+        &self,
+        len: usize,
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<Option<BlockUpdate>, CodecError> {
+        u32::try_from(len).map_err(|_| CodecError::TooLong {
+            len,
+            max: u32::MAX as usize,
+        })?;
+        let expect = self.expect(len);
+        let mut plain = !self.hash;
+        for &(bytes, _) in neighbours {
+            let frame = frame::open_frame(bytes, &expect)?;
+            plain &= frame.header.hash.is_none() && !frame.header.compressed;
+        }
+        if !plain {
+            return Ok(None);
+        }
+        let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
+        let all = weights.iter().fold(0.0f32, |t, &w| t + w);
+        let next = next.map(|out| frame::begin_frame(out, packed_len(len, self.bits)));
+        Ok(Some(BlockUpdate {
+            iteration,
+            sender,
+            dithers: [
+                self.dither(iteration, sender),
+                self.dither(iteration + 1, sender),
+            ],
+            len,
+            weights,
+            all,
+            rejected: 0,
+            rejected_next: 0,
+            next: next.is_some(),
+        }))
+    }
+
+    /// One block of [`begin_update`](Self::begin_update)'s iteration:
+    /// updates `x`, the model's coordinates `at..at + x.len()`, in place as
+    /// [`mix_in_place`](Self::mix_in_place) updates them given their local
+    /// step `delta`, then encodes the updated block into `next` as
+    /// [`encode`](Self::encode) of the updated model at `iteration + 1`
+    /// would. `frames` are the neighbours' frames `begin_update` opened, in
+    /// the same order; `at` a multiple of 64, blocks in any order. Dither tables
+    /// ([`fill_dither`](Self::fill_dither)) for this block at `iteration`
+    /// (`mix`) and `iteration + 1` (`encode`) are read instead of hashing,
+    /// where they are the right ones (else ignored): the same values.
+    #[allow(clippy::too_many_arguments)]
+    pub fn update_block(
+        &self,
+        u: &mut BlockUpdate,
+        x: &mut [f32],
+        at: usize,
+        frames: &[&[u8]],
+        delta: &[f32],
+        tables: [Option<&DitherTable>; 2],
+        next: Option<&mut Vec<u8>>,
+        prefetch: Prefetch,
+    ) -> Result<(), CodecError> {
+        let m = x.len();
+        if !at.is_multiple_of(kernels::CHUNK) || at + m > u.len {
+            return Err(CodecError::Block { at, len: m });
+        }
+        check_len("local step", m, delta.len())?;
+        check_len("neighbour frames", u.weights.len(), frames.len())?;
+        let frame_len = self.frame_len(u.len);
+        // a block's codes start on a byte: `at` is a multiple of 64
+        let (byte, end) = (at / 8 * self.bits as usize, packed_len(at + m, self.bits));
+        for bytes in frames {
+            check_len("neighbour frame", frame_len, bytes.len())?;
+        }
+        // the bodies from this block on, without allocating for a few
+        let mut few: [&[u8]; 8] = [&[]; 8];
+        let many: Vec<&[u8]>;
+        let bodies: &[&[u8]] = if frames.len() <= few.len() {
+            for (b, f) in few.iter_mut().zip(frames) {
+                *b = &f[frame::HEADER_LEN + byte..];
+            }
+            &few[..frames.len()]
+        } else {
+            many = frames
+                .iter()
+                .map(|f| &f[frame::HEADER_LEN + byte..])
+                .collect();
+            &many
+        };
+        let chunks = (at / kernels::CHUNK) as u32;
+        let dither = u.dithers[0];
+        let p = ModParams {
+            table: table_for(tables[0], dither, at, m),
+            ..self.params(dither.skip_chunks(chunks), false)
+        };
+        let mut nb = kernels::Neighbours {
+            bodies,
+            weights: &u.weights,
+            // no hash
+            hashes: &mut [],
+            next: prefetch,
+        };
+        u.rejected +=
+            kernels::moniqua_mix(&p, kernels::MixTarget::InPlace(x), -u.all, &mut nb, delta);
+        if let Some(out) = next.filter(|_| u.next) {
+            check_len("next frame", frame_len, out.len())?;
+            let dither = u.dithers[1];
+            let p = ModParams {
+                table: table_for(tables[1], dither, at, m),
+                ..self.params(dither.skip_chunks(chunks), false)
+            };
+            let body = &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end];
+            u.rejected_next += kernels::moniqua_encode(&p, x, None, body).rejected;
+        }
+        Ok(())
+    }
+
+    /// Ends [`begin_update`](Self::begin_update)'s iteration once every
+    /// block is done: an input the mix rejected is an error (after the
+    /// update, as [`mix_in_place`](Self::mix_in_place)); the next frame, if
+    /// asked for, is its header or why the updated model could not be
+    /// encoded (the update stands). `x` is the whole updated model.
+    pub fn finish_update(
+        &self,
+        u: BlockUpdate,
+        x: &[f32],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<Option<Result<Encoded, CodecError>>, CodecError> {
+        check_len("model", u.len, x.len())?;
+        if u.rejected > 0 {
+            return Err(self.rejected_error(x));
+        }
+        Ok(next.filter(|_| u.next).map(|out| {
+            if u.rejected_next > 0 {
+                return Err(self.rejected_error(x));
+            }
+            self.finish_frame(out, u.len as u32, u.iteration + 1, u.sender, None)
+        }))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn mix_into(
         &self,
@@ -520,6 +704,40 @@ impl MoniquaCodec {
             bucket: None,
         }
     }
+}
+
+/// `t`'s values if it is the dither of coordinates `at..at + m` of
+/// `dither`'s iteration, else nothing (hash instead).
+fn table_for(t: Option<&DitherTable>, dither: Dither, at: usize, m: usize) -> &[f32] {
+    match t {
+        Some(t) if t.dither == Some(dither) && t.at == at && t.values.len() >= m => &t.values,
+        _ => &[],
+    }
+}
+
+/// One worker's iteration in progress, a block at a time (see
+/// [`MoniquaCodec::begin_update`]).
+#[derive(Debug)]
+pub struct BlockUpdate {
+    iteration: u64,
+    sender: u32,
+    /// The dither of `iteration` (the mix) and `iteration + 1` (the encode).
+    dithers: [Dither; 2],
+    len: usize,
+    weights: Vec<f32>,
+    all: f32,
+    rejected: u32,
+    rejected_next: u32,
+    next: bool,
+}
+
+/// The dither of one block at one iteration, computed once for many workers
+/// ([`MoniquaCodec::fill_dither`]).
+#[derive(Debug, Clone, Default)]
+pub struct DitherTable {
+    dither: Option<Dither>,
+    at: usize,
+    values: Vec<f32>,
 }
 
 /// A frame's verification from the hash it `sent` and the hash of the codes
@@ -809,6 +1027,248 @@ mod tests {
                 assert_eq!(z, out);
             }
         }
+    }
+
+    /// Two workers interleaved block by block, with the right dither
+    /// tables, the wrong ones or none: each gets what the local step of
+    /// its whole model, `mix_in_place`, then `encode` at the next
+    /// iteration give, bit for bit, whatever the block.
+    #[test]
+    fn block_updates_equal_mix_in_place_then_encode() {
+        let step = |at: usize, x: &[f32], delta: &mut [f32]| {
+            for (j, (d, &v)) in delta.iter_mut().zip(x).enumerate() {
+                *d = 0.01 * v + 1e-4 * ((at + j) % 7) as f32;
+            }
+        };
+        for bits in 1..=8 {
+            for rounding in [Rounding::Nearest, Rounding::Stochastic] {
+                let cfg = MoniquaConfig {
+                    bits,
+                    rounding,
+                    theta: 1.0,
+                    modulus: (bits == 1).then_some(4.0),
+                    hash: false,
+                    ..MoniquaConfig::default()
+                };
+                let c = MoniquaCodec::new(&cfg, 5).unwrap();
+                for len in [1, 64, 300, 1000] {
+                    let models: Vec<Vec<f32>> = (0..2)
+                        .map(|w| {
+                            (0..len)
+                                .map(|i| ((i + 3 * w) as f32 * 0.21).cos())
+                                .collect()
+                        })
+                        .collect();
+                    let mut frames = [Vec::new(), Vec::new()];
+                    for (s, f) in frames.iter_mut().enumerate() {
+                        let y: Vec<f32> = models[0].iter().map(|v| v - 0.1 * s as f32).collect();
+                        c.encode(&y, 9, 1 + s as u32, None, f).unwrap();
+                    }
+                    let neighbours = [(frames[0].as_slice(), 0.25), (&frames[1], 0.5)];
+                    let senders = [0u32, 7];
+                    let whole: Vec<(Vec<f32>, Vec<u8>)> = models
+                        .iter()
+                        .zip(senders)
+                        .map(|(x, sender)| {
+                            let mut delta = vec![0.0; len];
+                            step(0, x, &mut delta);
+                            let mut z = x.clone();
+                            c.mix_in_place(&mut z, 9, sender, &neighbours, &delta)
+                                .unwrap();
+                            let mut sent = Vec::new();
+                            c.encode(&z, 10, sender, None, &mut sent).unwrap();
+                            (z, sent)
+                        })
+                        .collect();
+                    for block in [64, 128, 1024] {
+                        let what = format!("{bits} bits {rounding:?} len {len} block {block}");
+                        let mut xs = models.clone();
+                        let mut nexts = vec![vec![7u8; 3], Vec::new()];
+                        let mut updates: Vec<BlockUpdate> = senders
+                            .iter()
+                            .zip(&mut nexts)
+                            .map(|(&s, next)| {
+                                c.begin_update(len, 9, s, &neighbours, Some(next))
+                                    .unwrap()
+                                    .unwrap()
+                            })
+                            .collect();
+                        let (mut mix_t, mut enc_t) =
+                            (DitherTable::default(), DitherTable::default());
+                        for (b, at) in (0..len).step_by(block).enumerate() {
+                            let m = block.min(len - at);
+                            // shared randomness: one table per block for both workers
+                            // (every other block a stale one, which must be ignored)
+                            let k = if b % 2 == 0 { 9 } else { 4 };
+                            c.fill_dither(k, 0, at, m, &mut mix_t);
+                            c.fill_dither(k + 1, 0, at, m, &mut enc_t);
+                            for w in 0..2 {
+                                let xb = &mut xs[w][at..at + m];
+                                let mut delta = vec![0.0; m];
+                                step(at, xb, &mut delta);
+                                let tables = if b % 3 == 2 {
+                                    [None, None]
+                                } else {
+                                    [Some(&mix_t), Some(&enc_t)]
+                                };
+                                c.update_block(
+                                    &mut updates[w],
+                                    xb,
+                                    at,
+                                    &[&frames[0], &frames[1]],
+                                    &delta,
+                                    tables,
+                                    Some(&mut nexts[w]),
+                                    Prefetch::NONE,
+                                )
+                                .unwrap();
+                            }
+                        }
+                        for (w, u) in updates.into_iter().enumerate() {
+                            let done = c.finish_update(u, &xs[w], Some(&mut nexts[w])).unwrap();
+                            assert!(matches!(done, Some(Ok(_))), "{what}");
+                            assert_eq!(xs[w], whole[w].0, "{what} worker {w}");
+                            assert_eq!(nexts[w], whole[w].1, "{what} worker {w}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn block_updates_leave_hashes_and_compressed_frames_to_mix() {
+        let x: Vec<f32> = (0..200).map(|i| (i as f32 * 0.3).sin()).collect();
+        let plain_cfg = MoniquaConfig {
+            bits: 2,
+            theta: 1.0,
+            hash: false,
+            ..MoniquaConfig::default()
+        };
+        let hashed = MoniquaCodec::new(
+            &MoniquaConfig {
+                hash: true,
+                ..plain_cfg.clone()
+            },
+            11,
+        )
+        .unwrap();
+        let zstd = MoniquaCodec::new(
+            &MoniquaConfig {
+                compression: Compression::Zstd { level: 1 },
+                ..plain_cfg.clone()
+            },
+            11,
+        )
+        .unwrap();
+        let plain = MoniquaCodec::new(&plain_cfg, 11).unwrap();
+        let zero = vec![0.0f32; 200];
+        let (mut hf, mut zf, mut pf) = (Vec::new(), Vec::new(), Vec::new());
+        hashed.encode(&x, 0, 1, None, &mut hf).unwrap();
+        zstd.encode(&zero, 0, 1, None, &mut zf).unwrap();
+        plain.encode(&x, 0, 1, None, &mut pf).unwrap();
+        assert!(zf.len() < pf.len(), "a constant model compresses");
+        assert!(
+            hashed
+                .begin_update(200, 0, 0, &[(&pf, 0.5)], None)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            plain
+                .begin_update(200, 0, 0, &[(&hf, 0.5)], None)
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            plain
+                .begin_update(200, 0, 0, &[(&zf, 0.5)], None)
+                .unwrap()
+                .is_none()
+        );
+        let mut u = plain
+            .begin_update(200, 0, 0, &[(&pf, 0.5)], None)
+            .unwrap()
+            .unwrap();
+        let mut z = x.clone();
+        for (at, len) in [(10, 64), (192, 64)] {
+            let r = plain.update_block(
+                &mut u,
+                &mut z[..len],
+                at,
+                &[&pf],
+                &zero[..len],
+                [None, None],
+                None,
+                Prefetch::NONE,
+            );
+            assert_eq!(r, Err(CodecError::Block { at, len }));
+        }
+        let r = plain.update_block(
+            &mut u,
+            &mut z[..64],
+            0,
+            &[&pf[..50]],
+            &zero[..64],
+            [None, None],
+            None,
+            Prefetch::NONE,
+        );
+        assert!(matches!(r, Err(CodecError::LengthMismatch { .. })), "{r:?}");
+        assert_eq!(z, x);
+    }
+
+    #[test]
+    fn block_updates_keep_an_update_the_encoder_rejects() {
+        let c = MoniquaCodec::new(
+            &MoniquaConfig {
+                bits: 4,
+                theta: 1.0,
+                hash: false,
+                ..MoniquaConfig::default()
+            },
+            11,
+        )
+        .unwrap();
+        let mut z = vec![0.5f32; 100];
+        let mut next = Vec::new();
+        // a step that sends one coordinate past what the codec encodes
+        let huge = -2.0 * c.max_abs();
+        let mut u = c
+            .begin_update(100, 0, 0, &[], Some(&mut next))
+            .unwrap()
+            .unwrap();
+        for at in [0, 64] {
+            let m = 64.min(100 - at);
+            let mut delta = vec![0.0; m];
+            if at == 64 {
+                delta[3] = huge;
+            }
+            c.update_block(
+                &mut u,
+                &mut z[at..at + m],
+                at,
+                &[],
+                &delta,
+                [None, None],
+                Some(&mut next),
+                Prefetch::NONE,
+            )
+            .unwrap();
+        }
+        let done = c.finish_update(u, &z, Some(&mut next)).unwrap();
+        assert!(
+            matches!(
+                done,
+                Some(Err(CodecError::OutOfRange {
+                    count: 1,
+                    first: 67,
+                    ..
+                }))
+            ),
+            "{done:?}"
+        );
+        assert_eq!(z[67], 0.5 - huge);
     }
 
     #[test]

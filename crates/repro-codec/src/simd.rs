@@ -60,6 +60,14 @@ impl Prefetch {
         }
     }
 
+    /// The hint for what follows the first `bytes` of this one's memory.
+    pub fn skip(self, bytes: usize) -> Self {
+        Self {
+            addr: self.addr.wrapping_add(bytes),
+            bytes: self.bytes.saturating_sub(bytes),
+        }
+    }
+
     /// Asks for the cache lines of bytes `from..from + len` of the hinted
     /// memory (clipped to it).
     #[cfg(target_arch = "x86_64")]
@@ -79,8 +87,23 @@ impl Prefetch {
     }
 }
 
-/// The best level this CPU supports.
+static DETECTED: AtomicU8 = AtomicU8::new(0);
+
+/// The best level this CPU supports (checked once; every kernel call asks).
 pub fn detected() -> Level {
+    match DETECTED.load(Ordering::Relaxed) {
+        1 => Level::Baseline,
+        2 => Level::Avx2,
+        3 => Level::Avx512,
+        _ => {
+            let l = detect();
+            DETECTED.store(l as u8, Ordering::Relaxed);
+            l
+        }
+    }
+}
+
+fn detect() -> Level {
     #[cfg(target_arch = "x86_64")]
     {
         // what both vector levels' `target_feature` lists enable besides

@@ -24,9 +24,12 @@
 //! `|delta|_inf`; the caller then sets `theta = 2 G log(16 n) / (gamma (1 - rho))`
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
-use repro_codec::{CodecError, FullPrecision, MoniquaCodec, MoniquaConfig, Prefetch, Verification};
+use repro_codec::{
+    BlockUpdate, CodecError, DitherTable, FullPrecision, MoniquaCodec, MoniquaConfig, Prefetch,
+    Verification,
+};
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
 use crate::{AlgoError, Topology, scratch};
 
 /// A Moniqua worker.
@@ -44,6 +47,8 @@ pub struct Moniqua {
     warmup: Option<f32>,
     /// What to prefetch during the next receive (see `Worker::prefetch_next`).
     next: Prefetch,
+    /// The iteration in progress a block at a time (see [`Blockwise`]).
+    blocks: Option<BlockUpdate>,
 }
 
 impl Moniqua {
@@ -67,6 +72,7 @@ impl Moniqua {
             weights: slack.neighbours(rank).to_vec(),
             warmup: None,
             next: Prefetch::NONE,
+            blocks: None,
         })
     }
 }
@@ -99,10 +105,7 @@ impl Worker for Moniqua {
         if self.warmup.is_some() {
             return self.receive_full_precision(delta, inbox);
         }
-        let mut neighbours = inbox
-            .iter()
-            .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
-            .collect::<Result<Vec<(&[u8], f32)>, AlgoError>>()?;
+        let mut neighbours = self.neighbours(inbox)?;
         let sender = self.rank as u32;
         let next = std::mem::take(&mut self.next);
         if !self.config.hash {
@@ -141,6 +144,10 @@ impl Worker for Moniqua {
             std::mem::swap(&mut self.x, out);
             Ok(received)
         })
+    }
+
+    fn blockwise(&mut self) -> Option<&mut dyn Blockwise> {
+        Some(self)
     }
 
     fn extra_memory(&self) -> usize {
@@ -184,7 +191,97 @@ impl Worker for Moniqua {
     }
 }
 
+impl Blockwise for Moniqua {
+    fn begin(
+        &mut self,
+        k: u64,
+        inbox: &[(usize, &[u8])],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<bool, AlgoError> {
+        // a warm-up exchanges full precision
+        if self.warmup.is_some() {
+            return Ok(false);
+        }
+        let neighbours = self.neighbours(inbox)?;
+        self.blocks =
+            self.codec
+                .begin_update(self.x.len(), k, self.rank as u32, &neighbours, next)?;
+        Ok(self.blocks.is_some())
+    }
+
+    fn fill_dither(&self, k: u64, at: usize, len: usize, tables: &mut [DitherTable; 2]) {
+        let sender = self.rank as u32;
+        self.codec.fill_dither(k, sender, at, len, &mut tables[0]);
+        self.codec
+            .fill_dither(k + 1, sender, at, len, &mut tables[1]);
+    }
+
+    fn block(
+        &mut self,
+        _k: u64,
+        inbox: &[(usize, &[u8])],
+        at: usize,
+        len: usize,
+        local_step: &mut dyn FnMut(&[f32], &mut [f32]),
+        scratch: &mut [f32],
+        tables: &[DitherTable; 2],
+        next: Option<&mut Vec<u8>>,
+        prefetch: Prefetch,
+    ) -> Result<(), AlgoError> {
+        // the frames as `begin` had them, without allocating for a few
+        let mut few: [&[u8]; 8] = [&[]; 8];
+        let many: Vec<&[u8]>;
+        let frames: &[&[u8]] = if inbox.len() <= few.len() {
+            for (f, &(_, bytes)) in few.iter_mut().zip(inbox) {
+                *f = bytes;
+            }
+            &few[..inbox.len()]
+        } else {
+            many = inbox.iter().map(|&(_, bytes)| bytes).collect();
+            &many
+        };
+        let update = self.blocks.as_mut().ok_or_else(|| {
+            AlgoError::Invalid("a block outside an iteration begun in blocks".into())
+        })?;
+        let x = self.x.get_mut(at..at + len).ok_or_else(|| {
+            AlgoError::Invalid(format!("block {at}..{} past the model", at + len))
+        })?;
+        let have = scratch.len();
+        let delta = scratch.get_mut(..len).ok_or_else(|| {
+            AlgoError::Invalid(format!("scratch of {have} values for a block of {len}"))
+        })?;
+        local_step(x, delta);
+        let tables = [Some(&tables[0]), Some(&tables[1])];
+        self.codec
+            .update_block(update, x, at, frames, delta, tables, next, prefetch)?;
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        _k: u64,
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<(Received, bool), AlgoError> {
+        let update = self.blocks.take().ok_or_else(|| {
+            AlgoError::Invalid("finishing an iteration not begun in blocks".into())
+        })?;
+        let sent = self.codec.finish_update(update, &self.x, next)?;
+        Ok((Received::default(), matches!(sent, Some(Ok(_)))))
+    }
+}
+
 impl Moniqua {
+    /// The inbox as the codec takes it: `(frame, W_ij)`.
+    fn neighbours<'f>(
+        &self,
+        inbox: &[(usize, &'f [u8])],
+    ) -> Result<Vec<(&'f [u8], f32)>, AlgoError> {
+        inbox
+            .iter()
+            .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
+            .collect()
+    }
+
     /// A warm-up iteration: D-PSGD with the slack weights (x^ = x exactly),
     /// tracking the largest local step.
     fn receive_full_precision(
