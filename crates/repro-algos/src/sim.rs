@@ -93,9 +93,9 @@ pub struct Simulator<'o> {
     /// the previous one).
     present: bool,
     /// Fused, on a separable objective: workers that can run their
-    /// iteration a block of coordinates at a time do (`Worker::blockwise`);
-    /// tests turn it off to compare.
-    blocks: bool,
+    /// iteration a block of this many coordinates at a time do
+    /// (`Worker::blockwise`); 0: none do (tests compare).
+    block: usize,
     k: u64,
     clock: f64,
     total_bytes: u64,
@@ -172,7 +172,7 @@ impl<'o> Simulator<'o> {
             pool,
             fused,
             present: false,
-            blocks: true,
+            block: BLOCK,
             topology,
             cfg,
             k: 0,
@@ -228,7 +228,8 @@ impl<'o> Simulator<'o> {
             let pass = Pass {
                 k,
                 objective,
-                separable: objective.separable().filter(|_| self.blocks),
+                separable: objective.separable().filter(|_| self.block > 0),
+                block: self.block,
                 lr,
                 sgd,
                 topology,
@@ -428,7 +429,7 @@ impl<'o> Simulator<'o> {
 /// Coordinates per block when workers run their iteration a block at a
 /// time: the block's model, step and two dither tables (16 KiB) stay in
 /// the first-level cache while every worker of a thread takes its turn.
-const BLOCK: usize = 1024;
+const BLOCK: usize = 8192;
 
 /// What one fused pass over the workers shares.
 struct Pass<'a> {
@@ -436,6 +437,8 @@ struct Pass<'a> {
     objective: &'a dyn Objective,
     /// Set where the workers may run a block at a time.
     separable: Option<&'a dyn Separable>,
+    /// Coordinates per block (a multiple of 64).
+    block: usize,
     lr: f32,
     sgd: Sgd,
     topology: &'a Topology,
@@ -490,10 +493,11 @@ impl Pass<'_> {
         let (k, lr, sgd) = (self.k, self.lr, self.sgd);
         let mut losses = vec![[0.0f32; LOSS_LANES]; group.len()];
         let mut tables = [DitherTable::default(), DitherTable::default()];
-        let mut scratch = vec![0.0f32; BLOCK];
+        let block = self.block;
+        let mut scratch = vec![0.0f32; block];
         let first = on.iter().position(|&o| o).unwrap_or(0);
-        for at in (0..d).step_by(BLOCK) {
-            let m = BLOCK.min(d - at);
+        for at in (0..d).step_by(block) {
+            let m = block.min(d - at);
             if let Some(b) = group[first].worker.blockwise() {
                 b.fill_dither(k, at, m, &mut tables);
             }
@@ -671,7 +675,7 @@ mod tests {
     /// the three separate phases.
     #[test]
     fn fused_iterations_equal_the_three_phases() {
-        // several of Moniqua's blocks, the last one partial
+        // several blocks of the block-major pass, the last one partial
         let (n, d) = (6, 4200);
         let targets: Vec<Vec<f32>> = (0..n)
             .map(|i| (0..d).map(|c| ((i * d + c) as f32 * 0.1).sin()).collect())
@@ -736,7 +740,8 @@ mod tests {
                     let mut sim =
                         Simulator::new(&objective, ring, spec, cfg.clone(), &vec![0.0; d]).unwrap();
                     assert!(sim.fused, "{} sends without its step", spec.name());
-                    sim.blocks = blocks;
+                    // several blocks, the last one partial
+                    sim.block = if blocks { 1024 } else { 0 };
                     if !fused {
                         sim.fused = false;
                         for lane in &mut sim.lanes {
