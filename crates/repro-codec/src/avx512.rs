@@ -23,7 +23,7 @@
 use core::arch::x86_64::*;
 
 use crate::dither::Dither;
-use crate::kernels::{BucketParams, CHUNK, CodeHash, HASH_MUL, ModParams, scale_at};
+use crate::kernels::{BucketParams, CHUNK, CodeHash, EncodeNext, HASH_MUL, ModParams, scale_at};
 use crate::round::MAGIC;
 use crate::simd::Prefetch;
 
@@ -354,7 +354,8 @@ pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
 /// place when `x` is `None`) a multiple of 64 values; `hashes[j]` (one per
 /// body when `HASH`, else possibly empty) gets
 /// neighbour `j`'s recovered codes when `HASH`. Prefetches `next` as it goes,
-/// as much of it per chunk as the chunk's model.
+/// as much of it per chunk as the chunk's model. With `encode`, packs each
+/// updated chunk's codes there (see `kernels::EncodeNext`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
@@ -368,11 +369,13 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     delta: &[f32],
     bad: &mut [u32; CHUNK],
     next: Prefetch,
+    mut encode: Option<&mut EncodeNext<'_>>,
 ) {
     let scale = _mm512_set1_ps(p.scale);
     let step = _mm512_set1_ps(p.step);
     let ow = _mm512_set1_ps(own_weight);
     let mut badv = _mm512_setzero_si512();
+    let mut bad_next = _mm512_setzero_si512();
     let n = out.len() / CHUNK;
     for ci in 0..n {
         let at = ci * CHUNK;
@@ -411,12 +414,26 @@ pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
         }
         let dc = &delta[at..at + CHUNK];
         let oc = &mut out[at..at + CHUNK];
-        for (v, &a) in acc.iter().enumerate() {
-            let o = _mm512_add_ps(xv[v], _mm512_sub_ps(a, load16(&dc[16 * v..])));
+        let o: [__m512; 4] = std::array::from_fn(|v| {
+            let o = _mm512_add_ps(xv[v], _mm512_sub_ps(acc[v], load16(&dc[16 * v..])));
             store16(&mut oc[16 * v..], o);
+            o
+        });
+        // the next frame's codes of the update, from registers
+        if let Some(e) = encode.as_deref_mut() {
+            let u = offsets::<NEAREST>(&e.p, ci as u32);
+            let scale = _mm512_set1_ps(e.p.scale);
+            let dst = &mut e.body[start..start + CHUNK / 8 * B];
+            for v in 0..CHUNK / 16 {
+                let (_, c) = quantize(o[v], scale, u[v], &mut bad_next);
+                pack16::<B>(c, &mut dst[2 * B * v..]);
+            }
         }
     }
     fold_bad(badv, bad);
+    if let Some(e) = encode {
+        fold_bad(bad_next, &mut e.bad);
+    }
 }
 
 /// The baselines' quantizer (`kernels::bucket_encode_from`) over whole

@@ -426,6 +426,24 @@ pub(crate) enum MixTarget<'a> {
     InPlace(&'a mut [f32]),
 }
 
+/// What [`moniqua_mix`] may encode as it goes: each updated chunk, while it
+/// is in registers, into `body` (the packed codes of the updated model, as
+/// [`moniqua_encode`] with `p` writes them; no hash), folding the updated
+/// values' magnitudes into `bad` (see [`any_rejected`]).
+#[derive(Debug)]
+pub(crate) struct EncodeNext<'a> {
+    pub p: ModParams<'a>,
+    pub body: &'a mut [u8],
+    pub bad: [u32; CHUNK],
+}
+
+impl EncodeNext<'_> {
+    /// Nonzero if an updated value could not be encoded.
+    pub(crate) fn rejected(&self) -> u32 {
+        any_rejected(&self.bad)
+    }
+}
+
 /// Neighbours' bodies, their weights and hashes, for [`moniqua_mix`].
 #[derive(Debug)]
 pub(crate) struct Neighbours<'a> {
@@ -435,6 +453,8 @@ pub(crate) struct Neighbours<'a> {
     pub hashes: &'a mut [CodeHash],
     /// Memory to prefetch while mixing (a hint, see [`Prefetch`]).
     pub next: Prefetch,
+    /// The next frame's codes, encoded from the update as it is written.
+    pub encode: Option<EncodeNext<'a>>,
 }
 
 /// One chunk (coordinates `64 ci ..`, `xc.len()` of them) of the update:
@@ -484,6 +504,14 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
     for (((o, &x), &a), &d) in oc.iter_mut().zip(xc).zip(acc.iter()).zip(dc) {
         *o = x + (a - d);
     }
+    if let Some(e) = nb.encode.as_mut() {
+        quantize::<NATIVE, NEAREST>(&e.p, oc, ci as u32, codes, &mut e.bad);
+        if FULL {
+            pack_fixed::<B>(codes, &mut e.body[start..start + CHUNK / 8 * B]);
+        } else {
+            pack(codes, B as u32, &mut e.body[start..]);
+        }
+    }
 }
 
 /// Algorithm 1's update in one pass over the model, chunk by chunk:
@@ -514,15 +542,18 @@ fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const N
         };
         let (xh, oh) = (x.map(|x| &x[..full]), &mut out[..full]);
         let (bodies, weights) = (nb.bodies, nb.weights);
+        let enc = nb.encode.as_mut();
         // SAFETY: as in `moniqua_encode_fixed`.
         unsafe {
             if p.hash {
                 crate::avx512::mix_chunks::<B, NEAREST, true>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
+                    enc,
                 );
             } else {
                 crate::avx512::mix_chunks::<B, NEAREST, false>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
+                    enc,
                 );
             }
         }
@@ -883,6 +914,7 @@ mod tests {
                         weights: &[0.25, 0.25],
                         hashes: &mut hashes,
                         next: Prefetch::of(&x),
+                        encode: None,
                     };
                     let target = MixTarget::Out {
                         x: &y,
@@ -900,6 +932,7 @@ mod tests {
                         weights: &[0.25, 0.25],
                         hashes: &mut hashes,
                         next: Prefetch::of(&x),
+                        encode: None,
                     };
                     let target = MixTarget::InPlace(&mut in_place);
                     moniqua_mix_at(level, &p, target, -0.5, &mut nb, &delta);
@@ -918,6 +951,7 @@ mod tests {
                         weights: &[0.25, 0.25],
                         hashes: &mut hashes,
                         next: Prefetch::NONE,
+                        encode: None,
                     };
                     let target = MixTarget::Out {
                         x: &y,
@@ -925,6 +959,42 @@ mod tests {
                     };
                     moniqua_mix_at(level, &t, target, -0.5, &mut nb, &delta);
                     assert_eq!(tmixed, mixed, "a dither table mixes as the hash");
+                    // encoding the update as it is written: the encoder's codes
+                    let next = ModParams {
+                        dither: Dither::new(1, 0, 3),
+                        hash: false,
+                        ..p
+                    };
+                    let mut fused = y.clone();
+                    let mut nb = Neighbours {
+                        bodies: &bodies,
+                        weights: &[0.25, 0.25],
+                        hashes: &mut [],
+                        next: Prefetch::NONE,
+                        encode: Some(EncodeNext {
+                            p: next,
+                            body: &mut vec![0u8; packed_len(x.len(), bits)],
+                            bad: [0; CHUNK],
+                        }),
+                    };
+                    let unhashed = ModParams { hash: false, ..p };
+                    moniqua_mix_at(
+                        level,
+                        &unhashed,
+                        MixTarget::InPlace(&mut fused),
+                        -0.5,
+                        &mut nb,
+                        &delta,
+                    );
+                    assert_eq!(fused, mixed);
+                    let enc = nb.encode.take().unwrap();
+                    assert_eq!(enc.rejected(), 0);
+                    let mut separate = vec![0u8; packed_len(x.len(), bits)];
+                    moniqua_encode_at(level, &next, &mixed, None, &mut separate);
+                    assert_eq!(
+                        enc.body, separate,
+                        "the update's codes as encode writes them"
+                    );
                     // a bucket size the AVX-512 loops take and one they leave portable
                     let (mut bcodes, mut bown, mut bout) = (Vec::new(), Vec::new(), Vec::new());
                     for bucket in [100, 128] {

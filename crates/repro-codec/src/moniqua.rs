@@ -590,24 +590,35 @@ impl MoniquaCodec {
             table: table_for(tables[0], dither, at, m),
             ..self.params(dither.skip_chunks(chunks), false)
         };
+        // the next frame's codes of this block, encoded by the mix from
+        // the updated values while they are in registers
+        let encode = match next.filter(|_| u.next) {
+            Some(out) => {
+                check_len("next frame", frame_len, out.len())?;
+                let dither = u.dithers[1];
+                Some(kernels::EncodeNext {
+                    p: ModParams {
+                        table: table_for(tables[1], dither, at, m),
+                        ..self.params(dither.skip_chunks(chunks), false)
+                    },
+                    body: &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end],
+                    bad: [0; kernels::CHUNK],
+                })
+            }
+            None => None,
+        };
         let mut nb = kernels::Neighbours {
             bodies,
             weights: &u.weights,
             // no hash
             hashes: &mut [],
             next: prefetch,
+            encode,
         };
         u.rejected +=
             kernels::moniqua_mix(&p, kernels::MixTarget::InPlace(x), -u.all, &mut nb, delta);
-        if let Some(out) = next.filter(|_| u.next) {
-            check_len("next frame", frame_len, out.len())?;
-            let dither = u.dithers[1];
-            let p = ModParams {
-                table: table_for(tables[1], dither, at, m),
-                ..self.params(dither.skip_chunks(chunks), false)
-            };
-            let body = &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end];
-            u.rejected_next += kernels::moniqua_encode(&p, x, None, body).rejected;
+        if let Some(e) = &nb.encode {
+            u.rejected_next += e.rejected();
         }
         Ok(())
     }
@@ -666,6 +677,7 @@ impl MoniquaCodec {
             weights: &weights,
             hashes: &mut hashes,
             next,
+            encode: None,
         };
         let rejected = kernels::moniqua_mix(&params, target, -all, &mut nb, delta);
         let verdicts = frames
