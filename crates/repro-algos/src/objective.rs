@@ -47,6 +47,24 @@ pub trait Separable: Sync {
     );
     /// The sampled loss once every block is done: what `gradient` returns.
     fn block_loss(&self, lanes: &[f32; LOSS_LANES]) -> f64;
+    /// [`gradient_block`](Self::gradient_block) turned into plain SGD's
+    /// step (no momentum, no weight decay): `g = lr g`, the same bits as
+    /// [`crate::Sgd::step_in_place`] after it; objectives may do both in
+    /// one pass.
+    #[allow(clippy::too_many_arguments)]
+    fn step_block(
+        &self,
+        worker: usize,
+        from: usize,
+        x: &[f32],
+        rng: &mut Rng,
+        lr: f32,
+        g: &mut [f32],
+        lanes: &mut [f32; LOSS_LANES],
+    ) {
+        self.gradient_block(worker, from, x, rng, g, lanes);
+        flat::sgd_step(lr, 0.0, 0.0, x, g, &mut []);
+    }
 }
 
 /// `f_i(x) = |x - b_i|^2 / 2`, with Gaussian gradient noise of standard
@@ -173,6 +191,26 @@ impl Separable for Quadratic {
 
     fn block_loss(&self, lanes: &[f32; LOSS_LANES]) -> f64 {
         0.5 * lanes.iter().map(|&l| f64::from(l)).sum::<f64>()
+    }
+
+    fn step_block(
+        &self,
+        worker: usize,
+        from: usize,
+        x: &[f32],
+        rng: &mut Rng,
+        lr: f32,
+        g: &mut [f32],
+        lanes: &mut [f32; LOSS_LANES],
+    ) {
+        if self.sigma > 0.0 {
+            // the noise joins the gradient before the step
+            self.gradient_block(worker, from, x, rng, g, lanes);
+            flat::sgd_step(lr, 0.0, 0.0, x, g, &mut []);
+        } else {
+            let b = &self.target(worker)[from..from + x.len()];
+            flat::residual_step(x, b, lr, g, lanes);
+        }
     }
 }
 

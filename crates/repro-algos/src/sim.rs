@@ -520,7 +520,11 @@ impl Pass<'_> {
                     ..
                 } = lane;
                 let lanes = &mut losses[li];
+                let plain = sgd.momentum == 0.0 && sgd.weight_decay == 0.0;
                 let mut local_step = |x: &[f32], delta: &mut [f32]| {
+                    if plain {
+                        return sep.step_block(i, at, x, rng, lr, delta, lanes);
+                    }
                     sep.gradient_block(i, at, x, rng, delta, lanes);
                     let m: &mut [f32] = if momentum.is_empty() {
                         &mut []
@@ -680,7 +684,8 @@ mod tests {
         let targets: Vec<Vec<f32>> = (0..n)
             .map(|i| (0..d).map(|c| ((i * d + c) as f32 * 0.1).sin()).collect())
             .collect();
-        let objective = Quadratic::heterogeneous(targets, 0.3);
+        let noisy = Quadratic::heterogeneous(targets.clone(), 0.3);
+        let exact = Quadratic::heterogeneous(targets, 0.0);
         let specs = [
             AlgorithmSpec::DPsgd,
             AlgorithmSpec::Moniqua {
@@ -724,13 +729,26 @@ mod tests {
             } else {
                 &[None, Some(3)]
             };
-            for &warmup in warmups {
-                let cfg = SimConfig {
-                    lr: 0.05,
-                    sgd: Sgd {
+            // momentum and weight decay on the noisy objective; plain SGD
+            // on both (on the exact one, the step in the gradient's pass)
+            let setups = [
+                (
+                    &noisy,
+                    Sgd {
                         momentum: 0.9,
                         weight_decay: 1e-3,
                     },
+                ),
+                (&noisy, Sgd::default()),
+                (&exact, Sgd::default()),
+            ];
+            for (&warmup, (objective, sgd)) in warmups
+                .iter()
+                .flat_map(|w| setups.iter().map(move |s| (w, *s)))
+            {
+                let cfg = SimConfig {
+                    lr: 0.05,
+                    sgd,
                     theta_warmup: warmup,
                     theta_growth: Some(3.0),
                     ..SimConfig::default()
@@ -738,7 +756,7 @@ mod tests {
                 let run = |fused: bool, blocks: bool| {
                     let ring = Topology::ring(n).unwrap();
                     let mut sim =
-                        Simulator::new(&objective, ring, spec, cfg.clone(), &vec![0.0; d]).unwrap();
+                        Simulator::new(objective, ring, spec, cfg.clone(), &vec![0.0; d]).unwrap();
                     assert!(sim.fused, "{} sends without its step", spec.name());
                     // several blocks, the last one partial
                     sim.block = if blocks { 1024 } else { 0 };

@@ -29,6 +29,23 @@ pub fn residual(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANE
     residual_kernel(x, b, g, lanes);
 }
 
+/// [`residual`] and plain SGD's step in one pass: `g = lr (x - b)`, the
+/// same bits as `residual` then [`sgd_step`] without momentum and weight
+/// decay, and the same lanes.
+///
+/// # Panics
+/// If `x`, `b` and `g` differ in length.
+pub fn residual_step(x: &[f32], b: &[f32], lr: f32, g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) {
+    assert!(
+        x.len() == b.len() && x.len() == g.len(),
+        "residual of {} values against {} into {}",
+        x.len(),
+        b.len(),
+        g.len()
+    );
+    residual_step_kernel(x, b, lr, g, lanes);
+}
+
 /// The local SGD step in place: `m = beta m + (g + wd x)`, `g = lr m` when
 /// `beta > 0`; else `g = lr (g + wd x)`, or `g = lr g` without weight decay
 /// (`x` is then not read). `m` is ignored when `beta` is 0.
@@ -79,6 +96,39 @@ fn residual_impl<const NATIVE: bool, const V4: bool>(
 }
 
 #[inline(always)]
+fn residual_step_impl<const NATIVE: bool, const V4: bool>(
+    x: &[f32],
+    b: &[f32],
+    lr: f32,
+    g: &mut [f32],
+    lanes: &mut [f32; LOSS_LANES],
+) {
+    let mut held = *lanes;
+    let lane = |held: &mut [f32; LOSS_LANES], gc: &mut [f32], xc: &[f32], bc: &[f32]| {
+        for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(held.iter_mut()) {
+            let r = xi - bi;
+            *l += r * r;
+            *gi = r * lr;
+        }
+    };
+    let (mut gs, mut xs, mut bs) = (
+        g.chunks_exact_mut(LOSS_LANES),
+        x.chunks_exact(LOSS_LANES),
+        b.chunks_exact(LOSS_LANES),
+    );
+    for ((gc, xc), bc) in (&mut gs).zip(&mut xs).zip(&mut bs) {
+        lane(&mut held, gc, xc, bc);
+    }
+    lane(
+        &mut held,
+        gs.into_remainder(),
+        xs.remainder(),
+        bs.remainder(),
+    );
+    *lanes = held;
+}
+
+#[inline(always)]
 fn sgd_impl<const NATIVE: bool, const V4: bool>(
     lr: f32,
     wd: f32,
@@ -106,6 +156,10 @@ fn sgd_impl<const NATIVE: bool, const V4: bool>(
 multiversion! {
     /// [`residual`] at the best level.
     fn residual_kernel / residual_at(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_impl;
+}
+multiversion! {
+    /// [`residual_step`] at the best level.
+    fn residual_step_kernel / residual_step_at(x: &[f32], b: &[f32], lr: f32, g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_step_impl;
 }
 multiversion! {
     /// [`sgd_step`] at the best level.
@@ -145,7 +199,12 @@ mod tests {
                     let r = at * 128..at * 128 + xc.len();
                     residual_at(level, xc, &b[r.clone()], &mut g2[r], &mut lanes2);
                 }
-                assert_eq!((g2, lanes2), (g, lanes));
+                assert_eq!((g2, lanes2), (g.clone(), lanes));
+                // with plain SGD's step in the same pass
+                let (mut g3, mut lanes3) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
+                residual_step_at(level, &x, &b, 0.3, &mut g3, &mut lanes3);
+                sgd_at(level, 0.3, 0.0, 0.0, &x, &mut g, &mut []);
+                assert_eq!((g3, lanes3), (g, lanes));
             }
         }
     }
