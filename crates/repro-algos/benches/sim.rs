@@ -1,7 +1,9 @@
 //! Simulated iterations per second, next to the time to stream every
 //! worker's model through memory once (measured in the same run, on one
-//! thread and on every core, as the simulator runs), and the ratios
-//! (medians over rounds of one iteration and one stream each).
+//! thread and on every core, as the simulator runs), and to read and write
+//! back as much memory in place on every core (what an iteration cannot
+//! avoid: every model is read and updated), and the ratios (medians over
+//! rounds of one iteration and one of each reference).
 //!
 //!     cargo bench -p repro-algos --bench sim [-- --quick] [-- --algo moniqua|dpsgd|choco]
 //!     cargo bench -p repro-algos --bench sim -- --n 1024 --d 100000   # one size
@@ -73,6 +75,25 @@ fn stream_time(sim: &Simulator<'_>, n: usize, threads: usize) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// Seconds to read and write back `buf` in place (every value times
+/// `scale`, 1.0 hidden from the compiler), split over `threads` threads:
+/// the memory traffic an iteration cannot avoid, reading every model and
+/// writing it back.
+fn update_time(buf: &mut [f32], threads: usize, scale: f32) -> f64 {
+    let per = buf.len().div_ceil(threads);
+    let t = Instant::now();
+    std::thread::scope(|s| {
+        for part in buf.chunks_mut(per) {
+            s.spawn(move || {
+                for v in part.iter_mut() {
+                    *v *= scale;
+                }
+            });
+        }
+    });
+    t.elapsed().as_secs_f64()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -114,7 +135,7 @@ fn main() {
     };
     let cores = std::thread::available_parallelism().map_or(1, |p| p.get());
     println!(
-        "{:<8} {:>4} {:>6} {:>9} {:>10} {:>10} {:>12} {:>8} {:>14} {:>8}",
+        "{:<8} {:>4} {:>6} {:>9} {:>10} {:>10} {:>12} {:>8} {:>14} {:>8} {:>14} {:>8}",
         "algo",
         "bits",
         "n",
@@ -124,6 +145,8 @@ fn main() {
         "stream ms",
         "ratio",
         format!("stream ms x{cores}"),
+        "ratio",
+        format!("update ms x{cores}"),
         "ratio"
     );
     for (bits, n) in widths
@@ -163,20 +186,24 @@ fn main() {
             // memory once (a sum over all of them) on one thread and on as
             // many as the simulator uses; medians of the times and of each
             // round's ratios, so a slow spell of a shared machine hits both
+            // and read and write back as much memory in place
+            let mut buf = vec![1.0f32; n * d];
             let (mut steps, mut one, mut all) = (Vec::new(), Vec::new(), Vec::new());
+            let mut update = Vec::new();
             for _ in 0..rounds {
                 let t = Instant::now();
                 sim.step().unwrap();
                 steps.push(t.elapsed().as_secs_f64());
                 one.push(stream_time(&sim, n, 1));
                 all.push(stream_time(&sim, n, cores.min(n)));
+                update.push(update_time(&mut buf, cores.min(n), black_box(1.0)));
             }
             let ratio =
                 |streams: &[f64]| median(steps.iter().zip(streams).map(|(s, t)| s / t).collect());
-            let (ratio_one, ratio_all) = (ratio(&one), ratio(&all));
+            let (ratio_one, ratio_all, ratio_update) = (ratio(&one), ratio(&all), ratio(&update));
             let (per_iter, stream, stream_all) = (median(steps), median(one), median(all));
             println!(
-                "{:<8} {:>4} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1}",
+                "{:<8} {:>4} {:>6} {:>9} {:>10.2} {:>10.3} {:>12.3} {:>8.1} {:>14.3} {:>8.1} {:>14.3} {:>8.1}",
                 algo,
                 bits,
                 n,
@@ -186,7 +213,9 @@ fn main() {
                 stream * 1e3,
                 ratio_one,
                 stream_all * 1e3,
-                ratio_all
+                ratio_all,
+                median(update) * 1e3,
+                ratio_update
             );
         }
     }
