@@ -184,9 +184,12 @@ fn in_process_time_is_the_modelled_network_s() {
     let wire = 2.0 * frame * 8.0 / 1e6 + 0.005;
     for log in &logs {
         assert!(log.header.provenance.network.contains("virtual clock"));
-        // past the first step, every worker waits for its neighbours' frames
+        // past the first step, every worker waits for its neighbours' frames,
+        // less what it computed beyond a neighbour (computation is charged
+        // as thread CPU time, which differs between threads: a neighbour
+        // that computed less sent that much earlier)
         for s in &log.steps[1..] {
-            assert!(s.comm_s >= wire - 1e-9, "{s:?}");
+            assert!(s.comm_s >= wire - s.compute_s - 1e-9, "{s:?}");
             assert!(s.comm_s < wire + 0.5, "{s:?}");
         }
         // (the first step pays at least one frame and the latency)
