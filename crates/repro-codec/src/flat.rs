@@ -19,14 +19,8 @@ pub const LOSS_LANES: usize = 64;
 /// # Panics
 /// If `x`, `b` and `g` differ in length.
 pub fn residual(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) {
-    assert!(
-        x.len() == b.len() && x.len() == g.len(),
-        "residual of {} values against {} into {}",
-        x.len(),
-        b.len(),
-        g.len()
-    );
-    residual_kernel(x, b, g, lanes);
+    // times one: exactly the residual
+    residual_step(x, b, 1.0, g, lanes);
 }
 
 /// [`residual`] and plain SGD's step in one pass: `g = lr (x - b)`, the
@@ -43,7 +37,7 @@ pub fn residual_step(x: &[f32], b: &[f32], lr: f32, g: &mut [f32], lanes: &mut [
         b.len(),
         g.len()
     );
-    residual_step_kernel(x, b, lr, g, lanes);
+    residual_kernel(x, b, lr, g, lanes);
 }
 
 /// The local SGD step in place: `m = beta m + (g + wd x)`, `g = lr m` when
@@ -65,38 +59,6 @@ pub fn sgd_step(lr: f32, wd: f32, beta: f32, x: &[f32], g: &mut [f32], m: &mut [
 
 #[inline(always)]
 fn residual_impl<const NATIVE: bool, const V4: bool>(
-    x: &[f32],
-    b: &[f32],
-    g: &mut [f32],
-    lanes: &mut [f32; LOSS_LANES],
-) {
-    let mut held = *lanes;
-    let lane = |held: &mut [f32; LOSS_LANES], gc: &mut [f32], xc: &[f32], bc: &[f32]| {
-        for (((gi, &xi), &bi), l) in gc.iter_mut().zip(xc).zip(bc).zip(held.iter_mut()) {
-            let r = xi - bi;
-            *l += r * r;
-            *gi = r;
-        }
-    };
-    let (mut gs, mut xs, mut bs) = (
-        g.chunks_exact_mut(LOSS_LANES),
-        x.chunks_exact(LOSS_LANES),
-        b.chunks_exact(LOSS_LANES),
-    );
-    for ((gc, xc), bc) in (&mut gs).zip(&mut xs).zip(&mut bs) {
-        lane(&mut held, gc, xc, bc);
-    }
-    lane(
-        &mut held,
-        gs.into_remainder(),
-        xs.remainder(),
-        bs.remainder(),
-    );
-    *lanes = held;
-}
-
-#[inline(always)]
-fn residual_step_impl<const NATIVE: bool, const V4: bool>(
     x: &[f32],
     b: &[f32],
     lr: f32,
@@ -154,12 +116,8 @@ fn sgd_impl<const NATIVE: bool, const V4: bool>(
 }
 
 multiversion! {
-    /// [`residual`] at the best level.
-    fn residual_kernel / residual_at(x: &[f32], b: &[f32], g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_impl;
-}
-multiversion! {
     /// [`residual_step`] at the best level.
-    fn residual_step_kernel / residual_step_at(x: &[f32], b: &[f32], lr: f32, g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_step_impl;
+    fn residual_kernel / residual_at(x: &[f32], b: &[f32], lr: f32, g: &mut [f32], lanes: &mut [f32; LOSS_LANES]) -> () = residual_impl;
 }
 multiversion! {
     /// [`sgd_step`] at the best level.
@@ -169,14 +127,7 @@ multiversion! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::{Level, detected};
-
-    fn levels() -> Vec<Level> {
-        [Level::Baseline, Level::Avx2, Level::Avx512]
-            .into_iter()
-            .filter(|&l| l <= detected())
-            .collect()
-    }
+    use crate::simd::tests::levels;
 
     #[test]
     fn residual_sums_in_sixty_four_lanes_on_every_level() {
@@ -190,19 +141,19 @@ mod tests {
             }
             for level in levels() {
                 let (mut g, mut lanes) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
-                residual_at(level, &x, &b, &mut g, &mut lanes);
+                residual_at(level, &x, &b, 1.0, &mut g, &mut lanes);
                 assert_eq!(lanes, expected, "d = {d} at {level:?}");
                 assert!(g.iter().zip(&x).zip(&b).all(|((&g, &x), &b)| g == x - b));
                 // in blocks starting on multiples of 64
                 let (mut g2, mut lanes2) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
                 for (at, xc) in x.chunks(128).enumerate() {
                     let r = at * 128..at * 128 + xc.len();
-                    residual_at(level, xc, &b[r.clone()], &mut g2[r], &mut lanes2);
+                    residual_at(level, xc, &b[r.clone()], 1.0, &mut g2[r], &mut lanes2);
                 }
                 assert_eq!((g2, lanes2), (g.clone(), lanes));
                 // with plain SGD's step in the same pass
                 let (mut g3, mut lanes3) = (vec![0.0; d], [0.0f32; LOSS_LANES]);
-                residual_step_at(level, &x, &b, 0.3, &mut g3, &mut lanes3);
+                residual_at(level, &x, &b, 0.3, &mut g3, &mut lanes3);
                 sgd_at(level, 0.3, 0.0, 0.0, &x, &mut g, &mut []);
                 assert_eq!((g3, lanes3), (g, lanes));
             }

@@ -864,14 +864,7 @@ multiversion! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::{Level, detected};
-
-    fn levels() -> Vec<Level> {
-        [Level::Baseline, Level::Avx2, Level::Avx512]
-            .into_iter()
-            .filter(|&l| l <= detected())
-            .collect()
-    }
+    use crate::simd::tests::levels;
 
     #[test]
     fn every_simd_level_produces_identical_bits() {

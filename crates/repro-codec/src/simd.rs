@@ -192,3 +192,16 @@ macro_rules! multiversion {
     };
 }
 pub(crate) use multiversion;
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::{Level, detected};
+
+    /// Every level this CPU runs, for tests that compare them.
+    pub(crate) fn levels() -> Vec<Level> {
+        [Level::Baseline, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .filter(|&l| l <= detected())
+            .collect()
+    }
+}
