@@ -516,8 +516,7 @@ impl MoniquaCodec {
         if !plain {
             return Ok(None);
         }
-        let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
-        let all = weights.iter().fold(0.0f32, |t, &w| t + w);
+        let (weights, all) = weights(neighbours);
         let next = next.map(|out| frame::begin_frame(out, packed_len(len, self.bits)));
         Ok(Some(BlockUpdate {
             iteration,
@@ -546,12 +545,12 @@ impl MoniquaCodec {
     /// (`mix`) and `iteration + 1` (`encode`) are read instead of hashing,
     /// where they are the right ones (else ignored): the same values.
     #[allow(clippy::too_many_arguments)]
-    pub fn update_block(
+    pub fn update_block<'f>(
         &self,
         u: &mut BlockUpdate,
         x: &mut [f32],
         at: usize,
-        frames: &[&[u8]],
+        frames: impl ExactSizeIterator<Item = &'f [u8]>,
         delta: &[f32],
         tables: [Option<&DitherTable>; 2],
         next: Option<&mut Vec<u8>>,
@@ -566,41 +565,41 @@ impl MoniquaCodec {
         let frame_len = self.frame_len(u.len);
         // a block's codes start on a byte: `at` is a multiple of 64
         let (byte, end) = (at / 8 * self.bits as usize, packed_len(at + m, self.bits));
-        for bytes in frames {
-            check_len("neighbour frame", frame_len, bytes.len())?;
-        }
         // the bodies from this block on, without allocating for a few
-        let mut few: [&[u8]; 8] = [&[]; 8];
-        let many: Vec<&[u8]>;
-        let bodies: &[&[u8]] = if frames.len() <= few.len() {
-            for (b, f) in few.iter_mut().zip(frames) {
-                *b = &f[frame::HEADER_LEN + byte..];
+        let count = frames.len();
+        let (mut few, mut many): ([&[u8]; 8], Vec<&[u8]>) = ([&[]; 8], Vec::new());
+        let mut seen = 0;
+        for bytes in frames.take(count) {
+            check_len("neighbour frame", frame_len, bytes.len())?;
+            let body = &bytes[frame::HEADER_LEN + byte..];
+            if count <= few.len() {
+                few[seen] = body;
+            } else {
+                many.push(body);
             }
-            &few[..frames.len()]
+            seen += 1;
+        }
+        check_len("neighbour frames", count, seen)?;
+        let bodies: &[&[u8]] = if count <= few.len() {
+            &few[..count]
         } else {
-            many = frames
-                .iter()
-                .map(|f| &f[frame::HEADER_LEN + byte..])
-                .collect();
             &many
         };
         let chunks = (at / kernels::CHUNK) as u32;
-        let dither = u.dithers[0];
-        let p = ModParams {
-            table: table_for(tables[0], dither, at, m),
-            ..self.params(dither.skip_chunks(chunks), false)
+        // the block's view of iteration `k + i`'s dither: skipped to the
+        // block, read from the table when it is the right one
+        let params = |i: usize| ModParams {
+            table: table_for(tables[i], u.dithers[i], at, m),
+            ..self.params(u.dithers[i].skip_chunks(chunks), false)
         };
+        let p = params(0);
         // the next frame's codes of this block, encoded by the mix from
         // the updated values while they are in registers
         let encode = match next.filter(|_| u.next) {
             Some(out) => {
                 check_len("next frame", frame_len, out.len())?;
-                let dither = u.dithers[1];
                 Some(kernels::EncodeNext {
-                    p: ModParams {
-                        table: table_for(tables[1], dither, at, m),
-                        ..self.params(dither.skip_chunks(chunks), false)
-                    },
+                    p: params(1),
                     body: &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end],
                     bad: [0; kernels::CHUNK],
                 })
@@ -668,8 +667,7 @@ impl MoniquaCodec {
             return Err(CodecError::HashInPlace);
         }
         let bodies: Vec<&[u8]> = frames.iter().map(|f| &*f.body).collect();
-        let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
-        let all = weights.iter().fold(0.0f32, |t, &w| t + w);
+        let (weights, all) = weights(neighbours);
         let params = self.params(self.dither(iteration, sender), hash);
         let mut hashes = vec![kernels::CodeHash::new(); frames.len()];
         let mut nb = kernels::Neighbours {
@@ -716,6 +714,14 @@ impl MoniquaCodec {
             bucket: None,
         }
     }
+}
+
+/// The neighbours' weights `w_j`, and their sum in order (the local biased
+/// term's weight is its negative).
+fn weights(neighbours: &[(&[u8], f32)]) -> (Vec<f32>, f32) {
+    let weights: Vec<f32> = neighbours.iter().map(|&(_, w)| w).collect();
+    let all = weights.iter().fold(0.0f32, |t, &w| t + w);
+    (weights, all)
 }
 
 /// `t`'s values if it is the dither of coordinates `at..at + m` of
@@ -1127,7 +1133,7 @@ mod tests {
                                     &mut updates[w],
                                     xb,
                                     at,
-                                    &[&frames[0], &frames[1]],
+                                    [frames[0].as_slice(), &frames[1]].into_iter(),
                                     &delta,
                                     tables,
                                     Some(&mut nexts[w]),
@@ -1208,7 +1214,7 @@ mod tests {
                 &mut u,
                 &mut z[..len],
                 at,
-                &[&pf],
+                [pf.as_slice()].into_iter(),
                 &zero[..len],
                 [None, None],
                 None,
@@ -1220,7 +1226,7 @@ mod tests {
             &mut u,
             &mut z[..64],
             0,
-            &[&pf[..50]],
+            [&pf[..50]].into_iter(),
             &zero[..64],
             [None, None],
             None,
@@ -1260,7 +1266,7 @@ mod tests {
                 &mut u,
                 &mut z[at..at + m],
                 at,
-                &[],
+                std::iter::empty(),
                 &delta,
                 [None, None],
                 Some(&mut next),

@@ -228,18 +228,6 @@ impl Blockwise for Moniqua {
         next: Option<&mut Vec<u8>>,
         prefetch: Prefetch,
     ) -> Result<(), AlgoError> {
-        // the frames as `begin` had them, without allocating for a few
-        let mut few: [&[u8]; 8] = [&[]; 8];
-        let many: Vec<&[u8]>;
-        let frames: &[&[u8]] = if inbox.len() <= few.len() {
-            for (f, &(_, bytes)) in few.iter_mut().zip(inbox) {
-                *f = bytes;
-            }
-            &few[..inbox.len()]
-        } else {
-            many = inbox.iter().map(|&(_, bytes)| bytes).collect();
-            &many
-        };
         let update = self.blocks.as_mut().ok_or_else(|| {
             AlgoError::Invalid("a block outside an iteration begun in blocks".into())
         })?;
@@ -252,6 +240,8 @@ impl Blockwise for Moniqua {
         })?;
         local_step(x, delta);
         let tables = [Some(&tables[0]), Some(&tables[1])];
+        // the frames as `begin` had them
+        let frames = inbox.iter().map(|&(_, bytes)| bytes);
         self.codec
             .update_block(update, x, at, frames, delta, tables, next, prefetch)?;
         Ok(())
