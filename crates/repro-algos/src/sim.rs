@@ -197,7 +197,7 @@ impl<'o> Simulator<'o> {
     /// a time, interleaved: every worker's block `b` (gradient, step,
     /// update, the next frame's codes), then every worker's block `b + 1`,
     /// so the block's dither tables, shared by all workers, are computed
-    /// once per thread and the block never leaves the first-level cache.
+    /// once per thread and stay in cache with the block's step.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
         let n = self.lanes.len();
         let k = self.k;
@@ -427,8 +427,9 @@ impl<'o> Simulator<'o> {
 }
 
 /// Coordinates per block when workers run their iteration a block at a
-/// time: the block's model, step and two dither tables (16 KiB) stay in
-/// the first-level cache while every worker of a thread takes its turn.
+/// time: the block's step and two dither tables (96 KiB) stay in the core's
+/// L2 cache while every worker of a thread takes its turn (measured at
+/// n = 1024, d = 100k: 1024 to 16384 within 10%, larger faster: fewer calls).
 const BLOCK: usize = 8192;
 
 /// What one fused pass over the workers shares.
@@ -496,6 +497,7 @@ impl Pass<'_> {
         let block = self.block;
         let mut scratch = vec![0.0f32; block];
         let first = on.iter().position(|&o| o).unwrap_or(0);
+        let plain = sgd.momentum == 0.0 && sgd.weight_decay == 0.0;
         for at in (0..d).step_by(block) {
             let m = block.min(d - at);
             if let Some(b) = group[first].worker.blockwise() {
@@ -520,7 +522,6 @@ impl Pass<'_> {
                     ..
                 } = lane;
                 let lanes = &mut losses[li];
-                let plain = sgd.momentum == 0.0 && sgd.weight_decay == 0.0;
                 let mut local_step = |x: &[f32], delta: &mut [f32]| {
                     if plain {
                         return sep.step_block(i, at, x, rng, lr, delta, lanes);
