@@ -239,7 +239,13 @@ fn recover_one<const ACC: bool>(p: &ModParams<'_>, r: i32, y: f32, o: &mut f32, 
 }
 
 #[inline(always)]
-fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
+fn moniqua_encode_fixed<
+    const NATIVE: bool,
+    const V4: bool,
+    const BITALG: bool,
+    const B: usize,
+    const NEAREST: bool,
+>(
     p: &ModParams<'_>,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -259,9 +265,13 @@ fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
         // `multiversion!` runs after checking the CPU's features.
         unsafe {
             if p.hash {
-                crate::avx512::encode_chunks::<B, NEAREST, true>(p, xh, oh, body_head, h, b);
+                crate::avx512::encode_chunks::<B, NEAREST, true, BITALG>(
+                    p, xh, oh, body_head, h, b,
+                );
             } else {
-                crate::avx512::encode_chunks::<B, NEAREST, false>(p, xh, oh, body_head, h, b);
+                crate::avx512::encode_chunks::<B, NEAREST, false, BITALG>(
+                    p, xh, oh, body_head, h, b,
+                );
             }
         }
         return moniqua_encode_tail::<NATIVE, B, NEAREST>(p, x, own, body_tail, hash, bad);
@@ -368,7 +378,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
 }
 
 #[inline(always)]
-fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
+fn moniqua_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     own: Option<&mut [f32]>,
@@ -376,10 +386,10 @@ fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
 ) -> KernelOut {
     match p.rounding {
         Rounding::Nearest => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, true>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, BITALG, B, true>(p, x, own, body))
         }
         Rounding::Stochastic => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, false>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, BITALG, B, false>(p, x, own, body))
         }
     }
 }
@@ -405,7 +415,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
 }
 
 #[inline(always)]
-fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
+fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     weight: f32,
@@ -524,7 +534,13 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
 /// `hashes[j]` when `p.hash`; returns nonzero if an input was rejected. In
 /// place, each chunk of `x` is read before it is overwritten.
 #[inline(always)]
-fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
+fn moniqua_mix_fixed<
+    const NATIVE: bool,
+    const V4: bool,
+    const BITALG: bool,
+    const B: usize,
+    const NEAREST: bool,
+>(
     p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -546,12 +562,12 @@ fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const N
         // SAFETY: as in `moniqua_encode_fixed`.
         unsafe {
             if p.hash {
-                crate::avx512::mix_chunks::<B, NEAREST, true>(
+                crate::avx512::mix_chunks::<B, NEAREST, true, BITALG>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                     enc,
                 );
             } else {
-                crate::avx512::mix_chunks::<B, NEAREST, false>(
+                crate::avx512::mix_chunks::<B, NEAREST, false, BITALG>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                     enc,
                 );
@@ -614,7 +630,7 @@ fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const N
 }
 
 #[inline(always)]
-fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
+fn moniqua_mix_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -622,17 +638,21 @@ fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
     delta: &[f32],
 ) -> u32 {
     match p.rounding {
-        Rounding::Nearest => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, true>(
-            p, target, own_weight, nb, delta
-        )),
-        Rounding::Stochastic => for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, false>(
-            p, target, own_weight, nb, delta
-        )),
+        Rounding::Nearest => {
+            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, BITALG, B, true>(
+                p, target, own_weight, nb, delta
+            ))
+        }
+        Rounding::Stochastic => {
+            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, BITALG, B, false>(
+                p, target, own_weight, nb, delta
+            ))
+        }
     }
 }
 
 #[inline(always)]
-fn moniqua_decode_impl<const NATIVE: bool, const V4: bool>(
+fn moniqua_decode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     p: &ModParams<'_>,
     body: &[u8],
     local: &[f32],
@@ -662,7 +682,7 @@ pub(crate) struct BucketParams {
 /// whose integer order is the float order, with NaN and infinity on top: an
 /// integer max reduction vectorizes where a float one would not.
 #[inline(always)]
-fn bucket_scales_impl<const NATIVE: bool, const V4: bool>(
+fn bucket_scales_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     bucket: usize,
     x: &[f32],
     scales: &mut [u8],
@@ -693,7 +713,7 @@ fn bucket_run_end(base: usize, j: usize, n: usize, bucket: usize) -> (usize, usi
 }
 
 #[inline(always)]
-fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
+fn bucket_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     p: &BucketParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -709,7 +729,7 @@ fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
         let head = &mut codes_out[..full / 8 * p.bits as usize];
         let oh = own.as_deref_mut().map(|o| &mut o[..full]);
         // SAFETY: as in `moniqua_encode_fixed`.
-        if unsafe { crate::avx512::bucket_encode(p, &x[..full], oh, scales, head) } {
+        if unsafe { crate::avx512::bucket_encode::<BITALG>(p, &x[..full], oh, scales, head) } {
             from = full;
         }
     }
@@ -766,7 +786,7 @@ fn scale_ok(s: f32) -> bool {
 
 /// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
 #[inline(always)]
-fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
+fn bucket_decode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
     bits: u32,
     bucket: usize,
     scales: &[u8],
