@@ -117,6 +117,49 @@ fn receive_table(reps: usize) {
     }
 }
 
+/// The memory floor of a decode at each size: `memcpy` next to the
+/// cheapest loop that reads one buffer and writes another with ordinary
+/// stores (`out = 2 x`), which any decode does at least (it reads the local
+/// model and writes the recovered one). `memcpy` can move the bytes faster:
+/// at these sizes it writes whole cache lines without first reading them
+/// (`rep movsb`), which a store of computed values cannot do.
+fn floor_table(reps: usize) {
+    println!();
+    println!(
+        "{:<10} {:>9} {:>12} {:>12} {:>14}",
+        "model", "d", "memcpy GB/s", "x2 GB/s", "x2 / memcpy"
+    );
+    for (model, d) in SIZES {
+        let x: Vec<f32> = (0..d).map(|i| i as f32).collect();
+        let mut out = vec![0f32; d];
+        let mut pairs: Vec<(f64, f64)> = (0..5)
+            .map(|_| {
+                let m = time(|| out.copy_from_slice(black_box(&x)), reps);
+                let s = time(
+                    || {
+                        for (o, &v) in out.iter_mut().zip(black_box(&x)) {
+                            *o = v * 2.0;
+                        }
+                    },
+                    reps,
+                );
+                black_box(&out);
+                (m, s)
+            })
+            .collect();
+        pairs.sort_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
+        let (m, s) = pairs[pairs.len() / 2];
+        println!(
+            "{:<10} {:>9} {:>12.2} {:>12.2} {:>14.2}",
+            model,
+            d,
+            gbps(d, m),
+            gbps(d, s),
+            m / s
+        );
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let json = args
@@ -255,6 +298,7 @@ fn main() {
         );
     }
     receive_table(reps);
+    floor_table(reps);
     if let Some(path) = json {
         let body: Vec<String> = rows
             .iter()
