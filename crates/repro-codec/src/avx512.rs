@@ -173,7 +173,8 @@ fn hashed_offsets(dither: &Dither, ci: u32) -> [__m512; 4] {
 }
 
 /// `kernels::quantize` of 16 values: the un-modded codes (as floats and as
-/// integers), and `|t|`'s bits folded into `bad`.
+/// integers), and `|t|` folded into `bad`'s lane maxima (a float `|t|`, whose
+/// bits order as the portable kernels' integer maxima; see [`fold_bad`]).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
 fn quantize(x: __m512, scale: __m512, u: __m512, bad: &mut __m512) -> (__m512, __m512i) {
