@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every check CI runs:
 # rustfmt, clippy with -D warnings, and the workspace tests (debug profile).
+# Every test binary runs even when one fails (--no-fail-fast); the last line
+# counts passed, failed and skipped tests. Tests that need root must run here
+# (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); any
+# test that skips prints a `SKIPPED: <test>: <why>` line, counted at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -10,7 +14,34 @@ echo "[test] cargo fmt --check" >&2
 cargo fmt --all -- --check
 echo "[test] cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "[test] cargo test" >&2
-# the tests that need root (network namespaces, tc) must run here, not skip
-REPRO_REQUIRE_ROOT_TESTS=1 cargo test --workspace --locked
-echo "[test] all checks passed" >&2
+echo "[test] cargo test --no-fail-fast" >&2
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+set +e
+REPRO_REQUIRE_ROOT_TESTS=1 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+# one line for the whole run: sums of every binary's `test result:` line
+summary=$(awk '
+  /^test result: / {
+    binaries++
+    for (i = 1; i <= NF; i++) {
+      w = $i; sub(/[;,.]$/, "", w)
+      if ($(i + 1) ~ /^passed/) passed += w
+      if ($(i + 1) ~ /^failed/) failed += w
+      if ($(i + 1) ~ /^ignored/) ignored += w
+    }
+  }
+  /^SKIPPED: / { skipped++ }
+  END {
+    printf "%d passed, %d failed, %d ignored, %d skipped, in %d test binaries",
+      passed, failed, ignored, skipped, binaries
+  }' "$log")
+grep '^SKIPPED: ' "$log" >&2 || true
+if [[ $rc -eq 0 ]]; then
+  echo "[test] all checks passed: $summary" >&2
+else
+  grep -E '^    [^ ]+$|^error: [0-9]+ targets? failed' "$log" | tail -n 40 >&2 || true
+  echo "[test] FAILED (cargo test exit $rc): $summary" >&2
+fi
+exit "$rc"

@@ -7,6 +7,9 @@ use std::process::Command;
 
 use anyhow::Result;
 
+use crate::net::probe::{self, ProbeNs};
+use crate::net::{System, TcpCongestion, TcpSettings};
+
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Check {
@@ -40,38 +43,63 @@ pub(crate) fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// Tries each qdisc on the loopback of a throwaway network namespace (needs
-/// root): `Some(true)` if the kernel accepted it, `None` if it could not probe.
-fn probe_qdiscs(qdiscs: &[&[&str]]) -> Vec<Option<bool>> {
-    let ns = format!("repro-doctor-{}", std::process::id());
-    if !is_root() || run("ip", &["netns", "add", &ns]).is_none() {
-        return vec![None; qdiscs.len()];
-    }
-    let results = qdiscs
-        .iter()
-        .map(|q| {
-            let mut args = vec![
-                "netns",
-                "exec",
-                ns.as_str(),
-                "tc",
-                "qdisc",
-                "replace",
-                "dev",
-                "lo",
-                "root",
-            ];
-            args.extend_from_slice(q);
-            Some(run("ip", &args).is_some())
-        })
-        .collect();
-    let _ = run("ip", &["netns", "delete", &ns]);
-    results
+/// What the kernel allows for shaping, probed in one throwaway namespace
+/// (needs root; `None` where it could not probe).
+struct Probed {
+    tbf: Option<bool>,
+    htb: Option<bool>,
+    netem: Option<bool>,
+    tcp: Vec<TcpProbe>,
 }
 
-/// Whether the kernel accepts a netem qdisc (false when it cannot probe).
-pub(crate) fn kernel_has_netem() -> bool {
-    probe_qdiscs(&[&["netem", "delay", "1ms"]])[0] == Some(true)
+/// A congestion control probed on a namespace's route (`None`: could not
+/// probe) and as a namespace's default (`None`: not probed).
+type TcpProbe = (TcpCongestion, Option<Result<(), String>>, Option<bool>);
+
+fn probe() -> Probed {
+    let algorithms = [TcpCongestion::Cubic, TcpCongestion::Bbr];
+    let probe = if is_root() {
+        ProbeNs::new(&System).ok()
+    } else {
+        None
+    };
+    let Some(p) = probe else {
+        return Probed {
+            tbf: None,
+            htb: None,
+            netem: None,
+            tcp: algorithms.iter().map(|&a| (a, None, None)).collect(),
+        };
+    };
+    // a namespace's own congestion-control sysctl exists from 4.15; before,
+    // writing it in a namespace would change the host's
+    let per_namespace = probe::kernel_version().is_some_and(|v| v >= (4, 15));
+    Probed {
+        tbf: Some(p.qdisc(&[
+            "tbf", "rate", "1mbit", "burst", "32kbit", "latency", "400ms",
+        ])),
+        htb: Some(p.qdisc(&["htb", "default", "1"])),
+        netem: Some(p.qdisc(&["netem", "delay", "1ms"])),
+        tcp: algorithms
+            .iter()
+            .map(|&a| {
+                (
+                    a,
+                    Some(p.congctl(a)),
+                    per_namespace.then(|| p.namespace_default(a)),
+                )
+            })
+            .collect(),
+    }
+}
+
+/// The `found` text of a qdisc probe.
+fn probe_text(result: Option<bool>) -> String {
+    match result {
+        Some(true) => "works (probed in a throwaway namespace)".into(),
+        Some(false) => "the kernel refused it".into(),
+        None => "unknown: probing needs root".into(),
+    }
 }
 
 /// All checks, in report order.
@@ -102,33 +130,144 @@ pub fn checks() -> Vec<Check> {
         found: tc.unwrap_or_else(|| "not found".into()),
         hint: "apt-get install iproute2",
     });
-    let probes = probe_qdiscs(&[
-        &[
-            "tbf", "rate", "1mbit", "burst", "32kbit", "latency", "400ms",
-        ],
-        &["netem", "delay", "1ms"],
-    ]);
-    for ((what, hint), probe) in [
-        ("tc rate limiting (tbf)", "a kernel with sch_tbf"),
+    let probed = probe();
+    for (what, result, hint) in [
+        (
+            "tc rate limiting (tbf)",
+            probed.tbf,
+            "a kernel with sch_tbf",
+        ),
+        (
+            "tc rate limiting (htb)",
+            probed.htb,
+            "a kernel with sch_htb (the default `qdisc: htb-ack` needs it; `qdisc: tbf` does not)",
+        ),
         (
             "tc delay (netem)",
-            "a kernel with sch_netem (without it, set `latency_ms`: the transport injects latency per message)",
+            probed.netem,
+            "a kernel with sch_netem (without it the transport injects each condition's latency per message)",
         ),
-    ]
-    .into_iter()
-    .zip(probes)
-    {
+    ] {
+        let netem = what.contains("netem");
         out.push(Check {
             what,
-            ok: probe == Some(true),
-            found: match probe {
-                Some(true) => "works (probed in a throwaway namespace)".into(),
-                Some(false) => "the kernel refused it".into(),
-                None => "unknown: probing needs root".into(),
+            // netem is optional: without it latency is injected
+            ok: result == Some(true) || (netem && result.is_some()),
+            found: if netem && result == Some(false) {
+                "absent (probed): each condition's latency is injected per message by the \
+                 transport instead, and shaping.json says so"
+                    .into()
+            } else {
+                probe_text(result)
             },
             hint,
         });
     }
+    let tcp = TcpSettings::read();
+    out.push(Check {
+        what: "TCP congestion control",
+        ok: tcp.is_some(),
+        found: tcp.as_ref().map_or_else(
+            || "could not read /proc/sys/net/ipv4".into(),
+            |t| {
+                format!(
+                    "host default {}; allowed (for a namespace's default) `{}`; available `{}`",
+                    t.default,
+                    t.allowed.join(" "),
+                    t.available.join(" ")
+                )
+            },
+        ),
+        hint: "",
+    });
+    for (algorithm, route, default) in &probed.tcp {
+        let name = algorithm.name();
+        let loaded = tcp
+            .as_ref()
+            .is_some_and(|t| t.available.iter().any(|a| a == name));
+        let default = match default {
+            Some(true) => "may be a namespace's default".to_string(),
+            Some(false) => "may not be a namespace's default (not in the allowed list)".to_string(),
+            None => "namespace default not probed".to_string(),
+        };
+        let (ok, found) = match route {
+            Some(Ok(())) => (
+                true,
+                format!("set on a namespace's route: works (what repro does); {default}"),
+            ),
+            Some(Err(e)) => (
+                false,
+                format!("refused on a namespace's route: {e}; {default}"),
+            ),
+            None if loaded => (true, "loaded; probing needs root".to_string()),
+            None => (false, "not loaded".to_string()),
+        };
+        out.push(Check {
+            what: if name == "cubic" {
+                "TCP cubic in a namespace"
+            } else {
+                "TCP bbr in a namespace"
+            },
+            ok,
+            found,
+            hint: "load it (`modprobe tcp_<name>`), or name another `tcp` in the network condition",
+        });
+    }
+    out.push(Check {
+        what: "congestion sysctl per namespace",
+        ok: true,
+        found: match probe::kernel_version() {
+            Some(v) if v >= (4, 15) => format!(
+                "yes (kernel {}.{}); repro never writes it: it sets congctl on the ranks' routes",
+                v.0, v.1
+            ),
+            Some(v) => format!(
+                "no (kernel {}.{}: the namespaces share the host's value); repro never writes it",
+                v.0, v.1
+            ),
+            None => "unknown kernel version; repro never writes it".into(),
+        },
+        hint: "",
+    });
+    let routes = run("ip", &["-4", "route", "show", "10.217.0.0/16"]).unwrap_or_default();
+    out.push(Check {
+        what: "host routes into 10.217.0.0/16",
+        ok: true,
+        found: if routes.is_empty() {
+            "none".into()
+        } else {
+            format!(
+                "`{routes}`: harmless, the ranks' subnet exists only inside their own namespaces"
+            )
+        },
+        hint: "",
+    });
+    let bridge_nf = std::fs::read_to_string("/proc/sys/net/bridge/bridge-nf-call-iptables")
+        .ok()
+        .map(|s| s.trim().to_string());
+    out.push(Check {
+        what: "br_netfilter",
+        ok: true,
+        found: match bridge_nf.as_deref() {
+            Some("1") => "loaded, bridge-nf-call-iptables = 1: bridged traffic meets the \
+                          firewall of the bridge's namespace; harmless here, the ranks' bridge \
+                          lives in a namespace of its own with an empty firewall"
+                .into(),
+            Some(v) => format!("loaded, bridge-nf-call-iptables = {v}"),
+            None => "not loaded".into(),
+        },
+        hint: "",
+    });
+    out.push(Check {
+        what: "IPv6",
+        ok: true,
+        found: if probe::kernel_has_ipv6() {
+            "on (the ranks' interfaces get no link-local address)".into()
+        } else {
+            "off (not needed)".into()
+        },
+        hint: "",
+    });
     let netns = run("ip", &["netns", "list"]);
     out.push(Check {
         what: "network namespaces",
@@ -217,7 +356,7 @@ mod tests {
     #[test]
     fn every_check_reports_something() {
         let checks = checks();
-        assert!(checks.len() >= 9);
+        assert!(checks.len() >= 14);
         assert!(checks.iter().all(|c| !c.found.is_empty()));
         // a missing tool is reported as such, not as an error
         assert_eq!(run("this-command-does-not-exist", &[]), None);

@@ -13,7 +13,9 @@ use repro_runlog::{Status, TrainConfig, read_log};
 
 use serde::{Deserialize, Serialize};
 
-use crate::net::{Condition, Exec, Fabric, HostShaping, NetError, QdiscStats, ShapingMode};
+use crate::net::{
+    Condition, Exec, Fabric, HostNet, HostShaping, NetError, QdiscStats, ShapingMode,
+};
 use crate::plan::{Params, PlannedRun};
 use crate::sim_backend::Summary;
 
@@ -58,8 +60,9 @@ fn diverged(log: &repro_runlog::Log) -> bool {
 /// How the network conditions of MPI runs are applied.
 pub struct NetContext {
     pub mode: ShapingMode,
-    /// Whether the kernel has netem (else latency is injected by the transport).
-    pub netem: bool,
+    /// What the kernel that shapes can do (netem, IPv6, its TCP sysctls),
+    /// probed before the first run.
+    pub host: HostNet,
     pub exec: Box<dyn Exec>,
     /// How ranks (and, in `hosts` mode, the per-node tc) are started.
     pub launcher: Launcher,
@@ -120,7 +123,7 @@ impl std::fmt::Debug for NetContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NetContext")
             .field("mode", &self.mode)
-            .field("netem", &self.netem)
+            .field("host", &self.host)
             .field("launcher", &self.launcher)
             .field("interface", &self.interface)
             .finish()
@@ -254,6 +257,8 @@ pub fn launch(
     }
     let mut env = Vec::new();
     if let Some(f) = fabric {
+        // mpirun in the hub namespace, each rank entering its own
+        argv.splice(0..0, f.mpirun_prefix());
         argv.extend(f.mpirun_args());
         env.extend(f.mpirun_env());
         argv.extend([
@@ -282,9 +287,22 @@ struct ShapingRecord<'a> {
     method: String,
     setup: Vec<String>,
     warnings: &'a [String],
+    /// The congestion control the ranks used and how it was set.
+    tcp: Option<TcpRecord<'a>>,
     /// Per rank, in rank order, read after the run.
     kernel: Vec<QdiscStats>,
     counted_bytes_sent: Vec<Option<u64>>,
+}
+
+/// The TCP congestion control of a shaped run (in shaping.json).
+#[derive(Debug, Serialize)]
+struct TcpRecord<'a> {
+    used: &'static str,
+    how: &'static str,
+    /// Rank 0's subnet route as the kernel showed it.
+    route: &'a str,
+    /// The host's sysctls at the time (its default and allowed list).
+    host: Option<&'a crate::net::TcpSettings>,
 }
 
 /// Seconds per iteration measured and the wire-time bound for it.
@@ -416,7 +434,7 @@ pub fn execute(
             if !crate::doctor::is_root() {
                 return Err(NetError::NotRoot.into());
             }
-            let mut f = Fabric::new(&*net.exec, &run.id, workers, condition.clone(), net.netem)?;
+            let mut f = Fabric::new(&*net.exec, &run.id, workers, condition.clone(), &net.host)?;
             f.up().context("could not build the shaped network")?;
             if let Some(l) = f.injected_latency_s() {
                 cfg.latency_ms = l * 1e3;
@@ -538,6 +556,13 @@ pub fn execute(
             method: shaping.clone(),
             setup: f.setup_commands()?.iter().map(|c| c.join(" ")).collect(),
             warnings: &f.warnings,
+            tcp: Some(TcpRecord {
+                used: condition.tcp.name(),
+                how: "`congctl lock` on the subnet route of every rank's namespace, read back \
+                      after setup; the host's sysctls are not changed",
+                route: &f.route,
+                host: net.host.tcp.as_ref(),
+            }),
             kernel: kernel.clone(),
             counted_bytes_sent: counted.clone(),
         };
@@ -553,6 +578,7 @@ pub fn execute(
             method: shaping.clone(),
             setup: vec![h.setup_command().join(" ")],
             warnings: &[],
+            tcp: None,
             kernel: Vec::new(),
             counted_bytes_sent: counted.clone(),
         };
@@ -759,7 +785,7 @@ mod tests {
     fn net(launcher: Launcher, mode: ShapingMode, interface: Option<&str>) -> NetContext {
         NetContext {
             mode,
-            netem: true,
+            host: HostNet::assumed(),
             exec: Box::new(crate::net::DryRun::default()),
             launcher,
             interface: interface.map(String::from),

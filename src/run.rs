@@ -10,7 +10,7 @@ use clap::Args;
 use crate::frames;
 use crate::manifest::{self, Backend};
 use crate::mpi_backend::{Launcher, Method, NetContext};
-use crate::net::ShapingMode;
+use crate::net::{Condition, HostNet, ShapingMode};
 use crate::plan::{self, PlannedRun};
 use crate::plot::ImageFormat;
 use crate::progress::Progress;
@@ -122,6 +122,21 @@ fn out_dir(out: &Option<PathBuf>, name: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("results").join(name))
 }
 
+/// The distinct network conditions of the runs `net` shapes.
+fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Condition> {
+    let mut out: Vec<&Condition> = Vec::new();
+    for c in runs
+        .iter()
+        .filter(|r| net.shapes(r))
+        .flat_map(|r| &r.network)
+    {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn describe(run: &PlannedRun) -> String {
     run.point
         .iter()
@@ -149,11 +164,22 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     if args.dry_run {
         let net = NetContext {
             mode: m.shaping,
-            netem: true,
+            host: HostNet::assumed(),
             exec: Box::new(crate::net::DryRun::default()),
             launcher,
             interface: args.interface.clone(),
         };
+        // a congestion control this kernel has not loaded fails the real
+        // run before anything starts; a dry run says so too
+        if backend == Backend::Mpi
+            && runs.iter().any(|r| net.shapes(r))
+            && net.method()? == Method::Netns
+            && let Some(tcp) = crate::net::TcpSettings::read()
+        {
+            for c in shaped_conditions(&runs, &net) {
+                tcp.check_available(c.tcp)?;
+            }
+        }
         dry_run(&m, &args.scale, backend, &runs, &out, &net)?;
         return Ok(Outcome::AllSucceeded);
     }
@@ -163,30 +189,26 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         && runs.iter().any(|r| r.network.is_some());
     let mut net = NetContext {
         mode: m.shaping,
-        netem: false,
+        host: HostNet::assumed(),
         exec: Box::new(crate::net::System),
         launcher,
         interface: args.interface.clone(),
     };
     let method = if shaped { Some(net.method()?) } else { None };
-    if method == Some(Method::Netns) && !crate::doctor::is_root() {
-        return Err(crate::net::NetError::NotRoot.into());
-    }
-    // a cluster's nodes run netem (users' kernels have it); here, probe
-    net.netem = match method {
-        Some(Method::Netns) => crate::doctor::kernel_has_netem(),
-        Some(Method::Hosts) => true,
-        None => false,
-    };
-    if method == Some(Method::Netns)
-        && !net.netem
-        && runs
-            .iter()
-            .any(|r| r.network.as_ref().is_some_and(|c| c.latency_s > 0.0))
-    {
-        eprintln!(
-            "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
-        );
+    if method == Some(Method::Netns) {
+        if !crate::doctor::is_root() {
+            return Err(crate::net::NetError::NotRoot.into());
+        }
+        // probe, don't assume: every condition's qdiscs and congestion
+        // control are tried in a throwaway namespace before the first run
+        let conditions = shaped_conditions(&runs, &net);
+        net.host = crate::net::probe::preflight(&*net.exec, &conditions)
+            .context("this host cannot shape the experiment's network conditions")?;
+        if !net.host.netem && conditions.iter().any(|c| c.latency_s > 0.0) {
+            eprintln!(
+                "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
+            );
+        }
     }
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
@@ -488,7 +510,7 @@ fn dry_run(
         }
         let fabric = match &r.network {
             Some(c) if net.shapes(r) && method == Some(Method::Netns) => Some(
-                crate::net::Fabric::new(&recorder, &r.id, workers, c.clone(), net.netem)?,
+                crate::net::Fabric::new(&recorder, &r.id, workers, c.clone(), &net.host)?,
             ),
             _ => None,
         };

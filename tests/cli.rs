@@ -658,9 +658,20 @@ fn as_root() -> bool {
             std::env::var_os("REPRO_REQUIRE_ROOT_TESTS").is_none(),
             "REPRO_REQUIRE_ROOT_TESTS is set but the tests do not run as root"
         );
-        eprintln!("skipped: needs root (network namespaces and tc)");
+        skipped("needs root (network namespaces and tc)");
     }
     root
+}
+
+/// Says on the terminal, past the test harness's capture, that the calling
+/// test skipped and why: `ci/test.sh` counts these lines.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let _ = std::io::stderr().write_all(format!("\nSKIPPED: {test}: {why}\n").as_bytes());
 }
 
 /// Nothing of the driver's networks is left on the host.

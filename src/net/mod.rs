@@ -9,6 +9,7 @@
 pub mod exec;
 pub mod hosts;
 pub mod netns;
+pub mod probe;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -17,6 +18,7 @@ use yaml_serde::Value;
 pub use exec::{DryRun, Exec, System};
 pub use hosts::HostShaping;
 pub use netns::{Fabric, QdiscStats, leftovers, remove_leftovers};
+pub use probe::{HostNet, TcpSettings};
 
 /// The fixed prefix of every namespace, link and bridge the driver creates.
 pub const PREFIX: &str = "rpr";
@@ -47,6 +49,45 @@ pub enum NetError {
     NotRoot,
     #[error("refusing to pass `{name}` to ip/tc: it is not a name this driver creates")]
     BadName { name: String },
+    #[error(
+        "TCP congestion control `{name}` is not available on this host \
+         (net.ipv4.tcp_available_congestion_control = `{available}`); load it \
+         (`modprobe tcp_{name}`) or set the network condition's `tcp` to one of those"
+    )]
+    TcpUnavailable { name: String, available: String },
+    #[error(
+        "this kernel would not set TCP congestion control `{name}` on a route in a network \
+         namespace ({reason}), which is how repro applies a condition's `tcp` without \
+         touching the host; a namespace's default can only be one of \
+         net.ipv4.tcp_allowed_congestion_control (`{allowed}`): set the condition's `tcp` \
+         to one of those"
+    )]
+    TcpRefused {
+        name: String,
+        allowed: String,
+        reason: String,
+    },
+    #[error(
+        "rank namespace {namespace}: its subnet route does not carry `congctl lock {tcp}` \
+         after setup (it reads `{route}`); this kernel ignores a route's congestion control"
+    )]
+    CongctlMissing {
+        namespace: String,
+        tcp: String,
+        route: String,
+    },
+    #[error(
+        "this kernel refused the qdiscs of network condition `{condition}`: `{command}`: \
+         {reason}; `repro doctor` shows which qdiscs work here; set the condition's `qdisc` \
+         to one that does (tbf, htb, htb-ack)"
+    )]
+    QdiscRefused {
+        condition: String,
+        command: String,
+        reason: String,
+    },
+    #[error("could not read the TCP congestion-control sysctls under /proc/sys/net/ipv4")]
+    NoTcpSysctls,
     #[error("{ranks} ranks do not fit one shaped network (1 to 250)")]
     TooManyRanks { ranks: usize },
     #[error("`tc -s qdisc` on {device} in {namespace} printed no byte counter")]

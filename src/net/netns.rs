@@ -1,18 +1,26 @@
 //! One host, real shaping: a network namespace per rank, a veth pair from
-//! each into one bridge, addresses from a private test subnet, and `tc` on
-//! every rank's side of its veth, so each rank's egress is limited the way
-//! `tc` on each instance's NIC limited it in the paper.
+//! each into one bridge in a hub namespace, addresses from a private
+//! subnet, and `tc` on every rank's side of its veth, so each rank's egress
+//! is limited the way `tc` on each instance's NIC limited it in the paper.
 //!
 //! ```text
-//!   rpr-<tag>-r0 [eth0 10.217.X.1] --veth-- rpr<tag>h0 --+
-//!   rpr-<tag>-r1 [eth0 10.217.X.2] --veth-- rpr<tag>h1 --+-- bridge rpr<tag>br 10.217.X.254
-//!   ...                                                   |   (mpirun and its daemon reach
-//!                                                         +    the ranks through it)
+//!   rpr-<tag>-r0 [eth0 10.217.0.1] --veth-- rpr<tag>h0 --+
+//!   rpr-<tag>-r1 [eth0 10.217.0.2] --veth-- rpr<tag>h1 --+-- br0 10.217.0.254
+//!   ...                                                   |   in rpr-<tag>-hub, where
+//!                                                         +   mpirun runs
 //! ```
+//!
+//! Nothing of it lives in the host's own network namespace: mpirun runs in
+//! the hub (`ip netns exec`), so the host's firewall (a FORWARD or INPUT
+//! DROP policy, br_netfilter), its routes (another 10.217.0.0/24) and its
+//! sysctls never see the ranks' traffic. Each rank's TCP congestion control
+//! is set on its subnet route (`congctl lock`), which works whatever the
+//! host's `tcp_allowed_congestion_control` says; the host's sysctls are
+//! never written.
 
 use serde::Serialize;
 
-use super::{Condition, Exec, NetError, PREFIX, RateQdisc};
+use super::{Condition, Exec, HostNet, NetError, PREFIX, RateQdisc, TcpCongestion};
 
 /// Packets and bytes a qdisc dequeued (what the rank really sent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -50,16 +58,32 @@ impl Names {
     fn namespace(&self, r: usize) -> String {
         format!("{PREFIX}-{}-r{r}", self.tag)
     }
-    fn host_veth(&self, r: usize) -> String {
+    fn hub(&self) -> String {
+        format!("{PREFIX}-{}-hub", self.tag)
+    }
+    /// Rank `r`'s veth end in the hub, enslaved to its bridge.
+    fn hub_veth(&self, r: usize) -> String {
         format!("{PREFIX}{}h{r}", self.tag)
     }
-    fn peer_veth(&self, r: usize) -> String {
-        format!("{PREFIX}{}p{r}", self.tag)
-    }
-    fn bridge(&self) -> String {
-        format!("{PREFIX}{}br", self.tag)
+}
+
+/// The subnet of every shaped network. Each lives in its own namespaces,
+/// so networks of concurrent runs do not collide, and nor does a route of
+/// the host's to the same addresses.
+pub const SUBNET: &str = "10.217.0.0/24";
+
+/// The address of rank `r` (`None`: the hub's bridge, where mpirun listens).
+fn address(r: Option<usize>) -> String {
+    match r {
+        Some(r) => format!("10.217.0.{}", r + 1),
+        None => "10.217.0.254".into(),
     }
 }
+
+/// The bridge in the hub namespace and every rank's interface (fixed names
+/// inside namespaces the driver made).
+const BRIDGE: &str = "br0";
+const RANK_DEV: &str = "eth0";
 
 fn is_tag(s: &str) -> bool {
     s.len() == 6
@@ -71,14 +95,20 @@ fn is_rank(s: &str) -> bool {
     !s.is_empty() && s.len() <= 3 && s.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// Whether `name` is one the driver creates: `rpr-<tag>-r<k>` (namespace),
-/// `rpr<tag>h<k>` / `rpr<tag>p<k>` (veth ends) or `rpr<tag>br` (bridge).
+/// Whether `name` is one the driver creates: `rpr-<tag>-r<k>` (a rank's
+/// namespace), `rpr-<tag>-hub` (the hub), `rpr-<tag>-probe` (a throwaway
+/// probe), or a link `rpr<tag>h<k>` / `rpr<tag>p<k>` / `rpr<tag>br` (veth
+/// ends and bridges; only older versions left links in the host's
+/// namespace).
 pub fn is_our_name(name: &str) -> bool {
     if let Some(rest) = name.strip_prefix(&format!("{PREFIX}-")) {
-        return rest.len() > 8
-            && is_tag(&rest[..6])
-            && rest[6..].starts_with("-r")
-            && is_rank(&rest[8..]);
+        if rest.len() < 8 || !is_tag(&rest[..6]) {
+            return false;
+        }
+        return match &rest[6..] {
+            "-hub" | "-probe" => true,
+            suffix => suffix.strip_prefix("-r").is_some_and(is_rank),
+        };
     }
     let Some(rest) = name.strip_prefix(PREFIX) else {
         return false;
@@ -88,6 +118,12 @@ pub fn is_our_name(name: &str) -> bool {
     }
     let suffix = &rest[6..];
     suffix == "br" || suffix.strip_prefix(['h', 'p']).is_some_and(is_rank)
+}
+
+/// The six-hex-digit tag of names made for `seed` (a run id, or a number).
+pub(crate) fn tag_of(seed: &str) -> Option<String> {
+    let tag: String = seed.chars().take(6).collect();
+    is_tag(&tag).then_some(tag)
 }
 
 fn checked(name: String) -> Result<String, NetError> {
@@ -197,18 +233,169 @@ fn ms(seconds: f64) -> f64 {
     (seconds * 1e9).round() / 1e6
 }
 
+/// The `tc` commands that put `condition` on `dev`'s egress (in namespace
+/// `ns`, or the current one): the rate by `tbf`, `htb` or `htb-ack`, the
+/// latency by netem where `netem` (else nothing: the transport injects it).
+/// One definition for the ranks' namespaces, the probes and a cluster's
+/// nodes without netem.
+pub(crate) fn rate_commands(
+    ns: Option<&str>,
+    dev: &str,
+    condition: &Condition,
+    netem: bool,
+) -> Vec<Vec<String>> {
+    let base = |object: &str| -> Vec<String> {
+        let mut v = argv(&["tc"]);
+        if let Some(ns) = ns {
+            v.extend(argv(&["-n", ns]));
+        }
+        v.extend(argv(&[object, "replace", "dev", dev]));
+        v
+    };
+    let tc = |rest: &[&str]| -> Vec<String> {
+        let mut v = base("qdisc");
+        v.extend(rest.iter().map(|s| (*s).to_string()));
+        v
+    };
+    let delay = (netem && condition.latency_s > 0.0)
+        .then(|| format!("{}us", (condition.latency_s * 1e6).round() as u64));
+    let mut out = Vec::new();
+    match (condition.bandwidth_bps, condition.qdisc) {
+        (Some(bps), RateQdisc::Tbf) => {
+            let rate = format!("{}bit", bps as u64);
+            let burst = burst_bytes(bps).to_string();
+            let limit = limit_bytes(bps).to_string();
+            let tbf = ["tbf", "rate", &rate, "burst", &burst, "limit", &limit];
+            match &delay {
+                // netem at the root, the token bucket as its child
+                Some(d) => {
+                    out.push(tc(&[
+                        "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
+                    ]));
+                    let mut child = vec!["parent", "1:1", "handle", "10:"];
+                    child.extend_from_slice(&tbf);
+                    out.push(tc(&child));
+                }
+                None => {
+                    let mut root = vec!["root", "handle", "1:"];
+                    root.extend_from_slice(&tbf);
+                    out.push(tc(&root));
+                }
+            }
+        }
+        (Some(bps), RateQdisc::Htb) => {
+            let rate = format!("{}bit", bps as u64);
+            let burst = burst_bytes(bps).to_string();
+            out.push(tc(&["root", "handle", "1:", "htb", "default", "1"]));
+            let mut class = base("class");
+            class.extend(argv(&[
+                "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate, "burst",
+                &burst, "cburst", &burst, "quantum", "1514",
+            ]));
+            out.push(class);
+            if let Some(d) = &delay {
+                out.push(tc(&[
+                    "parent", "1:1", "handle", "10:", "netem", "delay", d, "limit", "100000",
+                ]));
+            }
+        }
+        (Some(bps), RateQdisc::HtbAck) => {
+            // one rate for everything the rank sends, pure ACKs (IP
+            // packets under 64 bytes) first: the ACKs of incoming data do
+            // not wait behind outgoing data in the queue
+            let rate = format!("{}bit", bps as u64);
+            let half = format!("{}bit", (bps / 2.0) as u64);
+            let burst = burst_bytes(bps).to_string();
+            let class = |parent: &str, id: &str, r: &str, prio: &str| -> Vec<String> {
+                let mut v = base("class");
+                v.extend(argv(&[
+                    "parent", parent, "classid", id, "htb", "rate", r, "ceil", &rate, "burst",
+                    &burst, "cburst", &burst, "quantum", "1514", "prio", prio,
+                ]));
+                v
+            };
+            out.push(tc(&["root", "handle", "1:", "htb", "default", "20"]));
+            out.push(class("1:", "1:1", &rate, "0"));
+            out.push(class("1:1", "1:10", &half, "0"));
+            out.push(class("1:1", "1:20", &half, "1"));
+            let mut filter = base("filter");
+            filter.extend(argv(&[
+                "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol",
+                "6", "0xff", "match", "u16", "0x0000", "0xffc0", "at", "2", "flowid", "1:10",
+            ]));
+            out.push(filter);
+            let limit = limit_bytes(bps).to_string();
+            for (parent, handle) in [("1:10", "10:"), ("1:20", "20:")] {
+                match &delay {
+                    Some(d) => out.push(tc(&[
+                        "parent", parent, "handle", handle, "netem", "delay", d, "limit", "100000",
+                    ])),
+                    None => out.push(tc(&[
+                        "parent", parent, "handle", handle, "bfifo", "limit", &limit,
+                    ])),
+                }
+            }
+        }
+        (None, _) => {
+            if let Some(d) = &delay {
+                out.push(tc(&[
+                    "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
+                ]));
+            }
+        }
+    }
+    out
+}
+
+/// The command that sets `tcp` on the subnet route of namespace `ns`
+/// (source address `src`): every connection over it, opened or accepted,
+/// uses that congestion control, and `lock` keeps a socket from changing
+/// it. A route's `congctl` is not limited to the host's
+/// `tcp_allowed_congestion_control`, unlike a namespace's default.
+pub(crate) fn congctl_command(ns: &str, src: &str, tcp: TcpCongestion) -> Vec<String> {
+    argv(&[
+        "ip",
+        "-n",
+        ns,
+        "route",
+        "replace",
+        SUBNET,
+        "dev",
+        RANK_DEV,
+        "proto",
+        "kernel",
+        "scope",
+        "link",
+        "src",
+        src,
+        "congctl",
+        "lock",
+        tcp.name(),
+    ])
+}
+
+/// Whether `ip route show` printed a route with `congctl lock <tcp>`.
+pub(crate) fn route_has_congctl(route: &str, tcp: TcpCongestion) -> bool {
+    let words: Vec<&str> = route.split_whitespace().collect();
+    words
+        .windows(3)
+        .any(|w| w == ["congctl", "lock", tcp.name()])
+}
+
 /// A shaped network for one run; torn down when dropped (on success, on
 /// failure, and when a signal stops the run).
 pub struct Fabric<'e> {
     exec: &'e dyn Exec,
     names: Names,
     ranks: usize,
-    octet: u8,
     condition: Condition,
-    netem: bool,
+    host: HostNet,
     up: bool,
     /// Offload switches the kernel refused (the run goes on; recorded).
     pub warnings: Vec<String>,
+    /// Rank 0's subnet route as the kernel shows it after setup (with its
+    /// `congctl`), for the provenance.
+    pub route: String,
 }
 
 impl std::fmt::Debug for Fabric<'_> {
@@ -217,49 +404,44 @@ impl std::fmt::Debug for Fabric<'_> {
             .field("tag", &self.names.tag)
             .field("ranks", &self.ranks)
             .field("condition", &self.condition)
-            .field("netem", &self.netem)
+            .field("host", &self.host)
             .field("up", &self.up)
             .finish()
     }
 }
 
 impl<'e> Fabric<'e> {
-    /// Plans the network of run `run_id` (hex) for `ranks` ranks; `netem`:
-    /// whether the kernel has netem (otherwise latency is left to the
-    /// transport, see [`Fabric::injected_latency_s`]).
+    /// Plans the network of run `run_id` (hex) for `ranks` ranks on a host
+    /// whose kernel is described by `host` (netem or not: without it the
+    /// latency is left to the transport, see [`Fabric::injected_latency_s`]).
     pub fn new(
         exec: &'e dyn Exec,
         run_id: &str,
         ranks: usize,
         condition: Condition,
-        netem: bool,
+        host: &HostNet,
     ) -> Result<Self, NetError> {
-        let tag: String = run_id.chars().take(6).collect();
-        if !is_tag(&tag) {
-            return Err(NetError::BadName {
-                name: run_id.to_string(),
-            });
-        }
+        let tag = tag_of(run_id).ok_or_else(|| NetError::BadName {
+            name: run_id.to_string(),
+        })?;
         if !(1..=250).contains(&ranks) {
             return Err(NetError::TooManyRanks { ranks });
         }
-        // the subnet 10.217.X.0/24 with X from the run id, 1..=250
-        let octet = (u32::from_str_radix(&tag, 16).unwrap_or(0) % 250 + 1) as u8;
         Ok(Self {
             exec,
             names: Names { tag },
             ranks,
-            octet,
             condition,
-            netem,
+            host: host.clone(),
             up: false,
             warnings: Vec::new(),
+            route: String::new(),
         })
     }
 
-    /// `10.217.X.0/24`.
+    /// `10.217.0.0/24`.
     pub fn subnet(&self) -> String {
-        format!("10.217.{}.0/24", self.octet)
+        SUBNET.into()
     }
 
     /// What `repro net exec` appends the rank number to.
@@ -267,10 +449,15 @@ impl<'e> Fabric<'e> {
         format!("{PREFIX}-{}-r", self.names.tag)
     }
 
+    /// The hub namespace, where mpirun runs.
+    pub fn hub(&self) -> String {
+        self.names.hub()
+    }
+
     /// Latency the transport must add per message: the condition's latency
     /// when the kernel has no netem, else none.
     pub fn injected_latency_s(&self) -> Option<f64> {
-        (!self.netem && self.condition.latency_s > 0.0).then_some(self.condition.latency_s)
+        (!self.host.netem && self.condition.latency_s > 0.0).then_some(self.condition.latency_s)
     }
 
     /// How the condition is applied, in words (for the provenance).
@@ -290,7 +477,7 @@ impl<'e> Fabric<'e> {
         };
         let latency = if self.condition.latency_s == 0.0 {
             "no added latency".to_string()
-        } else if self.netem {
+        } else if self.host.netem {
             format!("latency {} ms by netem", ms(self.condition.latency_s))
         } else {
             format!(
@@ -299,159 +486,84 @@ impl<'e> Fabric<'e> {
             )
         };
         format!(
-            "netns: {} ranks in namespaces {}0..{}; subnet {}; {rate}; {latency}; TCP {}",
+            "netns: {} ranks in namespaces {}0..{}, mpirun in {}; subnet {}; {rate}; {latency}; \
+             TCP {} (congctl on each rank's route)",
             self.ranks,
             self.namespace_prefix(),
             self.ranks - 1,
+            self.hub(),
             self.subnet(),
             self.condition.tcp.name()
         )
     }
 
-    fn tc_commands(&self, ns: &str) -> Vec<Vec<String>> {
-        let dev = "eth0";
-        let tc = |rest: &[&str]| -> Vec<String> {
-            let mut v = argv(&["tc", "-n", ns, "qdisc", "replace", "dev", dev]);
-            v.extend(rest.iter().map(|s| (*s).to_string()));
-            v
-        };
-        let delay = (self.netem && self.condition.latency_s > 0.0)
-            .then(|| format!("{}us", (self.condition.latency_s * 1e6).round() as u64));
-        let mut out = Vec::new();
-        match (self.condition.bandwidth_bps, self.condition.qdisc) {
-            (Some(bps), RateQdisc::Tbf) => {
-                let rate = format!("{}bit", bps as u64);
-                let burst = burst_bytes(bps).to_string();
-                let limit = limit_bytes(bps).to_string();
-                let tbf = ["tbf", "rate", &rate, "burst", &burst, "limit", &limit];
-                match &delay {
-                    // netem at the root, the token bucket as its child
-                    Some(d) => {
-                        out.push(tc(&[
-                            "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
-                        ]));
-                        let mut child = vec!["parent", "1:1", "handle", "10:"];
-                        child.extend_from_slice(&tbf);
-                        out.push(tc(&child));
-                    }
-                    None => {
-                        let mut root = vec!["root", "handle", "1:"];
-                        root.extend_from_slice(&tbf);
-                        out.push(tc(&root));
-                    }
-                }
-            }
-            (Some(bps), RateQdisc::Htb) => {
-                let rate = format!("{}bit", bps as u64);
-                let burst = burst_bytes(bps).to_string();
-                out.push(tc(&["root", "handle", "1:", "htb", "default", "1"]));
-                out.push(argv(&[
-                    "tc", "-n", ns, "class", "replace", "dev", dev, "parent", "1:", "classid",
-                    "1:1", "htb", "rate", &rate, "ceil", &rate, "burst", &burst, "cburst", &burst,
-                    "quantum", "1514",
-                ]));
-                if let Some(d) = &delay {
-                    out.push(tc(&[
-                        "parent", "1:1", "handle", "10:", "netem", "delay", d, "limit", "100000",
-                    ]));
-                }
-            }
-            (Some(bps), RateQdisc::HtbAck) => {
-                // one rate for everything the rank sends, pure ACKs (IP
-                // packets under 64 bytes) first: the ACKs of incoming data do
-                // not wait behind outgoing data in the queue
-                let rate = format!("{}bit", bps as u64);
-                let half = format!("{}bit", (bps / 2.0) as u64);
-                let burst = burst_bytes(bps).to_string();
-                let class = |parent: &str, id: &str, r: &str, prio: &str| -> Vec<String> {
-                    argv(&[
-                        "tc", "-n", ns, "class", "replace", "dev", dev, "parent", parent,
-                        "classid", id, "htb", "rate", r, "ceil", &rate, "burst", &burst, "cburst",
-                        &burst, "quantum", "1514", "prio", prio,
-                    ])
-                };
-                out.push(tc(&["root", "handle", "1:", "htb", "default", "20"]));
-                out.push(class("1:", "1:1", &rate, "0"));
-                out.push(class("1:1", "1:10", &half, "0"));
-                out.push(class("1:1", "1:20", &half, "1"));
-                out.push(argv(&[
-                    "tc", "-n", ns, "filter", "replace", "dev", dev, "parent", "1:", "protocol",
-                    "ip", "prio", "1", "u32", "match", "ip", "protocol", "6", "0xff", "match",
-                    "u16", "0x0000", "0xffc0", "at", "2", "flowid", "1:10",
-                ]));
-                let limit = limit_bytes(bps).to_string();
-                for (parent, handle) in [("1:10", "10:"), ("1:20", "20:")] {
-                    match &delay {
-                        Some(d) => out.push(tc(&[
-                            "parent", parent, "handle", handle, "netem", "delay", d, "limit",
-                            "100000",
-                        ])),
-                        None => out.push(tc(&[
-                            "parent", parent, "handle", handle, "bfifo", "limit", &limit,
-                        ])),
-                    }
-                }
-            }
-            (None, _) => {
-                if let Some(d) = &delay {
-                    out.push(tc(&[
-                        "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
-                    ]));
-                }
-            }
-        }
-        out
-    }
-
     /// The commands that build the network, in order.
     pub fn setup_commands(&self) -> Result<Vec<Vec<String>>, NetError> {
-        let br = checked(self.names.bridge())?;
-        let sub = self.octet;
+        let hub = checked(self.names.hub())?;
         let mut out = vec![
-            argv(&["ip", "link", "add", &br, "type", "bridge"]),
+            argv(&["ip", "netns", "add", &hub]),
+            argv(&["ip", "-n", &hub, "link", "set", "lo", "up"]),
+            argv(&["ip", "-n", &hub, "link", "add", BRIDGE, "type", "bridge"]),
             argv(&[
                 "ip",
+                "-n",
+                &hub,
                 "addr",
                 "add",
-                &format!("10.217.{sub}.254/24"),
+                &format!("{}/24", address(None)),
                 "dev",
-                &br,
+                BRIDGE,
             ]),
-            argv(&["ip", "link", "set", &br, "up"]),
+            argv(&["ip", "-n", &hub, "link", "set", BRIDGE, "up"]),
         ];
         for r in 0..self.ranks {
             let ns = checked(self.names.namespace(r))?;
-            let hv = checked(self.names.host_veth(r))?;
-            let pv = checked(self.names.peer_veth(r))?;
-            let addr = format!("10.217.{sub}.{}/24", r + 1);
+            let hv = checked(self.names.hub_veth(r))?;
+            let src = address(Some(r));
             out.extend([
                 argv(&["ip", "netns", "add", &ns]),
                 argv(&[
-                    "ip", "link", "add", &hv, "mtu", "1500", "type", "veth", "peer", "name", &pv,
-                    "mtu", "1500",
+                    "ip", "-n", &hub, "link", "add", &hv, "mtu", "1500", "type", "veth", "peer",
+                    "name", RANK_DEV, "mtu", "1500", "netns", &ns,
                 ]),
-                argv(&["ip", "link", "set", &pv, "netns", &ns]),
-                argv(&["ip", "-n", &ns, "link", "set", &pv, "name", "eth0"]),
-                argv(&["ip", "-n", &ns, "addr", "add", &addr, "dev", "eth0"]),
-                argv(&["ip", "-n", &ns, "link", "set", "lo", "up"]),
-                argv(&["ip", "-n", &ns, "link", "set", "eth0", "up"]),
-                argv(&["ip", "link", "set", &hv, "master", &br]),
-                argv(&["ip", "link", "set", &hv, "up"]),
+                argv(&["ip", "-n", &hub, "link", "set", &hv, "master", BRIDGE]),
+                argv(&["ip", "-n", &hub, "link", "set", &hv, "up"]),
+            ]);
+            if self.host.ipv6 {
+                // no link-local address: no router solicitations or MLD
+                // reports in the rank's qdisc counters
+                out.push(argv(&[
+                    "ip",
+                    "-n",
+                    &ns,
+                    "link",
+                    "set",
+                    RANK_DEV,
+                    "addrgenmode",
+                    "none",
+                ]));
+            }
+            out.extend([
                 argv(&[
                     "ip",
-                    "netns",
-                    "exec",
+                    "-n",
                     &ns,
-                    "sysctl",
-                    "-q",
-                    "-w",
-                    &format!(
-                        "net.ipv4.tcp_congestion_control={}",
-                        self.condition.tcp.name()
-                    ),
+                    "addr",
+                    "add",
+                    &format!("{src}/24"),
+                    "dev",
+                    RANK_DEV,
                 ]),
+                argv(&["ip", "-n", &ns, "link", "set", "lo", "up"]),
+                argv(&["ip", "-n", &ns, "link", "set", RANK_DEV, "up"]),
+                congctl_command(&ns, &src, self.condition.tcp),
             ]);
-            out.extend(self.tc_commands(&ns));
+            out.extend(rate_commands(
+                Some(&ns),
+                RANK_DEV,
+                &self.condition,
+                self.host.netem,
+            ));
         }
         Ok(out)
     }
@@ -461,37 +573,36 @@ impl<'e> Fabric<'e> {
     fn offload_commands(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
         for r in 0..self.ranks {
-            let ns = self.names.namespace(r);
-            let hv = self.names.host_veth(r);
-            out.push(argv(&[
-                "ethtool", "-K", &hv, "tso", "off", "gso", "off", "gro", "off",
-            ]));
-            out.push(argv(&[
-                "ip", "netns", "exec", &ns, "ethtool", "-K", "eth0", "tso", "off", "gso", "off",
-                "gro", "off",
-            ]));
+            for (ns, dev) in [
+                (self.names.hub(), self.names.hub_veth(r)),
+                (self.names.namespace(r), RANK_DEV.to_string()),
+            ] {
+                out.push(argv(&[
+                    "ip", "netns", "exec", &ns, "ethtool", "-K", &dev, "tso", "off", "gso", "off",
+                    "gro", "off",
+                ]));
+            }
         }
         out
     }
 
-    /// The commands that remove the network (each may find its target gone).
+    /// The commands that remove the network (each may find its target
+    /// gone): deleting a namespace deletes its veth ends, and their peers.
     pub fn teardown_commands(&self) -> Vec<Vec<String>> {
         let mut out: Vec<Vec<String>> = (0..self.ranks)
-            .map(|r| argv(&["ip", "link", "del", &self.names.host_veth(r)]))
+            .map(|r| argv(&["ip", "netns", "del", &self.names.namespace(r)]))
             .collect();
-        out.extend(
-            (0..self.ranks).map(|r| argv(&["ip", "netns", "del", &self.names.namespace(r)])),
-        );
-        out.push(argv(&["ip", "link", "del", &self.names.bridge()]));
+        out.push(argv(&["ip", "netns", "del", &self.names.hub()]));
         out
     }
 
     /// Builds the network. Refuses to touch names that already exist; on a
-    /// failure half-way removes what it made.
+    /// failure half-way removes what it made. Checks that every rank's
+    /// route carries the condition's congestion control.
     pub fn up(&mut self) -> Result<(), NetError> {
         let mine: Vec<String> = (0..self.ranks)
-            .flat_map(|r| [self.names.namespace(r), self.names.host_veth(r)])
-            .chain([self.names.bridge()])
+            .map(|r| self.names.namespace(r))
+            .chain([self.names.hub()])
             .collect();
         if let Some(l) = leftovers(self.exec)?.into_iter().find(|l| match l {
             Leftover::Namespace(n) | Leftover::Link(n) => mine.contains(n),
@@ -499,24 +610,41 @@ impl<'e> Fabric<'e> {
             let (Leftover::Namespace(name) | Leftover::Link(name)) = l;
             return Err(NetError::Exists { name });
         }
-        // another shaped network (another driver) may hold the subnet
-        let addrs = self.exec.run(&argv(&["ip", "-o", "-4", "addr", "show"]))?;
-        for _ in 0..250 {
-            if !addrs.contains(&format!(" 10.217.{}.", self.octet)) {
-                break;
-            }
-            self.octet = self.octet % 250 + 1;
-        }
         self.up = true;
-        for cmd in self.setup_commands()? {
-            if let Err(e) = self.exec.run(&cmd) {
-                self.down();
-                return Err(e);
+        let built = self.setup_commands().and_then(|cmds| {
+            for cmd in cmds {
+                self.exec.run(&cmd)?;
             }
+            self.check_routes()
+        });
+        if let Err(e) = built {
+            self.down();
+            return Err(e);
         }
         for cmd in self.offload_commands() {
             if let Err(e) = self.exec.run(&cmd) {
                 self.warnings.push(format!("offloads stay on: {e}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every rank's subnet route back and checks its `congctl`.
+    fn check_routes(&mut self) -> Result<(), NetError> {
+        for r in 0..self.ranks {
+            let ns = self.names.namespace(r);
+            let route = self
+                .exec
+                .run(&argv(&["ip", "-n", &ns, "route", "show", SUBNET]))?;
+            if !route_has_congctl(&route, self.condition.tcp) {
+                return Err(NetError::CongctlMissing {
+                    namespace: ns,
+                    tcp: self.condition.tcp.name().into(),
+                    route: route.trim().to_string(),
+                });
+            }
+            if r == 0 {
+                self.route = route.trim().to_string();
             }
         }
         Ok(())
@@ -545,36 +673,40 @@ impl<'e> Fabric<'e> {
             .map(|r| {
                 let ns = self.names.namespace(r);
                 let out = self.exec.run(&argv(&[
-                    "tc", "-n", &ns, "-s", "qdisc", "show", "dev", "eth0",
+                    "tc", "-n", &ns, "-s", "qdisc", "show", "dev", RANK_DEV,
                 ]))?;
                 QdiscStats::parse(&out).ok_or(NetError::NoCounter {
                     namespace: ns,
-                    device: "eth0".into(),
+                    device: RANK_DEV.into(),
                 })
             })
             .collect()
     }
 
+    /// What starts mpirun inside the hub namespace.
+    pub fn mpirun_prefix(&self) -> Vec<String> {
+        argv(&["ip", "netns", "exec", &self.names.hub()])
+    }
+
     /// mpirun options that keep MPI's TCP transports and PMIx on the
-    /// bridge's subnet, with shared memory off so nothing bypasses shaping.
+    /// subnet, with shared memory off so nothing bypasses shaping.
     pub fn mpirun_args(&self) -> Vec<String> {
-        let sub = self.subnet();
         argv(&[
             "--mca",
             "btl",
             "tcp,self",
             "--mca",
             "btl_tcp_if_include",
-            &sub,
+            SUBNET,
             "--mca",
             "oob_tcp_if_include",
-            &sub,
+            SUBNET,
         ])
     }
 
     /// Environment for mpirun (PMIx's server must listen on the bridge).
     pub fn mpirun_env(&self) -> Vec<(String, String)> {
-        vec![("PMIX_MCA_ptl_tcp_if_include".into(), self.subnet())]
+        vec![("PMIX_MCA_ptl_tcp_if_include".into(), SUBNET.into())]
     }
 }
 
@@ -590,6 +722,30 @@ impl Drop for Fabric<'_> {
 mod tests {
     use super::*;
     use crate::net::DryRun;
+
+    fn host(netem: bool) -> HostNet {
+        HostNet {
+            netem,
+            ipv6: true,
+            tcp: None,
+        }
+    }
+
+    /// A dry run whose routes read back with `congctl lock cubic`.
+    fn kernel(also: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> DryRun {
+        DryRun::answering(move |a| {
+            let line = a.join(" ");
+            if let Some(reply) = also(&line) {
+                reply
+            } else if line.contains(" route show ") {
+                format!(
+                    "{SUBNET} dev eth0 proto kernel scope link src 10.217.0.1 congctl lock cubic\n"
+                )
+            } else {
+                String::new()
+            }
+        })
+    }
 
     fn condition(bw: Option<f64>, latency_s: f64, qdisc: RateQdisc) -> Condition {
         Condition {
@@ -609,6 +765,8 @@ mod tests {
             "rpr0a1b2ch3",
             "rpr0a1b2cp12",
             "rpr0a1b2cbr",
+            "rpr-0a1b2c-hub",
+            "rpr-0a1b2c-probe",
         ] {
             assert!(is_our_name(ok), "{ok}");
         }
@@ -623,17 +781,19 @@ mod tests {
             "rpr-0a1b2c-r1;reboot",
             "rpr0a1b2cbr0",
             "rpr-zzzzzz-r0",
+            "rpr-0a1b2c-hubx",
+            "rpr-0a1b2c-",
         ] {
             assert!(!is_our_name(bad), "{bad}");
         }
         let exec = DryRun::default();
         let c = condition(Some(1e6), 0.0, RateQdisc::Tbf);
         assert!(matches!(
-            Fabric::new(&exec, "$(reboot)", 2, c.clone(), false),
+            Fabric::new(&exec, "$(reboot)", 2, c.clone(), &host(false)),
             Err(NetError::BadName { .. })
         ));
         assert!(matches!(
-            Fabric::new(&exec, "abcdef012345", 251, c, false),
+            Fabric::new(&exec, "abcdef012345", 251, c, &host(false)),
             Err(NetError::TooManyRanks { .. })
         ));
     }
@@ -646,7 +806,7 @@ mod tests {
             "0a1b2c3d4e5f",
             2,
             condition(Some(1e8), 1e-3, RateQdisc::Tbf),
-            false,
+            &host(false),
         )
         .unwrap();
         insta::assert_snapshot!(
@@ -664,7 +824,7 @@ mod tests {
             "0a1b2c3d4e5f",
             1,
             condition(Some(2e7), 5e-4, RateQdisc::Tbf),
-            true,
+            &host(true),
         )
         .unwrap();
         assert_eq!(netem.injected_latency_s(), None);
@@ -673,7 +833,7 @@ mod tests {
             "0a1b2c3d4e5f",
             1,
             condition(Some(2e7), 5e-4, RateQdisc::Htb),
-            true,
+            &host(true),
         )
         .unwrap();
         let delay = Fabric::new(
@@ -681,7 +841,7 @@ mod tests {
             "0a1b2c3d4e5f",
             1,
             condition(None, 0.15e-3, RateQdisc::Tbf),
-            true,
+            &host(true),
         )
         .unwrap();
         let tc = |f: &Fabric<'_>| {
@@ -703,7 +863,7 @@ mod tests {
                 "0a1b2c3d4e5f",
                 1,
                 condition(Some(5e6), 1e-3, RateQdisc::HtbAck),
-                netem,
+                &host(netem),
             )
             .unwrap();
             tc(&f)
@@ -717,37 +877,52 @@ mod tests {
                 .collect::<Vec<_>>()
                 .join("\n")
         );
-        assert_eq!(tbf.subnet(), "10.217.67.0/24");
+        assert_eq!(tbf.subnet(), "10.217.0.0/24");
         assert_eq!(tbf.mpirun_env()[0].1, tbf.subnet());
     }
 
     #[test]
     fn up_refuses_leftovers_and_drop_tears_down() {
-        let exec = DryRun::answering(|a| {
-            if a.join(" ") == "ip netns list" {
-                "rpr-0a1b2c-r1 (id: 3)\nother\n".into()
-            } else {
-                String::new()
-            }
+        let exec = kernel(|line| {
+            (line == "ip netns list").then(|| "rpr-0a1b2c-r1 (id: 3)\nother\n".into())
         });
         let c = condition(Some(1e8), 0.0, RateQdisc::Tbf);
-        let mut f = Fabric::new(&exec, "0a1b2c3d4e5f", 2, c.clone(), false).unwrap();
+        let mut f = Fabric::new(&exec, "0a1b2c3d4e5f", 2, c.clone(), &host(false)).unwrap();
         assert!(matches!(f.up(), Err(NetError::Exists { name }) if name == "rpr-0a1b2c-r1"));
         drop(f);
         assert!(!exec.commands().iter().any(|c| c.contains(" del ")));
 
-        let exec = DryRun::default();
+        let exec = kernel(|_| None);
         {
-            let mut f = Fabric::new(&exec, "0a1b2c3d4e5f", 2, c, false).unwrap();
+            let mut f = Fabric::new(&exec, "0a1b2c3d4e5f", 2, c.clone(), &host(false)).unwrap();
             f.up().unwrap();
+            assert!(f.route.contains("congctl lock cubic"), "{}", f.route);
         }
         let cmds = exec.commands();
         assert!(
             cmds.iter()
-                .any(|c| c == "ip link add rpr0a1b2cbr type bridge")
+                .any(|c| c == "ip -n rpr-0a1b2c-hub link add br0 type bridge")
         );
-        assert_eq!(cmds.last().unwrap(), "ip link del rpr0a1b2cbr");
+        assert_eq!(cmds.last().unwrap(), "ip netns del rpr-0a1b2c-hub");
         assert!(cmds.iter().any(|c| c == "ip netns del rpr-0a1b2c-r1"));
+        // nothing is made in the host's own namespace
+        assert!(
+            !cmds
+                .iter()
+                .any(|c| c.starts_with("ip link add") || c.starts_with("ip addr add"))
+        );
+
+        // a kernel that drops the route's congctl: refused, and nothing left
+        let exec = DryRun::default();
+        {
+            let mut f = Fabric::new(&exec, "0a1b2c3d4e5f", 2, c, &host(false)).unwrap();
+            let e = f.up().unwrap_err();
+            assert!(matches!(e, NetError::CongctlMissing { .. }), "{e}");
+        }
+        assert_eq!(
+            exec.commands().last().unwrap(),
+            "ip netns del rpr-0a1b2c-hub"
+        );
     }
 
     #[test]
