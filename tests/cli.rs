@@ -840,6 +840,28 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
     let _serial = mpi_lock();
     let out = temp_out("sigterm");
     let (child, _rank) = start_long_shaped_run(&out);
+    // meanwhile: the ranks' TCP connections use the condition's congestion
+    // control (cubic), whatever the host's default and allowed list say
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let netns = String::from_utf8_lossy(&netns.stdout).to_string();
+    let rank0 = netns
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .find(|n| n.starts_with("rpr-") && n.ends_with("-r0"))
+        .unwrap_or_else(|| panic!("no rank namespace in {netns}"))
+        .to_string();
+    let ss = Command::new("ip")
+        .args(["netns", "exec", &rank0, "ss", "-tin", "state", "established"])
+        .output()
+        .unwrap();
+    let ss = String::from_utf8_lossy(&ss.stdout).to_string();
+    let algorithms: Vec<&str> = ss
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| ["cubic", "bbr", "reno", "bic", "htcp", "dctcp"].contains(w))
+        .collect();
+    assert!(!algorithms.is_empty(), "no TCP connection in {rank0}: {ss}");
+    assert!(algorithms.iter().all(|a| *a == "cubic"), "{ss}");
     kill("-TERM", child.id());
     let (code, stderr) = finish(child);
     assert_eq!(code, Some(130), "{stderr}");
