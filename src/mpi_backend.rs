@@ -177,7 +177,8 @@ impl NetContext {
             mode: "hosts".into(),
         })?;
         let interface = self.interface.as_deref().ok_or(NetError::NoInterface)?;
-        HostShaping::new(&*self.exec, per_host, interface, condition.clone())
+        let repro = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("repro"));
+        HostShaping::new(&*self.exec, per_host, repro, interface, condition.clone())
     }
 }
 
@@ -427,7 +428,12 @@ pub fn execute(
             shaping = format!("virtual clock (in-process): {}", condition.label);
         } else if net.shapes(run) && net.method()? == Method::Hosts {
             let mut h = net.host_shaping(condition)?;
+            h.probe()
+                .context("could not ask the nodes whether they have netem")?;
             h.up().context("could not shape the nodes' interfaces")?;
+            if let Some(l) = h.injected_latency_s() {
+                cfg.latency_ms = l * 1e3;
+            }
             shaping = h.describe();
             hosts = Some(h);
         } else if net.shapes(run) {

@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
-use crate::net::{self, NetError, System, leftovers, remove_leftovers};
+use crate::net::{self, NetError, NodeCondition, System, leftovers, remove_leftovers};
 
 /// Options of `repro net`.
 #[derive(Debug, Args)]
@@ -19,8 +19,27 @@ pub struct NetArgs {
 pub enum NetCommand {
     /// List the network namespaces and links that shaped runs left behind.
     Status,
-    /// Remove every network namespace and link a shaped run created.
-    Down,
+    /// Remove every network namespace and link a shaped run created; with
+    /// `--interface`, also put back the root qdisc that hosts shaping
+    /// replaced on it (here, or on every node of `--hostfile` / srun).
+    Down {
+        /// The interface a crashed cluster run shaped.
+        #[arg(long, value_name = "IFACE")]
+        interface: Option<String>,
+        /// Restore it on every host of this hostfile (through mpirun).
+        #[arg(long, value_name = "FILE", requires = "interface")]
+        hostfile: Option<std::path::PathBuf>,
+        /// Restore it on every node of this Slurm allocation (through srun).
+        #[arg(long, requires = "interface", conflicts_with = "hostfile")]
+        srun: bool,
+    },
+    /// One node's side of hosts shaping (started on every node by the
+    /// driver): probe for netem, save and shape, or restore an interface.
+    #[command(hide = true)]
+    Node {
+        #[command(subcommand)]
+        action: NodeAction,
+    },
     /// Run a command in this MPI rank's namespace (`<prefix><rank>`);
     /// mpirun starts it for every rank of a shaped run.
     #[command(hide = true)]
@@ -30,6 +49,81 @@ pub enum NetCommand {
         #[arg(trailing_var_arg = true, required = true)]
         command: Vec<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum NodeAction {
+    /// Print `<host> netem: yes|no` (tried in a throwaway namespace).
+    Probe {
+        #[arg(long)]
+        interface: String,
+    },
+    /// Save the interface's root qdisc, then apply the condition.
+    Up {
+        #[arg(long)]
+        interface: String,
+        #[command(flatten)]
+        condition: NodeCondition,
+    },
+    /// Put the saved root qdisc back.
+    Down {
+        #[arg(long)]
+        interface: String,
+    },
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn node(action: &NodeAction) -> Result<()> {
+    let iface = match action {
+        NodeAction::Probe { interface }
+        | NodeAction::Up { interface, .. }
+        | NodeAction::Down { interface } => interface,
+    };
+    if !net::hosts::valid_interface(iface) {
+        return Err(NetError::BadInterface {
+            name: iface.clone(),
+        }
+        .into());
+    }
+    let state = net::hosts::state_path(iface);
+    let line = match action {
+        NodeAction::Probe { .. } => {
+            let probe = net::probe::ProbeNs::new(&System)?;
+            let netem = probe.qdisc(&["netem", "delay", "1ms"]);
+            format!("netem: {}", if netem { "yes" } else { "no" })
+        }
+        NodeAction::Up { condition, .. } => net::hosts::node_up(&System, iface, condition, &state)?,
+        NodeAction::Down { .. } => net::hosts::node_down(&System, iface, &state)?,
+    };
+    // the probe's answer ends the line: the driver reads `netem: yes|no`
+    println!("{}: {line}", hostname());
+    Ok(())
+}
+
+/// `repro net down --interface IFACE`: restores it here, or on every node.
+fn restore_interface(iface: &str, hostfile: Option<&std::path::Path>, srun: bool) -> Result<()> {
+    let launcher = match (hostfile, srun) {
+        (Some(h), _) => crate::mpi_backend::Launcher::Hostfile(h.to_path_buf()),
+        (None, true) => crate::mpi_backend::Launcher::Srun,
+        (None, false) => {
+            if !net::hosts::valid_interface(iface) {
+                return Err(NetError::BadInterface { name: iface.into() }.into());
+            }
+            let state = net::hosts::state_path(iface);
+            println!("{}", net::hosts::node_down(&System, iface, &state)?);
+            return Ok(());
+        }
+    };
+    let mut argv = launcher.per_host().unwrap_or_default();
+    argv.push(std::env::current_exe()?.display().to_string());
+    argv.extend(["net", "node", "down", "--interface", iface].map(String::from));
+    print!("{}", net::Exec::run(&System, &argv)?);
+    Ok(())
 }
 
 pub fn run(args: &NetArgs) -> Result<()> {
@@ -46,7 +140,16 @@ pub fn run(args: &NetArgs) -> Result<()> {
             }
             Ok(())
         }
-        NetCommand::Down => {
+        NetCommand::Node { action } => node(action),
+        NetCommand::Down {
+            interface,
+            hostfile,
+            srun,
+        } => {
+            if let Some(iface) = interface {
+                restore_interface(iface, hostfile.as_deref(), *srun)
+                    .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
+            }
             let found = leftovers(&System).context("could not list namespaces and links")?;
             let failed = remove_leftovers(&System, &found);
             for (l, e) in &failed {

@@ -505,7 +505,8 @@ fn dry_run(
             _ => None,
         };
         if let Some(h) = &hosts {
-            outln!("    # {}", h.describe());
+            outln!("    # {} (if every node has netem)", h.describe());
+            outln!("    {}", h.probe_command().join(" "));
             outln!("    {}", h.setup_command().join(" "));
         }
         let fabric = match &r.network {

@@ -203,20 +203,18 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains(
-            "srun --ntasks-per-node=1 --kill-on-bad-exit=1 tc qdisc replace dev eth0 root netem \
-             delay 1000us rate 1000000bit"
-        ),
+        text.contains("srun --ntasks-per-node=1 --kill-on-bad-exit=1 /")
+            && text.contains(
+                " net node up --interface eth0 --rate-bps 1000000 --latency-us 1000 --qdisc htb-ack"
+            ),
         "{text}"
     );
+    assert!(text.contains(" net node probe --interface eth0"), "{text}");
     assert!(
         text.contains("srun --ntasks=8 --kill-on-bad-exit=1"),
         "{text}"
     );
-    assert!(
-        text.contains("srun --ntasks-per-node=1 --kill-on-bad-exit=1 tc qdisc del dev eth0 root"),
-        "{text}"
-    );
+    assert!(text.contains(" net node down --interface eth0"), "{text}");
     // no interface: refused, saying which flag to pass
     let o = repro(&[
         "run",
@@ -851,7 +849,15 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
         .unwrap_or_else(|| panic!("no rank namespace in {netns}"))
         .to_string();
     let ss = Command::new("ip")
-        .args(["netns", "exec", &rank0, "ss", "-tin", "state", "established"])
+        .args([
+            "netns",
+            "exec",
+            &rank0,
+            "ss",
+            "-tin",
+            "state",
+            "established",
+        ])
         .output()
         .unwrap();
     let ss = String::from_utf8_lossy(&ss.stdout).to_string();
@@ -867,4 +873,304 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
     assert_eq!(code, Some(130), "{stderr}");
     assert!(stderr.contains("interrupted"), "{stderr}");
     assert_no_leftovers();
+}
+
+/// A virtual cluster: three network namespaces act as hosts, each with its
+/// own `eth0` into a bridge in a fourth, where the driver and mpirun run;
+/// mpirun reaches the "nodes" through a launch agent that enters them with
+/// `ip netns exec` (as ssh would log in). `hosts` shaping puts the rate on
+/// every node's `eth0` (htb here, netem where the kernel has it): the run
+/// completes, cannot be faster than its bytes at the rate, and each node's
+/// original root qdisc (the kernel's default, a pfifo, a bfifo) is back
+/// afterwards. Nothing is left behind.
+#[test]
+fn a_virtual_cluster_runs_shaped_in_hosts_mode_and_gets_its_qdiscs_back() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let cluster = VirtualCluster::new(3);
+    let out = temp_out("cluster");
+    std::fs::create_dir_all(&out).unwrap();
+    let hostfile = out.join("hosts");
+    let nodes: Vec<String> = (0..3).map(|k| cluster.node(k)).collect();
+    std::fs::write(
+        &hostfile,
+        nodes
+            .iter()
+            .map(|n| format!("{n} slots=1\n"))
+            .collect::<String>(),
+    )
+    .unwrap();
+    let agent = VirtualCluster::agent(&out);
+    // the nodes' original root qdiscs: the kernel's default, a pfifo, a bfifo
+    cluster.tc(
+        1,
+        &[
+            "qdisc", "replace", "dev", "eth0", "root", "pfifo", "limit", "777",
+        ],
+    );
+    cluster.tc(
+        2,
+        &[
+            "qdisc", "replace", "dev", "eth0", "root", "bfifo", "limit", "77777",
+        ],
+    );
+    let before: Vec<String> = (0..3).map(|k| cluster.qdiscs(k)).collect();
+    let subnet = VirtualCluster::SUBNET;
+    let o = Command::new("ip")
+        .args(["netns", "exec", &cluster.head()])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "tests/fixtures/net-cluster.yaml",
+            "--hostfile",
+            hostfile.to_str().unwrap(),
+            "--interface",
+            "eth0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", train_binary())
+        .env("OMPI_MCA_plm_rsh_agent", &agent)
+        .env("OMPI_MCA_oob_tcp_if_include", subnet)
+        .env("OMPI_MCA_btl_tcp_if_include", subnet)
+        .env("OMPI_MCA_btl", "tcp,self")
+        .env("PMIX_MCA_ptl_tcp_if_include", subnet)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let runs = read_runs(&out);
+    let run = &runs[0];
+    assert_eq!(run["status"], "completed", "{run:?}");
+    assert!(run["shaping"].starts_with("hosts: "), "{run:?}");
+    let num = |k: &str| {
+        run[k]
+            .parse::<f64>()
+            .unwrap_or_else(|_| panic!("{k}: {run:?}"))
+    };
+    // every byte a rank sent left through its node's 10 Mbit/s eth0
+    let counted = num("counted_bytes_per_worker");
+    assert!(counted > 5e5, "{run:?}");
+    let floor = (counted - 32768.0) / (10e6 / 8.0);
+    assert!(num("wall_s") >= floor, "{} s < {floor} s", num("wall_s"));
+    // and an iteration took at least its bytes' time at the rate
+    assert!(num("time_over_bound") >= 0.95, "{run:?}");
+    let launch =
+        std::fs::read_to_string(out.join("raw").join(&run["run_id"]).join("launch.txt")).unwrap();
+    assert!(launch.contains("--hostfile"), "{launch}");
+    // every node's root qdisc is the one it had
+    let after: Vec<String> = (0..3).map(|k| cluster.qdiscs(k)).collect();
+    assert_eq!(before, after);
+    assert!(after[1].contains("\"limit\":777"), "{}", after[1]);
+    // `repro net down --interface` on a node with nothing saved: nothing to do
+    let o = Command::new("ip")
+        .args(["netns", "exec", &nodes[0]])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args(["net", "down", "--interface", "eth0"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("nothing to restore"));
+    drop(cluster);
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&netns.stdout).contains("rvc-"));
+    assert_no_leftovers();
+}
+
+/// A crashed cluster run: its nodes' interfaces are still shaped and their
+/// state saved; `repro net down --interface eth0 --hostfile H` puts every
+/// original root qdisc back.
+#[test]
+fn net_down_restores_the_interfaces_a_crashed_cluster_run_shaped() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let cluster = VirtualCluster::new(2);
+    cluster.tc(
+        0,
+        &[
+            "qdisc", "replace", "dev", "eth0", "root", "pfifo", "limit", "555",
+        ],
+    );
+    let before: Vec<String> = (0..2).map(|k| cluster.qdiscs(k)).collect();
+    // what a driver killed mid-run leaves: every node shaped, its state saved
+    for k in 0..2 {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &cluster.node(k)])
+            .arg(env!("CARGO_BIN_EXE_repro"))
+            .args([
+                "net",
+                "node",
+                "up",
+                "--interface",
+                "eth0",
+                "--rate-bps",
+                "5000000",
+                "--no-netem",
+            ])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(cluster.qdiscs(k).contains("htb"), "{}", cluster.qdiscs(k));
+    }
+    let dir = temp_out("crashed-cluster");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hostfile = dir.join("hosts");
+    std::fs::write(
+        &hostfile,
+        format!("{} slots=1\n{} slots=1\n", cluster.node(0), cluster.node(1)),
+    )
+    .unwrap();
+    let agent = VirtualCluster::agent(&dir);
+    let subnet = VirtualCluster::SUBNET;
+    let o = Command::new("ip")
+        .args(["netns", "exec", &cluster.head()])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "net",
+            "down",
+            "--interface",
+            "eth0",
+            "--hostfile",
+            hostfile.to_str().unwrap(),
+        ])
+        .env("OMPI_MCA_plm_rsh_agent", &agent)
+        .env("OMPI_MCA_oob_tcp_if_include", subnet)
+        .env("PMIX_MCA_ptl_tcp_if_include", subnet)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        stdout.matches("restored the root qdisc of eth0").count(),
+        2,
+        "{stdout}"
+    );
+    let after: Vec<String> = (0..2).map(|k| cluster.qdiscs(k)).collect();
+    assert_eq!(before, after);
+}
+
+/// Network namespaces that act as the hosts of a cluster: `rvc-<pid>-n<k>`
+/// with `eth0` (10.218.0.k+1) into a bridge in `rvc-<pid>-head`
+/// (10.218.0.254). Removed when dropped.
+struct VirtualCluster {
+    nodes: usize,
+}
+
+impl VirtualCluster {
+    const SUBNET: &'static str = "10.218.0.0/24";
+
+    fn ip(args: &[&str]) {
+        let o = Command::new("ip").args(args).output().unwrap();
+        assert!(
+            o.status.success(),
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    /// Writes mpirun's launch agent (`--mca plm_rsh_agent`) into `dir`:
+    /// ssh for namespaces, `agent HOST COMMAND...`. Every node gets its own
+    /// OpenMPI session directory: the nodes share one /tmp and one host
+    /// name, and daemons sharing a session directory crash (seen: orted in
+    /// hwloc_shmem_topology_write, one launch in six).
+    fn agent(dir: &Path) -> PathBuf {
+        let agent = dir.join("agent.sh");
+        let sessions = dir.join("sessions");
+        std::fs::write(
+            &agent,
+            format!(
+                "#!/bin/sh\nhost=\"$1\"; shift\n\
+                 export OMPI_MCA_orte_tmpdir_base=\"{}/$host\"\n\
+                 mkdir -p \"$OMPI_MCA_orte_tmpdir_base\"\n\
+                 exec ip netns exec \"$host\" sh -c \"$*\"\n",
+                sessions.display()
+            ),
+        )
+        .unwrap();
+        let mut perms = std::fs::metadata(&agent).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&agent, perms).unwrap();
+        agent
+    }
+
+    fn head(&self) -> String {
+        format!("rvc-{}-head", std::process::id())
+    }
+
+    fn node(&self, k: usize) -> String {
+        format!("rvc-{}-n{k}", std::process::id())
+    }
+
+    fn new(nodes: usize) -> Self {
+        let c = Self { nodes };
+        c.remove();
+        let head = c.head();
+        Self::ip(&["netns", "add", &head]);
+        Self::ip(&["-n", &head, "link", "set", "lo", "up"]);
+        Self::ip(&["-n", &head, "link", "add", "br0", "type", "bridge"]);
+        Self::ip(&["-n", &head, "addr", "add", "10.218.0.254/24", "dev", "br0"]);
+        Self::ip(&["-n", &head, "link", "set", "br0", "up"]);
+        for k in 0..nodes {
+            let node = c.node(k);
+            let veth = format!("vc{k}");
+            Self::ip(&["netns", "add", &node]);
+            Self::ip(&[
+                "-n", &head, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns",
+                &node,
+            ]);
+            Self::ip(&["-n", &head, "link", "set", &veth, "master", "br0"]);
+            Self::ip(&["-n", &head, "link", "set", &veth, "up"]);
+            let addr = format!("10.218.0.{}/24", k + 1);
+            Self::ip(&["-n", &node, "addr", "add", &addr, "dev", "eth0"]);
+            Self::ip(&["-n", &node, "link", "set", "lo", "up"]);
+            Self::ip(&["-n", &node, "link", "set", "eth0", "up"]);
+        }
+        c
+    }
+
+    /// `tc -n <node k> ARGS`.
+    fn tc(&self, k: usize, args: &[&str]) {
+        let o = Command::new("tc")
+            .args(["-n", &self.node(k)])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+
+    /// Node k's qdiscs on eth0 as `tc -j` prints them, without counters.
+    fn qdiscs(&self, k: usize) -> String {
+        let o = Command::new("tc")
+            .args(["-n", &self.node(k), "-j", "qdisc", "show", "dev", "eth0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    fn remove(&self) {
+        for k in 0..self.nodes {
+            let _ = Command::new("ip")
+                .args(["netns", "del", &self.node(k)])
+                .output();
+        }
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.head()])
+            .output();
+    }
+}
+
+impl Drop for VirtualCluster {
+    fn drop(&mut self) {
+        self.remove();
+    }
 }

@@ -16,7 +16,7 @@ use thiserror::Error;
 use yaml_serde::Value;
 
 pub use exec::{DryRun, Exec, System};
-pub use hosts::HostShaping;
+pub use hosts::{HostShaping, NodeCondition};
 pub use netns::{Fabric, QdiscStats, leftovers, remove_leftovers};
 pub use probe::{HostNet, TcpSettings};
 
@@ -86,6 +86,16 @@ pub enum NetError {
         command: String,
         reason: String,
     },
+    #[error(
+        "{interface}: hosts shaping replaces the root qdisc and would not put this one back \
+         exactly: {reason}; remove it (`tc qdisc del dev {interface} root`) or run with \
+         `--set shaping=none`"
+    )]
+    NodeUnrestorable { interface: String, reason: String },
+    #[error("{interface}: {reason}")]
+    NodeQdisc { interface: String, reason: String },
+    #[error("`{flag} {value}` is not a value `repro net node` knows")]
+    BadNodeFlag { flag: String, value: String },
     #[error("could not read the TCP congestion-control sysctls under /proc/sys/net/ipv4")]
     NoTcpSysctls,
     #[error("{ranks} ranks do not fit one shaped network (1 to 250)")]
