@@ -130,6 +130,35 @@ pub fn run(args: &NetArgs) -> Result<()> {
     match &args.command {
         NetCommand::Status => {
             let found = leftovers(&System).context("could not list namespaces and links")?;
+            // interfaces hosts mode shaped in this namespace and has not
+            // restored yet (a state file names its namespace)
+            let state = net::hosts::state_path("x");
+            let mine = state
+                .file_name()
+                .map(|n| n.to_string_lossy().trim_end_matches("x.json").to_string())
+                .unwrap_or_default();
+            let shaped: Vec<String> = state
+                .parent()
+                .and_then(|d| std::fs::read_dir(d).ok())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+                .filter_map(|e| {
+                    let text = std::fs::read_to_string(e.path()).ok()?;
+                    let st: net::hosts::NodeState = serde_json::from_str(&text).ok()?;
+                    Some(format!(
+                        "interface {} shaped by a cluster run (saved root in {}); \
+                         `repro net down --interface {}` restores it",
+                        st.interface,
+                        e.path().display(),
+                        st.interface
+                    ))
+                })
+                .collect();
+            for s in &shaped {
+                println!("{s}");
+            }
             if found.is_empty() {
                 println!("no network namespaces or links of repro on this host");
             } else {

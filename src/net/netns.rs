@@ -905,12 +905,19 @@ mod tests {
         );
         assert_eq!(cmds.last().unwrap(), "ip netns del rpr-0a1b2c-hub");
         assert!(cmds.iter().any(|c| c == "ip netns del rpr-0a1b2c-r1"));
-        // nothing is made in the host's own namespace
-        assert!(
-            !cmds
-                .iter()
-                .any(|c| c.starts_with("ip link add") || c.starts_with("ip addr add"))
-        );
+        // nothing is made or set in the host's own namespace: every `ip` and
+        // `tc` names a namespace of ours, and no sysctl is written
+        for c in &cmds {
+            let w: Vec<&str> = c.split_whitespace().collect();
+            let in_ours = match w.as_slice() {
+                ["ip", "netns", "add" | "del" | "exec", ns, ..] => is_our_name(ns),
+                ["ip", "netns", "list"] | ["ip", "-o", "link", "show"] => true,
+                ["ip" | "tc", "-n", ns, ..] => is_our_name(ns),
+                _ => false,
+            };
+            assert!(in_ours, "{c}");
+            assert!(!c.contains("sysctl"), "{c}");
+        }
 
         // a kernel that drops the route's congctl: refused, and nothing left
         let exec = DryRun::default();
