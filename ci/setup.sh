@@ -5,7 +5,8 @@
 #
 # What it does (each step is skipped when already done):
 #   1. apt packages: OpenMPI (mpi crate), libclang (bindgen), iproute2 + ethtool
-#      (network shaping), the Fashion-MNIST dataset package, python3-venv.
+#      (network shaping), iptables (a test puts a firewall in a namespace),
+#      the Fashion-MNIST dataset package, python3-venv.
 #   2. a Python virtualenv with torch==$TORCH_VERSION from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
 #   3. rustfmt + clippy components.
@@ -27,7 +28,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- 1. system packages -------------------------------------------------------
 APT_PACKAGES=(
   libopenmpi-dev openmpi-bin libclang-dev pkg-config
-  iproute2 ethtool procps
+  iproute2 ethtool procps iptables
   dataset-fashion-mnist
   python3-venv
 )

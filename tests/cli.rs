@@ -739,6 +739,88 @@ fn shaped_run_is_bounded_by_the_rate_and_its_bytes_are_counted_by_the_kernel() {
     assert_no_leftovers();
 }
 
+/// The driver's own namespace has a firewall like ufw's (INPUT and FORWARD
+/// DROP, only established traffic in) and a route into the ranks' subnet:
+/// a shaped run does not notice, because nothing of it lives there (the
+/// bridge and mpirun sit in the run's hub namespace). With the bridge in the
+/// driver's namespace the ranks' traffic would be dropped (seen: a bridged
+/// TCP connect timed out under FORWARD DROP with br_netfilter loaded).
+#[test]
+fn shaped_runs_ignore_the_firewall_and_routes_of_the_drivers_namespace() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let ns = format!("rfw-{}", std::process::id());
+    let _ = Command::new("ip").args(["netns", "del", &ns]).output();
+    let sh = |args: &[&str]| {
+        let o = Command::new("ip")
+            .args(["netns", "exec", &ns])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    assert!(
+        Command::new("ip")
+            .args(["netns", "add", &ns])
+            .status()
+            .unwrap()
+            .success()
+    );
+    struct Gone(String);
+    impl Drop for Gone {
+        fn drop(&mut self) {
+            let _ = Command::new("ip").args(["netns", "del", &self.0]).output();
+        }
+    }
+    let _gone = Gone(ns.clone());
+    sh(&["ip", "link", "set", "lo", "up"]);
+    sh(&[
+        "ip", "link", "add", "fw0", "type", "veth", "peer", "name", "fw1",
+    ]);
+    sh(&["ip", "link", "set", "fw0", "up"]);
+    sh(&["ip", "route", "add", "10.217.0.0/16", "dev", "fw0"]);
+    sh(&["iptables", "-A", "INPUT", "-i", "lo", "-j", "ACCEPT"]);
+    sh(&[
+        "iptables",
+        "-A",
+        "INPUT",
+        "-m",
+        "conntrack",
+        "--ctstate",
+        "ESTABLISHED,RELATED",
+        "-j",
+        "ACCEPT",
+    ]);
+    sh(&["iptables", "-P", "INPUT", "DROP"]);
+    sh(&["iptables", "-P", "FORWARD", "DROP"]);
+    let out = temp_out("firewall");
+    let o = Command::new("ip")
+        .args(["netns", "exec", &ns])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "run",
+            "tests/fixtures/net-rate.yaml",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let run = &read_runs(&out)[0];
+    assert_eq!(run["status"], "completed", "{run:?}");
+    assert_eq!(run["bytes_check"], "ok", "{run:?}");
+    assert_no_leftovers();
+}
+
 /// Starts a shaped run that would last long, and waits until one of its
 /// ranks (a repro-train whose command line names `out`) runs: (driver, rank pid).
 fn start_long_shaped_run(out: &Path) -> (std::process::Child, u32) {

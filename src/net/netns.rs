@@ -882,6 +882,27 @@ mod tests {
     }
 
     #[test]
+    fn ipv6_is_left_alone_where_the_kernel_has_none() {
+        let exec = DryRun::default();
+        let c = condition(Some(1e6), 0.0, RateQdisc::Tbf);
+        let cmds = |ipv6: bool| {
+            let host = HostNet {
+                ipv6,
+                ..host(false)
+            };
+            Fabric::new(&exec, "0a1b2c3d4e5f", 2, c.clone(), &host)
+                .unwrap()
+                .setup_commands()
+                .unwrap()
+                .iter()
+                .filter(|c| c.contains(&"addrgenmode".to_string()))
+                .count()
+        };
+        assert_eq!(cmds(true), 2);
+        assert_eq!(cmds(false), 0);
+    }
+
+    #[test]
     fn up_refuses_leftovers_and_drop_tears_down() {
         let exec = kernel(|line| {
             (line == "ip netns list").then(|| "rpr-0a1b2c-r1 (id: 3)\nother\n".into())
