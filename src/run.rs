@@ -195,6 +195,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         interface: args.interface.clone(),
     };
     let method = if shaped { Some(net.method()?) } else { None };
+    if method == Some(Method::Hosts) && args.jobs > 1 {
+        anyhow::bail!(
+            "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \
+             would shape, save and restore the same interfaces); pass --jobs 1",
+            args.jobs
+        );
+    }
     if method == Some(Method::Netns) {
         if !crate::doctor::is_root() {
             return Err(crate::net::NetError::NotRoot.into());

@@ -215,6 +215,19 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
         "{text}"
     );
     assert!(text.contains(" net node down --interface eth0"), "{text}");
+    // runs at once would shape the same interfaces: refused before any run
+    let o = repro(&[
+        "run",
+        "figure1",
+        "--hostfile",
+        hf,
+        "--interface",
+        "eth0",
+        "--jobs",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pass --jobs 1"));
     // no interface: refused, saying which flag to pass
     let o = repro(&[
         "run",
