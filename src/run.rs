@@ -183,6 +183,14 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         dry_run(&m, &args.scale, backend, &runs, &out, &net)?;
         return Ok(Outcome::AllSucceeded);
     }
+    // every MPI or in-process run needs the trainer: say so once, up front
+    if matches!(backend, Backend::Mpi | Backend::Local)
+        && runs
+            .iter()
+            .any(|r| matches!(r.params, plan::Params::Train(_)))
+    {
+        mpi_backend::train_binary()?;
+    }
     crate::signals::install();
     let shaped = backend == Backend::Mpi
         && m.shaping != ShapingMode::None

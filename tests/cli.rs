@@ -970,6 +970,32 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
     assert_no_leftovers();
 }
 
+/// Without the trainer next to `repro` (and no REPRO_TRAIN), an MPI
+/// experiment stops before its first run with one message saying how to
+/// build it, instead of failing every run.
+#[test]
+fn a_missing_trainer_is_one_error_before_any_run() {
+    let dir = temp_out("no-trainer");
+    std::fs::create_dir_all(&dir).unwrap();
+    let lonely = dir.join("repro");
+    std::fs::copy(env!("CARGO_BIN_EXE_repro"), &lonely).unwrap();
+    let out = dir.join("out");
+    let o = Command::new(&lonely)
+        .args(["run", "mpi-smoke", "--out", out.to_str().unwrap()])
+        .env_remove("REPRO_TRAIN")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cargo build --release -p repro-trainer"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A virtual cluster: three network namespaces act as hosts, each with its
 /// own `eth0` into a bridge in a fourth, where the driver and mpirun run;
 /// mpirun reaches the "nodes" through a launch agent that enters them with
