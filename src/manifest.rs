@@ -10,7 +10,6 @@ use yaml_serde::{Mapping, Value};
 
 use crate::errors::DriverError;
 use crate::net::ShapingMode;
-use crate::plot::FigureSpec;
 
 /// Which machinery runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -222,6 +221,55 @@ pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
         node = map.entry(k).or_insert(Value::Mapping(Mapping::new()));
     }
     Ok(())
+}
+
+/// What a figure shows (the manifest's `figure`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    /// `curves` (a metric of the logs' steps against x) or `sweep` (a
+    /// runs.csv metric against the network condition's bandwidth and latency).
+    #[serde(default)]
+    pub kind: FigureKind,
+    /// curves: `wall_s` (seconds), `iteration` or `epoch`; sweep: unused.
+    #[serde(default = "default_x")]
+    pub x: String,
+    /// curves: `train_loss`; sweep: a column of runs.csv (`epoch_time_s`).
+    #[serde(default = "default_y")]
+    pub y: String,
+    /// sweep: a column of runs.csv drawn dashed beside `y` (`wire_bound_epoch_s`).
+    #[serde(default)]
+    pub bound: Option<String>,
+    /// A grid key: one panel per value (none: one panel).
+    #[serde(default)]
+    pub panels: Option<String>,
+    /// A grid key: one line per value.
+    pub series: String,
+    /// Moving-average window over steps (1: raw).
+    #[serde(default = "default_smooth")]
+    pub smooth: usize,
+    /// Logarithmic y axis.
+    #[serde(default)]
+    pub log_y: bool,
+}
+
+/// What a figure plots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureKind {
+    #[default]
+    Curves,
+    Sweep,
+}
+
+fn default_x() -> String {
+    "wall_s".into()
+}
+fn default_y() -> String {
+    "train_loss".into()
+}
+fn default_smooth() -> usize {
+    10
 }
 
 #[cfg(test)]

@@ -340,31 +340,6 @@ pub fn expand(
         .collect()
 }
 
-/// `100mbit`, `1.5gbit`, `800kbit`, `1000000` (bits per second).
-pub fn parse_bandwidth(s: &str) -> Option<f64> {
-    let s = s.trim().to_ascii_lowercase();
-    let (num, mult) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
-        .iter()
-        .find_map(|(suffix, m)| s.strip_suffix(suffix).map(|n| (n.trim().to_string(), *m)))
-        .unwrap_or((s.clone(), 1.0));
-    num.parse::<f64>()
-        .ok()
-        .filter(|v| *v > 0.0 && v.is_finite())
-        .map(|v| v * mult)
-}
-
-/// `0.15ms`, `1ms`, `20us`, `0.5s` (seconds).
-pub fn parse_latency(s: &str) -> Option<f64> {
-    let s = s.trim().to_ascii_lowercase();
-    let (num, mult) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0)]
-        .iter()
-        .find_map(|(suffix, m)| s.strip_suffix(suffix).map(|n| (n.trim().to_string(), *m)))?;
-    num.parse::<f64>()
-        .ok()
-        .filter(|v| *v >= 0.0 && v.is_finite())
-        .map(|v| v * mult)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,15 +491,5 @@ mod tests {
             err.contains("has no scale `paper`") && err.contains("smoke"),
             "{err}"
         );
-    }
-
-    #[test]
-    fn units() {
-        assert_eq!(parse_bandwidth("100mbit"), Some(1e8));
-        assert_eq!(parse_bandwidth("1.5Gbit"), Some(1.5e9));
-        assert_eq!(parse_bandwidth("fast"), None);
-        assert_eq!(parse_latency("0.15ms"), Some(0.15e-3));
-        assert!((parse_latency("20us").unwrap() - 20e-6).abs() < 1e-18);
-        assert_eq!(parse_latency("1"), None);
     }
 }

@@ -9,58 +9,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
 use repro_runlog::{Log, read_log};
-use serde::Deserialize;
 
+use crate::manifest::FigureSpec;
+use crate::net::{parse_bandwidth, parse_latency};
 use crate::results::Row;
-
-/// What a figure shows (the manifest's `figure`).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FigureSpec {
-    /// `curves` (a metric of the logs' steps against x) or `sweep` (a
-    /// runs.csv metric against the network condition's bandwidth and latency).
-    #[serde(default)]
-    pub kind: FigureKind,
-    /// curves: `wall_s` (seconds), `iteration` or `epoch`; sweep: unused.
-    #[serde(default = "default_x")]
-    pub x: String,
-    /// curves: `train_loss`; sweep: a column of runs.csv (`epoch_time_s`).
-    #[serde(default = "default_y")]
-    pub y: String,
-    /// sweep: a column of runs.csv drawn dashed beside `y` (`wire_bound_epoch_s`).
-    #[serde(default)]
-    pub bound: Option<String>,
-    /// A grid key: one panel per value (none: one panel).
-    #[serde(default)]
-    pub panels: Option<String>,
-    /// A grid key: one line per value.
-    pub series: String,
-    /// Moving-average window over steps (1: raw).
-    #[serde(default = "default_smooth")]
-    pub smooth: usize,
-    /// Logarithmic y axis.
-    #[serde(default)]
-    pub log_y: bool,
-}
-
-/// What a figure plots.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum FigureKind {
-    #[default]
-    Curves,
-    Sweep,
-}
-
-fn default_x() -> String {
-    "wall_s".into()
-}
-fn default_y() -> String {
-    "train_loss".into()
-}
-fn default_smooth() -> usize {
-    10
-}
 
 /// One step of one run, averaged over its ranks.
 #[derive(Debug, Clone, PartialEq)]
@@ -358,9 +310,9 @@ fn condition_of(label: &str) -> (Option<f64>, f64) {
     let mut bw = None;
     let mut lat = 0.0;
     for part in label.split('/') {
-        if let Some(b) = crate::plan::parse_bandwidth(part).filter(|_| part.contains("bit")) {
+        if let Some(b) = parse_bandwidth(part).filter(|_| part.contains("bit")) {
             bw = Some(b);
-        } else if let Some(l) = crate::plan::parse_latency(part) {
+        } else if let Some(l) = parse_latency(part) {
             lat = l;
         }
     }
@@ -757,6 +709,7 @@ fn draw<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::manifest::FigureKind;
     use repro_runlog::{Header, Provenance, Step};
 
     fn log(rank: u32, losses: &[f64], dt: f64) -> Log {

@@ -571,12 +571,12 @@ fn figure_panels(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[Row],
-) -> Result<Option<(plot::FigureSpec, Vec<plot::Panel>)>> {
+) -> Result<Option<(manifest::FigureSpec, Vec<plot::Panel>)>> {
     let Some(spec) = &m.figure else {
         return Ok(None);
     };
     let panels = match spec.kind {
-        plot::FigureKind::Curves => {
+        manifest::FigureKind::Curves => {
             let curves = plot::load_curves(&out.join("raw"), rows, &spec.y)?;
             plot::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
             frames::write_parquet(
@@ -585,7 +585,7 @@ fn figure_panels(
             )?;
             plot::panels(spec, &curves)?
         }
-        plot::FigureKind::Sweep => {
+        manifest::FigureKind::Sweep => {
             let done: Vec<Row> = rows
                 .iter()
                 .filter(|r| r.metrics.get("status").map(String::as_str) == Some("completed"))
@@ -601,7 +601,7 @@ fn figure_panels(
 fn draw_figure(
     dir: &std::path::Path,
     title: &str,
-    spec: &plot::FigureSpec,
+    spec: &manifest::FigureSpec,
     panels: &[plot::Panel],
     formats: &[ImageFormat],
 ) -> Result<Vec<PathBuf>> {

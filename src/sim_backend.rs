@@ -11,7 +11,8 @@ use repro_algos::{
 use repro_codec::Rounding;
 use repro_runlog::{End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record};
 
-use crate::plan::{Params, PlannedRun, SimParams, parse_bandwidth, parse_latency};
+use crate::net::{parse_bandwidth, parse_latency};
+use crate::plan::{Params, PlannedRun, SimParams};
 
 /// What one run measured (fields a backend cannot measure are NaN).
 #[derive(Debug, Clone, PartialEq)]
