@@ -21,7 +21,10 @@ pub enum Backend {
     Mpi,
     /// The trainer's workers as threads of one process (`repro-train
     /// --in-process`), the network condition modelled by a virtual clock.
-    Local,
+    /// `local`, its first name, is still accepted.
+    #[serde(rename = "in-process", alias = "local")]
+    #[value(name = "in-process", alias = "local")]
+    InProcess,
 }
 
 /// What the table shows.

@@ -279,13 +279,14 @@ pub fn expand(
                         Params::Sim(p),
                     )
                 }
-                Backend::Mpi | Backend::Local => {
+                Backend::Mpi | Backend::InProcess => {
                     let mut p: TrainConfig =
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
                     p.run_id = String::new();
                     // the same config in process (virtual clock) and over
                     // MPI (real time) are different runs
-                    let kind = if backend == Backend::Local {
+                    // ("local": the backend's first name, kept so ids stay)
+                    let kind = if backend == Backend::InProcess {
                         "local"
                     } else {
                         "train"

@@ -151,7 +151,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand(&m, &args.scale, backend)?;
     let out = out_dir(&args.out, &m.name);
-    let launcher = if backend == Backend::Local {
+    let launcher = if backend == Backend::InProcess {
         if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
             anyhow::bail!(
                 "--hostfile and --launcher start MPI ranks; the local backend runs every worker in one process"
@@ -184,7 +184,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         return Ok(Outcome::AllSucceeded);
     }
     // every MPI or in-process run needs the trainer: say so once, up front
-    if matches!(backend, Backend::Mpi | Backend::Local)
+    if matches!(backend, Backend::Mpi | Backend::InProcess)
         && runs
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
@@ -245,7 +245,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         // interrupted rerun never replaces finished results with "not run"
         let interrupted = crate::signals::interrupted();
         let earlier = match backend {
-            Backend::Mpi | Backend::Local if args.resume || interrupted => {
+            Backend::Mpi | Backend::InProcess if args.resume || interrupted => {
                 mpi_backend::resume(r, &out.join("raw").join(&r.id), &net)
             }
             _ => None,
@@ -269,7 +269,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             Backend::Sim => {
                 sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
             }
-            Backend::Mpi | Backend::Local => {
+            Backend::Mpi | Backend::InProcess => {
                 let dir = out.join("raw").join(&r.id);
                 match earlier {
                     Some(s) => {
@@ -472,7 +472,7 @@ fn dry_run(
         match backend {
             Backend::Sim => "sim",
             Backend::Mpi => "mpi",
-            Backend::Local => "local",
+            Backend::InProcess => "in-process",
         }
     );
     // the resolved parameters every run shares (the trainer's config of the

@@ -500,6 +500,23 @@ fn local_backend_models_the_network_with_a_virtual_clock() {
     }
     let speedup = epoch["d-psgd"] / epoch["moniqua"];
     assert!((3.0..4.2).contains(&speedup), "{epoch:?}");
+    // `in-process` is the backend's name; `local`, its first, plans the
+    // same runs with the same ids, as a flag and in a manifest
+    let plan = |args: &[&str]| {
+        let o = repro(args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let named = plan(&["run", "figure1", "--backend", "in-process", "--dry-run"]);
+    assert!(named.contains("(backend in-process)"), "{named}");
+    assert_eq!(
+        named,
+        plan(&["run", "figure1", "--backend", "local", "--dry-run"])
+    );
+    assert_eq!(
+        named,
+        plan(&["run", "figure1", "--set", "backend=local", "--dry-run"])
+    );
     // the asynchronous algorithms need real threads and time
     let o = repro(&["run", "figure2b", "--backend", "local", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1));
