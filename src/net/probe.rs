@@ -99,6 +99,12 @@ pub struct ProbeNs<'e> {
     name: String,
 }
 
+impl std::fmt::Debug for ProbeNs<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProbeNs").field("name", &self.name).finish()
+    }
+}
+
 impl<'e> ProbeNs<'e> {
     /// Makes the namespace (needs root).
     pub fn new(exec: &'e dyn Exec) -> Result<Self, NetError> {

@@ -1,0 +1,72 @@
+//! The command line: parses the arguments, runs the command, and maps its
+//! outcome to the documented exit code.
+//!
+//! Exit codes: 0 success; 1 a command failed (the message says why);
+//! 2 bad usage (unknown command or option); 3 an experiment finished but
+//! some of its runs failed (see runs.csv); 130 stopped by Ctrl-C or
+//! SIGTERM (after terminating the running job and removing its network).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::{data_cmd, demo, doctor, net_cmd, run};
+
+/// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
+/// (Lu & De Sa, ICML 2020) and its baselines.
+#[derive(Debug, Parser)]
+#[command(name = "repro", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run an experiment (a name from `repro list`, or a path to a manifest):
+    /// every run of its grid at one scale, then its table.
+    Run(run::RunArgs),
+    /// Render an experiment's table from its runs.csv.
+    Table(run::TableArgs),
+    /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
+    Plot(run::PlotArgs),
+    /// List the experiments, their scales and how many runs each has.
+    List,
+    /// What this host can do: MPI, root, tc, netem, namespaces, libtorch,
+    /// CUDA, data sets, free disk; and how to get what is missing.
+    Doctor,
+    /// Show what each codec puts on the wire for one model-sized exchange:
+    /// bytes, recovery error against Lemma 2's bound, hash verification.
+    Demo(demo::DemoArgs),
+    /// The shaped networks of runs: list or remove what was left behind.
+    Net(net_cmd::NetArgs),
+    /// Data sets: `repro data fetch cifar10` downloads and verifies one.
+    Data(data_cmd::DataArgs),
+}
+
+/// Runs `repro` with this process's arguments.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Plot(args) => run::plot(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
+        Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
+        Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Net(args) => net_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Data(args) => data_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
+    };
+    match result {
+        Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,
+        Ok(run::Outcome::SomeFailed) => ExitCode::from(3),
+        Ok(run::Outcome::Interrupted) => ExitCode::from(130),
+        Err(err) => {
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}

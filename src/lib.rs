@@ -1,0 +1,20 @@
+//! The `repro` driver as a library: manifests, plans, backends, shaping,
+//! results, tables and figures. `main.rs` only calls [`cli::main`].
+
+pub mod cli;
+pub mod data_cmd;
+pub mod demo;
+pub mod doctor;
+pub mod errors;
+pub mod frames;
+pub mod manifest;
+pub mod mpi_backend;
+pub mod net;
+pub mod net_cmd;
+pub mod plan;
+pub mod plot;
+pub mod progress;
+pub mod results;
+pub mod run;
+pub mod signals;
+pub mod sim_backend;
