@@ -79,7 +79,7 @@ fn probe() -> Probed {
             "tbf", "rate", "1mbit", "burst", "32kbit", "latency", "400ms",
         ])),
         htb: Some(p.qdisc(&["htb", "default", "1"])),
-        netem: Some(p.qdisc(&["netem", "delay", "1ms"])),
+        netem: Some(p.netem()),
         tcp: algorithms
             .iter()
             .map(|&a| {
@@ -142,27 +142,27 @@ pub fn checks() -> Vec<Check> {
             probed.htb,
             "a kernel with sch_htb (the default `qdisc: htb-ack` needs it; `qdisc: tbf` does not)",
         ),
-        (
-            "tc delay (netem)",
-            probed.netem,
-            "a kernel with sch_netem (without it the transport injects each condition's latency per message)",
-        ),
     ] {
-        let netem = what.contains("netem");
         out.push(Check {
             what,
-            // netem is optional: without it latency is injected
-            ok: result == Some(true) || (netem && result.is_some()),
-            found: if netem && result == Some(false) {
-                "absent (probed): each condition's latency is injected per message by the \
-                 transport instead, and shaping.json says so"
-                    .into()
-            } else {
-                probe_text(result)
-            },
+            ok: result == Some(true),
+            found: probe_text(result),
             hint,
         });
     }
+    out.push(Check {
+        what: "tc delay (netem)",
+        // optional: without it the transport injects latency
+        ok: probed.netem.is_some(),
+        found: if probed.netem == Some(false) {
+            "absent (probed): each condition's latency is injected per message by the \
+             transport instead, and shaping.json says so"
+                .into()
+        } else {
+            probe_text(probed.netem)
+        },
+        hint: "a kernel with sch_netem (without it the transport injects each condition's latency per message)",
+    });
     let tcp = TcpSettings::read();
     out.push(Check {
         what: "TCP congestion control",

@@ -94,7 +94,7 @@ fn node(action: &NodeAction) -> Result<()> {
     let line = match action {
         NodeAction::Probe { .. } => {
             let probe = net::probe::ProbeNs::new(&System)?;
-            let netem = probe.qdisc(&["netem", "delay", "1ms"]);
+            let netem = probe.netem();
             format!("netem: {}", if netem { "yes" } else { "no" })
         }
         NodeAction::Up { condition, .. } => net::hosts::node_up(&System, iface, condition, &state)?,
@@ -111,17 +111,13 @@ fn restore_interface(iface: &str, hostfile: Option<&std::path::Path>, srun: bool
         (Some(h), _) => crate::mpi_backend::Launcher::Hostfile(h.to_path_buf()),
         (None, true) => crate::mpi_backend::Launcher::Srun,
         (None, false) => {
-            if !net::hosts::valid_interface(iface) {
-                return Err(NetError::BadInterface { name: iface.into() }.into());
-            }
-            let state = net::hosts::state_path(iface);
-            println!("{}", net::hosts::node_down(&System, iface, &state)?);
-            return Ok(());
+            return node(&NodeAction::Down {
+                interface: iface.into(),
+            });
         }
     };
-    let mut argv = launcher.per_host().unwrap_or_default();
-    argv.push(std::env::current_exe()?.display().to_string());
-    argv.extend(["net", "node", "down", "--interface", iface].map(String::from));
+    let per_host = launcher.per_host().unwrap_or_default();
+    let argv = net::hosts::node_command(&per_host, &std::env::current_exe()?, "down", iface);
     print!("{}", net::Exec::run(&System, &argv)?);
     Ok(())
 }
@@ -132,14 +128,8 @@ pub fn run(args: &NetArgs) -> Result<()> {
             let found = leftovers(&System).context("could not list namespaces and links")?;
             // interfaces hosts mode shaped in this namespace and has not
             // restored yet (a state file names its namespace)
-            let state = net::hosts::state_path("x");
-            let mine = state
-                .file_name()
-                .map(|n| n.to_string_lossy().trim_end_matches("x.json").to_string())
-                .unwrap_or_default();
-            let shaped: Vec<String> = state
-                .parent()
-                .and_then(|d| std::fs::read_dir(d).ok())
+            let mine = net::hosts::state_prefix();
+            let shaped: Vec<String> = std::fs::read_dir(net::hosts::state_dir())
                 .into_iter()
                 .flatten()
                 .flatten()

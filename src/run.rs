@@ -176,9 +176,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             && net.method()? == Method::Netns
             && let Some(tcp) = crate::net::TcpSettings::read()
         {
-            for c in shaped_conditions(&runs, &net) {
-                tcp.check_available(c.tcp)?;
-            }
+            tcp.check_loaded(&shaped_conditions(&runs, &net))?;
         }
         dry_run(&m, &args.scale, backend, &runs, &out, &net)?;
         return Ok(Outcome::AllSucceeded);

@@ -6,6 +6,11 @@ use std::sync::Mutex;
 
 use super::NetError;
 
+/// An argument vector from string slices.
+pub(crate) fn argv(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| (*s).to_string()).collect()
+}
+
 /// Runs one command given as an argument vector.
 pub trait Exec: Send + Sync {
     /// Runs `argv`; its standard output when it succeeds.

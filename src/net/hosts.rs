@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::exec::argv;
 use super::netns::rate_commands;
 use super::{Condition, Exec, NetError, RateQdisc};
 
@@ -38,10 +39,6 @@ pub fn valid_interface(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-}
-
-fn argv(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_string()).collect()
 }
 
 /// One entry of `tc -j qdisc show`.
@@ -227,12 +224,14 @@ pub struct NodeState {
     pub restore: Vec<Vec<String>>,
 }
 
-/// Where this node keeps the state of `iface` (`REPRO_STATE_DIR`, default
-/// `/run/repro`), keyed by the network namespace too, so namespaces that
-/// act as nodes of one machine keep theirs apart.
-pub fn state_path(iface: &str) -> PathBuf {
-    let dir =
-        std::env::var_os("REPRO_STATE_DIR").map_or_else(|| "/run/repro".into(), PathBuf::from);
+/// Where nodes keep their state: `REPRO_STATE_DIR`, default `/run/repro`.
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("REPRO_STATE_DIR").map_or_else(|| "/run/repro".into(), PathBuf::from)
+}
+
+/// The start of this network namespace's state file names, `node-<netns>-`:
+/// namespaces that act as nodes of one machine keep theirs apart.
+pub fn state_prefix() -> String {
     let netns = std::fs::read_link("/proc/self/ns/net")
         .ok()
         .map(|l| {
@@ -242,7 +241,12 @@ pub fn state_path(iface: &str) -> PathBuf {
                 .collect::<String>()
         })
         .unwrap_or_default();
-    dir.join(format!("node-{netns}-{iface}.json"))
+    format!("node-{netns}-")
+}
+
+/// Where this node keeps the state of `iface`.
+pub fn state_path(iface: &str) -> PathBuf {
+    state_dir().join(format!("{}{iface}.json", state_prefix()))
 }
 
 fn show(exec: &dyn Exec, iface: &str) -> Result<Vec<Qdisc>, NetError> {
@@ -323,33 +327,30 @@ pub fn node_down(exec: &dyn Exec, iface: &str, state: &Path) -> Result<String, N
     let now = show(exec, iface)?;
     let (was, is) = (root_of(&st.saved), root_of(&now));
     if was != is {
-        return Err(NodeMismatch(was, is).into_error(iface, state));
+        let text = |r: Option<(String, String, serde_json::Value)>| {
+            r.map_or("none".into(), |(k, h, o)| format!("{k} {h} {o}"))
+        };
+        return Err(NetError::NodeQdisc {
+            interface: iface.into(),
+            reason: format!(
+                "after the restore the root qdisc is `{}`, not the saved `{}`; the state stays in {}",
+                text(is),
+                text(was),
+                state.display()
+            ),
+        });
     }
     let _ = std::fs::remove_file(state);
     Ok(format!("restored the root qdisc of {iface}"))
 }
 
-struct NodeMismatch(
-    Option<(String, String, serde_json::Value)>,
-    Option<(String, String, serde_json::Value)>,
-);
-
-impl NodeMismatch {
-    fn into_error(self, iface: &str, state: &Path) -> NetError {
-        let text = |r: &Option<(String, String, serde_json::Value)>| {
-            r.as_ref()
-                .map_or("none".into(), |(k, h, o)| format!("{k} {h} {o}"))
-        };
-        NetError::NodeQdisc {
-            interface: iface.into(),
-            reason: format!(
-                "after the restore the root qdisc is `{}`, not the saved `{}`; the state stays in {}",
-                text(&self.1),
-                text(&self.0),
-                state.display()
-            ),
-        }
-    }
+/// `repro net node <action> --interface <iface>` on every node through the
+/// launcher's per-host prefix.
+pub fn node_command(per_host: &[String], repro: &Path, action: &str, iface: &str) -> Vec<String> {
+    let mut argv = per_host.to_vec();
+    argv.push(repro.display().to_string());
+    argv.extend(["net", "node", action, "--interface", iface].map(String::from));
+    argv
 }
 
 /// The network condition applied on every node of a cluster run; restored
@@ -404,10 +405,7 @@ impl<'e> HostShaping<'e> {
     }
 
     fn node_command(&self, action: &str) -> Vec<String> {
-        let mut argv = self.per_host.clone();
-        argv.push(self.repro.display().to_string());
-        argv.extend(["net", "node", action, "--interface", &self.interface].map(String::from));
-        argv
+        node_command(&self.per_host, &self.repro, action, &self.interface)
     }
 
     /// The command that asks every node whether it has netem.

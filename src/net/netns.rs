@@ -20,6 +20,7 @@
 
 use serde::Serialize;
 
+use super::exec::argv;
 use super::{Condition, Exec, HostNet, NetError, PREFIX, RateQdisc, TcpCongestion};
 
 /// Packets and bytes a qdisc dequeued (what the rank really sent).
@@ -208,10 +209,6 @@ fn gone(stderr: &str) -> bool {
     stderr.contains("Cannot find device")
         || stderr.contains("No such file")
         || stderr.contains("does not exist")
-}
-
-fn argv(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_string()).collect()
 }
 
 /// Bytes of the token bucket: 1 ms of traffic, at least two full frames.

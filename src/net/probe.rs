@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::exec::argv;
 use super::netns::{SUBNET, congctl_command, rate_commands, route_has_congctl, tag_of};
 use super::{Condition, Exec, NetError, PREFIX, TcpCongestion};
 
@@ -62,6 +63,13 @@ impl TcpSettings {
         })
     }
 
+    /// Refuses the first condition whose algorithm the kernel has not loaded.
+    pub fn check_loaded(&self, conditions: &[&Condition]) -> Result<(), NetError> {
+        conditions
+            .iter()
+            .try_for_each(|c| self.check_available(c.tcp))
+    }
+
     /// Refuses an algorithm the kernel has not loaded.
     pub fn check_available(&self, tcp: TcpCongestion) -> Result<(), NetError> {
         if self.available.iter().any(|a| a == tcp.name()) {
@@ -85,10 +93,6 @@ pub fn kernel_version() -> Option<(u32, u32)> {
 /// Whether the kernel has IPv6 (not booted with `ipv6.disable=1`).
 pub fn kernel_has_ipv6() -> bool {
     std::path::Path::new("/proc/sys/net/ipv6").exists()
-}
-
-fn argv(parts: &[&str]) -> Vec<String> {
-    parts.iter().map(|s| (*s).to_string()).collect()
 }
 
 /// A throwaway namespace `rpr-<tag>-probe` with one veth pair (`eth0`,
@@ -145,6 +149,11 @@ impl<'e> ProbeNs<'e> {
         ]);
         cmd.extend(qdisc.iter().map(|s| (*s).to_string()));
         self.exec.run(&cmd).is_ok()
+    }
+
+    /// Whether the kernel accepts a netem qdisc.
+    pub fn netem(&self) -> bool {
+        self.qdisc(&["netem", "delay", "1ms"])
     }
 
     /// Runs the `tc` commands of `condition` on `eth0`.
@@ -210,15 +219,15 @@ impl Drop for ProbeNs<'_> {
 /// run. Needs root.
 pub fn preflight(exec: &dyn Exec, conditions: &[&Condition]) -> Result<HostNet, NetError> {
     let tcp = TcpSettings::read().ok_or(NetError::NoTcpSysctls)?;
+    tcp.check_loaded(conditions)?;
     let mut algorithms: Vec<TcpCongestion> = Vec::new();
     for c in conditions {
-        tcp.check_available(c.tcp)?;
         if !algorithms.contains(&c.tcp) {
             algorithms.push(c.tcp);
         }
     }
     let probe = ProbeNs::new(exec)?;
-    let netem = probe.qdisc(&["netem", "delay", "1ms"]);
+    let netem = probe.netem();
     for a in algorithms {
         probe.congctl(a).map_err(|reason| NetError::TcpRefused {
             name: a.name().into(),
