@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use yaml_serde::{Mapping, Value};
 
-use repro_runlog::TrainConfig;
+use repro_runlog::{Knobs, Theta, TrainConfig};
 
 use crate::errors::DriverError;
 use crate::manifest::{Backend, Manifest};
@@ -32,21 +32,9 @@ pub struct SimParams {
     /// Gradient noise (quadratic) or label noise (generated data).
     pub noise: f32,
     pub batch: usize,
-    pub bits: u32,
-    /// stochastic or nearest
-    pub rounding: String,
-    pub theta: f64,
-    pub modulus: Option<f64>,
-    pub hash: bool,
-    pub gamma: f64,
-    pub bucket: usize,
-    /// Grid of Theorem 1's quantizer (naive-grid, theorem1).
-    pub grid_step: f32,
-    pub period: u64,
-    pub levels: u32,
-    /// CHOCO / DeepSqueeze: scale of the compressor's output (1: none, 0: auto).
-    #[serde(skip_serializing_if = "is_one")]
-    pub compressor_scale: f32,
+    /// The algorithm's knobs (`bits`, `theta`, `gamma`, ...), flat in the manifest.
+    #[serde(flatten)]
+    pub knobs: Knobs,
     pub lr: f32,
     pub momentum: f32,
     pub weight_decay: f32,
@@ -74,17 +62,7 @@ impl Default for SimParams {
             split: "iid".into(),
             noise: 0.1,
             batch: 8,
-            bits: 8,
-            rounding: "stochastic".into(),
-            theta: 2.0,
-            modulus: None,
-            hash: true,
-            gamma: 1.0,
-            bucket: 1024,
-            grid_step: 0.1,
-            period: 4,
-            levels: 7,
-            compressor_scale: 1.0,
+            knobs: Knobs::default(),
             lr: 0.1,
             momentum: 0.0,
             weight_decay: 0.0,
@@ -119,10 +97,6 @@ pub struct PlannedRun {
     pub network: Option<Condition>,
 }
 
-fn is_one(v: &f32) -> bool {
-    *v == 1.0
-}
-
 fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -131,6 +105,56 @@ fn text(v: &Value) -> String {
             .trim()
             .to_string(),
     }
+}
+
+/// The version of the run-id scheme. Bump it when a parameter's meaning or
+/// a default changes, so an old id never names a different run.
+pub const RUN_ID_VERSION: u32 = 2;
+
+/// A run's id: the first 12 hex digits of the xxh3 of the scheme's version,
+/// the backend kind, the canonical parameters (JSON with sorted keys,
+/// leaving out every field at its default) and the network condition. A new
+/// field that keeps its default therefore keeps every id.
+pub fn run_id<T: Serialize + Default>(
+    kind: &str,
+    params: &T,
+    network: Option<&Condition>,
+) -> String {
+    let text = format!(
+        "v{RUN_ID_VERSION}:{kind}:{}{}",
+        canonical(params),
+        network
+            .map(|c| format!(" network:{}", serde_json::to_string(c).unwrap_or_default()))
+            .unwrap_or_default()
+    );
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))[..12].to_string()
+}
+
+/// Deserializes the [`Knobs`] keys of `map` alone, so a wrong value's
+/// error has its key.
+fn knob_errors(map: &Mapping) -> Result<(), serde_path_to_error::Error<yaml_serde::Error>> {
+    let names = match serde_json::to_value(Knobs::default()) {
+        Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    };
+    let knobs: Mapping = map
+        .iter()
+        .filter(|(k, _)| k.as_str().is_some_and(|k| names.iter().any(|n| n == k)))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    serde_path_to_error::deserialize::<_, Knobs>(Value::Mapping(knobs)).map(|_| ())
+}
+
+/// `params` as JSON with sorted keys and without the fields at their default.
+fn canonical<T: Serialize + Default>(params: &T) -> String {
+    let json = |v: &T| match serde_json::to_value(v) {
+        Ok(serde_json::Value::Object(m)) => m.into_iter().collect::<BTreeMap<_, _>>(),
+        _ => BTreeMap::new(),
+    };
+    let default = json(&T::default());
+    let mut fields = json(params);
+    fields.retain(|k, v| default.get(k) != Some(v));
+    serde_json::to_string(&fields).unwrap_or_default()
 }
 
 /// Expands `manifest` at `scale` for `backend`: params, then the scale's
@@ -258,9 +282,10 @@ pub fn expand(
                     .as_ref()
                     .map_or_else(|| "none".to_string(), |c| c.label.clone());
             }
-            let hash = |json: String| {
-                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(json.as_bytes()))[..12].to_string()
-            };
+            // the knobs are flattened into both configs, where serde loses
+            // the key of a bad value: check them alone first, so the error
+            // names it
+            knob_errors(&map).map_err(fail)?;
             let (id, params) = match backend {
                 Backend::Sim => {
                     // the simulator's virtual clock models the condition
@@ -274,34 +299,29 @@ pub fn expand(
                     }
                     let p: SimParams =
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-                    (
-                        hash(serde_json::to_string(&p).unwrap_or_default()),
-                        Params::Sim(p),
-                    )
+                    (run_id("sim", &p, None), Params::Sim(p))
                 }
                 Backend::Mpi | Backend::InProcess => {
                     let mut p: TrainConfig =
                         serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+                    if p.knobs.theta == Theta::Auto {
+                        return Err(DriverError::RunParams {
+                            run: run.clone(),
+                            key: "theta".into(),
+                            message: "`theta: auto` runs in the simulator only (`--backend sim`); \
+                                      give the trainer a number"
+                                .into(),
+                        });
+                    }
                     p.run_id = String::new();
                     // the same config in process (virtual clock) and over
                     // MPI (real time) are different runs
-                    // ("local": the backend's first name, kept so ids stay)
                     let kind = if backend == Backend::InProcess {
-                        "local"
+                        "in-process"
                     } else {
-                        "train"
+                        "mpi"
                     };
-                    let id = hash(format!(
-                        "{kind}:{}{}",
-                        serde_json::to_string(&p).unwrap_or_default(),
-                        network
-                            .as_ref()
-                            .map(|c| format!(
-                                " network:{}",
-                                serde_json::to_string(c).unwrap_or_default()
-                            ))
-                            .unwrap_or_default()
-                    ));
+                    let id = run_id(kind, &p, network.as_ref());
                     p.run_id = id.clone();
                     (id, Params::Train(p))
                 }
@@ -492,5 +512,79 @@ mod tests {
             err.contains("has no scale `paper`") && err.contains("smoke"),
             "{err}"
         );
+    }
+
+    /// The knobs are flat manifest keys: a wrong value names its key, an
+    /// unknown key is still refused, and `theta: auto` reaches the
+    /// simulator (and is refused for the trainer at plan time).
+    #[test]
+    fn knobs_are_flat_keys_named_in_errors() {
+        let mut m = manifest();
+        m.params.insert(Value::from("bits"), Value::from("one"));
+        let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
+        assert!(err.contains("bits"), "{err}");
+        let mut m = manifest();
+        m.params.insert(Value::from("thetta"), Value::from(1.0));
+        let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
+        assert!(err.contains("thetta"), "{err}");
+        let err = expand(&m, "smoke", Backend::Mpi).unwrap_err().to_string();
+        assert!(err.contains("thetta"), "{err}");
+        let mut m = manifest();
+        m.params.insert(Value::from("theta"), Value::from("auto"));
+        m.params.insert(Value::from("theta_warmup"), Value::from(3));
+        let runs = expand(&m, "smoke", Backend::Sim).unwrap();
+        assert!(runs.iter().all(|r| matches!(&r.params,
+            Params::Sim(p) if p.knobs.theta == Theta::Auto && p.knobs.theta_warmup == 3)));
+        let err = expand(&m, "smoke", Backend::InProcess)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("theta") && err.contains("simulator only"),
+            "{err}"
+        );
+        m.params.insert(Value::from("theta"), Value::from("often"));
+        let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
+        assert!(err.contains("theta") && err.contains("auto"), "{err}");
+    }
+
+    /// Ids hash the canonical parameters: a field at its default adds
+    /// nothing, so a new field that keeps its default keeps every id, and a
+    /// changed value changes it.
+    #[test]
+    fn run_ids_leave_out_defaults() {
+        #[derive(Serialize, Default)]
+        struct Old {
+            a: u32,
+        }
+        #[derive(Serialize, Default)]
+        struct New {
+            a: u32,
+            added: Option<f64>,
+        }
+        assert_eq!(
+            run_id("sim", &Old { a: 3 }, None),
+            run_id("sim", &New { a: 3, added: None }, None)
+        );
+        assert_ne!(
+            run_id("sim", &Old { a: 3 }, None),
+            run_id(
+                "sim",
+                &New {
+                    a: 3,
+                    added: Some(1.0)
+                },
+                None
+            )
+        );
+        assert_ne!(
+            run_id("sim", &Old { a: 3 }, None),
+            run_id("mpi", &Old { a: 3 }, None)
+        );
+        // a manifest value equal to the default is the same run as no value
+        let mut m = manifest();
+        let plain = expand(&m, "smoke", Backend::Mpi).unwrap();
+        m.params.insert(Value::from("bits"), Value::from(8));
+        m.params.insert(Value::from("hash"), Value::from(true));
+        assert_eq!(plain, expand(&m, "smoke", Backend::Mpi).unwrap());
     }
 }

@@ -6,10 +6,11 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
 use repro_algos::{
-    AlgorithmSpec, Knobs, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
+    AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
 };
-use repro_codec::Rounding;
-use repro_runlog::{End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record};
+use repro_runlog::{
+    End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, write_record,
+};
 
 use crate::net::{parse_bandwidth, parse_latency};
 use crate::plan::{Params, PlannedRun, SimParams};
@@ -82,7 +83,7 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
     Ok(match p.objective.as_str() {
         "theorem1" => Box::new(Quadratic::homogeneous(
             n,
-            vec![p.grid_step / 2.0; p.dim],
+            vec![p.knobs.grid_step as f32 / 2.0; p.dim],
             0.0,
         )),
         "quadratic" => {
@@ -119,29 +120,8 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
     })
 }
 
-fn rounding(p: &SimParams) -> Result<Rounding> {
-    Ok(match p.rounding.as_str() {
-        "stochastic" => Rounding::Stochastic,
-        "nearest" => Rounding::Nearest,
-        other => bail!("unknown rounding `{other}`; use stochastic or nearest"),
-    })
-}
-
 fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
-    let knobs = Knobs {
-        bits: p.bits,
-        rounding: rounding(p)?,
-        theta: p.theta,
-        modulus: p.modulus,
-        hash: p.hash,
-        gamma: p.gamma,
-        bucket: p.bucket,
-        grid_step: p.grid_step,
-        period: p.period,
-        levels: p.levels,
-        compressor_scale: p.compressor_scale,
-    };
-    Ok(AlgorithmSpec::from_name(&p.algorithm, &knobs)?)
+    Ok(AlgorithmSpec::from_name(&p.algorithm, &p.knobs)?)
 }
 
 fn network(p: &SimParams) -> Result<Option<Network>> {
@@ -187,6 +167,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         },
         compute_s: p.compute_ms * 1e-3,
         network: network(p)?,
+        theta_warmup: (p.knobs.theta == Theta::Auto).then_some(p.knobs.theta_warmup),
         ..SimConfig::default()
     };
     let topology = topology(p)?;

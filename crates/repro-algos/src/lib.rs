@@ -25,7 +25,9 @@ pub mod sim_async;
 pub mod topology;
 
 pub use algorithm::{Blockwise, Pattern, Received, Worker};
-pub use algos::{ALGORITHM_NAMES, ASYNC_ALGORITHM_NAMES, AlgorithmSpec, Knobs};
+pub use algos::{
+    ALGORITHM_NAMES, ASYNC_ALGORITHM_NAMES, AlgorithmSpec, Knobs, Theta, moniqua_config,
+};
 pub use compress::{Compressor, CompressorSpec};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError};

@@ -9,20 +9,18 @@ use crate::Rounding;
 #[derive(Debug, Error, Clone, PartialEq)]
 pub enum ConfigError {
     /// Bit widths outside 1..=8.
-    #[error("bits must be in 1..=8, got {bits}; set `codec.bits` to a value between 1 and 8")]
+    #[error("bits must be in 1..=8, got {bits}; set `bits` to a value between 1 and 8")]
     BitsOutOfRange { bits: u32 },
     /// theta must be a positive finite number.
-    #[error(
-        "theta must be positive and finite, got {theta}; set `codec.theta` (the paper uses 2.0)"
-    )]
+    #[error("theta must be positive and finite, got {theta}; set `theta` (the paper uses 2.0)")]
     InvalidTheta { theta: f64 },
     /// An explicit modulus must be a positive finite number.
-    #[error("modulus must be positive and finite, got {modulus}; fix `codec.modulus`")]
+    #[error("modulus must be positive and finite, got {modulus}; fix `modulus`")]
     InvalidModulus { modulus: f64 },
     /// delta >= 1/2 makes B_theta = 2 theta / (1 - 2 delta) unbounded.
     #[error(
         "delta = {delta} is not below 1/2 for {bits}-bit {rounding} rounding, so B_theta = 2 theta / (1 - 2 delta) is unbounded; \
-         set `codec.rounding: nearest`, raise `codec.bits`, or give an explicit `codec.modulus`"
+         set `rounding: nearest`, raise `bits`, or give an explicit `modulus`"
     )]
     DeltaTooLarge {
         delta: f64,
@@ -32,7 +30,7 @@ pub enum ConfigError {
     /// An explicit delta below the quantizer's real error bound would void Lemma 2.
     #[error(
         "delta = {delta} is below the error bound {bound} of {bits}-bit {rounding} rounding; \
-         remove `codec.delta` or set it to at least {bound}"
+         remove `delta` (MoniquaConfig) or set it to at least {bound}"
     )]
     DeltaBelowBound {
         delta: f64,
@@ -42,14 +40,14 @@ pub enum ConfigError {
     },
     /// QSGD / TernGrad levels out of range.
     #[error(
-        "levels must be in 1..=127 (so a sign and level fit 8 bits), got {levels}; fix `codec.levels`"
+        "levels must be in 1..=127 (so a sign and level fit 8 bits), got {levels}; fix `levels`"
     )]
     InvalidLevels { levels: u32 },
     /// Bucket size zero.
-    #[error("bucket size must be at least 1; set `codec.bucket`")]
+    #[error("bucket size must be at least 1; set `bucket`")]
     InvalidBucket,
     /// zstd level out of range.
-    #[error("zstd level {level} is outside 1..=22; fix `codec.zstd_level`")]
+    #[error("zstd level {level} is outside 1..=22; fix `zstd_level`")]
     InvalidZstdLevel { level: i32 },
 }
 
@@ -94,7 +92,7 @@ pub enum CodecError {
     NonFinite { count: usize, first: usize },
     #[error(
         "{count} model values are beyond the codec's exact range +-{limit} (first at index {first}: {value}); \
-         raise `codec.theta` (or `codec.modulus`) or lower `codec.bits`"
+         raise `theta` (or `modulus`) or lower `bits`"
     )]
     OutOfRange {
         count: usize,
@@ -119,7 +117,7 @@ pub enum CodecError {
     BitsMismatch { found: u8, expected: u8 },
     #[error(
         "frame was encoded with modulus {found} but this codec uses {expected}; \
-         all workers must share `codec.theta` / `codec.modulus`"
+         all workers must share `theta` / `modulus`"
     )]
     ModulusMismatch { found: f32, expected: f32 },
     #[error("frame bucket size {found} differs from this codec's {expected}")]

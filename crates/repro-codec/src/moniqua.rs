@@ -822,8 +822,8 @@ mod tests {
         let err = MoniquaCodec::new(&cfg, 0).unwrap_err();
         assert!(matches!(err, ConfigError::DeltaTooLarge { .. }));
         let msg = err.to_string();
-        assert!(msg.contains("codec.rounding: nearest"), "{msg}");
-        assert!(msg.contains("codec.modulus"), "{msg}");
+        assert!(msg.contains("`rounding: nearest`"), "{msg}");
+        assert!(msg.contains("`modulus`"), "{msg}");
         // ... and accepted with an explicit modulus.
         let cfg = MoniquaConfig {
             modulus: Some(1.0),
@@ -842,7 +842,7 @@ mod tests {
             ..MoniquaConfig::default()
         };
         let err = MoniquaCodec::new(&cfg, 0).unwrap_err();
-        assert!(err.to_string().contains("remove `codec.delta`"), "{err}");
+        assert!(err.to_string().contains("remove `delta`"), "{err}");
         let cfg = MoniquaConfig {
             delta: Some(0.25),
             ..cfg
@@ -1440,7 +1440,7 @@ mod tests {
             ),
             "{err:?}"
         );
-        assert!(err.to_string().contains("raise `codec.theta`"));
+        assert!(err.to_string().contains("raise `theta`"));
         x[4] = limit * 0.99;
         x[6] = -limit * 0.99;
         c.encode(&x, 0, 0, None, &mut Vec::new()).unwrap();

@@ -40,10 +40,7 @@ pub struct TrainConfig {
     /// virtual clock instead.
     pub latency_ms: f64,
     /// In-process runs (`repro-train --in-process N`): egress bandwidth per
-    /// worker of the virtual network, bits per second (0: unlimited). Not
-    /// written when 0, so the configs (and run ids) of other runs are as
-    /// before.
-    #[serde(skip_serializing_if = "is_zero")]
+    /// worker of the virtual network, bits per second (0: unlimited).
     pub virtual_bandwidth_bps: f64,
     /// logistic, mlp, lenet, resnet8 .. resnet110, vgg16
     pub model: String,
@@ -55,21 +52,9 @@ pub struct TrainConfig {
     pub dirichlet_alpha: f64,
     pub algorithm: String,
     pub topology: String,
-    pub bits: u32,
-    /// stochastic or nearest
-    pub rounding: String,
-    pub theta: f64,
-    pub modulus: Option<f64>,
-    pub hash: bool,
-    pub gamma: f64,
-    pub bucket: usize,
-    pub period: u64,
-    pub levels: u32,
-    /// CHOCO / DeepSqueeze: scale of the compressor's output (1: none; 0:
-    /// auto, `1 / (1 + omega)` for the quantizer's relative error omega; not
-    /// written when 1, so other runs' ids are as before).
-    #[serde(skip_serializing_if = "is_one")]
-    pub compressor_scale: f64,
+    /// The algorithm's knobs (`bits`, `theta`, `gamma`, ...), flat in the JSON.
+    #[serde(flatten)]
+    pub knobs: Knobs,
     /// Per-worker batch size.
     pub batch: usize,
     pub lr: f64,
@@ -102,16 +87,7 @@ impl Default for TrainConfig {
             dirichlet_alpha: 0.5,
             algorithm: "d-psgd".into(),
             topology: "ring".into(),
-            bits: 8,
-            rounding: "stochastic".into(),
-            theta: 2.0,
-            modulus: None,
-            hash: true,
-            gamma: 1.0,
-            bucket: 1024,
-            period: 4,
-            levels: 7,
-            compressor_scale: 1.0,
+            knobs: Knobs::default(),
             batch: 32,
             // LeNet with momentum 0.9 collapsed at 0.05 on 3 ranks in tests
             lr: 0.02,
@@ -129,12 +105,105 @@ impl Default for TrainConfig {
     }
 }
 
-fn is_zero(v: &f64) -> bool {
-    *v == 0.0
+/// The algorithm knobs: the one definition of every setting an algorithm
+/// reads, flattened into the simulator's and the trainer's configs, so a
+/// manifest writes them as top-level keys (`bits: 1`, `theta: auto`). A new
+/// knob is one field here (with its default) plus its use in
+/// `repro_algos::AlgorithmSpec::from_name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Knobs {
+    /// Bits per coordinate (Moniqua 1..=8; the baselines' quantizer).
+    pub bits: u32,
+    /// `stochastic` or `nearest`.
+    pub rounding: String,
+    /// Moniqua's a priori consensus bound, or `auto` (Section 6: a
+    /// full-precision warm-up of `theta_warmup` iterations sets it; the
+    /// simulator only).
+    pub theta: Theta,
+    /// Warm-up iterations of `theta: auto`.
+    pub theta_warmup: u64,
+    /// Moniqua's explicit modulus B (overrides theta).
+    pub modulus: Option<f64>,
+    /// Moniqua: send a hash of the codes so receivers can check recovery.
+    pub hash: bool,
+    /// Moniqua's and D²'s slack, CHOCO's and DeepSqueeze's consensus step.
+    pub gamma: f64,
+    /// The baselines' quantizer bucket (values per f32 scale).
+    pub bucket: usize,
+    /// Theorem 1's grid (naive-grid).
+    pub grid_step: f64,
+    /// PSGD / PQASGD period, RSGD chunks.
+    pub period: u64,
+    /// QSGD levels.
+    pub levels: u32,
+    /// CHOCO and DeepSqueeze: their compressor's output times this on both
+    /// ends (1: as is; 0: auto, `1 / (1 + omega)` for the quantizer's
+    /// relative error omega).
+    pub compressor_scale: f64,
 }
 
-fn is_one(v: &f64) -> bool {
-    *v == 1.0
+impl Default for Knobs {
+    fn default() -> Self {
+        Self {
+            bits: 8,
+            rounding: "stochastic".into(),
+            theta: Theta::Value(2.0),
+            theta_warmup: 10,
+            modulus: None,
+            hash: true,
+            gamma: 1.0,
+            bucket: 1024,
+            grid_step: 0.1,
+            period: 4,
+            levels: 7,
+            compressor_scale: 1.0,
+        }
+    }
+}
+
+/// Moniqua's theta: a number, or `auto`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Theta {
+    Value(f64),
+    Auto,
+}
+
+impl Serialize for Theta {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Theta::Value(v) => s.serialize_f64(*v),
+            Theta::Auto => s.serialize_str("auto"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Theta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Theta;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a positive number or `auto`")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Theta, E> {
+                Ok(Theta::Value(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Theta, E> {
+                Ok(Theta::Value(v as f64))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Theta, E> {
+                Ok(Theta::Value(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Theta, E> {
+                match v {
+                    "auto" => Ok(Theta::Auto),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// Where, with what and on what a run ran.

@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use repro_algos::rng::Rng;
 use repro_algos::{AlgorithmSpec, Knobs, Pattern, Sgd, Topology};
-use repro_codec::Rounding;
 pub use repro_runlog::TrainConfig;
 use repro_runlog::{
     End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record,
@@ -136,23 +135,12 @@ fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
 }
 
 pub(crate) fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
-    Ok(Knobs {
-        bits: cfg.bits,
-        rounding: match cfg.rounding.as_str() {
-            "stochastic" => Rounding::Stochastic,
-            "nearest" => Rounding::Nearest,
-            other => return Err(TrainError::Config(format!("unknown rounding `{other}`"))),
-        },
-        theta: cfg.theta,
-        modulus: cfg.modulus,
-        hash: cfg.hash,
-        gamma: cfg.gamma,
-        bucket: cfg.bucket,
-        grid_step: 0.1,
-        period: cfg.period,
-        levels: cfg.levels,
-        compressor_scale: cfg.compressor_scale as f32,
-    })
+    if cfg.knobs.theta == repro_algos::Theta::Auto {
+        return Err(TrainError::Config(
+            "`theta: auto` runs in the simulator only; give the trainer a number".into(),
+        ));
+    }
+    Ok(cfg.knobs.clone())
 }
 
 /// Test loss and accuracy of the model now in `vs` on the first `samples` test images.

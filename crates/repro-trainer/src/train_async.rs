@@ -62,7 +62,9 @@ fn exchange_of(cfg: &TrainConfig) -> Result<AsyncExchange, TrainError> {
     let k = knobs(cfg)?;
     Ok(match cfg.algorithm.as_str() {
         "ad-psgd" => AsyncExchange::Full,
-        "moniqua-ad-psgd" => AsyncExchange::Moniqua(k.moniqua()),
+        "moniqua-ad-psgd" => AsyncExchange::Moniqua(
+            repro_algos::moniqua_config(&k).map_err(|e| TrainError::Config(e.to_string()))?,
+        ),
         other => {
             return Err(TrainError::Config(format!(
                 "`{other}` is not an asynchronous algorithm"

@@ -19,6 +19,7 @@ pub use naive::NaiveQuantized;
 pub use periodic::{Periodic, QuantizedGradient, Rotating};
 
 use repro_codec::{MoniquaCodec, MoniquaConfig, NormConfig, Rounding, StochasticConfig};
+pub use repro_runlog::{Knobs, Theta};
 
 use crate::algorithm::Worker;
 use crate::compress::{Compressor, CompressorSpec};
@@ -180,62 +181,31 @@ impl AlgorithmSpec {
     }
 }
 
-/// The knobs that, with an algorithm's name, pick an [`AlgorithmSpec`]: what
-/// manifests and trainer configs carry.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Knobs {
-    pub bits: u32,
-    pub rounding: Rounding,
-    pub theta: f64,
-    pub modulus: Option<f64>,
-    pub hash: bool,
-    pub gamma: f64,
-    /// The baselines' quantizer bucket.
-    pub bucket: usize,
-    /// Theorem 1's grid.
-    pub grid_step: f32,
-    /// PSGD / PQASGD period, RSGD chunks.
-    pub period: u64,
-    /// QSGD levels.
-    pub levels: u32,
-    /// CHOCO and DeepSqueeze: their compressor's output times this on both
-    /// ends (Koloskova et al.'s `Q(v) / (1 + omega)`, which makes an unbiased
-    /// quantizer of variance `omega |v|^2` a contraction); 1: as is; 0:
-    /// "auto", `1 / (1 + omega)` with omega measured for this quantizer on
-    /// Gaussian values ([`crate::compress::gaussian_omega`]).
-    pub compressor_scale: f32,
+/// Moniqua's codec settings from the knobs (for Moniqua on D-PSGD, on D²
+/// and on AD-PSGD alike). `theta: auto` starts at the default theta until
+/// the runner's warm-up sets it.
+pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
+    Ok(MoniquaConfig {
+        bits: k.bits,
+        rounding: rounding(&k.rounding)?,
+        theta: match k.theta {
+            Theta::Value(v) => v,
+            Theta::Auto => MoniquaConfig::default().theta,
+        },
+        modulus: k.modulus,
+        hash: k.hash,
+        ..MoniquaConfig::default()
+    })
 }
 
-impl Knobs {
-    /// Moniqua's codec settings from these knobs (for Moniqua on D-PSGD, on
-    /// D² and on AD-PSGD alike).
-    pub fn moniqua(&self) -> MoniquaConfig {
-        MoniquaConfig {
-            bits: self.bits,
-            rounding: self.rounding,
-            theta: self.theta,
-            modulus: self.modulus,
-            hash: self.hash,
-            ..MoniquaConfig::default()
-        }
-    }
-}
-
-impl Default for Knobs {
-    fn default() -> Self {
-        Self {
-            bits: 8,
-            rounding: Rounding::Stochastic,
-            theta: 2.0,
-            modulus: None,
-            hash: true,
-            gamma: 1.0,
-            bucket: 1024,
-            grid_step: 0.1,
-            period: 4,
-            levels: 7,
-            compressor_scale: 1.0,
-        }
+/// The `rounding` knob.
+pub fn rounding(name: &str) -> Result<Rounding, AlgoError> {
+    match name {
+        "stochastic" => Ok(Rounding::Stochastic),
+        "nearest" => Ok(Rounding::Nearest),
+        other => Err(AlgoError::Invalid(format!(
+            "unknown rounding `{other}`; set `rounding` to stochastic or nearest"
+        ))),
     }
 }
 
@@ -267,7 +237,7 @@ pub const ASYNC_ALGORITHM_NAMES: [&str; 2] = ["ad-psgd", "moniqua-ad-psgd"];
 impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
-        let moniqua = k.moniqua();
+        let moniqua = moniqua_config(k)?;
         let q = CompressorSpec::Stochastic(StochasticConfig {
             bits: k.bits,
             bucket: k.bucket,
@@ -290,14 +260,16 @@ impl AlgorithmSpec {
             },
             factor => CompressorSpec::Scaled {
                 inner: Box::new(q.clone()),
-                factor,
+                factor: factor as f32,
             },
         };
         Ok(match name {
             "allreduce" => AlgorithmSpec::AllReduce,
             "d-psgd" => AlgorithmSpec::DPsgd,
             "naive" => AlgorithmSpec::Naive(q),
-            "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid { step: k.grid_step }),
+            "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid {
+                step: k.grid_step as f32,
+            }),
             "moniqua" => AlgorithmSpec::Moniqua {
                 codec: moniqua,
                 gamma: k.gamma,
