@@ -38,6 +38,10 @@ summary=$(awk '
       passed, failed, ignored, skipped, binaries
   }' "$log")
 grep '^SKIPPED: ' "$log" >&2 || true
+# which codec SIMD levels this CPU let the tests compare (the rest: not run)
+levels=$(cargo test -q --locked -p repro-codec --lib every_simd_level_rejects -- --nocapture 2>&1 |
+  sed -n 's/^SIMD levels exercised: //p' | head -n 1)
+echo "[test] codec SIMD levels compared with the portable kernels: ${levels:-unknown}" >&2
 if [[ $rc -eq 0 ]]; then
   echo "[test] all checks passed: $summary" >&2
 else

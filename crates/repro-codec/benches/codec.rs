@@ -7,7 +7,7 @@
 //!
 //! Throughput is GB/s of f32 input (4 d bytes per call). Sizes are the
 //! parameter counts of ResNet20 (~270k) and ResNet110 (~1.7M). The SIMD level
-//! can be capped with `REPRO_CODEC_SIMD=baseline|avx2|avx512|avx512bitalg`.
+//! can be capped with `REPRO_CODEC_SIMD=baseline|avx2|avx512`.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

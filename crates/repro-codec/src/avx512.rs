@@ -7,10 +7,9 @@
 //! codes in memory between them and packs narrow widths with shuffles. Here
 //! each 16 values stay in registers from the load to the packed bytes: one
 //! instruction floors and converts (`vcvtps2dq` with round-down), a 1- or
-//! 2-bit code leaves as a mask (`vptestmd`, `pdep`; with BITALG one
-//! `vpshufbitqmb` for both bits), and a received code enters as one (masked
+//! 2-bit code leaves as a mask (`vptestmd`, `pdep`), and a received code enters as one (masked
 //! moves of 1.0 and 2.0, `pext`). The range check keeps each lane's largest
-//! `|t|` with one `vrangeps`.
+//! `|t|` bit pattern with an unsigned max, as the portable loops do.
 //!
 //! The loops are bound by the vector ports (0 and 5 at 512 bits; the dither's
 //! multiplies, shifts and conversions all need port 0), so an instruction
@@ -179,9 +178,12 @@ fn hashed_offsets(dither: &Dither, ci: u32) -> [__m512; 4] {
 #[inline]
 fn quantize(x: __m512, scale: __m512, u: __m512, bad: &mut __m512) -> (__m512, __m512i) {
     let t = _mm512_mul_ps(x, scale);
-    // the larger magnitude, sign cleared, in one instruction; a NaN in
-    // either operand is returned (and then stays)
-    *bad = _mm512_range_ps::<0b1011>(*bad, t);
+    // `|t|`'s bits, an unsigned max as in the portable kernels: NaN and
+    // infinities order above every number. (`vrangeps` would do it in one
+    // instruction, but it returns the other operand for a NaN, which let a
+    // NaN through; `kernels::tests` plants one in a whole chunk.)
+    let abs = _mm512_and_si512(_mm512_castps_si512(t), _mm512_set1_epi32(0x7fff_ffff));
+    *bad = _mm512_castsi512_ps(_mm512_max_epu32(_mm512_castps_si512(*bad), abs));
     let c = _mm512_cvt_roundps_epi32::<FLOOR>(_mm512_add_ps(t, u));
     (_mm512_cvtepi32_ps(c), c)
 }
@@ -207,49 +209,14 @@ fn test_lanes(c: __m512i, bits: __m512i) -> u16 {
     m
 }
 
-/// Bits 0 and 1 of every 32-bit lane of `c`, in lane order (the 2-bit
-/// packing), by one `vpshufbitqmb`: each 64-bit lane's byte of the mask takes
-/// bits 0, 1, 32 and 33 of it (its two codes, low nibble), and `pext` keeps
-/// the low nibbles.
-///
-/// # Safety
-/// The CPU must have AVX-512 BITALG (the instruction is issued from inline
-/// assembly, so no feature is enabled for it: the level check is the guard).
+/// Packs 16 codes (their low `B` bits) into `dst` (`2 B` bytes).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-unsafe fn two_bit_codes(c: __m512i) -> u32 {
-    // per 64-bit lane: the bit indices 0, 1, 32, 33 (the upper four unused)
-    let select = _mm512_set1_epi64(0x2120_0100_2120_0100);
-    let m: u64;
-    // SAFETY: register-only; the caller guarantees BITALG.
-    unsafe {
-        core::arch::asm!(
-            "vpshufbitqmb {m}, {c}, {s}",
-            m = out(kreg) m,
-            c = in(zmm_reg) c,
-            s = in(zmm_reg) select,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    _pext_u64(m, 0x0f0f_0f0f_0f0f_0f0f) as u32
-}
-
-/// Packs 16 codes (their low `B` bits) into `dst` (`2 B` bytes); with
-/// `BITALG` (the caller's guarantee that the CPU has it) 2-bit codes leave
-/// through [`two_bit_codes`].
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
-#[inline]
-fn pack16<const B: usize, const BITALG: bool>(c: __m512i, dst: &mut [u8]) {
+fn pack16<const B: usize>(c: __m512i, dst: &mut [u8]) {
     match B {
         1 => {
             let m = test_lanes(c, _mm512_set1_epi32(1));
             dst[..2].copy_from_slice(&m.to_le_bytes());
-        }
-        2 if BITALG => {
-            // SAFETY: `BITALG` is true only in the instantiation `multiversion!`
-            // runs for `Level::Avx512Bitalg`, after checking the CPU has it.
-            let w = unsafe { two_bit_codes(c) };
-            dst[..4].copy_from_slice(&w.to_le_bytes());
         }
         2 => {
             let lo = u32::from(test_lanes(c, _mm512_set1_epi32(1)));
@@ -345,12 +312,7 @@ fn fold_bad(badv: &[__m512; 4], bad: &mut [u32; CHUNK]) {
 /// term. Folds the codes into `hash` when `HASH` and the inputs' magnitudes
 /// into `bad`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
-pub(crate) fn encode_chunks<
-    const B: usize,
-    const NEAREST: bool,
-    const HASH: bool,
-    const BITALG: bool,
->(
+pub(crate) fn encode_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -377,7 +339,7 @@ pub(crate) fn encode_chunks<
             if HASH {
                 lanes.update(v, c);
             }
-            pack16::<B, BITALG>(c, &mut dst[2 * B * v..]);
+            pack16::<B>(c, &mut dst[2 * B * v..]);
         }
     }
     if HASH {
@@ -432,12 +394,7 @@ pub(crate) fn decode_chunks<const B: usize, const ACC: bool, const HASH: bool>(
 /// updated chunk's codes there (see `kernels::EncodeNext`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn mix_chunks<
-    const B: usize,
-    const NEAREST: bool,
-    const HASH: bool,
-    const BITALG: bool,
->(
+pub(crate) fn mix_chunks<const B: usize, const NEAREST: bool, const HASH: bool>(
     p: &ModParams<'_>,
     x: Option<&[f32]>,
     out: &mut [f32],
@@ -505,7 +462,7 @@ pub(crate) fn mix_chunks<
             let dst = &mut e.body[start..start + CHUNK / 8 * B];
             for v in 0..CHUNK / 16 {
                 let (_, c) = quantize(o[v], scale, u[v], &mut bad_next[v]);
-                pack16::<B, BITALG>(c, &mut dst[2 * B * v..]);
+                pack16::<B>(c, &mut dst[2 * B * v..]);
             }
         }
     }
@@ -520,7 +477,7 @@ pub(crate) fn mix_chunks<
 /// multiple of 64 values. Returns false, doing nothing, at a width without
 /// a packer here.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
-pub(crate) fn bucket_encode<const BITALG: bool>(
+pub(crate) fn bucket_encode(
     p: &BucketParams,
     x: &[f32],
     own: Option<&mut [f32]>,
@@ -528,10 +485,10 @@ pub(crate) fn bucket_encode<const BITALG: bool>(
     out: &mut [u8],
 ) -> bool {
     match p.bits {
-        1 => bucket_encode_fixed::<1, BITALG>(p, x, own, scales, out),
-        2 => bucket_encode_fixed::<2, BITALG>(p, x, own, scales, out),
-        4 => bucket_encode_fixed::<4, BITALG>(p, x, own, scales, out),
-        8 => bucket_encode_fixed::<8, BITALG>(p, x, own, scales, out),
+        1 => bucket_encode_fixed::<1>(p, x, own, scales, out),
+        2 => bucket_encode_fixed::<2>(p, x, own, scales, out),
+        4 => bucket_encode_fixed::<4>(p, x, own, scales, out),
+        8 => bucket_encode_fixed::<8>(p, x, own, scales, out),
         _ => return false,
     }
     true
@@ -539,7 +496,7 @@ pub(crate) fn bucket_encode<const BITALG: bool>(
 
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
 #[inline]
-fn bucket_encode_fixed<const B: usize, const BITALG: bool>(
+fn bucket_encode_fixed<const B: usize>(
     p: &BucketParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -566,7 +523,7 @@ fn bucket_encode_fixed<const B: usize, const BITALG: bool>(
                 let h = _mm512_sub_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(c), width), sv);
                 store16(&mut own[ci * CHUNK + 16 * v..], h);
             }
-            pack16::<B, BITALG>(c, &mut dst[2 * B * v..]);
+            pack16::<B>(c, &mut dst[2 * B * v..]);
         }
     }
 }

@@ -58,7 +58,7 @@ pub fn sgd_step(lr: f32, wd: f32, beta: f32, x: &[f32], g: &mut [f32], m: &mut [
 }
 
 #[inline(always)]
-fn residual_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn residual_impl<const NATIVE: bool, const V4: bool>(
     x: &[f32],
     b: &[f32],
     lr: f32,
@@ -91,7 +91,7 @@ fn residual_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
 }
 
 #[inline(always)]
-fn sgd_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn sgd_impl<const NATIVE: bool, const V4: bool>(
     lr: f32,
     wd: f32,
     beta: f32,

@@ -239,13 +239,7 @@ fn recover_one<const ACC: bool>(p: &ModParams<'_>, r: i32, y: f32, o: &mut f32, 
 }
 
 #[inline(always)]
-fn moniqua_encode_fixed<
-    const NATIVE: bool,
-    const V4: bool,
-    const BITALG: bool,
-    const B: usize,
-    const NEAREST: bool,
->(
+fn moniqua_encode_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -265,13 +259,9 @@ fn moniqua_encode_fixed<
         // `multiversion!` runs after checking the CPU's features.
         unsafe {
             if p.hash {
-                crate::avx512::encode_chunks::<B, NEAREST, true, BITALG>(
-                    p, xh, oh, body_head, h, b,
-                );
+                crate::avx512::encode_chunks::<B, NEAREST, true>(p, xh, oh, body_head, h, b);
             } else {
-                crate::avx512::encode_chunks::<B, NEAREST, false, BITALG>(
-                    p, xh, oh, body_head, h, b,
-                );
+                crate::avx512::encode_chunks::<B, NEAREST, false>(p, xh, oh, body_head, h, b);
             }
         }
         return moniqua_encode_tail::<NATIVE, B, NEAREST>(p, x, own, body_tail, hash, bad);
@@ -378,7 +368,7 @@ fn moniqua_decode_fixed<const NATIVE: bool, const V4: bool, const B: usize, cons
 }
 
 #[inline(always)]
-fn moniqua_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     own: Option<&mut [f32]>,
@@ -386,10 +376,10 @@ fn moniqua_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
 ) -> KernelOut {
     match p.rounding {
         Rounding::Nearest => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, BITALG, B, true>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, true>(p, x, own, body))
         }
         Rounding::Stochastic => {
-            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, BITALG, B, false>(p, x, own, body))
+            for_bits!(p.bits, B => moniqua_encode_fixed::<NATIVE, V4, B, false>(p, x, own, body))
         }
     }
 }
@@ -415,7 +405,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
 }
 
 #[inline(always)]
-fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams<'_>,
     x: &[f32],
     weight: f32,
@@ -534,13 +524,7 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
 /// `hashes[j]` when `p.hash`; returns nonzero if an input was rejected. In
 /// place, each chunk of `x` is read before it is overwritten.
 #[inline(always)]
-fn moniqua_mix_fixed<
-    const NATIVE: bool,
-    const V4: bool,
-    const BITALG: bool,
-    const B: usize,
-    const NEAREST: bool,
->(
+fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -562,12 +546,12 @@ fn moniqua_mix_fixed<
         // SAFETY: as in `moniqua_encode_fixed`.
         unsafe {
             if p.hash {
-                crate::avx512::mix_chunks::<B, NEAREST, true, BITALG>(
+                crate::avx512::mix_chunks::<B, NEAREST, true>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                     enc,
                 );
             } else {
-                crate::avx512::mix_chunks::<B, NEAREST, false, BITALG>(
+                crate::avx512::mix_chunks::<B, NEAREST, false>(
                     p, xh, oh, own_weight, bodies, weights, nb.hashes, delta, &mut bad, nb.next,
                     enc,
                 );
@@ -630,7 +614,7 @@ fn moniqua_mix_fixed<
 }
 
 #[inline(always)]
-fn moniqua_mix_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn moniqua_mix_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams<'_>,
     target: MixTarget<'_>,
     own_weight: f32,
@@ -639,12 +623,12 @@ fn moniqua_mix_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
 ) -> u32 {
     match p.rounding {
         Rounding::Nearest => {
-            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, BITALG, B, true>(
+            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, true>(
                 p, target, own_weight, nb, delta
             ))
         }
         Rounding::Stochastic => {
-            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, BITALG, B, false>(
+            for_bits!(p.bits, B => moniqua_mix_fixed::<NATIVE, V4, B, false>(
                 p, target, own_weight, nb, delta
             ))
         }
@@ -652,7 +636,7 @@ fn moniqua_mix_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
 }
 
 #[inline(always)]
-fn moniqua_decode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn moniqua_decode_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams<'_>,
     body: &[u8],
     local: &[f32],
@@ -682,7 +666,7 @@ pub(crate) struct BucketParams {
 /// whose integer order is the float order, with NaN and infinity on top: an
 /// integer max reduction vectorizes where a float one would not.
 #[inline(always)]
-fn bucket_scales_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn bucket_scales_impl<const NATIVE: bool, const V4: bool>(
     bucket: usize,
     x: &[f32],
     scales: &mut [u8],
@@ -713,7 +697,7 @@ fn bucket_run_end(base: usize, j: usize, n: usize, bucket: usize) -> (usize, usi
 }
 
 #[inline(always)]
-fn bucket_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn bucket_encode_impl<const NATIVE: bool, const V4: bool>(
     p: &BucketParams,
     x: &[f32],
     mut own: Option<&mut [f32]>,
@@ -729,7 +713,7 @@ fn bucket_encode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
         let head = &mut codes_out[..full / 8 * p.bits as usize];
         let oh = own.as_deref_mut().map(|o| &mut o[..full]);
         // SAFETY: as in `moniqua_encode_fixed`.
-        if unsafe { crate::avx512::bucket_encode::<BITALG>(p, &x[..full], oh, scales, head) } {
+        if unsafe { crate::avx512::bucket_encode(p, &x[..full], oh, scales, head) } {
             from = full;
         }
     }
@@ -786,7 +770,7 @@ fn scale_ok(s: f32) -> bool {
 
 /// Dequantizes; returns the first bucket whose scale is not finite and non-negative.
 #[inline(always)]
-fn bucket_decode_impl<const NATIVE: bool, const V4: bool, const BITALG: bool>(
+fn bucket_decode_impl<const NATIVE: bool, const V4: bool>(
     bits: u32,
     bucket: usize,
     scales: &[u8],
@@ -1047,6 +1031,121 @@ mod tests {
                             r == &got,
                             "level {level:?} differs at bits={bits} {rounding}"
                         ),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Random values with NaN, infinities and values beyond the exact range
+    /// planted inside whole chunks (where the AVX-512 loops run) and in the
+    /// tail: every level writes the same bits and rejects the same count as
+    /// the portable one. Prints the levels it ran, for CI's log.
+    #[test]
+    fn every_simd_level_rejects_bad_values_as_the_portable_one() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 * 8.0 - 4.0
+        };
+        let clean: Vec<f32> = (0..4 * CHUNK + 37).map(|_| next()).collect();
+        let mut x = clean.clone();
+        let planted = [
+            (3, f32::NAN),
+            (CHUNK + 5, f32::INFINITY),
+            (2 * CHUNK + 9, f32::NEG_INFINITY),
+            (2 * CHUNK + 10, 3.0e9),
+            (3 * CHUNK, -3.0e9),
+            (4 * CHUNK + 11, f32::NAN),
+        ];
+        for (i, v) in planted {
+            x[i] = v;
+        }
+        let ran: Vec<&str> = levels().iter().map(|l| l.name()).collect();
+        eprintln!("SIMD levels exercised: {}", ran.join(", "));
+        for bits in [1u32, 2, 4, 8, 3] {
+            for rounding in [Rounding::Nearest, Rounding::Stochastic] {
+                let levels_n = 1i32 << bits;
+                let p = ModParams {
+                    table: &[],
+                    bits,
+                    levels: levels_n,
+                    scale: levels_n as f32 / 5.0,
+                    step: 5.0 / levels_n as f32,
+                    rounding,
+                    dither: Dither::new(7, 1, 2),
+                    hash: true,
+                };
+                let mut reference = None;
+                for level in levels() {
+                    let mut body = vec![0u8; packed_len(x.len(), bits)];
+                    let mut own = vec![0f32; x.len()];
+                    let e = moniqua_encode_at(level, &p, &x, Some(&mut own), &mut body);
+                    // each bad value alone is rejected, wherever it sits
+                    for &(i, v) in &planted {
+                        let mut one = clean.clone();
+                        one[i] = v;
+                        let mut b = vec![0u8; packed_len(x.len(), bits)];
+                        let k = moniqua_encode_at(level, &p, &one, None, &mut b);
+                        assert!(k.rejected > 0, "{level:?} bits={bits}: {v} at {i} accepted");
+                        // and by the mix, which quantizes the model too
+                        let mut clean_body = vec![0u8; packed_len(x.len(), bits)];
+                        moniqua_encode_at(level, &p, &clean, None, &mut clean_body);
+                        let bodies = [&clean_body[..]];
+                        let mut hashes = vec![CodeHash::new(); 1];
+                        let mut nb = Neighbours {
+                            bodies: &bodies,
+                            weights: &[0.5],
+                            hashes: &mut hashes,
+                            next: Prefetch::NONE,
+                            encode: None,
+                        };
+                        let mut out = vec![0f32; x.len()];
+                        let target = MixTarget::Out {
+                            x: &one,
+                            out: &mut out,
+                        };
+                        let delta = vec![0f32; x.len()];
+                        let m = moniqua_mix_at(level, &p, target, 0.5, &mut nb, &delta);
+                        assert!(m > 0, "{level:?} bits={bits}: mix took {v} at {i}");
+                    }
+                    // a kernel's count is of lanes that saw a bad value
+                    // (64 portable, 16 folded in AVX-512): only "some" is
+                    // its contract, and what callers read
+                    assert!(e.rejected > 0, "{level:?} rejected nothing");
+                    let mut term = vec![0f32; x.len()];
+                    let t = moniqua_local_term_at(level, &p, &x, 1.0, &mut term);
+                    let mut scales = vec![0u8; 4 * x.len().div_ceil(CHUNK)];
+                    let bad = bucket_scales_at(level, CHUNK, &x, &mut scales);
+                    // a rejected value's own term is undefined (the encode
+                    // fails): every other value's, in the same chunks too,
+                    // must match
+                    let bits_of = |v: &[f32]| {
+                        v.iter()
+                            .enumerate()
+                            .filter(|(i, _)| !planted.iter().any(|(j, _)| j == i))
+                            .map(|(_, f)| f.to_bits())
+                            .collect::<Vec<_>>()
+                    };
+                    // (nor is its hash, over the un-modded codes, compared:
+                    // a rejected frame is never sent)
+                    let mut codes = vec![0u32; x.len()];
+                    unpack(&body, bits, &mut codes);
+                    for (j, _) in planted {
+                        codes[j] = 0;
+                    }
+                    let got = (codes, bits_of(&own), t > 0, scales, bad);
+                    match &reference {
+                        None => reference = Some(got),
+                        Some(r) => {
+                            assert!(r.0 == got.0, "{level:?} codes bits={bits} {rounding}");
+                            assert!(r.1 == got.1, "{level:?} own bits={bits} {rounding}");
+                            assert!(r.2 == got.2, "{level:?} term bits={bits} {rounding}");
+                            assert!(r.3 == got.3, "{level:?} scales bits={bits} {rounding}");
+                            assert!(r.4 == got.4, "{level:?} bad bits={bits} {rounding}");
+                        }
                     }
                 }
             }

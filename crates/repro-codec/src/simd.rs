@@ -9,7 +9,7 @@
 //! where it rounds exactly as the separate operations), so workers on
 //! different CPUs agree on every code; `kernels::tests` checks this.
 //!
-//! `REPRO_CODEC_SIMD=baseline|avx2|avx512|avx512bitalg` caps the level (for benchmarks and
+//! `REPRO_CODEC_SIMD=baseline|avx2|avx512` caps the level (for benchmarks and
 //! for checking a slow path); the default is the best the CPU supports.
 
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -20,9 +20,6 @@ pub enum Level {
     Baseline = 1,
     Avx2 = 2,
     Avx512 = 3,
-    /// AVX-512 with BITALG (Ice Lake and later, Zen 4): packs 2-bit codes
-    /// with one bit shuffle instead of two tests.
-    Avx512Bitalg = 4,
 }
 
 impl Level {
@@ -32,7 +29,6 @@ impl Level {
             Level::Baseline => "baseline",
             Level::Avx2 => "avx2",
             Level::Avx512 => "avx512",
-            Level::Avx512Bitalg => "avx512bitalg",
         }
     }
 }
@@ -99,7 +95,6 @@ pub fn detected() -> Level {
         1 => Level::Baseline,
         2 => Level::Avx2,
         3 => Level::Avx512,
-        4 => Level::Avx512Bitalg,
         _ => {
             let l = detect();
             DETECTED.store(l as u8, Ordering::Relaxed);
@@ -125,9 +120,6 @@ fn detect() -> Level {
             && std::arch::is_x86_feature_detected!("avx512vl")
             && std::arch::is_x86_feature_detected!("avx512dq")
         {
-            if std::arch::is_x86_feature_detected!("avx512bitalg") {
-                return Level::Avx512Bitalg;
-            }
             return Level::Avx512;
         }
         if avx2 {
@@ -143,13 +135,11 @@ pub fn level() -> Level {
         1 => Level::Baseline,
         2 => Level::Avx2,
         3 => Level::Avx512,
-        4 => Level::Avx512Bitalg,
         _ => {
             let cap = match std::env::var("REPRO_CODEC_SIMD").as_deref() {
                 Ok("baseline") => Level::Baseline,
                 Ok("avx2") => Level::Avx2,
-                Ok("avx512") => Level::Avx512,
-                _ => Level::Avx512Bitalg,
+                _ => Level::Avx512,
             };
             let l = detected().min(cap);
             LEVEL.store(l as u8, Ordering::Relaxed);
@@ -161,9 +151,8 @@ pub fn level() -> Level {
 /// Defines `pub(crate) fn $name(args) -> ret` that runs `$imp` compiled for the
 /// best available level, plus `$name_at(level, args)` for tests. `$imp` takes
 /// `const NATIVE: bool`, true where the level has a floor instruction (see
-/// `round::floor_to_i32`), `const V4: bool`, true in the AVX-512
-/// instantiations (where a kernel may call `crate::avx512`), and `const
-/// BITALG: bool`, true in the one for CPUs with AVX-512 BITALG.
+/// `round::floor_to_i32`), and `const V4: bool`, true in the AVX-512
+/// instantiation (where a kernel may call `crate::avx512`).
 macro_rules! multiversion {
     ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:ident;) => {
         $(#[$meta])*
@@ -181,25 +170,16 @@ macro_rules! multiversion {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
                 #[allow(clippy::too_many_arguments)]
                 fn v4($($arg: $ty),*) -> $ret {
-                    $imp::<true, true, false>($($arg),*)
-                }
-                // the same features: the BITALG instruction is issued from
-                // inline assembly (`crate::avx512`), which needs none enabled
-                #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
-                #[allow(clippy::too_many_arguments)]
-                fn v4_bitalg($($arg: $ty),*) -> $ret {
-                    $imp::<true, true, true>($($arg),*)
+                    $imp::<true, true>($($arg),*)
                 }
                 #[target_feature(enable = "avx2,fma,bmi1,bmi2,popcnt")]
                 #[allow(clippy::too_many_arguments)]
                 fn v3($($arg: $ty),*) -> $ret {
-                    $imp::<true, false, false>($($arg),*)
+                    $imp::<true, false>($($arg),*)
                 }
                 match level {
                     // SAFETY: the assert above established that the CPU has
                     // these features (`detected()` checks each of them).
-                    $crate::simd::Level::Avx512Bitalg => return unsafe { v4_bitalg($($arg),*) },
-                    // SAFETY: as above.
                     $crate::simd::Level::Avx512 => return unsafe { v4($($arg),*) },
                     // SAFETY: as above.
                     $crate::simd::Level::Avx2 => return unsafe { v3($($arg),*) },
@@ -207,7 +187,7 @@ macro_rules! multiversion {
                 }
             }
             let _ = level;
-            $imp::<false, false, false>($($arg),*)
+            $imp::<false, false>($($arg),*)
         }
     };
 }
@@ -219,14 +199,9 @@ pub(crate) mod tests {
 
     /// Every level this CPU runs, for tests that compare them.
     pub(crate) fn levels() -> Vec<Level> {
-        [
-            Level::Baseline,
-            Level::Avx2,
-            Level::Avx512,
-            Level::Avx512Bitalg,
-        ]
-        .into_iter()
-        .filter(|&l| l <= detected())
-        .collect()
+        [Level::Baseline, Level::Avx2, Level::Avx512]
+            .into_iter()
+            .filter(|&l| l <= detected())
+            .collect()
     }
 }
