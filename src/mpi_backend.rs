@@ -402,12 +402,38 @@ pub fn iteration_timing(
 
 /// Runs `run` with `workers` ranks; logs go to `dir/rank-<r>.jsonl`.
 /// `progress` hears the iterations rank 0 has logged, about once a second.
-pub fn execute(
+/// A trainer run made ready to start: its final config, its network set up
+/// through `net.exec` (the system, or `--dry-run`'s recorder) and the
+/// command that starts it. A real run and `--dry-run` both build it here;
+/// dropping it takes the network down.
+pub struct Prepared<'n> {
+    pub cfg: TrainConfig,
+    /// How the network was shaped, in words.
+    pub shaping: String,
+    pub fabric: Option<Fabric<'n>>,
+    pub hosts: Option<HostShaping<'n>>,
+    pub launch: Launch,
+}
+
+impl std::fmt::Debug for Prepared<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("cfg", &self.cfg)
+            .field("shaping", &self.shaping)
+            .field("launch", &self.launch.display())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sets up `run`'s network and builds its launch (`train`: the trainer,
+/// `repro`: this program, through which ranks enter their namespaces).
+pub fn prepare<'n>(
     run: &PlannedRun,
     dir: &Path,
-    net: &NetContext,
-    progress: &mut dyn FnMut(u64),
-) -> Result<Summary> {
+    net: &'n NetContext,
+    train: &Path,
+    repro: &Path,
+) -> Result<Prepared<'n>> {
     let Params::Train(cfg) = &run.params else {
         bail!("run {} is not a trainer run", run.id);
     };
@@ -416,11 +442,9 @@ pub fn execute(
         workers,
         ..cfg.clone()
     };
-    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let mut fabric = None;
     let mut hosts = None;
     let mut shaping = "none".to_string();
-    let fabric_used = net.shapes(run);
     if let Some(condition) = &run.network {
         if net.is_virtual() {
             cfg.virtual_bandwidth_bps = condition.bandwidth_bps.unwrap_or(0.0);
@@ -437,9 +461,6 @@ pub fn execute(
             shaping = h.describe();
             hosts = Some(h);
         } else if net.shapes(run) {
-            if !crate::doctor::is_root() {
-                return Err(NetError::NotRoot.into());
-            }
             let mut f = Fabric::new(&*net.exec, &run.id, workers, condition.clone(), &net.host)?;
             f.up().context("could not build the shaped network")?;
             if let Some(l) = f.injected_latency_s() {
@@ -454,20 +475,48 @@ pub fn execute(
             );
         }
     }
+    let launch = launch(
+        workers,
+        train,
+        &dir.join("run.json"),
+        dir,
+        fabric.as_ref(),
+        repro,
+        &net.launcher,
+    );
+    Ok(Prepared {
+        cfg,
+        shaping,
+        fabric,
+        hosts,
+        launch,
+    })
+}
+
+pub fn execute(
+    run: &PlannedRun,
+    dir: &Path,
+    net: &NetContext,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary> {
+    if net.shapes(run) && net.method()? == Method::Netns && !crate::doctor::is_root() {
+        return Err(NetError::NotRoot.into());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let train = train_binary()?;
+    let repro = std::env::current_exe().context("could not locate the repro executable")?;
+    let fabric_used = net.shapes(run);
+    let Prepared {
+        cfg,
+        shaping,
+        fabric,
+        hosts,
+        launch,
+    } = prepare(run, dir, net, &train, &repro)?;
+    let workers = cfg.workers;
     let config = dir.join("run.json");
     std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
         .with_context(|| format!("could not write {}", config.display()))?;
-    let train = train_binary()?;
-    let repro = std::env::current_exe().context("could not locate the repro executable")?;
-    let launch = launch(
-        workers,
-        &train,
-        &config,
-        dir,
-        fabric.as_ref(),
-        &repro,
-        &net.launcher,
-    );
     std::fs::write(dir.join("launch.txt"), launch.display() + "\n")
         .with_context(|| format!("could not write {}/launch.txt", dir.display()))?;
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
@@ -810,6 +859,57 @@ mod tests {
         )
         .display()
         .replace(" --allow-run-as-root", "")
+    }
+
+    /// `--dry-run` and a real run share `prepare`: with the recording
+    /// executor it runs the very setup a real run runs (route read-back
+    /// included), starts mpirun in the hub namespace, and dropping it
+    /// records the teardown.
+    #[test]
+    fn dry_run_records_the_real_setup_launch_and_teardown() {
+        let recorder = std::sync::Arc::new(crate::net::DryRun::planning());
+        let net = NetContext {
+            exec: Box::new(recorder.clone()),
+            ..net(Launcher::Local, ShapingMode::Auto, None)
+        };
+        let run = PlannedRun {
+            id: "0a1b2c3d4e5f".into(),
+            point: Default::default(),
+            params: Params::Train(TrainConfig {
+                workers: 3,
+                ..TrainConfig::default()
+            }),
+            network: Some(
+                crate::net::Condition::from_yaml(
+                    &yaml_serde::from_str("{bandwidth: 100mbit, latency: 1ms}").unwrap(),
+                )
+                .unwrap()
+                .unwrap(),
+            ),
+        };
+        let (train, repro) = (Path::new("/t/repro-train"), Path::new("/t/repro"));
+        let p = prepare(&run, Path::new("r"), &net, train, repro).unwrap();
+        let setup = recorder.take();
+        assert!(
+            setup.iter().any(|c| c.contains("congctl lock cubic")),
+            "{setup:?}"
+        );
+        assert!(
+            setup.iter().any(|c| c.contains("route show")),
+            "read back: {setup:?}"
+        );
+        let line = p.launch.display();
+        assert!(
+            line.contains("ip netns exec rpr-0a1b2c-hub mpirun"),
+            "{line}"
+        );
+        assert_eq!(p.cfg.workers, 3);
+        drop(p);
+        let teardown = recorder.take();
+        assert!(
+            teardown.iter().any(|c| c == "ip netns del rpr-0a1b2c-hub"),
+            "{teardown:?}"
+        );
     }
 
     #[test]

@@ -162,10 +162,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         launcher(args)?
     };
     if args.dry_run {
+        let recorder = std::sync::Arc::new(crate::net::DryRun::planning());
         let net = NetContext {
             mode: m.shaping,
             host: HostNet::assumed(),
-            exec: Box::new(crate::net::DryRun::default()),
+            exec: Box::new(recorder.clone()),
             launcher,
             interface: args.interface.clone(),
         };
@@ -178,7 +179,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         {
             tcp.check_loaded(&shaped_conditions(&runs, &net))?;
         }
-        dry_run(&m, &args.scale, backend, &runs, &out, &net)?;
+        dry_run(&m, &args.scale, backend, &runs, &out, &net, &recorder)?;
         return Ok(Outcome::AllSucceeded);
     }
     // every MPI or in-process run needs the trainer: say so once, up front
@@ -454,6 +455,7 @@ fn dry_run(
     runs: &[PlannedRun],
     out: &std::path::Path,
     net: &NetContext,
+    recorder: &crate::net::DryRun,
 ) -> Result<()> {
     let mut text = String::new();
     macro_rules! outln {
@@ -503,57 +505,31 @@ fn dry_run(
             .collect();
         outln!("  where {}: {}", when.join(" "), set.join(" "));
     }
-    let recorder = crate::net::DryRun::default();
-    let shaped = backend == Backend::Mpi && runs.iter().any(|r| net.shapes(r));
-    let method = if shaped { Some(net.method()?) } else { None };
+    let train =
+        mpi_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
+    let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
     for r in runs {
         outln!("  {}  {}", r.id, describe(r));
-        let plan::Params::Train(cfg) = &r.params else {
+        if !matches!(r.params, plan::Params::Train(_)) {
             continue;
-        };
-        let workers = mpi_backend::workers(cfg);
+        }
+        // the real run's code, with every command recorded instead of run
+        recorder.take();
         let dir = out.join("raw").join(&r.id);
-        let hosts = match &r.network {
-            Some(c) if net.shapes(r) && method == Some(Method::Hosts) => Some(net.host_shaping(c)?),
-            _ => None,
-        };
-        if let Some(h) = &hosts {
+        let prepared = mpi_backend::prepare(r, &dir, net, &train, &repro)?;
+        if let Some(h) = &prepared.hosts {
             outln!("    # {} (if every node has netem)", h.describe());
-            outln!("    {}", h.probe_command().join(" "));
-            outln!("    {}", h.setup_command().join(" "));
         }
-        let fabric = match &r.network {
-            Some(c) if net.shapes(r) && method == Some(Method::Netns) => Some(
-                crate::net::Fabric::new(&recorder, &r.id, workers, c.clone(), &net.host)?,
-            ),
-            _ => None,
-        };
-        if let Some(f) = &fabric {
+        if let Some(f) = &prepared.fabric {
             outln!("    # {}", f.describe());
-            for c in f.setup_commands()? {
-                outln!("    {}", c.join(" "));
-            }
         }
-        let train =
-            mpi_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
-        let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
-        let launch = mpi_backend::launch(
-            workers,
-            &train,
-            &dir.join("run.json"),
-            &dir,
-            fabric.as_ref(),
-            &repro,
-            &net.launcher,
-        );
-        outln!("    {}", launch.display());
-        if let Some(f) = &fabric {
-            for c in f.teardown_commands() {
-                outln!("    {}", c.join(" "));
-            }
+        for c in recorder.take() {
+            outln!("    {c}");
         }
-        if let Some(h) = &hosts {
-            outln!("    {}", h.teardown_command().join(" "));
+        outln!("    {}", prepared.launch.display());
+        drop(prepared);
+        for c in recorder.take() {
+            outln!("    {c}");
         }
     }
     // a closed pipe (`| head`) is not an error

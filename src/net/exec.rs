@@ -46,8 +46,8 @@ impl Exec for System {
     }
 }
 
-/// What a dry run answers to a command.
-type Reply = Box<dyn Fn(&[String]) -> String + Send + Sync>;
+/// What a dry run answers to a command, given the commands before it.
+type Reply = Box<dyn Fn(&[String], &[Vec<String>]) -> String + Send + Sync>;
 
 /// Records every command and answers each with `reply(argv)` (empty output
 /// by default): the whole shaping pipeline, testable without root.
@@ -73,8 +73,47 @@ impl DryRun {
     pub fn answering(reply: impl Fn(&[String]) -> String + Send + Sync + 'static) -> Self {
         Self {
             log: Mutex::new(Vec::new()),
-            reply: Box::new(reply),
+            reply: Box::new(move |argv, _| reply(argv)),
         }
+    }
+
+    /// The dry run of `repro run --dry-run`: a minimal model of the kernel
+    /// and the nodes, so the real setup code runs unchanged. A route reads
+    /// back as the last `route replace` in its namespace set it, every node
+    /// says it has netem, and every other command prints nothing.
+    pub fn planning() -> Self {
+        Self {
+            log: Mutex::new(Vec::new()),
+            reply: Box::new(|argv, before| {
+                let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+                if let ["ip", "-n", ns, "route", "show", ..] = words[..] {
+                    return before
+                        .iter()
+                        .rev()
+                        .find_map(
+                            |c| match c.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                                ["ip", "-n", n, "route", "replace", ..] if n == ns => {
+                                    Some(c[5..].join(" ") + "\n")
+                                }
+                                _ => None,
+                            },
+                        )
+                        .unwrap_or_default();
+                }
+                if words.windows(2).any(|w| w == ["node", "probe"]) {
+                    return "netem: yes\n".into();
+                }
+                String::new()
+            }),
+        }
+    }
+
+    /// The commands since the last call, each as one line.
+    pub fn take(&self) -> Vec<String> {
+        self.log
+            .lock()
+            .map(|mut l| l.drain(..).map(|a| a.join(" ")).collect())
+            .unwrap_or_default()
     }
 
     /// The commands so far, each as one line.
@@ -89,9 +128,15 @@ impl DryRun {
 
 impl Exec for DryRun {
     fn run(&self, argv: &[String]) -> Result<String, NetError> {
-        if let Ok(mut log) = self.log.lock() {
-            log.push(argv.to_vec());
-        }
-        Ok((self.reply)(argv))
+        let mut log = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let reply = (self.reply)(argv, &log);
+        log.push(argv.to_vec());
+        Ok(reply)
+    }
+}
+
+impl<E: Exec + ?Sized> Exec for std::sync::Arc<E> {
+    fn run(&self, argv: &[String]) -> Result<String, NetError> {
+        (**self).run(argv)
     }
 }
