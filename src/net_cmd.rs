@@ -108,8 +108,8 @@ fn node(action: &NodeAction) -> Result<()> {
 /// `repro net down --interface IFACE`: restores it here, or on every node.
 fn restore_interface(iface: &str, hostfile: Option<&std::path::Path>, srun: bool) -> Result<()> {
     let launcher = match (hostfile, srun) {
-        (Some(h), _) => crate::mpi_backend::Launcher::Hostfile(h.to_path_buf()),
-        (None, true) => crate::mpi_backend::Launcher::Srun,
+        (Some(h), _) => crate::train_backend::Launcher::Hostfile(h.to_path_buf()),
+        (None, true) => crate::train_backend::Launcher::Srun,
         (None, false) => {
             return node(&NodeAction::Down {
                 interface: iface.into(),

@@ -9,13 +9,13 @@ use clap::Args;
 
 use crate::frames;
 use crate::manifest::{self, Backend};
-use crate::mpi_backend::{Launcher, Method, NetContext};
 use crate::net::{Condition, HostNet, ShapingMode};
 use crate::plan::{self, PlannedRun};
 use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, Row};
-use crate::{mpi_backend, plot, sim_backend};
+use crate::train_backend::{Launcher, Method, NetContext};
+use crate::{plot, sim_backend, train_backend};
 
 /// Options of `repro run`.
 #[derive(Debug, Args)]
@@ -188,7 +188,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
     {
-        mpi_backend::train_binary()?;
+        train_backend::train_binary()?;
     }
     crate::signals::install();
     let shaped = backend == Backend::Mpi
@@ -245,7 +245,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         let interrupted = crate::signals::interrupted();
         let earlier = match backend {
             Backend::Mpi | Backend::InProcess if args.resume || interrupted => {
-                mpi_backend::resume(r, &out.join("raw").join(&r.id), &net)
+                train_backend::resume(r, &out.join("raw").join(&r.id), &net)
             }
             _ => None,
         };
@@ -283,7 +283,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                         ));
                         Ok(s)
                     }
-                    None => mpi_backend::execute(r, &dir, &net, &mut |k| bar.update(k)),
+                    None => train_backend::execute(r, &dir, &net, &mut |k| bar.update(k)),
                 }
             }
         };
@@ -506,7 +506,7 @@ fn dry_run(
         outln!("  where {}: {}", when.join(" "), set.join(" "));
     }
     let train =
-        mpi_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
+        train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
     let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
     for r in runs {
         outln!("  {}  {}", r.id, describe(r));
@@ -516,7 +516,7 @@ fn dry_run(
         // the real run's code, with every command recorded instead of run
         recorder.take();
         let dir = out.join("raw").join(&r.id);
-        let prepared = mpi_backend::prepare(r, &dir, net, &train, &repro)?;
+        let prepared = train_backend::prepare(r, &dir, net, &train, &repro)?;
         if let Some(h) = &prepared.hosts {
             outln!("    # {} (if every node has netem)", h.describe());
         }

@@ -392,7 +392,7 @@ fn repro_cmd(args: &[&str]) -> Command {
 /// their logs summarized into runs.csv; Moniqua sends a quarter of D-PSGD's
 /// bytes (8-bit codes instead of f32) and both learn.
 #[test]
-fn mpi_backend_trains_with_real_ranks() {
+fn train_backend_trains_with_real_ranks() {
     let _serial = mpi_lock();
     let out = temp_out("mpi");
     let o = repro_cmd(&["run", "mpi-smoke", "--out", out.to_str().unwrap()])

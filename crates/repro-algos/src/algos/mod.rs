@@ -4,19 +4,23 @@ mod choco;
 mod d2;
 mod dcd;
 mod deepsqueeze;
+mod dpsgd;
 mod ecd;
+mod gradient;
 mod moniqua;
-mod naive;
 mod periodic;
+mod rotating;
 
 pub use choco::Choco;
 pub use d2::{D2, D2Exchange};
 pub use dcd::Dcd;
 pub use deepsqueeze::DeepSqueeze;
+pub use dpsgd::NaiveQuantized;
 pub use ecd::Ecd;
+pub use gradient::QuantizedGradient;
 pub use moniqua::Moniqua;
-pub use naive::NaiveQuantized;
-pub use periodic::{Periodic, QuantizedGradient, Rotating};
+pub use periodic::Periodic;
+pub use rotating::Rotating;
 
 use repro_codec::{MoniquaCodec, MoniquaConfig, NormConfig, Rounding, StochasticConfig};
 pub use repro_runlog::{Knobs, Theta};

@@ -1,5 +1,7 @@
-//! Runs a planned run as `repro-train` ranks under `mpirun`, then summarizes
-//! the ranks' logs. Commands are argument vectors, never shell strings; the
+//! Runs a planned trainer run, then summarizes the ranks' logs: the `mpi`
+//! backend (`repro-train` ranks under mpirun or srun) and the `in-process`
+//! backend (one `repro-train --in-process N`, its workers as threads on a
+//! virtual clock). Both share the launch plan (`prepare`). Commands are argument vectors, never shell strings; the
 //! job runs in its own process group, which is terminated (TERM, then KILL)
 //! when it outlives its timeout, so mpirun's daemons and ranks go too.
 

@@ -1,0 +1,109 @@
+//! RSGD (Jiang & Agrawal 2018): local steps, and each iteration one chunk of
+//! the model averaged over all workers by an f32 all-reduce.
+
+use repro_codec::FullPrecision;
+
+use crate::AlgoError;
+use crate::algorithm::{Pattern, Received, Worker, check_len, sum_in_rank_order};
+
+/// RSGD: local SGD steps; at iteration `k` the `(k mod p)`-th of `p`
+/// contiguous chunks of the model is averaged over all workers (f32).
+#[derive(Debug)]
+pub struct Rotating {
+    rank: usize,
+    n: usize,
+    chunks: u64,
+    x: Vec<f32>,
+    sum: Vec<f32>,
+    scratch: Vec<f32>,
+}
+
+impl Rotating {
+    pub fn new(rank: usize, n: usize, chunks: u64, x0: &[f32]) -> Result<Self, AlgoError> {
+        if chunks == 0 || chunks as usize > x0.len().max(1) {
+            return Err(AlgoError::Invalid(format!(
+                "RSGD needs between 1 and d = {} chunks, got {chunks}",
+                x0.len()
+            )));
+        }
+        Ok(Self {
+            rank,
+            n,
+            chunks,
+            x: x0.to_vec(),
+            sum: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    fn chunk(&self, k: u64) -> std::ops::Range<usize> {
+        let d = self.x.len() as u64;
+        let c = k % self.chunks;
+        (c * d / self.chunks) as usize..((c + 1) * d / self.chunks) as usize
+    }
+}
+
+impl Worker for Rotating {
+    fn model(&self) -> &[f32] {
+        &self.x
+    }
+
+    fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
+        check_len("delta", self.x.len(), delta.len())?;
+        for (x, &d) in self.x.iter_mut().zip(delta) {
+            *x -= d;
+        }
+        let range = self.chunk(k);
+        FullPrecision::default().encode(&self.x[range], k, self.rank as u32, out)?;
+        Ok(())
+    }
+
+    fn receive(
+        &mut self,
+        k: u64,
+        _delta: &[f32],
+        inbox: &[(usize, &[u8])],
+    ) -> Result<Received, AlgoError> {
+        check_len("collective inbox", self.n - 1, inbox.len())?;
+        let range = self.chunk(k);
+        self.sum.resize(range.len(), 0.0);
+        self.scratch.resize(range.len(), 0.0);
+        let own = self.x[range.clone()].to_vec();
+        sum_in_rank_order(
+            self.rank,
+            &own,
+            inbox,
+            &mut self.sum,
+            &mut self.scratch,
+            |b, out| {
+                FullPrecision::default()
+                    .decode(b, out)
+                    .map(drop)
+                    .map_err(Into::into)
+            },
+        )?;
+        let inv = 1.0 / self.n as f32;
+        for (x, &s) in self.x[range].iter_mut().zip(&self.sum) {
+            *x = s * inv;
+        }
+        Ok(Received::default())
+    }
+
+    fn receive_sum(&mut self, k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
+        let range = self.chunk(k);
+        check_len("all-reduce sum", range.len(), sum.len())?;
+        let inv = 1.0 / self.n as f32;
+        for (x, &s) in self.x[range].iter_mut().zip(sum) {
+            *x = s * inv;
+        }
+        Ok(Received::default())
+    }
+
+    fn extra_memory(&self) -> usize {
+        0
+    }
+
+    fn pattern(&self) -> Pattern {
+        Pattern::AllReduce
+    }
+}
