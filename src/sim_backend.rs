@@ -9,7 +9,7 @@ use repro_algos::{
     AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
 };
 use repro_runlog::{
-    End, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, write_record,
+    End, Header, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, write_record,
 };
 
 use crate::net::{parse_bandwidth, parse_latency};
@@ -260,6 +260,16 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
             iteration: p.iterations,
         };
     }
+    let metrics = Metrics {
+        final_loss: Metrics::finite(final_loss),
+        local_loss: Metrics::finite(local_loss),
+        grad_norm_sq: (grad_count > 0)
+            .then(|| grad_acc / grad_count as f64)
+            .and_then(Metrics::finite),
+        consensus: Metrics::finite(sim.consensus_distance()),
+        bytes_sent: sim.total_bytes(),
+        hash_failures,
+    };
     write_record(
         &mut log,
         &Record::End(End {
@@ -269,41 +279,121 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
             transport_bytes_sent: None,
             extra_memory_bytes: None,
             peak_rss_bytes: None,
+            metrics: Some(metrics),
         }),
     )?;
     log.flush()?;
-    Ok(Summary {
-        status: if diverged {
-            "diverged".into()
-        } else {
-            "completed".into()
-        },
-        final_loss,
-        local_loss,
-        grad_norm_sq: if grad_count > 0 {
-            grad_acc / grad_count as f64
-        } else {
-            f64::NAN
-        },
-        consensus: sim.consensus_distance(),
-        bytes: sim.total_bytes(),
-        virtual_s: sim.clock(),
-        hash_failures,
-        test_accuracy: f64::NAN,
-        avg_test_accuracy: f64::NAN,
-        counted_bytes_per_worker: sim.total_bytes() as f64 / p.workers as f64,
-        kernel_bytes_per_worker: f64::NAN,
-        epoch_time_s: f64::NAN,
-        wire_bound_epoch_s: f64::NAN,
-        train_loss: f64::NAN,
-        comm_fraction: f64::NAN,
-        wall_s: started.elapsed().as_secs_f64(),
-        extra_memory_mb: f64::NAN,
-        peak_rss_mb: f64::NAN,
-        shaping: if p.bandwidth.is_some() || p.latency.is_some() {
+    drop(log);
+    // every number of the summary comes from the log, read back
+    let text = std::fs::read_to_string(log_path)
+        .with_context(|| format!("could not read back {}", log_path.display()))?;
+    let written = repro_runlog::read_log(text.as_bytes())
+        .with_context(|| format!("{} is unreadable", log_path.display()))?;
+    Ok(summarize(
+        &written,
+        p.workers,
+        started.elapsed().as_secs_f64(),
+        if p.bandwidth.is_some() || p.latency.is_some() {
             "sim (virtual clock)".into()
         } else {
             "none".into()
         },
-    })
+    ))
+}
+
+/// A simulator run's summary from its log (`wall_s`: seconds it took on
+/// this host). A log without final metrics (a run cut short) has none.
+pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: String) -> Summary {
+    let end = log.end.as_ref();
+    let m = end.and_then(|e| e.metrics.clone()).unwrap_or_default();
+    let nan = f64::NAN;
+    Summary {
+        // (the simulator records a non-finite final loss as diverged)
+        status: match end.map(|e| &e.status) {
+            Some(Status::Completed) => "completed".into(),
+            Some(Status::Diverged { .. }) => "diverged".into(),
+            _ => "failed".into(),
+        },
+        final_loss: m.final_loss.unwrap_or(nan),
+        local_loss: m.local_loss.unwrap_or(nan),
+        grad_norm_sq: m.grad_norm_sq.unwrap_or(nan),
+        consensus: m.consensus.unwrap_or(nan),
+        bytes: m.bytes_sent,
+        virtual_s: end.map_or(nan, |e| e.wall_s),
+        hash_failures: m.hash_failures,
+        test_accuracy: nan,
+        avg_test_accuracy: nan,
+        counted_bytes_per_worker: m.bytes_sent as f64 / workers.max(1) as f64,
+        kernel_bytes_per_worker: nan,
+        epoch_time_s: nan,
+        wire_bound_epoch_s: nan,
+        train_loss: nan,
+        comm_fraction: nan,
+        wall_s,
+        extra_memory_mb: nan,
+        peak_rss_mb: nan,
+        shaping,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(algorithm: &str, lr: f32) -> PlannedRun {
+        PlannedRun {
+            id: "t".into(),
+            point: Default::default(),
+            params: Params::Sim(SimParams {
+                algorithm: algorithm.into(),
+                workers: 4,
+                dim: 20,
+                iterations: 30,
+                lr,
+                ..SimParams::default()
+            }),
+            network: None,
+        }
+    }
+
+    /// The summary's numbers are the ones the log's end record carries:
+    /// change the log and the summary follows.
+    #[test]
+    fn a_summary_is_read_from_the_log() {
+        let dir = std::env::temp_dir().join(format!("repro-sim-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.jsonl");
+        let s = execute(&planned("moniqua", 0.05), "x", &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let log = repro_runlog::read_log(text.as_bytes()).unwrap();
+        let m = log.end.as_ref().unwrap().metrics.clone().unwrap();
+        assert_eq!(s.status, "completed");
+        assert_eq!(Some(s.final_loss), m.final_loss);
+        assert_eq!(Some(s.consensus), m.consensus);
+        assert_eq!(s.bytes, m.bytes_sent);
+        assert!(m.bytes_sent > 0);
+        let mut edited = log.clone();
+        if let Some(e) = edited.end.as_mut() {
+            e.metrics.as_mut().unwrap().final_loss = Some(42.0);
+        }
+        assert_eq!(summarize(&edited, 4, 0.0, "none".into()).final_loss, 42.0);
+        // a diverged run: no final loss, status diverged
+        let s = execute(&planned("d-psgd", 1e6), "x", &path).unwrap();
+        assert_eq!(s.status, "diverged");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A version-1 log (no metrics in its end record) still reads: its
+    /// metrics are missing, not zero.
+    #[test]
+    fn a_version_1_log_still_reads() {
+        let v1 = r#"{"type":"header","schema":1,"run_id":"a","rank":0,"world":4,"config":{},"provenance":{"git_commit":"x","version":"0","host":"h","device":"cpu","backend":"sim","network":"none"}}
+{"type":"end","status":"completed","wall_s":1.5,"iterations":10}
+"#;
+        let log = repro_runlog::read_log(v1.as_bytes()).unwrap();
+        let s = summarize(&log, 4, 0.0, "none".into());
+        assert!(s.final_loss.is_nan());
+        assert_eq!(s.virtual_s, 1.5);
+        assert_eq!(s.status, "completed");
+    }
 }

@@ -8,11 +8,14 @@
 //! newer schema instead of misreading them.
 //!
 //! ```text
-//! {"type":"header","schema":1,"run_id":"ab12","rank":0,"world":8,"config":{..},"provenance":{..}}
+//! {"type":"header","schema":2,"run_id":"ab12","rank":0,"world":8,"config":{..},"provenance":{..}}
 //! {"type":"step","iteration":0,"epoch":0.0,"wall_s":0.12,"compute_s":0.1,"comm_s":0.02,"train_loss":2.3,"bytes_sent":270044,"bytes_received":540088,"hash_failures":0}
 //! {"type":"eval","iteration":390,"epoch":1.0,"wall_s":48.0,"test_loss":1.2,"test_accuracy":0.61,"avg_test_loss":1.1,"avg_test_accuracy":0.63,"consensus_distance":0.02}
 //! {"type":"end","status":"completed","wall_s":4800.0,"iterations":39000}
 //! ```
+//!
+//! The simulator's end record also carries its final metrics
+//! (`"metrics":{"final_loss":0.2,"consensus":1e-4,...}`, schema 2).
 //!
 //! All byte counts are lengths of frames really sent or received.
 
@@ -22,7 +25,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// The schema this build writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: the end record may carry the simulator's final [`Metrics`]; version-1
+/// logs read as before (no metrics).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// The configuration of one training run, as the driver writes it and each
 /// `repro-train` rank reads it (JSON). Kept here, without torch, so the
@@ -301,6 +307,37 @@ pub struct End {
     /// The process's peak resident memory (VmHWM), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
+    /// Metrics of the whole run computed at its end (the simulator's: the
+    /// objective of the averaged model, ...). Absent in the trainer's logs,
+    /// whose metrics are its eval records, and in version-1 logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
+}
+
+/// A run's final metrics, as the simulator computes them at its end. A
+/// metric that is not a number (a diverged model) is `None` (`null`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// `f(x_bar)`: the objective at the averaged model.
+    pub final_loss: Option<f64>,
+    /// `mean_i f(x_i)`: the workers' own models.
+    pub local_loss: Option<f64>,
+    /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run.
+    pub grad_norm_sq: Option<f64>,
+    /// `mean_i |x_i - x_bar|^2`.
+    pub consensus: Option<f64>,
+    /// Frame bytes every worker sent, summed over workers and iterations.
+    pub bytes_sent: u64,
+    /// Received frames whose recovery failed the hash, all workers.
+    pub hash_failures: u64,
+}
+
+impl Metrics {
+    /// `Some(v)` when `v` is a number, `None` for NaN and infinities.
+    pub fn finite(v: f64) -> Option<f64> {
+        v.is_finite().then_some(v)
+    }
 }
 
 /// One line of a log.
@@ -445,6 +482,7 @@ mod tests {
                 transport_bytes_sent: None,
                 extra_memory_bytes: None,
                 peak_rss_bytes: None,
+                metrics: None,
             }),
         )
         .unwrap();

@@ -483,6 +483,7 @@ pub fn train<T: Transport>(
             transport_bytes_sent: Some(t.bytes_sent()),
             extra_memory_bytes: Some(worker.extra_memory() as u64),
             peak_rss_bytes: peak_rss_bytes(t.backend()),
+            metrics: None,
         }),
     )?;
     log.flush()?;

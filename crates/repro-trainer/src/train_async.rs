@@ -443,6 +443,7 @@ fn compute(
             // space of the two threads, not algorithm state)
             extra_memory_bytes: None,
             peak_rss_bytes: peak_rss_bytes("mpi"),
+            metrics: None,
         }),
     )?;
     log.flush()?;
