@@ -15,6 +15,7 @@ pub mod algos;
 pub mod compress;
 pub mod data;
 mod errors;
+pub mod flat;
 pub mod objective;
 pub mod optim;
 pub mod pairwise;

@@ -3,7 +3,7 @@
 //! `f(x) = 1/n sum_i f_i(x)`; worker `i` samples stochastic gradients of its
 //! own `f_i`.
 
-use repro_codec::flat::{self, LOSS_LANES};
+use crate::flat::{self, LOSS_LANES};
 
 use crate::rng::Rng;
 use crate::sim::average;

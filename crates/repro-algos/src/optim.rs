@@ -30,8 +30,8 @@ impl Sgd {
     /// As [`step`](Self::step), turning the gradient in `g` into the step
     /// in place.
     pub fn step_in_place(&self, lr: f32, x: &[f32], g: &mut [f32], m: &mut [f32]) {
-        // one loop, vectorized for the CPU at hand (`repro_codec::flat`)
-        repro_codec::flat::sgd_step(lr, self.weight_decay, self.momentum.max(0.0), x, g, m);
+        // one loop, vectorized for the CPU at hand (`crate::flat`)
+        crate::flat::sgd_step(lr, self.weight_decay, self.momentum.max(0.0), x, g, m);
     }
 }
 

@@ -11,11 +11,11 @@
 
 use crate::algorithm::{Pattern, Received, Worker};
 use crate::algos::AlgorithmSpec;
+use crate::flat::LOSS_LANES;
 use crate::objective::{Objective, Separable};
 use crate::optim::Sgd;
 use crate::rng::Rng;
 use crate::{AlgoError, Topology, scratch};
-use repro_codec::flat::LOSS_LANES;
 use repro_codec::{DitherTable, Prefetch};
 
 /// A network condition for the virtual clock.

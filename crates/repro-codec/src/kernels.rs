@@ -9,7 +9,7 @@ use crate::Rounding;
 use crate::dither::Dither;
 use crate::pack::{pack, pack_fixed, packed_len, unpack, unpack_fixed};
 use crate::round::{EXACT_LIMIT, floor_to_i32, round_nearest};
-use crate::simd::{Prefetch, multiversion};
+use repro_simd::{Prefetch, multiversion};
 
 /// Values per inner block.
 pub(crate) const BLOCK: usize = 1024;
@@ -868,7 +868,7 @@ multiversion! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::tests::levels;
+    use crate::simd::levels;
 
     #[test]
     fn every_simd_level_produces_identical_bits() {

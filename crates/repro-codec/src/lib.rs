@@ -34,7 +34,6 @@
 mod avx512;
 mod dither;
 mod errors;
-pub mod flat;
 pub mod frame;
 mod full;
 mod kernels;
@@ -43,7 +42,8 @@ mod moniqua;
 mod norm;
 pub mod pack;
 mod round;
-pub mod simd;
+/// The SIMD levels and their dispatch (the `repro-simd` crate).
+pub use repro_simd as simd;
 mod stochastic;
 
 pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};

@@ -1,11 +1,10 @@
 //! Flat-buffer arithmetic the algorithms run on every coordinate of every
 //! iteration besides the codec's: the local SGD step and a separable
-//! objective's residual. They live here because this crate owns the SIMD
-//! dispatch: each is compiled per level like the codec's kernels, and every
-//! level computes the same bits (the same operations per element in the same
+//! objective's residual. Each is compiled per SIMD level (`repro-simd`)
+//! like the codec's kernels, and every level computes the same bits (the same operations per element in the same
 //! order, no contraction into fused multiply-adds, sums in fixed lanes).
 
-use crate::simd::multiversion;
+use repro_simd::multiversion;
 
 /// Partial sums of [`residual`]: lane `l` sums coordinates `l, l + 64, ...`
 /// in increasing order (four 16-wide accumulators, so the sum does not wait
@@ -127,7 +126,7 @@ multiversion! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::simd::tests::levels;
+    use repro_simd::levels;
 
     #[test]
     fn residual_sums_in_sixty_four_lanes_on_every_level() {

@@ -1,10 +1,11 @@
-//! Runtime selection of the instruction set for the codec's hot loops.
+//! Runtime selection of the instruction set for the suite's hot loops (the
+//! codec's kernels and the algorithms' flat-buffer arithmetic).
 //!
 //! Kernels are written once as `#[inline(always)]` scalar Rust that the
 //! compiler vectorizes; [`multiversion!`] instantiates each one for x86-64-v4
 //! (AVX-512), x86-64-v3 (AVX2 + FMA) and the baseline, and picks at run time.
-//! The AVX-512 instantiation hands the common widths to the hand-written
-//! loops of `crate::avx512`. All produce bit-identical results (Rust never
+//! In the codec, the AVX-512 instantiation hands the common widths to the
+//! hand-written loops of `repro_codec`'s `avx512` module. All produce bit-identical results (Rust never
 //! contracts `a * b + c` into an FMA, and the hand-written loops use one only
 //! where it rounds exactly as the separate operations), so workers on
 //! different CPUs agree on every code; `kernels::tests` checks this.
@@ -73,7 +74,7 @@ impl Prefetch {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(unsafe_code)]
-    pub(crate) fn lines(&self, from: usize, len: usize) {
+    pub fn lines(&self, from: usize, len: usize) {
         use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
         let end = from.saturating_add(len).min(self.bytes);
         let mut at = from;
@@ -148,23 +149,24 @@ pub fn level() -> Level {
     }
 }
 
-/// Defines `pub(crate) fn $name(args) -> ret` that runs `$imp` compiled for the
+/// Defines `pub(crate) fn $name(args) -> ret` (in the crate that invokes it) that runs `$imp` compiled for the
 /// best available level, plus `$name_at(level, args)` for tests. `$imp` takes
 /// `const NATIVE: bool`, true where the level has a floor instruction (see
 /// `round::floor_to_i32`), and `const V4: bool`, true in the AVX-512
 /// instantiation (where a kernel may call `crate::avx512`).
+#[macro_export]
 macro_rules! multiversion {
     ($(#[$meta:meta])* fn $name:ident / $at:ident ($($arg:ident : $ty:ty),* $(,)?) -> $ret:ty = $imp:ident;) => {
         $(#[$meta])*
         #[allow(clippy::too_many_arguments)]
         pub(crate) fn $name($($arg: $ty),*) -> $ret {
-            $at($crate::simd::level(), $($arg),*)
+            $at($crate::level(), $($arg),*)
         }
 
         /// Runs the kernel at `level`, which must not exceed `simd::detected()`.
         #[allow(unsafe_code, clippy::too_many_arguments)]
-        pub(crate) fn $at(level: $crate::simd::Level, $($arg: $ty),*) -> $ret {
-            assert!(level <= $crate::simd::detected(), "SIMD level not supported by this CPU");
+        pub(crate) fn $at(level: $crate::Level, $($arg: $ty),*) -> $ret {
+            assert!(level <= $crate::detected(), "SIMD level not supported by this CPU");
             #[cfg(target_arch = "x86_64")]
             {
                 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
@@ -180,10 +182,10 @@ macro_rules! multiversion {
                 match level {
                     // SAFETY: the assert above established that the CPU has
                     // these features (`detected()` checks each of them).
-                    $crate::simd::Level::Avx512 => return unsafe { v4($($arg),*) },
+                    $crate::Level::Avx512 => return unsafe { v4($($arg),*) },
                     // SAFETY: as above.
-                    $crate::simd::Level::Avx2 => return unsafe { v3($($arg),*) },
-                    $crate::simd::Level::Baseline => {}
+                    $crate::Level::Avx2 => return unsafe { v3($($arg),*) },
+                    $crate::Level::Baseline => {}
                 }
             }
             let _ = level;
@@ -191,17 +193,11 @@ macro_rules! multiversion {
         }
     };
 }
-pub(crate) use multiversion;
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::{Level, detected};
-
-    /// Every level this CPU runs, for tests that compare them.
-    pub(crate) fn levels() -> Vec<Level> {
-        [Level::Baseline, Level::Avx2, Level::Avx512]
-            .into_iter()
-            .filter(|&l| l <= detected())
-            .collect()
-    }
+/// Every level this CPU runs, for tests that compare them.
+pub fn levels() -> Vec<Level> {
+    [Level::Baseline, Level::Avx2, Level::Avx512]
+        .into_iter()
+        .filter(|&l| l <= detected())
+        .collect()
 }
