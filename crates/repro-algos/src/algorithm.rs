@@ -230,7 +230,7 @@ pub trait Blockwise {
     ) -> Result<bool, AlgoError>;
     /// What the blocks of coordinates `at..at + len` at `k` may share
     /// across workers: the dither at `k` and `k + 1`
-    /// ([`repro_codec::MoniquaCodec::fill_dither`]). A worker given tables
+    /// ([`repro_codec::DitherTable::fill`]). A worker given tables
     /// that are not its own ignores them.
     fn fill_dither(&self, k: u64, at: usize, len: usize, tables: &mut [DitherTable; 2]);
     /// Block `at..at + len` (`at` a multiple of 64; blocks of one

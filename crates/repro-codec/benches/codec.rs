@@ -13,7 +13,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use repro_codec::simd;
-use repro_codec::{MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec, StochasticConfig};
+use repro_codec::{
+    MixTarget, MoniquaCodec, MoniquaConfig, Prefetch, Rounding, StochasticCodec, StochasticConfig,
+};
 
 const SIZES: [(&str, usize); 2] = [("resnet20", 270_000), ("resnet110", 1_700_000)];
 const BITS: [u32; 3] = [1, 2, 8];
@@ -84,7 +86,17 @@ fn receive_table(reps: usize) {
             let mix = time(
                 || {
                     codec
-                        .mix(black_box(&x), 1, 0, &inbox, &delta, &mut out)
+                        .mix(
+                            MixTarget::Out {
+                                x: black_box(&x),
+                                out: &mut out,
+                            },
+                            1,
+                            0,
+                            &inbox,
+                            &delta,
+                            Prefetch::NONE,
+                        )
                         .unwrap();
                 },
                 reps,

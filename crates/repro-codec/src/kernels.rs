@@ -417,12 +417,14 @@ fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
     }
 }
 
-/// Where Algorithm 1's update goes.
+/// Where Algorithm 1's update ([`crate::MoniquaCodec::mix`]) goes.
 #[derive(Debug)]
-pub(crate) enum MixTarget<'a> {
-    /// Read `x`, write `out`.
+pub enum MixTarget<'a> {
+    /// Read `x`, write `out = x + update`; `x` stays as it was, so after a
+    /// hash mismatch the caller can mix again without that neighbour.
     Out { x: &'a [f32], out: &'a mut [f32] },
-    /// Update `x` in place.
+    /// `x += update` in place: for frames without a hash only (nothing to
+    /// verify, so nothing to leave out afterwards).
     InPlace(&'a mut [f32]),
 }
 

@@ -50,6 +50,7 @@ pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};
 pub use errors::{CodecError, ConfigError, FrameError};
 pub use frame::{Compression, FrameHeader, Kind};
 pub use full::FullPrecision;
+pub use kernels::MixTarget;
 pub use modulo::{centred_mod, circle_delta, modulus_for};
 pub use moniqua::{
     BlockUpdate, Decoded, DitherTable, Encoded, MoniquaCodec, MoniquaConfig, Verification,

@@ -18,7 +18,7 @@ use std::fmt;
 
 use crate::dither::{Dither, SHARED_STREAM};
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
-use crate::kernels::{self, ModParams};
+use crate::kernels::{self, MixTarget, ModParams};
 use crate::modulo::{circle_delta, modulus_for};
 use crate::pack::packed_len;
 use crate::simd::Prefetch;
@@ -380,112 +380,64 @@ impl MoniquaCodec {
     }
 
     /// Algorithm 1's update of worker `sender` at `iteration` in one pass:
-    /// writes `out = x + (sum_j w_j (x^_j - x^_i) - delta)` over the
-    /// neighbours `(frame, w_j)`, where `x^_j` is recovered from the frame
-    /// against `x` and `x^_i` is the local biased term of `x` (as
-    /// [`local_term`](Self::local_term) gives it). Returns each frame's
-    /// verification, in order. With a mismatch, `out` includes the wrong
-    /// model: call again without that neighbour (`x` is untouched).
+    /// `x + (sum_j w_j (x^_j - x^_i) - delta)` over the neighbours
+    /// `(frame, w_j)`, where `x^_j` is recovered from the frame against `x`
+    /// and `x^_i` is the local biased term of `x` (as
+    /// [`local_term`](Self::local_term) gives it), written where `target`
+    /// says. Returns each frame's verification, in order. With a mismatch
+    /// (only with [`MixTarget::Out`]), `out` includes the wrong model: call
+    /// again without that neighbour. [`MixTarget::InPlace`] refuses a frame
+    /// with a hash ([`CodecError::HashInPlace`]) before `x` is touched.
+    /// `prefetch` names memory to bring into cache as it goes (a hint:
+    /// [`Prefetch::NONE`] gives the same bits).
     ///
     /// Bit for bit what `local_term` with weight `-sum_j w_j` (summed in
     /// order), then [`decode_accumulate`](Self::decode_accumulate) of each
     /// frame in order, then `x + (acc - delta)` compute, but the accumulator
     /// and the local term never leave registers: one read of `x`, `delta`
-    /// and the frames, one write of `out`.
+    /// and the frames, one write of the result.
     pub fn mix(
         &self,
-        x: &[f32],
+        target: MixTarget<'_>,
         iteration: u64,
         sender: u32,
         neighbours: &[(&[u8], f32)],
         delta: &[f32],
-        out: &mut [f32],
+        prefetch: Prefetch,
     ) -> Result<Vec<Verification>, CodecError> {
-        self.mix_prefetching(x, iteration, sender, neighbours, delta, out, Prefetch::NONE)
-    }
-
-    /// [`mix`](Self::mix), prefetching `next` into cache as it goes (a hint:
-    /// the result is the same bits; see [`Prefetch`]).
-    #[allow(clippy::too_many_arguments)]
-    pub fn mix_prefetching(
-        &self,
-        x: &[f32],
-        iteration: u64,
-        sender: u32,
-        neighbours: &[(&[u8], f32)],
-        delta: &[f32],
-        out: &mut [f32],
-        next: Prefetch,
-    ) -> Result<Vec<Verification>, CodecError> {
-        check_len("output buffer", x.len(), out.len())?;
-        let target = kernels::MixTarget::Out { x, out };
-        let (verdicts, rejected) =
-            self.mix_into(target, x.len(), iteration, sender, neighbours, delta, next)?;
+        let len = match &target {
+            MixTarget::Out { x, out } => {
+                check_len("output buffer", x.len(), out.len())?;
+                x.len()
+            }
+            MixTarget::InPlace(x) => x.len(),
+        };
+        // the inputs a rejection names are still there afterwards: `x` for
+        // `Out`, and in place NaN stays NaN or at least as far out of range
+        let (verdicts, rejected, x) = match target {
+            MixTarget::Out { x, out } => {
+                let target = MixTarget::Out { x, out };
+                let (v, r) =
+                    self.mix_into(target, len, iteration, sender, neighbours, delta, prefetch)?;
+                (v, r, x)
+            }
+            MixTarget::InPlace(x) => {
+                let (v, r) = self.mix_into(
+                    MixTarget::InPlace(&mut *x),
+                    len,
+                    iteration,
+                    sender,
+                    neighbours,
+                    delta,
+                    prefetch,
+                )?;
+                (v, r, &*x)
+            }
+        };
         if rejected > 0 {
             return Err(self.rejected_error(x));
         }
         Ok(verdicts)
-    }
-
-    /// As [`mix`](Self::mix), updating `x` in place: for frames without a
-    /// hash (nothing to verify, so nothing to leave out afterwards); a frame
-    /// with one is refused with [`CodecError::HashInPlace`] before `x` is
-    /// touched.
-    pub fn mix_in_place(
-        &self,
-        x: &mut [f32],
-        iteration: u64,
-        sender: u32,
-        neighbours: &[(&[u8], f32)],
-        delta: &[f32],
-    ) -> Result<Vec<Verification>, CodecError> {
-        self.mix_in_place_prefetching(x, iteration, sender, neighbours, delta, Prefetch::NONE)
-    }
-
-    /// [`mix_in_place`](Self::mix_in_place), prefetching `next` into cache
-    /// as it goes (a hint: the result is the same bits; see [`Prefetch`]).
-    pub fn mix_in_place_prefetching(
-        &self,
-        x: &mut [f32],
-        iteration: u64,
-        sender: u32,
-        neighbours: &[(&[u8], f32)],
-        delta: &[f32],
-        next: Prefetch,
-    ) -> Result<Vec<Verification>, CodecError> {
-        let len = x.len();
-        let target = kernels::MixTarget::InPlace(x);
-        let (verdicts, rejected) =
-            self.mix_into(target, len, iteration, sender, neighbours, delta, next)?;
-        if rejected > 0 {
-            // the inputs that could not be encoded are still there (NaN
-            // stays NaN), or at least as far out of range
-            return Err(self.rejected_error(x));
-        }
-        Ok(verdicts)
-    }
-
-    /// The dither uniforms of coordinates `at..at + len` at `iteration` (what
-    /// [`encode`](Self::encode) of worker `sender` draws there) into
-    /// `table`, for callers that encode many models of one iteration block
-    /// by block: with shared randomness (Section 6) one table serves every
-    /// worker. Empty for nearest rounding, which draws nothing.
-    pub fn fill_dither(
-        &self,
-        iteration: u64,
-        sender: u32,
-        at: usize,
-        len: usize,
-        table: &mut DitherTable,
-    ) {
-        let dither = self.dither(iteration, sender);
-        table.dither = Some(dither);
-        table.at = at;
-        table.values.clear();
-        if self.rounding == Rounding::Stochastic {
-            table.values.resize(len, 0.0);
-            dither.fill(at as u32, &mut table.values);
-        }
     }
 
     /// Starts Algorithm 1's iteration of worker `sender` at `iteration` a
@@ -536,12 +488,12 @@ impl MoniquaCodec {
 
     /// One block of [`begin_update`](Self::begin_update)'s iteration:
     /// updates `x`, the model's coordinates `at..at + x.len()`, in place as
-    /// [`mix_in_place`](Self::mix_in_place) updates them given their local
+    /// [`mix`](Self::mix) in place updates them given their local
     /// step `delta`, then encodes the updated block into `next` as
     /// [`encode`](Self::encode) of the updated model at `iteration + 1`
     /// would. `frames` are the neighbours' frames `begin_update` opened, in
     /// the same order; `at` a multiple of 64, blocks in any order. Dither tables
-    /// ([`fill_dither`](Self::fill_dither)) for this block at `iteration`
+    /// ([`DitherTable::fill`]) for this block at `iteration`
     /// (`mix`) and `iteration + 1` (`encode`) are read instead of hashing,
     /// where they are the right ones (else ignored): the same values.
     #[allow(clippy::too_many_arguments)]
@@ -614,8 +566,7 @@ impl MoniquaCodec {
             next: prefetch,
             encode,
         };
-        u.rejected +=
-            kernels::moniqua_mix(&p, kernels::MixTarget::InPlace(x), -u.all, &mut nb, delta);
+        u.rejected += kernels::moniqua_mix(&p, MixTarget::InPlace(x), -u.all, &mut nb, delta);
         if let Some(e) = &nb.encode {
             u.rejected_next += e.rejected();
         }
@@ -624,7 +575,7 @@ impl MoniquaCodec {
 
     /// Ends [`begin_update`](Self::begin_update)'s iteration once every
     /// block is done: an input the mix rejected is an error (after the
-    /// update, as [`mix_in_place`](Self::mix_in_place)); the next frame, if
+    /// update, as [`mix`](Self::mix) in place); the next frame, if
     /// asked for, is its header or why the updated model could not be
     /// encoded (the update stands). `x` is the whole updated model.
     pub fn finish_update(
@@ -648,7 +599,7 @@ impl MoniquaCodec {
     #[allow(clippy::too_many_arguments)]
     fn mix_into(
         &self,
-        target: kernels::MixTarget<'_>,
+        target: MixTarget<'_>,
         len: usize,
         iteration: u64,
         sender: u32,
@@ -663,7 +614,7 @@ impl MoniquaCodec {
             .map(|&(bytes, _)| frame::open_frame(bytes, &expect))
             .collect::<Result<Vec<_>, _>>()?;
         let hash = frames.iter().any(|f| f.header.hash.is_some());
-        if hash && matches!(target, kernels::MixTarget::InPlace(_)) {
+        if hash && matches!(target, MixTarget::InPlace(_)) {
             return Err(CodecError::HashInPlace);
         }
         let bodies: Vec<&[u8]> = frames.iter().map(|f| &*f.body).collect();
@@ -750,12 +701,37 @@ pub struct BlockUpdate {
 }
 
 /// The dither of one block at one iteration, computed once for many workers
-/// ([`MoniquaCodec::fill_dither`]).
+/// ([`DitherTable::fill`]).
 #[derive(Debug, Clone, Default)]
 pub struct DitherTable {
     dither: Option<Dither>,
     at: usize,
     values: Vec<f32>,
+}
+
+impl DitherTable {
+    /// The dither uniforms of coordinates `at..at + len` at `iteration`
+    /// (what `codec`'s [`encode`](MoniquaCodec::encode) of worker `sender`
+    /// draws there), for callers that encode many models of one iteration
+    /// block by block: with shared randomness (Section 6) one table serves
+    /// every worker. Empty for nearest rounding, which draws nothing.
+    pub fn fill(
+        &mut self,
+        codec: &MoniquaCodec,
+        iteration: u64,
+        sender: u32,
+        at: usize,
+        len: usize,
+    ) {
+        let dither = codec.dither(iteration, sender);
+        self.dither = Some(dither);
+        self.at = at;
+        self.values.clear();
+        if codec.rounding == Rounding::Stochastic {
+            self.values.resize(len, 0.0);
+            dither.fill(at as u32, &mut self.values);
+        }
+    }
 }
 
 /// A frame's verification from the hash it `sent` and the hash of the codes
@@ -992,19 +968,41 @@ mod tests {
                 .map(|((x, a), d)| x + (a - d))
                 .collect();
             let mut out = vec![0.0; d];
-            let v = c.mix(&x, 4, 0, &inbox, &delta, &mut out).unwrap();
+            let v = c
+                .mix(
+                    MixTarget::Out {
+                        x: &x,
+                        out: &mut out,
+                    },
+                    4,
+                    0,
+                    &inbox,
+                    &delta,
+                    Prefetch::NONE,
+                )
+                .unwrap();
             assert_eq!(out, want, "bits={bits} {rounding}");
             // a prefetch hint never changes a result, whatever it names: a
             // live buffer, memory already freed, nothing
             let freed = Prefetch::of(&vec![1.0f32; 3 * d]);
             for next in [Prefetch::of(&delta), freed, Prefetch::NONE] {
                 let mut again = vec![0.0; d];
-                c.mix_prefetching(&x, 4, 0, &inbox, &delta, &mut again, next)
-                    .unwrap();
+                c.mix(
+                    MixTarget::Out {
+                        x: &x,
+                        out: &mut again,
+                    },
+                    4,
+                    0,
+                    &inbox,
+                    &delta,
+                    next,
+                )
+                .unwrap();
                 assert_eq!(again, want, "bits={bits} {rounding} {next:?}");
                 if !hash {
                     let mut z = x.clone();
-                    c.mix_in_place_prefetching(&mut z, 4, 0, &inbox, &delta, next)
+                    c.mix(MixTarget::InPlace(&mut z), 4, 0, &inbox, &delta, next)
                         .unwrap();
                     assert_eq!(z, want);
                 }
@@ -1034,9 +1032,27 @@ mod tests {
             c.encode(&y, 9, 1, None, &mut f).unwrap();
             let delta = vec![0.003f32; x.len()];
             let mut out = vec![0.0; x.len()];
-            c.mix(&x, 9, 0, &[(&f, 0.5)], &delta, &mut out).unwrap();
+            c.mix(
+                MixTarget::Out {
+                    x: &x,
+                    out: &mut out,
+                },
+                9,
+                0,
+                &[(&f, 0.5)],
+                &delta,
+                Prefetch::NONE,
+            )
+            .unwrap();
             let mut z = x.clone();
-            let r = c.mix_in_place(&mut z, 9, 0, &[(&f, 0.5)], &delta);
+            let r = c.mix(
+                MixTarget::InPlace(&mut z),
+                9,
+                0,
+                &[(&f, 0.5)],
+                &delta,
+                Prefetch::NONE,
+            );
             if hash {
                 assert_eq!(r, Err(CodecError::HashInPlace));
                 assert_eq!(z, x, "refused before touching x");
@@ -1049,7 +1065,7 @@ mod tests {
 
     /// Two workers interleaved block by block, with the right dither
     /// tables, the wrong ones or none: each gets what the local step of
-    /// its whole model, `mix_in_place`, then `encode` at the next
+    /// its whole model, `mix` in place, then `encode` at the next
     /// iteration give, bit for bit, whatever the block.
     #[test]
     fn block_updates_equal_mix_in_place_then_encode() {
@@ -1091,8 +1107,15 @@ mod tests {
                             let mut delta = vec![0.0; len];
                             step(0, x, &mut delta);
                             let mut z = x.clone();
-                            c.mix_in_place(&mut z, 9, sender, &neighbours, &delta)
-                                .unwrap();
+                            c.mix(
+                                MixTarget::InPlace(&mut z),
+                                9,
+                                sender,
+                                &neighbours,
+                                &delta,
+                                Prefetch::NONE,
+                            )
+                            .unwrap();
                             let mut sent = Vec::new();
                             c.encode(&z, 10, sender, None, &mut sent).unwrap();
                             (z, sent)
@@ -1118,8 +1141,8 @@ mod tests {
                             // shared randomness: one table per block for both workers
                             // (every other block a stale one, which must be ignored)
                             let k = if b % 2 == 0 { 9 } else { 4 };
-                            c.fill_dither(k, 0, at, m, &mut mix_t);
-                            c.fill_dither(k + 1, 0, at, m, &mut enc_t);
+                            mix_t.fill(&c, k, 0, at, m);
+                            enc_t.fill(&c, k + 1, 0, at, m);
                             for w in 0..2 {
                                 let xb = &mut xs[w][at..at + m];
                                 let mut delta = vec![0.0; m];
@@ -1302,14 +1325,47 @@ mod tests {
         let delta = vec![0.0; 300];
         let mut out = vec![0.0; 300];
         let v = c
-            .mix(&x, 0, 0, &[(&near, 0.5), (&far, 0.5)], &delta, &mut out)
+            .mix(
+                MixTarget::Out {
+                    x: &x,
+                    out: &mut out,
+                },
+                0,
+                0,
+                &[(&near, 0.5), (&far, 0.5)],
+                &delta,
+                Prefetch::NONE,
+            )
             .unwrap();
         assert_eq!(v, vec![Verification::Verified, Verification::Mismatch]);
         let short = vec![0.0; 10];
-        assert!(c.mix(&x, 0, 0, &[(&near, 0.5)], &short, &mut out).is_err());
         assert!(
-            c.mix(&x, 0, 0, &[(&near[..20], 0.5)], &delta, &mut out)
-                .is_err()
+            c.mix(
+                MixTarget::Out {
+                    x: &x,
+                    out: &mut out
+                },
+                0,
+                0,
+                &[(&near, 0.5)],
+                &short,
+                Prefetch::NONE
+            )
+            .is_err()
+        );
+        assert!(
+            c.mix(
+                MixTarget::Out {
+                    x: &x,
+                    out: &mut out
+                },
+                0,
+                0,
+                &[(&near[..20], 0.5)],
+                &delta,
+                Prefetch::NONE
+            )
+            .is_err()
         );
     }
 

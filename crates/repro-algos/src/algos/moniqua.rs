@@ -25,8 +25,8 @@
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
 use repro_codec::{
-    BlockUpdate, CodecError, DitherTable, FullPrecision, MoniquaCodec, MoniquaConfig, Prefetch,
-    Verification,
+    BlockUpdate, CodecError, DitherTable, FullPrecision, MixTarget, MoniquaCodec, MoniquaConfig,
+    Prefetch, Verification,
 };
 
 use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
@@ -110,8 +110,8 @@ impl Worker for Moniqua {
         let next = std::mem::take(&mut self.next);
         if !self.config.hash {
             // no hash to verify, nothing to leave out afterwards: in place
-            match self.codec.mix_in_place_prefetching(
-                &mut self.x,
+            match self.codec.mix(
+                MixTarget::InPlace(&mut self.x),
                 k,
                 sender,
                 &neighbours,
@@ -126,9 +126,14 @@ impl Worker for Moniqua {
         }
         scratch::with_vectors(self.x.len(), |[out]| {
             // x + sum_j W_ij (x^_j - x^_i) - delta in one pass
-            let verdicts =
-                self.codec
-                    .mix_prefetching(&self.x, k, sender, &neighbours, delta, out, next)?;
+            let verdicts = self.codec.mix(
+                MixTarget::Out { x: &self.x, out },
+                k,
+                sender,
+                &neighbours,
+                delta,
+                next,
+            )?;
             let mut received = Received::default();
             for &v in &verdicts {
                 received.record(v);
@@ -137,8 +142,14 @@ impl Worker for Moniqua {
                 // again without the neighbours whose recovery failed
                 let mut verdict = verdicts.iter();
                 neighbours.retain(|_| verdict.next() != Some(&Verification::Mismatch));
-                self.codec
-                    .mix(&self.x, k, sender, &neighbours, delta, out)?;
+                self.codec.mix(
+                    MixTarget::Out { x: &self.x, out },
+                    k,
+                    sender,
+                    &neighbours,
+                    delta,
+                    Prefetch::NONE,
+                )?;
             }
             // the update becomes the model; the old model's buffer goes to the pool
             std::mem::swap(&mut self.x, out);
@@ -211,9 +222,8 @@ impl Blockwise for Moniqua {
 
     fn fill_dither(&self, k: u64, at: usize, len: usize, tables: &mut [DitherTable; 2]) {
         let sender = self.rank as u32;
-        self.codec.fill_dither(k, sender, at, len, &mut tables[0]);
-        self.codec
-            .fill_dither(k + 1, sender, at, len, &mut tables[1]);
+        tables[0].fill(&self.codec, k, sender, at, len);
+        tables[1].fill(&self.codec, k + 1, sender, at, len);
     }
 
     fn block(
