@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::manifest::TableSpec;
+use crate::sim_backend::Summary;
 
 /// One row of runs.csv: the grid point, then the measured columns.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,6 +16,75 @@ pub struct Row {
     pub run_id: String,
     pub point: BTreeMap<String, String>,
     pub metrics: BTreeMap<String, String>,
+}
+
+impl Row {
+    /// The row of planned run `run`: its summary's metrics as runs.csv
+    /// writes them, or `status: failed` without one. The one place a
+    /// summary's fields get their column names.
+    pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> Row {
+        let mut metrics = BTreeMap::new();
+        match summary {
+            None => {
+                metrics.insert("status".into(), "failed".into());
+            }
+            Some(s) => {
+                for (k, v) in [
+                    ("status", s.status.clone()),
+                    ("final_loss", format!("{:e}", s.final_loss)),
+                    ("train_loss", format!("{:e}", s.train_loss)),
+                    ("local_loss", format!("{:e}", s.local_loss)),
+                    ("grad_norm_sq", format!("{:e}", s.grad_norm_sq)),
+                    ("consensus", format!("{:e}", s.consensus)),
+                    ("bytes", s.bytes.to_string()),
+                    ("virtual_s", format!("{:e}", s.virtual_s)),
+                    ("hash_failures", s.hash_failures.to_string()),
+                    ("test_accuracy", format!("{:e}", s.test_accuracy)),
+                    ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
+                    ("wall_s", format!("{:.3}", s.wall_s)),
+                    ("extra_memory_mb", format!("{:e}", s.extra_memory_mb)),
+                    ("peak_rss_mb", format!("{:e}", s.peak_rss_mb)),
+                    ("epoch_time_s", format!("{:e}", s.epoch_time_s)),
+                    ("wire_bound_epoch_s", format!("{:e}", s.wire_bound_epoch_s)),
+                    (
+                        "time_over_bound",
+                        format!("{:.4}", s.epoch_time_s / s.wire_bound_epoch_s),
+                    ),
+                    ("comm_fraction", format!("{:.4}", s.comm_fraction)),
+                    ("shaping", s.shaping.clone()),
+                    (
+                        "counted_bytes_per_worker",
+                        format!("{:e}", s.counted_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_bytes_per_worker",
+                        format!("{:e}", s.kernel_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_over_counted",
+                        format!("{:.4}", s.kernel_over_counted()),
+                    ),
+                    (
+                        "bytes_check",
+                        if !s.kernel_over_counted().is_finite() {
+                            String::new()
+                        } else if s.bytes_flagged() {
+                            "flagged".into()
+                        } else {
+                            "ok".into()
+                        },
+                    ),
+                ] {
+                    metrics.insert(k.to_string(), v);
+                }
+            }
+        }
+        Row {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics,
+        }
+    }
 }
 
 /// The measured columns, in order.

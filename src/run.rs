@@ -289,8 +289,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         };
         progress.run_done(bar);
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let mut metrics = BTreeMap::new();
-        match result {
+        match &result {
             Ok(s) => {
                 progress.line(&format!(
                     "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {:.4e}, {} bytes)",
@@ -309,54 +308,6 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                         s.counted_bytes_per_worker
                     ));
                 }
-                for (k, v) in [
-                    ("status", s.status.clone()),
-                    ("final_loss", format!("{:e}", s.final_loss)),
-                    ("train_loss", format!("{:e}", s.train_loss)),
-                    ("local_loss", format!("{:e}", s.local_loss)),
-                    ("grad_norm_sq", format!("{:e}", s.grad_norm_sq)),
-                    ("consensus", format!("{:e}", s.consensus)),
-                    ("bytes", s.bytes.to_string()),
-                    ("virtual_s", format!("{:e}", s.virtual_s)),
-                    ("hash_failures", s.hash_failures.to_string()),
-                    ("test_accuracy", format!("{:e}", s.test_accuracy)),
-                    ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
-                    ("wall_s", format!("{:.3}", s.wall_s)),
-                    ("extra_memory_mb", format!("{:e}", s.extra_memory_mb)),
-                    ("peak_rss_mb", format!("{:e}", s.peak_rss_mb)),
-                    ("epoch_time_s", format!("{:e}", s.epoch_time_s)),
-                    ("wire_bound_epoch_s", format!("{:e}", s.wire_bound_epoch_s)),
-                    (
-                        "time_over_bound",
-                        format!("{:.4}", s.epoch_time_s / s.wire_bound_epoch_s),
-                    ),
-                    ("comm_fraction", format!("{:.4}", s.comm_fraction)),
-                    ("shaping", s.shaping.clone()),
-                    (
-                        "counted_bytes_per_worker",
-                        format!("{:e}", s.counted_bytes_per_worker),
-                    ),
-                    (
-                        "kernel_bytes_per_worker",
-                        format!("{:e}", s.kernel_bytes_per_worker),
-                    ),
-                    (
-                        "kernel_over_counted",
-                        format!("{:.4}", s.kernel_over_counted()),
-                    ),
-                    (
-                        "bytes_check",
-                        if !s.kernel_over_counted().is_finite() {
-                            String::new()
-                        } else if s.bytes_flagged() {
-                            "flagged".into()
-                        } else {
-                            "ok".into()
-                        },
-                    ),
-                ] {
-                    metrics.insert(k.to_string(), v);
-                }
             }
             Err(e) => {
                 progress.line(&format!(
@@ -364,14 +315,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     r.id,
                     describe(r)
                 ));
-                metrics.insert("status".into(), "failed".into());
             }
         }
-        Row {
-            run_id: r.id.clone(),
-            point: r.point.clone(),
-            metrics,
-        }
+        Row::of(r, result.as_ref().ok())
     };
     let jobs = args.jobs.clamp(1, total.max(1));
     let rows: Vec<Row> = if jobs == 1 {
