@@ -23,6 +23,9 @@ impl Row {
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
     pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> Row {
+        // a missing metric is written `NaN`, as runs.csv always had it
+        let e = |v: Option<f64>| v.map_or_else(|| "NaN".to_string(), |v| format!("{v:e}"));
+        let f4 = |v: Option<f64>| v.map_or_else(|| "NaN".to_string(), |v| format!("{v:.4}"));
         let mut metrics = BTreeMap::new();
         match summary {
             None => {
@@ -31,42 +34,33 @@ impl Row {
             Some(s) => {
                 for (k, v) in [
                     ("status", s.status.clone()),
-                    ("final_loss", format!("{:e}", s.final_loss)),
-                    ("train_loss", format!("{:e}", s.train_loss)),
-                    ("local_loss", format!("{:e}", s.local_loss)),
-                    ("grad_norm_sq", format!("{:e}", s.grad_norm_sq)),
-                    ("consensus", format!("{:e}", s.consensus)),
+                    ("final_loss", e(s.final_loss)),
+                    ("train_loss", e(s.train_loss)),
+                    ("local_loss", e(s.local_loss)),
+                    ("grad_norm_sq", e(s.grad_norm_sq)),
+                    ("consensus", e(s.consensus)),
                     ("bytes", s.bytes.to_string()),
-                    ("virtual_s", format!("{:e}", s.virtual_s)),
+                    ("virtual_s", e(s.virtual_s)),
                     ("hash_failures", s.hash_failures.to_string()),
-                    ("test_accuracy", format!("{:e}", s.test_accuracy)),
-                    ("avg_test_accuracy", format!("{:e}", s.avg_test_accuracy)),
+                    ("test_accuracy", e(s.test_accuracy)),
+                    ("avg_test_accuracy", e(s.avg_test_accuracy)),
                     ("wall_s", format!("{:.3}", s.wall_s)),
-                    ("extra_memory_mb", format!("{:e}", s.extra_memory_mb)),
-                    ("peak_rss_mb", format!("{:e}", s.peak_rss_mb)),
-                    ("epoch_time_s", format!("{:e}", s.epoch_time_s)),
-                    ("wire_bound_epoch_s", format!("{:e}", s.wire_bound_epoch_s)),
+                    ("extra_memory_mb", e(s.extra_memory_mb)),
+                    ("peak_rss_mb", e(s.peak_rss_mb)),
+                    ("epoch_time_s", e(s.epoch_time_s)),
+                    ("wire_bound_epoch_s", e(s.wire_bound_epoch_s)),
                     (
                         "time_over_bound",
-                        format!("{:.4}", s.epoch_time_s / s.wire_bound_epoch_s),
+                        f4(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
                     ),
-                    ("comm_fraction", format!("{:.4}", s.comm_fraction)),
+                    ("comm_fraction", f4(s.comm_fraction)),
                     ("shaping", s.shaping.clone()),
-                    (
-                        "counted_bytes_per_worker",
-                        format!("{:e}", s.counted_bytes_per_worker),
-                    ),
-                    (
-                        "kernel_bytes_per_worker",
-                        format!("{:e}", s.kernel_bytes_per_worker),
-                    ),
-                    (
-                        "kernel_over_counted",
-                        format!("{:.4}", s.kernel_over_counted()),
-                    ),
+                    ("counted_bytes_per_worker", e(s.counted_bytes_per_worker)),
+                    ("kernel_bytes_per_worker", e(s.kernel_bytes_per_worker)),
+                    ("kernel_over_counted", f4(s.kernel_over_counted())),
                     (
                         "bytes_check",
-                        if !s.kernel_over_counted().is_finite() {
+                        if s.kernel_over_counted().is_none() {
                             String::new()
                         } else if s.bytes_flagged() {
                             "flagged".into()

@@ -292,20 +292,20 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         match &result {
             Ok(s) => {
                 progress.line(&format!(
-                    "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {:.4e}, {} bytes)",
+                    "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {}, {} bytes)",
                     r.id,
                     describe(r),
                     s.status,
                     t.elapsed().as_secs_f64(),
-                    s.final_loss,
+                    s.final_loss.map_or("none".into(), |l| format!("{l:.4e}")),
                     s.bytes
                 ));
                 if s.bytes_flagged() {
                     progress.line(&format!(
                         "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
-                        s.kernel_bytes_per_worker,
-                        s.kernel_over_counted(),
-                        s.counted_bytes_per_worker
+                        s.kernel_bytes_per_worker.unwrap_or(f64::NAN),
+                        s.kernel_over_counted().unwrap_or(f64::NAN),
+                        s.counted_bytes_per_worker.unwrap_or(f64::NAN)
                     ));
                 }
             }

@@ -15,62 +15,68 @@ use repro_runlog::{
 use crate::net::{parse_bandwidth, parse_latency};
 use crate::plan::{Params, PlannedRun, SimParams};
 
-/// What one run measured (fields a backend cannot measure are NaN).
+/// What one run measured, read from its logs. A metric the backend cannot
+/// measure, or that is not a number (a diverged model), is `None`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Summary {
     pub status: String,
     /// `f(x_bar)` at the end.
-    pub final_loss: f64,
+    pub final_loss: Option<f64>,
     /// `mean_i f(x_i)` at the end.
-    pub local_loss: f64,
+    pub local_loss: Option<f64>,
     /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run.
-    pub grad_norm_sq: f64,
-    pub consensus: f64,
+    pub grad_norm_sq: Option<f64>,
+    pub consensus: Option<f64>,
     pub bytes: u64,
     /// Seconds: virtual (simulator) or wall-clock (MPI).
-    pub virtual_s: f64,
+    pub virtual_s: Option<f64>,
     pub hash_failures: u64,
     /// Test accuracy of the local models (mean over ranks) and of the averaged model.
-    pub test_accuracy: f64,
-    pub avg_test_accuracy: f64,
+    pub test_accuracy: Option<f64>,
+    pub avg_test_accuracy: Option<f64>,
     /// Payload bytes each worker handed to the network (mean over workers).
-    pub counted_bytes_per_worker: f64,
-    /// Bytes the kernel's qdisc sent per worker (NaN when not shaped).
-    pub kernel_bytes_per_worker: f64,
+    pub counted_bytes_per_worker: Option<f64>,
+    /// Bytes the kernel's qdisc sent per worker (when shaped).
+    pub kernel_bytes_per_worker: Option<f64>,
     /// How the network condition was applied.
     pub shaping: String,
     /// Seconds the run took on this host (for MPI: mpirun from start to exit).
     pub wall_s: f64,
     /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
-    pub extra_memory_mb: f64,
+    pub extra_memory_mb: Option<f64>,
     /// Peak resident memory of the largest rank, MB.
-    pub peak_rss_mb: f64,
+    pub peak_rss_mb: Option<f64>,
     /// Seconds per epoch: iterations (slowest rank's compute + communication)
     /// times iterations per epoch.
-    pub epoch_time_s: f64,
+    pub epoch_time_s: Option<f64>,
     /// Wire-time bound per epoch: bytes on the wire / bandwidth + latency per
-    /// iteration (NaN when unshaped).
-    pub wire_bound_epoch_s: f64,
+    /// iteration (when shaped).
+    pub wire_bound_epoch_s: Option<f64>,
     /// Training loss at the end: the ranks' mean over their last tenth of
-    /// steps (MPI; NaN for the simulator, whose `final_loss` is exact).
-    pub train_loss: f64,
+    /// steps (MPI; none for the simulator, whose `final_loss` is exact).
+    pub train_loss: Option<f64>,
     /// Share of the ranks' step time spent communicating:
     /// sum of comm_s / sum of (compute_s + comm_s) over every step of every rank.
-    pub comm_fraction: f64,
+    pub comm_fraction: Option<f64>,
+}
+
+/// `Some(v)` when `v` is a number: NaN and infinities are no measurement.
+pub fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
 }
 
 impl Summary {
     /// kernel / counted bytes, when both are known.
-    pub fn kernel_over_counted(&self) -> f64 {
-        self.kernel_bytes_per_worker / self.counted_bytes_per_worker
+    pub fn kernel_over_counted(&self) -> Option<f64> {
+        finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)
     }
 
     /// Whether the kernel's bytes disagree with the counted ones beyond
     /// TCP/IP overhead: fewer bytes than counted (counted bits that were
     /// never sent), or more than 10% extra.
     pub fn bytes_flagged(&self) -> bool {
-        let r = self.kernel_over_counted();
-        r.is_finite() && !(1.0..=1.10).contains(&r)
+        self.kernel_over_counted()
+            .is_some_and(|r| !(1.0..=1.10).contains(&r))
     }
 }
 
@@ -306,7 +312,6 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
 pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: String) -> Summary {
     let end = log.end.as_ref();
     let m = end.and_then(|e| e.metrics.clone()).unwrap_or_default();
-    let nan = f64::NAN;
     Summary {
         // (the simulator records a non-finite final loss as diverged)
         status: match end.map(|e| &e.status) {
@@ -314,24 +319,24 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
             Some(Status::Diverged { .. }) => "diverged".into(),
             _ => "failed".into(),
         },
-        final_loss: m.final_loss.unwrap_or(nan),
-        local_loss: m.local_loss.unwrap_or(nan),
-        grad_norm_sq: m.grad_norm_sq.unwrap_or(nan),
-        consensus: m.consensus.unwrap_or(nan),
+        final_loss: m.final_loss,
+        local_loss: m.local_loss,
+        grad_norm_sq: m.grad_norm_sq,
+        consensus: m.consensus,
         bytes: m.bytes_sent,
-        virtual_s: end.map_or(nan, |e| e.wall_s),
+        virtual_s: end.and_then(|e| finite(e.wall_s)),
         hash_failures: m.hash_failures,
-        test_accuracy: nan,
-        avg_test_accuracy: nan,
-        counted_bytes_per_worker: m.bytes_sent as f64 / workers.max(1) as f64,
-        kernel_bytes_per_worker: nan,
-        epoch_time_s: nan,
-        wire_bound_epoch_s: nan,
-        train_loss: nan,
-        comm_fraction: nan,
+        test_accuracy: None,
+        avg_test_accuracy: None,
+        counted_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
+        kernel_bytes_per_worker: None,
+        epoch_time_s: None,
+        wire_bound_epoch_s: None,
+        train_loss: None,
+        comm_fraction: None,
         wall_s,
-        extra_memory_mb: nan,
-        peak_rss_mb: nan,
+        extra_memory_mb: None,
+        peak_rss_mb: None,
         shaping,
     }
 }
@@ -368,15 +373,18 @@ mod tests {
         let log = repro_runlog::read_log(text.as_bytes()).unwrap();
         let m = log.end.as_ref().unwrap().metrics.clone().unwrap();
         assert_eq!(s.status, "completed");
-        assert_eq!(Some(s.final_loss), m.final_loss);
-        assert_eq!(Some(s.consensus), m.consensus);
+        assert_eq!(s.final_loss, m.final_loss);
+        assert_eq!(s.consensus, m.consensus);
         assert_eq!(s.bytes, m.bytes_sent);
         assert!(m.bytes_sent > 0);
         let mut edited = log.clone();
         if let Some(e) = edited.end.as_mut() {
             e.metrics.as_mut().unwrap().final_loss = Some(42.0);
         }
-        assert_eq!(summarize(&edited, 4, 0.0, "none".into()).final_loss, 42.0);
+        assert_eq!(
+            summarize(&edited, 4, 0.0, "none".into()).final_loss,
+            Some(42.0)
+        );
         // a diverged run: no final loss, status diverged
         let s = execute(&planned("d-psgd", 1e6), "x", &path).unwrap();
         assert_eq!(s.status, "diverged");
@@ -392,8 +400,8 @@ mod tests {
 "#;
         let log = repro_runlog::read_log(v1.as_bytes()).unwrap();
         let s = summarize(&log, 4, 0.0, "none".into());
-        assert!(s.final_loss.is_nan());
-        assert_eq!(s.virtual_s, 1.5);
+        assert_eq!(s.final_loss, None, "missing, not zero");
+        assert_eq!(s.virtual_s, Some(1.5));
         assert_eq!(s.status, "completed");
     }
 }

@@ -768,6 +768,7 @@ fn summarize(
         }
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
+    let some = crate::sim_backend::finite;
     let virtual_s = logs
         .iter()
         .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))
@@ -789,49 +790,50 @@ fn summarize(
         rounds,
     );
     Summary {
-        train_loss: final_train_loss(logs),
-        comm_fraction: comm_fraction(logs),
-        epoch_time_s: timing.step_s * timing.iters_per_epoch,
+        train_loss: some(final_train_loss(logs)),
+        comm_fraction: some(comm_fraction(logs)),
+        epoch_time_s: some(timing.step_s * timing.iters_per_epoch),
         wire_bound_epoch_s: if shaped {
-            timing.bound_s * timing.iters_per_epoch
+            some(timing.bound_s * timing.iters_per_epoch)
         } else {
-            f64::NAN
+            None
         },
         status: if diverged {
             "diverged".into()
         } else {
             "completed".into()
         },
-        final_loss: last(&|e| e.avg_test_loss),
-        local_loss: last(&|e| Some(e.test_loss)),
-        grad_norm_sq: f64::NAN,
-        consensus: last(&|e| e.consensus_distance),
+        final_loss: some(last(&|e| e.avg_test_loss)),
+        local_loss: some(last(&|e| Some(e.test_loss))),
+        grad_norm_sq: None,
+        consensus: some(last(&|e| e.consensus_distance)),
         bytes: logs
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.bytes_sent))
             .sum(),
-        virtual_s,
+        virtual_s: some(virtual_s),
         hash_failures: logs
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.hash_failures))
             .sum(),
-        test_accuracy: last(&|e| Some(e.test_accuracy)),
-        avg_test_accuracy: last(&|e| e.avg_test_accuracy),
-        counted_bytes_per_worker: counted_per_worker,
-        kernel_bytes_per_worker: kernel_per_worker,
+        test_accuracy: some(last(&|e| Some(e.test_accuracy))),
+        avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
+        counted_bytes_per_worker: some(counted_per_worker),
+        kernel_bytes_per_worker: some(kernel_per_worker),
         shaping,
         wall_s,
-        extra_memory_mb: mean(
+        extra_memory_mb: some(mean(
             logs.iter()
                 .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)
                 .map(|b| b as f64 / 1e6)
                 .collect(),
+        )),
+        peak_rss_mb: some(
+            logs.iter()
+                .filter_map(|l| l.end.as_ref()?.peak_rss_bytes)
+                .map(|b| b as f64 / 1e6)
+                .fold(f64::NAN, f64::max),
         ),
-        peak_rss_mb: logs
-            .iter()
-            .filter_map(|l| l.end.as_ref()?.peak_rss_bytes)
-            .map(|b| b as f64 / 1e6)
-            .fold(f64::NAN, f64::max),
     }
 }
 
