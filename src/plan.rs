@@ -164,6 +164,25 @@ pub fn expand(
     scale: &str,
     backend: Backend,
 ) -> Result<Vec<PlannedRun>, DriverError> {
+    let (base, grid) = at_scale(manifest, scale)?;
+    let cases: Vec<&crate::manifest::Case> = manifest
+        .cases
+        .iter()
+        .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
+        .collect();
+    cartesian(&grid)
+        .into_iter()
+        .map(|point| resolve(point, &base, &cases, backend))
+        .collect()
+}
+
+/// The manifest's parameters and grid with the scale's overrides applied
+/// (a scale may also replace a grid axis: `grid.network: [none]`), checked:
+/// no empty axis, and every case's `when` key a grid key.
+fn at_scale(
+    manifest: &Manifest,
+    scale: &str,
+) -> Result<(Mapping, BTreeMap<String, Vec<Value>>), DriverError> {
     let overrides = manifest
         .scales
         .get(scale)
@@ -208,14 +227,14 @@ pub fn expand(
             });
         }
     }
-    let cases: Vec<&crate::manifest::Case> = manifest
-        .cases
-        .iter()
-        .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
-        .collect();
+    Ok((base, grid))
+}
+
+/// Every grid point: the cartesian product of the axes, in key order.
+fn cartesian(grid: &BTreeMap<String, Vec<Value>>) -> Vec<Vec<(String, Value)>> {
     // cartesian product in key order
     let mut points: Vec<Vec<(String, Value)>> = vec![Vec::new()];
-    for (key, values) in &grid {
+    for (key, values) in grid {
         points = points
             .into_iter()
             .flat_map(|p| {
@@ -228,137 +247,140 @@ pub fn expand(
             .collect();
     }
     points
-        .into_iter()
-        .map(|point| {
-            let mut map: Mapping = base.clone();
-            for (k, v) in &point {
-                map.insert(Value::String(k.clone()), v.clone());
+}
+
+/// One grid point resolved into a run: the base parameters, the point's
+/// values and the matching cases, deserialized into the backend's config,
+/// with its id.
+fn resolve(
+    point: Vec<(String, Value)>,
+    base: &Mapping,
+    cases: &[&crate::manifest::Case],
+    backend: Backend,
+) -> Result<PlannedRun, DriverError> {
+    let mut map: Mapping = base.clone();
+    for (k, v) in &point {
+        map.insert(Value::String(k.clone()), v.clone());
+    }
+    for case in cases {
+        let matches = case
+            .when
+            .iter()
+            .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want));
+        if matches {
+            for (k, v) in &case.set {
+                map.insert(k.clone(), v.clone());
             }
-            for case in &cases {
-                let matches = case
-                    .when
-                    .iter()
-                    .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want));
-                if matches {
-                    for (k, v) in &case.set {
-                        map.insert(k.clone(), v.clone());
-                    }
-                }
-            }
-            let mut label: BTreeMap<String, String> =
-                point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
-            let run = label
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ");
-            // how errors name this run
-            let run = if run.is_empty() {
-                "(no grid)".to_string()
+        }
+    }
+    let mut label: BTreeMap<String, String> =
+        point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+    let run = label
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    // how errors name this run
+    let run = if run.is_empty() {
+        "(no grid)".to_string()
+    } else {
+        run
+    };
+    let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| DriverError::RunParams {
+        run: run.clone(),
+        key: e.path().to_string(),
+        message: e.inner().to_string(),
+    };
+    let network = match map.remove("network") {
+        Some(v) => Condition::from_yaml(&v).map_err(|(key, message)| DriverError::RunParams {
+            run: run.clone(),
+            key: if key.is_empty() {
+                "network".into()
             } else {
-                run
-            };
-            let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| DriverError::RunParams {
-                run: run.clone(),
-                key: e.path().to_string(),
-                message: e.inner().to_string(),
-            };
-            let network = match map.remove("network") {
-                Some(v) => {
-                    Condition::from_yaml(&v).map_err(|(key, message)| DriverError::RunParams {
-                        run: run.clone(),
-                        key: if key.is_empty() {
-                            "network".into()
-                        } else {
-                            format!("network.{key}")
-                        },
-                        message,
-                    })?
+                format!("network.{key}")
+            },
+            message,
+        })?,
+        None => None,
+    };
+    if let Some(l) = label.get_mut("network") {
+        *l = network
+            .as_ref()
+            .map_or_else(|| "none".to_string(), |c| c.label.clone());
+    }
+    // the knobs are flattened into both configs, where serde loses
+    // the key of a bad value: check them alone first, so the error
+    // names it
+    knob_errors(&map).map_err(fail)?;
+    let (id, params) = match backend {
+        Backend::Sim => {
+            // the simulator's virtual clock models the condition
+            if let Some(c) = &network {
+                if let Some(bps) = c.bandwidth_bps {
+                    map.insert("bandwidth".into(), Value::from(format!("{bps}bit")));
                 }
-                None => None,
-            };
-            if let Some(l) = label.get_mut("network") {
-                *l = network
-                    .as_ref()
-                    .map_or_else(|| "none".to_string(), |c| c.label.clone());
+                if c.latency_s > 0.0 {
+                    map.insert("latency".into(), Value::from(format!("{}s", c.latency_s)));
+                }
             }
-            // the knobs are flattened into both configs, where serde loses
-            // the key of a bad value: check them alone first, so the error
-            // names it
-            knob_errors(&map).map_err(fail)?;
-            let (id, params) = match backend {
-                Backend::Sim => {
-                    // the simulator's virtual clock models the condition
-                    if let Some(c) = &network {
-                        if let Some(bps) = c.bandwidth_bps {
-                            map.insert("bandwidth".into(), Value::from(format!("{bps}bit")));
-                        }
-                        if c.latency_s > 0.0 {
-                            map.insert("latency".into(), Value::from(format!("{}s", c.latency_s)));
-                        }
-                    }
-                    let p: SimParams =
-                        serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-                    (run_id("sim", &p, None), Params::Sim(p))
-                }
-                Backend::Mpi | Backend::InProcess => {
-                    let mut p: TrainConfig =
-                        serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-                    if p.knobs.theta == Theta::Auto {
-                        return Err(DriverError::RunParams {
-                            run: run.clone(),
-                            key: "theta".into(),
-                            message: "`theta: auto` runs in the simulator only (`--backend sim`); \
-                                      give the trainer a number"
-                                .into(),
-                        });
-                    }
-                    p.run_id = String::new();
-                    // the same config in process (virtual clock) and over
-                    // MPI (real time) are different runs
-                    let kind = if backend == Backend::InProcess {
-                        "in-process"
-                    } else {
-                        "mpi"
-                    };
-                    let id = run_id(kind, &p, network.as_ref());
-                    p.run_id = id.clone();
-                    (id, Params::Train(p))
-                }
-            };
-            let algorithm = match &params {
-                Params::Sim(p) => &p.algorithm,
-                Params::Train(c) => &c.algorithm,
-            };
-            let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
-            if is_async && backend != Backend::Mpi {
+            let p: SimParams =
+                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+            (run_id("sim", &p, None), Params::Sim(p))
+        }
+        Backend::Mpi | Backend::InProcess => {
+            let mut p: TrainConfig =
+                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+            if p.knobs.theta == Theta::Auto {
                 return Err(DriverError::RunParams {
                     run: run.clone(),
-                    key: "algorithm".into(),
-                    message: format!(
-                        "`{algorithm}` runs on the mpi backend only (`--backend mpi`)"
-                    ),
+                    key: "theta".into(),
+                    message: "`theta: auto` runs in the simulator only (`--backend sim`); \
+                              give the trainer a number"
+                        .into(),
                 });
             }
-            if !is_async && !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
-                return Err(DriverError::RunParams {
-                    run: run.clone(),
-                    key: "algorithm".into(),
-                    message: format!(
-                        "unknown algorithm `{algorithm}`; known: {}, {}",
-                        repro_algos::ALGORITHM_NAMES.join(", "),
-                        repro_algos::ASYNC_ALGORITHM_NAMES.join(", ")
-                    ),
-                });
-            }
-            Ok(PlannedRun {
-                id,
-                point: label,
-                params,
-                network,
-            })
-        })
-        .collect()
+            p.run_id = String::new();
+            // the same config in process (virtual clock) and over
+            // MPI (real time) are different runs
+            let kind = if backend == Backend::InProcess {
+                "in-process"
+            } else {
+                "mpi"
+            };
+            let id = run_id(kind, &p, network.as_ref());
+            p.run_id = id.clone();
+            (id, Params::Train(p))
+        }
+    };
+    let algorithm = match &params {
+        Params::Sim(p) => &p.algorithm,
+        Params::Train(c) => &c.algorithm,
+    };
+    let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
+    if is_async && backend != Backend::Mpi {
+        return Err(DriverError::RunParams {
+            run: run.clone(),
+            key: "algorithm".into(),
+            message: format!("`{algorithm}` runs on the mpi backend only (`--backend mpi`)"),
+        });
+    }
+    if !is_async && !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
+        return Err(DriverError::RunParams {
+            run: run.clone(),
+            key: "algorithm".into(),
+            message: format!(
+                "unknown algorithm `{algorithm}`; known: {}, {}",
+                repro_algos::ALGORITHM_NAMES.join(", "),
+                repro_algos::ASYNC_ALGORITHM_NAMES.join(", ")
+            ),
+        });
+    }
+    Ok(PlannedRun {
+        id,
+        point: label,
+        params,
+        network,
+    })
 }
 
 #[cfg(test)]
