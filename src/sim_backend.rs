@@ -221,13 +221,11 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
     let mut status = Status::Completed;
     let mut hash_failures = 0;
     for k in 0..p.iterations {
-        let r = match sim.step() {
-            Ok(r) => r,
-            Err(e) if e.is_divergence() => {
-                status = Status::Diverged { iteration: k };
-                break;
-            }
-            Err(e) => return Err(anyhow::Error::new(e).context(format!("run {} failed", run.id))),
+        let step = repro_algos::unless_diverged(sim.step())
+            .map_err(|e| anyhow::Error::new(e).context(format!("run {} failed", run.id)))?;
+        let Some(r) = step else {
+            status = Status::Diverged { iteration: k };
+            break;
         };
         hash_failures += r.mismatched;
         if !r.train_loss.is_finite() {

@@ -52,6 +52,18 @@ pub enum AlgoError {
     Invalid(String),
 }
 
+/// The one divergence rule for a step's outcome: `Ok(None)` when its error
+/// means the run diverged ([`AlgoError::is_divergence`]), the value or any
+/// other error as they are. The simulator's loop and the trainer's sends
+/// and receives all go through it; a non-finite training loss is the other
+/// sign, checked where the loss is computed.
+pub fn unless_diverged<T>(outcome: Result<T, AlgoError>) -> Result<Option<T>, AlgoError> {
+    match outcome {
+        Err(e) if e.is_divergence() => Ok(None),
+        other => other.map(Some),
+    }
+}
+
 impl AlgoError {
     /// Whether this error means the run diverged (a model became non-finite
     /// or left the range a codec can represent), rather than a bug or a
@@ -64,5 +76,19 @@ impl AlgoError {
                     | repro_codec::CodecError::OutOfRange { .. }
             )
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_rejected_model_is_divergence() {
+        let nan = AlgoError::Codec(repro_codec::CodecError::NonFinite { count: 1, first: 0 });
+        assert_eq!(unless_diverged::<u8>(Err(nan)).unwrap(), None);
+        assert_eq!(unless_diverged(Ok(3)).unwrap(), Some(3));
+        let bug = AlgoError::Invalid("x".into());
+        assert!(unless_diverged::<u8>(Err(bug)).is_err());
     }
 }

@@ -31,7 +31,7 @@ pub use algos::{
 };
 pub use compress::{Compressor, CompressorSpec};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
-pub use errors::{AlgoError, TopologyError};
+pub use errors::{AlgoError, TopologyError, unless_diverged};
 pub use objective::{Objective, Quadratic, Separable};
 pub use optim::Sgd;
 pub use pairwise::{Folded, PairSide};

@@ -384,12 +384,9 @@ pub fn train<T: Transport>(
         sgd.step(lr, worker.model(), &grad, &mut momentum, &mut delta);
         let compute_s = now(t, &started) - t0;
         let t1 = now(t, &started);
-        match worker.send(k, &delta, &mut frame) {
-            Err(e) if e.is_divergence() => {
-                status = Status::Diverged { iteration: k };
-                break;
-            }
-            other => other?,
+        if repro_algos::unless_diverged(worker.send(k, &delta, &mut frame))?.is_none() {
+            status = Status::Diverged { iteration: k };
+            break;
         }
         let mut summed: Option<Vec<f32>> = None;
         let (inbox, sent): (Vec<(usize, Vec<u8>)>, u64) = match worker.pattern() {
@@ -439,9 +436,15 @@ pub fn train<T: Transport>(
             inbox.iter().map(|(_, f)| f.len() as u64).sum()
         };
         let borrowed: Vec<(usize, &[u8])> = inbox.iter().map(|(j, f)| (*j, f.as_slice())).collect();
-        let r = match summed.take() {
-            Some(sum) => worker.receive_sum(k, &sum)?,
-            None => worker.receive(k, &delta, &borrowed)?,
+        // the same rule as for sending (and as the simulator's): a model
+        // the codec rejects as non-finite or out of range has diverged
+        let received = match summed.take() {
+            Some(sum) => worker.receive_sum(k, &sum),
+            None => worker.receive(k, &delta, &borrowed),
+        };
+        let Some(r) = repro_algos::unless_diverged(received)? else {
+            status = Status::Diverged { iteration: k };
+            break;
         };
         let comm_s = now(t, &started) - t1;
         write_record(
