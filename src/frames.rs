@@ -3,10 +3,11 @@
 //! the same columns as curves.csv), typed so that a researcher can load them
 //! with `pl.read_parquet` and filter or aggregate without parsing strings.
 //!
-//! Column types are inferred the same way for every column: Int64 when every
-//! non-empty value is an integer, Float64 when every non-empty value is a
-//! number (NaN counts, e.g. the loss of a diverged run), String otherwise.
-//! An empty cell is null.
+//! Metric columns are typed by their kind (`results::kind`): String, Int64
+//! or Float64, with null where a run has no value or no number (the loss of
+//! a diverged run). Grid-key columns are inferred: Int64 when every
+//! non-empty value is an integer, Float64 when every one is a number,
+//! String otherwise; an empty cell is null.
 
 use std::path::Path;
 
@@ -16,7 +17,7 @@ use polars::prelude::{Column, DataFrame, IntoColumn, NamedFrom, ParquetWriter, S
 use polars::prelude::{ParquetReader, SerReader};
 
 use crate::plot::CurvePoint;
-use crate::results::{METRICS, Row};
+use crate::results::{Cell, Kind, METRICS, Row, kind};
 
 /// One column from its cells, with the inferred type.
 fn column(name: &str, cells: &[&str]) -> Column {
@@ -54,12 +55,26 @@ pub fn runs_frame(rows: &[Row]) -> Result<DataFrame> {
             .collect();
         columns.push(column(k, &cells));
     }
+    // metric columns are typed by their kind, not inferred from text
     for m in METRICS {
-        let cells: Vec<&str> = rows
-            .iter()
-            .map(|r| r.metrics.get(m).map_or("", String::as_str))
-            .collect();
-        columns.push(column(m, &cells));
+        let cells = rows.iter().map(|r| r.metrics.get(m));
+        let name = m.into();
+        columns.push(match kind(m) {
+            Kind::Text => {
+                let v: Vec<Option<&str>> = cells.map(|c| c.map(Cell::text)).collect();
+                Series::new(name, v).into_column()
+            }
+            Kind::Count => {
+                let v: Vec<Option<i64>> = cells
+                    .map(|c| c.and_then(Cell::number).map(|n| n as i64))
+                    .collect();
+                Series::new(name, v).into_column()
+            }
+            Kind::Sci | Kind::Fixed(_) => {
+                let v: Vec<Option<f64>> = cells.map(|c| c.and_then(Cell::number)).collect();
+                Series::new(name, v).into_column()
+            }
+        });
     }
     DataFrame::new(rows.len(), columns).context("could not assemble the runs into a data frame")
 }
@@ -146,13 +161,11 @@ mod tests {
             ("algorithm".to_string(), alg.to_string()),
             ("seed".to_string(), seed.to_string()),
         ]);
-        let mut metrics: BTreeMap<String, String> = METRICS
-            .iter()
-            .map(|m| (m.to_string(), String::new()))
-            .collect();
-        metrics.insert("status".into(), status.into());
-        metrics.insert("final_loss".into(), loss.into());
-        metrics.insert("bytes".into(), "4096".into());
+        let metrics: BTreeMap<String, Cell> =
+            [("status", status), ("final_loss", loss), ("bytes", "4096")]
+                .iter()
+                .filter_map(|(m, v)| Some((m.to_string(), Cell::parse(m, v)?)))
+                .collect();
         Row {
             run_id: id.into(),
             point,
@@ -184,9 +197,10 @@ mod tests {
         assert_eq!(dtype("status"), DataType::String);
         let loss = back.column("final_loss").unwrap().f64().unwrap();
         assert_eq!(loss.get(0), Some(0.25));
-        assert!(
-            loss.get(1).unwrap().is_nan(),
-            "a diverged run keeps its NaN"
+        assert_eq!(
+            loss.get(1),
+            None,
+            "a diverged run's loss is no number: null"
         );
         let status = back.column("status").unwrap().str().unwrap();
         assert_eq!(status.get(1), Some("diverged"));

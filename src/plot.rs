@@ -341,7 +341,7 @@ pub fn sweep_panels(spec: &FigureSpec, rows: &[Row]) -> Result<Vec<Panel>> {
         let metric = |k: &str| {
             r.metrics
                 .get(k)
-                .and_then(|v| v.parse::<f64>().ok())
+                .and_then(crate::results::Cell::number)
                 .unwrap_or(f64::NAN)
         };
         let (bw, lat) = condition_of(label);
@@ -885,7 +885,7 @@ mod tests {
                 .collect(),
             metrics: [("epoch_time_s", t), ("wire_bound_epoch_s", bound)]
                 .iter()
-                .map(|(k, v)| ((*k).into(), v.to_string()))
+                .map(|(k, v)| ((*k).into(), crate::results::Cell::Number(Some(*v))))
                 .collect(),
         };
         let rows = vec![

@@ -8,43 +8,129 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::manifest::TableSpec;
-use crate::sim_backend::Summary;
+use crate::sim_backend::{Summary, finite};
 
 /// One row of runs.csv: the grid point, then the measured columns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
     pub run_id: String,
     pub point: BTreeMap<String, String>,
-    pub metrics: BTreeMap<String, String>,
+    /// The measured columns a run has ([`METRICS`]); a failed run has only
+    /// its status.
+    pub metrics: BTreeMap<String, Cell>,
+}
+
+/// How runs.csv writes a metric column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Count,
+    /// A number in scientific notation, every digit kept.
+    Sci,
+    /// A number with this many decimals.
+    Fixed(usize),
+}
+
+/// The kind of metric column `metric`: the one place it is defined.
+pub fn kind(metric: &str) -> Kind {
+    match metric {
+        "status" | "shaping" | "bytes_check" => Kind::Text,
+        "bytes" | "hash_failures" => Kind::Count,
+        "wall_s" => Kind::Fixed(3),
+        "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
+        _ => Kind::Sci,
+    }
+}
+
+/// One metric of one run, typed by its column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Count(u64),
+    /// `None`: not measured, or not a number.
+    Number(Option<f64>),
+}
+
+impl Cell {
+    /// The value as a number, if it is one.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Cell::Number(v) => *v,
+            Cell::Count(n) => Some(*n as f64),
+            Cell::Text(_) => None,
+        }
+    }
+
+    /// The text of a text cell ("" for others).
+    pub fn text(&self) -> &str {
+        match self {
+            Cell::Text(t) => t,
+            _ => "",
+        }
+    }
+
+    /// The cell as runs.csv writes it in column `metric` (a missing number
+    /// as `NaN`).
+    pub fn csv(&self, metric: &str) -> String {
+        match (self, kind(metric)) {
+            (Cell::Text(t), _) => t.clone(),
+            (Cell::Count(n), _) => n.to_string(),
+            (Cell::Number(None), _) => "NaN".into(),
+            (Cell::Number(Some(v)), Kind::Fixed(d)) => format!("{v:.d$}"),
+            (Cell::Number(Some(v)), _) => format!("{v:e}"),
+        }
+    }
+
+    /// A runs.csv cell of column `metric` read back: the one place text
+    /// becomes a cell. An empty cell is no cell.
+    pub fn parse(metric: &str, text: &str) -> Option<Cell> {
+        if text.is_empty() {
+            return None;
+        }
+        Some(match kind(metric) {
+            Kind::Text => Cell::Text(text.to_string()),
+            Kind::Count => match text.parse() {
+                Ok(n) => Cell::Count(n),
+                Err(_) => Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan())),
+            },
+            Kind::Sci | Kind::Fixed(_) => {
+                Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan()))
+            }
+        })
+    }
 }
 
 impl Row {
+    /// The run's status (`completed`, `diverged`, `failed`, ...).
+    pub fn status(&self) -> &str {
+        self.metrics.get("status").map_or("", Cell::text)
+    }
+
     /// The row of planned run `run`: its summary's metrics as runs.csv
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
     pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> Row {
-        // a missing metric is written `NaN`, as runs.csv always had it
-        let e = |v: Option<f64>| v.map_or_else(|| "NaN".to_string(), |v| format!("{v:e}"));
-        let f4 = |v: Option<f64>| v.map_or_else(|| "NaN".to_string(), |v| format!("{v:.4}"));
+        let e = Cell::Number;
+        let f4 = Cell::Number;
         let mut metrics = BTreeMap::new();
         match summary {
             None => {
-                metrics.insert("status".into(), "failed".into());
+                metrics.insert("status".into(), Cell::Text("failed".into()));
             }
             Some(s) => {
                 for (k, v) in [
-                    ("status", s.status.clone()),
+                    ("status", Cell::Text(s.status.clone())),
                     ("final_loss", e(s.final_loss)),
                     ("train_loss", e(s.train_loss)),
                     ("local_loss", e(s.local_loss)),
                     ("grad_norm_sq", e(s.grad_norm_sq)),
                     ("consensus", e(s.consensus)),
-                    ("bytes", s.bytes.to_string()),
+                    ("bytes", Cell::Count(s.bytes)),
                     ("virtual_s", e(s.virtual_s)),
-                    ("hash_failures", s.hash_failures.to_string()),
+                    ("hash_failures", Cell::Count(s.hash_failures)),
                     ("test_accuracy", e(s.test_accuracy)),
                     ("avg_test_accuracy", e(s.avg_test_accuracy)),
-                    ("wall_s", format!("{:.3}", s.wall_s)),
+                    ("wall_s", Cell::Number(finite(s.wall_s))),
                     ("extra_memory_mb", e(s.extra_memory_mb)),
                     ("peak_rss_mb", e(s.peak_rss_mb)),
                     ("epoch_time_s", e(s.epoch_time_s)),
@@ -54,19 +140,19 @@ impl Row {
                         f4(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
                     ),
                     ("comm_fraction", f4(s.comm_fraction)),
-                    ("shaping", s.shaping.clone()),
+                    ("shaping", Cell::Text(s.shaping.clone())),
                     ("counted_bytes_per_worker", e(s.counted_bytes_per_worker)),
                     ("kernel_bytes_per_worker", e(s.kernel_bytes_per_worker)),
                     ("kernel_over_counted", f4(s.kernel_over_counted())),
                     (
                         "bytes_check",
-                        if s.kernel_over_counted().is_none() {
+                        Cell::Text(if s.kernel_over_counted().is_none() {
                             String::new()
                         } else if s.bytes_flagged() {
                             "flagged".into()
                         } else {
                             "ok".into()
-                        },
+                        }),
                     ),
                 ] {
                     metrics.insert(k.to_string(), v);
@@ -140,7 +226,9 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
         }
         for m in METRICS {
             out.push(',');
-            out.push_str(&escape(r.metrics.get(m).map_or("", String::as_str)));
+            out.push_str(&escape(
+                &r.metrics.get(m).map_or(String::new(), |c| c.csv(m)),
+            ));
         }
         out.push('\n');
     }
@@ -218,7 +306,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
                     .cloned()
                     .zip(f[1..first_metric].iter().cloned())
                     .collect(),
-                metrics: METRICS.iter().map(|m| (m.to_string(), cell(m))).collect(),
+                metrics: METRICS
+                    .iter()
+                    .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
+                    .collect(),
             })
         })
         .collect()
@@ -393,7 +484,7 @@ pub fn build_table(
         }
     }
     let scale = spec.scale.unwrap_or(1.0);
-    let status = |r: &Row| r.metrics.get("status").cloned().unwrap_or_default();
+    let status = |r: &Row| r.status().to_string();
     let body = row_keys
         .iter()
         .map(|rk| {
@@ -412,7 +503,7 @@ pub fn build_table(
                         let v: Vec<f64> = runs
                             .iter()
                             .filter(|r| status(r) == "completed")
-                            .filter_map(|r| r.metrics.get(&spec.value)?.parse::<f64>().ok())
+                            .filter_map(|r| r.metrics.get(&spec.value)?.number())
                             .map(|x| x * scale)
                             .collect();
                         mean_sd(&v)
@@ -431,7 +522,7 @@ pub fn build_table(
                 let v: Vec<f64> = runs
                     .iter()
                     .filter(|r| status(r) != "failed")
-                    .filter_map(|r| r.metrics.get(metric)?.parse::<f64>().ok())
+                    .filter_map(|r| r.metrics.get(metric)?.number())
                     .filter(|x| x.is_finite())
                     .collect();
                 (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -582,13 +673,13 @@ mod tests {
             .into(),
             metrics: METRICS
                 .iter()
-                .map(|m| {
+                .filter_map(|m| {
                     let v = match *m {
                         "status" => status.to_string(),
                         "final_loss" => loss.to_string(),
                         _ => "0".to_string(),
                     };
-                    (m.to_string(), v)
+                    Some((m.to_string(), Cell::parse(m, &v)?))
                 })
                 .collect(),
         }
@@ -647,7 +738,8 @@ mod tests {
             row("pqasgd", "0", "1", "completed"),
         ];
         for (r, bytes) in rows.iter_mut().zip(["1000", "3000", "50"]) {
-            r.metrics.insert("bytes".into(), bytes.into());
+            r.metrics
+                .insert("bytes".into(), Cell::parse("bytes", bytes).unwrap());
         }
         let spec = TableSpec {
             rows: vec!["algorithm".into()],
@@ -691,10 +783,11 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].point["algorithm"], "dcd");
-        assert_eq!(rows[0].metrics["wall_s"], "3.5");
-        assert_eq!(rows[0].metrics["shaping"], "none");
-        assert_eq!(rows[0].metrics["train_loss"], "");
-        assert_eq!(rows[0].metrics["comm_fraction"], "");
+        assert_eq!(rows[0].metrics["wall_s"], Cell::Number(Some(3.5)));
+        assert_eq!(rows[0].metrics["shaping"], Cell::Text("none".into()));
+        // written before the column existed: no cell, not zero
+        assert_eq!(rows[0].metrics.get("train_loss"), None);
+        assert_eq!(rows[0].metrics.get("comm_fraction"), None);
     }
 
     #[test]

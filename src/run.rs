@@ -251,7 +251,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         };
         if interrupted && earlier.is_none() {
             let mut metrics = BTreeMap::new();
-            metrics.insert("status".into(), "not run (interrupted)".into());
+            metrics.insert(
+                "status".into(),
+                results::Cell::Text("not run (interrupted)".into()),
+            );
             return Row {
                 run_id: r.id.clone(),
                 point: r.point.clone(),
@@ -355,18 +358,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             eprintln!("figure: {}", p.display());
         }
     }
-    let failed = rows
-        .iter()
-        .filter(|r| r.metrics.get("status").map(String::as_str) == Some("failed"))
-        .count();
+    let failed = rows.iter().filter(|r| r.status() == "failed").count();
     if crate::signals::interrupted() {
         eprintln!(
             "interrupted: kept the {} finished runs in {}",
             rows.iter()
-                .filter(|r| !matches!(
-                    r.metrics.get("status").map(String::as_str),
-                    Some("failed" | "not run (interrupted)")
-                ))
+                .filter(|r| !matches!(r.status(), "failed" | "not run (interrupted)"))
                 .count(),
             csv.display()
         );
@@ -508,7 +505,7 @@ fn figure_panels(
         manifest::FigureKind::Sweep => {
             let done: Vec<Row> = rows
                 .iter()
-                .filter(|r| r.metrics.get("status").map(String::as_str) == Some("completed"))
+                .filter(|r| r.status() == "completed")
                 .cloned()
                 .collect();
             plot::sweep_panels(spec, &done)?
