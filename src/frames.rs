@@ -17,7 +17,7 @@ use polars::prelude::{Column, DataFrame, IntoColumn, NamedFrom, ParquetWriter, S
 use polars::prelude::{ParquetReader, SerReader};
 
 use crate::plot::CurvePoint;
-use crate::results::{Cell, Kind, METRICS, Row, kind};
+use crate::results::{Cell, Kind, METRICS, RunRecord, kind};
 
 /// One column from its cells, with the inferred type.
 fn column(name: &str, cells: &[&str]) -> Column {
@@ -39,7 +39,7 @@ fn column(name: &str, cells: &[&str]) -> Column {
 }
 
 /// runs.csv's rows as a frame: `run_id`, the grid keys (sorted), then [`METRICS`].
-pub fn runs_frame(rows: &[Row]) -> Result<DataFrame> {
+pub fn runs_frame(rows: &[RunRecord]) -> Result<DataFrame> {
     let keys: Vec<&String> = rows
         .first()
         .map(|r| r.point.keys().collect())
@@ -81,12 +81,12 @@ pub fn runs_frame(rows: &[Row]) -> Result<DataFrame> {
 
 /// The averaged curves as a frame: `run_id`, the grid keys, then
 /// `iteration, epoch, wall_s` and the figure's `y`, one row per point.
-pub fn curves_frame(y: &str, curves: &[(Row, Vec<CurvePoint>)]) -> Result<DataFrame> {
+pub fn curves_frame(y: &str, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<DataFrame> {
     let keys: Vec<&String> = curves
         .first()
         .map(|(r, _)| r.point.keys().collect())
         .unwrap_or_default();
-    let per_step = |f: &dyn Fn(&Row) -> String| -> Vec<String> {
+    let per_step = |f: &dyn Fn(&RunRecord) -> String| -> Vec<String> {
         curves
             .iter()
             .flat_map(|(r, pts)| std::iter::repeat_n(f(r), pts.len()))
@@ -156,7 +156,7 @@ mod tests {
 
     use super::*;
 
-    fn row(id: &str, alg: &str, seed: &str, status: &str, loss: &str) -> Row {
+    fn row(id: &str, alg: &str, seed: &str, status: &str, loss: &str) -> RunRecord {
         let point = BTreeMap::from([
             ("algorithm".to_string(), alg.to_string()),
             ("seed".to_string(), seed.to_string()),
@@ -166,7 +166,7 @@ mod tests {
                 .iter()
                 .filter_map(|(m, v)| Some((m.to_string(), Cell::parse(m, v)?)))
                 .collect();
-        Row {
+        RunRecord {
             run_id: id.into(),
             point,
             metrics,

@@ -12,7 +12,7 @@ use repro_runlog::{Log, read_log};
 
 use crate::manifest::FigureSpec;
 use crate::net::{parse_bandwidth, parse_latency};
-use crate::results::Row;
+use crate::results::RunRecord;
 
 /// One step of one run, averaged over its ranks.
 #[derive(Debug, Clone, PartialEq)]
@@ -138,7 +138,11 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
 }
 
 /// The curves of `y` of every run that left logs, in the order of `runs`.
-pub fn load_curves(raw: &Path, runs: &[Row], y: &str) -> Result<Vec<(Row, Vec<CurvePoint>)>> {
+pub fn load_curves(
+    raw: &Path,
+    runs: &[RunRecord],
+    y: &str,
+) -> Result<Vec<(RunRecord, Vec<CurvePoint>)>> {
     let mut out = Vec::new();
     for r in runs {
         let Ok(logs) = run_logs(raw, &r.run_id) else {
@@ -153,7 +157,11 @@ pub fn load_curves(raw: &Path, runs: &[Row], y: &str) -> Result<Vec<(Row, Vec<Cu
 }
 
 /// curves.csv: run id, grid keys, then one line per step.
-pub fn write_curves_csv(path: &Path, y: &str, curves: &[(Row, Vec<CurvePoint>)]) -> Result<()> {
+pub fn write_curves_csv(
+    path: &Path,
+    y: &str,
+    curves: &[(RunRecord, Vec<CurvePoint>)],
+) -> Result<()> {
     let keys: Vec<String> = curves
         .first()
         .map(|(r, _)| r.point.keys().cloned().collect())
@@ -218,7 +226,7 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
 
 /// Groups curves into panels and series; runs that differ only in other
 /// grid keys (seeds) are averaged step by step (over their common steps).
-pub fn panels(spec: &FigureSpec, curves: &[(Row, Vec<CurvePoint>)]) -> Result<Vec<Panel>> {
+pub fn panels(spec: &FigureSpec, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<Vec<Panel>> {
     let x_of = |p: &CurvePoint| -> Result<f64> {
         Ok(match spec.x.as_str() {
             "wall_s" => p.wall_s,
@@ -326,7 +334,7 @@ type SweepAcc = (f64, f64, f64, usize);
 /// of runs.csv against bandwidth, one panel per latency with two or more
 /// bandwidths, then against latency, one panel per bandwidth with two or
 /// more latencies; one series per value of `series`; seeds averaged.
-pub fn sweep_panels(spec: &FigureSpec, rows: &[Row]) -> Result<Vec<Panel>> {
+pub fn sweep_panels(spec: &FigureSpec, rows: &[RunRecord]) -> Result<Vec<Panel>> {
     let net_key = spec.panels.clone().unwrap_or_else(|| "network".into());
     let mut pts = Vec::new();
     for r in rows {
@@ -779,8 +787,8 @@ mod tests {
         assert!(curve_of(&[a], "accuracy").is_err());
     }
 
-    fn run(id: &str, point: &[(&str, &str)]) -> Row {
-        Row {
+    fn run(id: &str, point: &[(&str, &str)]) -> RunRecord {
+        RunRecord {
             run_id: id.into(),
             point: point
                 .iter()
@@ -877,7 +885,7 @@ mod tests {
 
     #[test]
     fn sweeps_make_a_panel_per_fixed_latency_and_bandwidth() {
-        let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| Row {
+        let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| RunRecord {
             run_id: format!("{alg}{net}{seed}"),
             point: [("algorithm", alg), ("network", net), ("seed", seed)]
                 .iter()

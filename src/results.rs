@@ -10,9 +10,11 @@ use anyhow::{Context, Result, bail};
 use crate::manifest::TableSpec;
 use crate::sim_backend::{Summary, finite};
 
-/// One row of runs.csv: the grid point, then the measured columns.
+/// One run's record: its id, its grid point and its typed metrics (a row
+/// of runs.csv). Built from the run's Summary, which is read from its logs
+/// ([`RunRecord::of`]), or from a committed runs.csv.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Row {
+pub struct RunRecord {
     pub run_id: String,
     pub point: BTreeMap<String, String>,
     /// The measured columns a run has ([`METRICS`]); a failed run has only
@@ -100,7 +102,7 @@ impl Cell {
     }
 }
 
-impl Row {
+impl RunRecord {
     /// The run's status (`completed`, `diverged`, `failed`, ...).
     pub fn status(&self) -> &str {
         self.metrics.get("status").map_or("", Cell::text)
@@ -109,7 +111,7 @@ impl Row {
     /// The row of planned run `run`: its summary's metrics as runs.csv
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
-    pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> Row {
+    pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> RunRecord {
         let e = Cell::Number;
         let f4 = Cell::Number;
         let mut metrics = BTreeMap::new();
@@ -159,7 +161,7 @@ impl Row {
                 }
             }
         }
-        Row {
+        RunRecord {
             run_id: run.id.clone(),
             point: run.point.clone(),
             metrics,
@@ -203,7 +205,7 @@ fn escape(field: &str) -> String {
 }
 
 /// Writes runs.csv: `run_id`, the grid keys (sorted), then [`METRICS`].
-pub fn write_csv(path: &Path, rows: &[Row]) -> Result<()> {
+pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let keys: Vec<&String> = rows
         .first()
         .map(|r| r.point.keys().collect())
@@ -256,7 +258,7 @@ fn split_csv_line(line: &str) -> Vec<String> {
 }
 
 /// Reads runs.csv back.
-pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
+pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!(
             "could not read {}; run the experiment first (`repro run`)",
@@ -299,7 +301,7 @@ pub fn read_csv(path: &Path) -> Result<Vec<Row>> {
                     .map(|j| f[first_metric + j].clone())
                     .unwrap_or_default()
             };
-            Ok(Row {
+            Ok(RunRecord {
                 run_id: f[0].clone(),
                 point: grid
                     .iter()
@@ -376,7 +378,12 @@ pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
 
 /// The paper's cell for a group of runs, by `spec.paper.keys`: its value
 /// (± sd, or "diverge"), or column `column` as written.
-fn paper_cell(spec: &TableSpec, paper: &PaperRows, run: &Row, column: Option<&String>) -> String {
+fn paper_cell(
+    spec: &TableSpec,
+    paper: &PaperRows,
+    run: &RunRecord,
+    column: Option<&String>,
+) -> String {
     let Some(p) = &spec.paper else {
         return String::new();
     };
@@ -421,7 +428,7 @@ pub fn build_table(
     title: &str,
     source: &str,
     spec: &TableSpec,
-    rows: &[Row],
+    rows: &[RunRecord],
     paper: Option<&PaperRows>,
 ) -> Result<Table> {
     if !METRICS.contains(&spec.value.as_str()) {
@@ -431,13 +438,13 @@ pub fn build_table(
             METRICS.join(", ")
         );
     }
-    let row_key = |r: &Row| {
+    let row_key = |r: &RunRecord| {
         spec.rows
             .iter()
             .map(|k| r.point.get(k).cloned().unwrap_or_default())
             .collect::<Vec<_>>()
     };
-    let col_key = |r: &Row| {
+    let col_key = |r: &RunRecord| {
         spec.cols
             .as_ref()
             .and_then(|c| r.point.get(c).cloned())
@@ -445,7 +452,7 @@ pub fn build_table(
     };
     let mut row_keys: Vec<Vec<String>> = Vec::new();
     let mut col_keys: Vec<String> = Vec::new();
-    let mut cells: BTreeMap<(Vec<String>, String), Vec<&Row>> = BTreeMap::new();
+    let mut cells: BTreeMap<(Vec<String>, String), Vec<&RunRecord>> = BTreeMap::new();
     for r in rows {
         let (rk, ck) = (row_key(r), col_key(r));
         if !row_keys.contains(&rk) {
@@ -484,7 +491,7 @@ pub fn build_table(
         }
     }
     let scale = spec.scale.unwrap_or(1.0);
-    let status = |r: &Row| r.status().to_string();
+    let status = |r: &RunRecord| r.status().to_string();
     let body = row_keys
         .iter()
         .map(|rk| {
@@ -517,8 +524,8 @@ pub fn build_table(
                     );
                 }
             }
-            let in_row: Vec<&Row> = rows.iter().filter(|r| &row_key(r) == rk).collect();
-            let mean_of = |runs: &[&Row], metric: &str| -> Option<f64> {
+            let in_row: Vec<&RunRecord> = rows.iter().filter(|r| &row_key(r) == rk).collect();
+            let mean_of = |runs: &[&RunRecord], metric: &str| -> Option<f64> {
                 let v: Vec<f64> = runs
                     .iter()
                     .filter(|r| status(r) != "failed")
@@ -533,12 +540,12 @@ pub fn build_table(
                     None => v,
                     Some(reference) => {
                         // the reference shares this row's values for the other row keys
-                        let matches = |r: &&Row| {
+                        let matches = |r: &&RunRecord| {
                             spec.rows.iter().zip(rk).all(|(k, val)| {
                                 reference.contains_key(k) || r.point.get(k) == Some(val)
                             }) && reference.iter().all(|(k, val)| r.point.get(k) == Some(val))
                         };
-                        let base: Vec<&Row> = rows.iter().filter(matches).collect();
+                        let base: Vec<&RunRecord> = rows.iter().filter(matches).collect();
                         match (v, mean_of(&base, &e.value)) {
                             (Some(x), Some(b)) if b != 0.0 => Some(x / b),
                             _ => None,
@@ -663,8 +670,8 @@ fn mean_sd(v: &[f64]) -> String {
 mod tests {
     use super::*;
 
-    fn row(alg: &str, seed: &str, loss: &str, status: &str) -> Row {
-        Row {
+    fn row(alg: &str, seed: &str, loss: &str, status: &str) -> RunRecord {
+        RunRecord {
             run_id: format!("{alg}{seed}"),
             point: [
                 ("algorithm".to_string(), alg.to_string()),

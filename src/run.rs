@@ -13,7 +13,7 @@ use crate::net::{Condition, HostNet, ShapingMode};
 use crate::plan::{self, PlannedRun};
 use crate::plot::ImageFormat;
 use crate::progress::Progress;
-use crate::results::{self, Row};
+use crate::results::{self, RunRecord};
 use crate::train_backend::{Launcher, Method, NetContext};
 use crate::{plot, sim_backend, train_backend};
 
@@ -237,7 +237,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let total = runs.len();
     let done = std::sync::atomic::AtomicUsize::new(0);
     let progress = Progress::new(total);
-    let execute = |r: &PlannedRun| -> Row {
+    let execute = |r: &PlannedRun| -> RunRecord {
         // a run that finished in an earlier invocation (same id: the same
         // resolved config) is summarized from its logs with --resume, and
         // also once Ctrl-C / SIGTERM stops this invocation, so an
@@ -255,7 +255,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 "status".into(),
                 results::Cell::Text("not run (interrupted)".into()),
             );
-            return Row {
+            return RunRecord {
                 run_id: r.id.clone(),
                 point: r.point.clone(),
                 metrics,
@@ -320,10 +320,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 ));
             }
         }
-        Row::of(r, result.as_ref().ok())
+        RunRecord::of(r, result.as_ref().ok())
     };
     let jobs = args.jobs.clamp(1, total.max(1));
-    let rows: Vec<Row> = if jobs == 1 {
+    let rows: Vec<RunRecord> = if jobs == 1 {
         runs.iter().map(&execute).collect()
     } else {
         let chunk = total.div_ceil(jobs);
@@ -487,7 +487,7 @@ fn dry_run(
 fn figure_panels(
     m: &manifest::Manifest,
     out: &std::path::Path,
-    rows: &[Row],
+    rows: &[RunRecord],
 ) -> Result<Option<(manifest::FigureSpec, Vec<plot::Panel>)>> {
     let Some(spec) = &m.figure else {
         return Ok(None);
@@ -503,7 +503,7 @@ fn figure_panels(
             plot::panels(spec, &curves)?
         }
         manifest::FigureKind::Sweep => {
-            let done: Vec<Row> = rows
+            let done: Vec<RunRecord> = rows
                 .iter()
                 .filter(|r| r.status() == "completed")
                 .cloned()
@@ -536,7 +536,7 @@ fn draw_figure(
 fn figure(
     m: &manifest::Manifest,
     out: &std::path::Path,
-    rows: &[Row],
+    rows: &[RunRecord],
     formats: &[ImageFormat],
 ) -> Result<Option<Vec<PathBuf>>> {
     match figure_panels(m, out, rows)? {
