@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::manifest::TableSpec;
-use crate::sim_backend::{Summary, finite};
+use crate::sim_backend::Summary;
 
 /// One run's record: its id, its grid point and its typed metrics (a row
 /// of runs.csv). Built from the run's Summary, which is read from its logs
@@ -89,15 +89,11 @@ impl Cell {
         if text.is_empty() {
             return None;
         }
+        let number = || Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan()));
         Some(match kind(metric) {
             Kind::Text => Cell::Text(text.to_string()),
-            Kind::Count => match text.parse() {
-                Ok(n) => Cell::Count(n),
-                Err(_) => Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan())),
-            },
-            Kind::Sci | Kind::Fixed(_) => {
-                Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan()))
-            }
+            Kind::Count => text.parse().map_or_else(|_| number(), Cell::Count),
+            Kind::Sci | Kind::Fixed(_) => number(),
         })
     }
 }
@@ -112,8 +108,6 @@ impl RunRecord {
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
     pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> RunRecord {
-        let e = Cell::Number;
-        let f4 = Cell::Number;
         let mut metrics = BTreeMap::new();
         match summary {
             None => {
@@ -122,30 +116,36 @@ impl RunRecord {
             Some(s) => {
                 for (k, v) in [
                     ("status", Cell::Text(s.status.clone())),
-                    ("final_loss", e(s.final_loss)),
-                    ("train_loss", e(s.train_loss)),
-                    ("local_loss", e(s.local_loss)),
-                    ("grad_norm_sq", e(s.grad_norm_sq)),
-                    ("consensus", e(s.consensus)),
+                    ("final_loss", Cell::Number(s.final_loss)),
+                    ("train_loss", Cell::Number(s.train_loss)),
+                    ("local_loss", Cell::Number(s.local_loss)),
+                    ("grad_norm_sq", Cell::Number(s.grad_norm_sq)),
+                    ("consensus", Cell::Number(s.consensus)),
                     ("bytes", Cell::Count(s.bytes)),
-                    ("virtual_s", e(s.virtual_s)),
+                    ("virtual_s", Cell::Number(s.virtual_s)),
                     ("hash_failures", Cell::Count(s.hash_failures)),
-                    ("test_accuracy", e(s.test_accuracy)),
-                    ("avg_test_accuracy", e(s.avg_test_accuracy)),
-                    ("wall_s", Cell::Number(finite(s.wall_s))),
-                    ("extra_memory_mb", e(s.extra_memory_mb)),
-                    ("peak_rss_mb", e(s.peak_rss_mb)),
-                    ("epoch_time_s", e(s.epoch_time_s)),
-                    ("wire_bound_epoch_s", e(s.wire_bound_epoch_s)),
+                    ("test_accuracy", Cell::Number(s.test_accuracy)),
+                    ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
+                    ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
+                    ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
+                    ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
+                    ("epoch_time_s", Cell::Number(s.epoch_time_s)),
+                    ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
                     (
                         "time_over_bound",
-                        f4(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
+                        Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
                     ),
-                    ("comm_fraction", f4(s.comm_fraction)),
+                    ("comm_fraction", Cell::Number(s.comm_fraction)),
                     ("shaping", Cell::Text(s.shaping.clone())),
-                    ("counted_bytes_per_worker", e(s.counted_bytes_per_worker)),
-                    ("kernel_bytes_per_worker", e(s.kernel_bytes_per_worker)),
-                    ("kernel_over_counted", f4(s.kernel_over_counted())),
+                    (
+                        "counted_bytes_per_worker",
+                        Cell::Number(s.counted_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_bytes_per_worker",
+                        Cell::Number(s.kernel_bytes_per_worker),
+                    ),
+                    ("kernel_over_counted", Cell::Number(s.kernel_over_counted())),
                     (
                         "bytes_check",
                         Cell::Text(if s.kernel_over_counted().is_none() {

@@ -9,7 +9,8 @@ use repro_algos::{
     AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
 };
 use repro_runlog::{
-    End, Header, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, write_record,
+    End, Header, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, finite,
+    write_record,
 };
 
 use crate::net::{parse_bandwidth, parse_latency};
@@ -58,11 +59,6 @@ pub struct Summary {
     /// Share of the ranks' step time spent communicating:
     /// sum of comm_s / sum of (compute_s + comm_s) over every step of every rank.
     pub comm_fraction: Option<f64>,
-}
-
-/// `Some(v)` when `v` is a number: NaN and infinities are no measurement.
-pub fn finite(v: f64) -> Option<f64> {
-    v.is_finite().then_some(v)
 }
 
 impl Summary {
@@ -265,12 +261,12 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         };
     }
     let metrics = Metrics {
-        final_loss: Metrics::finite(final_loss),
-        local_loss: Metrics::finite(local_loss),
+        final_loss: finite(final_loss),
+        local_loss: finite(local_loss),
         grad_norm_sq: (grad_count > 0)
             .then(|| grad_acc / grad_count as f64)
-            .and_then(Metrics::finite),
-        consensus: Metrics::finite(sim.consensus_distance()),
+            .and_then(finite),
+        consensus: finite(sim.consensus_distance()),
         bytes_sent: sim.total_bytes(),
         hash_failures,
     };

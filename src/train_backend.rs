@@ -768,7 +768,7 @@ fn summarize(
         }
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
-    let some = crate::sim_backend::finite;
+    let some = repro_runlog::finite;
     let virtual_s = logs
         .iter()
         .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))

@@ -872,23 +872,29 @@ mod tests {
     use super::*;
     use crate::simd::levels;
 
+    /// Moniqua's kernel parameters for a modulus of 5, hashed, dither
+    /// hashed (no table).
+    fn test_params(bits: u32, rounding: Rounding, dither: Dither) -> ModParams<'static> {
+        let levels = 1i32 << bits;
+        ModParams {
+            table: &[],
+            bits,
+            levels,
+            scale: levels as f32 / 5.0,
+            step: 5.0 / levels as f32,
+            rounding,
+            dither,
+            hash: true,
+        }
+    }
+
     #[test]
     fn every_simd_level_produces_identical_bits() {
         let x: Vec<f32> = (0..5003).map(|i| ((i as f32) * 0.37).sin() * 7.0).collect();
         let y: Vec<f32> = x.iter().map(|v| v + 0.3).collect();
         for bits in 1..=8u32 {
             for rounding in [Rounding::Nearest, Rounding::Stochastic] {
-                let levels_n = 1i32 << bits;
-                let p = ModParams {
-                    table: &[],
-                    bits,
-                    levels: levels_n,
-                    scale: levels_n as f32 / 5.0,
-                    step: 5.0 / levels_n as f32,
-                    rounding,
-                    dither: Dither::new(1, 0, 2),
-                    hash: true,
-                };
+                let p = test_params(bits, rounding, Dither::new(1, 0, 2));
                 let mut reference = None;
                 for level in levels() {
                     let mut body = vec![0u8; packed_len(x.len(), bits)];
@@ -1069,17 +1075,7 @@ mod tests {
         eprintln!("SIMD levels exercised: {}", ran.join(", "));
         for bits in [1u32, 2, 4, 8, 3] {
             for rounding in [Rounding::Nearest, Rounding::Stochastic] {
-                let levels_n = 1i32 << bits;
-                let p = ModParams {
-                    table: &[],
-                    bits,
-                    levels: levels_n,
-                    scale: levels_n as f32 / 5.0,
-                    step: 5.0 / levels_n as f32,
-                    rounding,
-                    dither: Dither::new(7, 1, 2),
-                    hash: true,
-                };
+                let p = test_params(bits, rounding, Dither::new(7, 1, 2));
                 let mut reference = None;
                 for level in levels() {
                     let mut body = vec![0u8; packed_len(x.len(), bits)];

@@ -333,11 +333,10 @@ pub struct Metrics {
     pub hash_failures: u64,
 }
 
-impl Metrics {
-    /// `Some(v)` when `v` is a number, `None` for NaN and infinities.
-    pub fn finite(v: f64) -> Option<f64> {
-        v.is_finite().then_some(v)
-    }
+/// `Some(v)` when `v` is a number, `None` for NaN and infinities: how a
+/// metric that is not a measurement is written (`null`) and summarized.
+pub fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
 }
 
 /// One line of a log.
