@@ -1,145 +1,245 @@
-//! The results as polars data frames: `runs.parquet` (one row per run, the
-//! same columns as runs.csv) and `curves.parquet` (one row per averaged step,
-//! the same columns as curves.csv), typed so that a researcher can load them
-//! with `pl.read_parquet` and filter or aggregate without parsing strings.
+//! The results engine: the runs and the curves as polars data frames, built
+//! once from the run records. Tables (`table::build_table`) and figures
+//! (`plot::panels`, `plot::sweep_panels`) are group-by queries on them, and
+//! they are exported as `runs.parquet` and `curves.parquet`.
 //!
-//! Metric columns are typed by their kind (`results::kind`): String, Int64
-//! or Float64, with null where a run has no value or no number (the loss of
-//! a diverged run). Grid-key columns are inferred: Int64 when every
-//! non-empty value is an integer, Float64 when every one is a number,
-//! String otherwise; an empty cell is null.
+//! In the frames, grid keys are String columns holding the values as the
+//! manifest wrote them, so a table's labels are the manifest's. Metric
+//! columns are typed by their kind (`results::kind`): String, Int64 or
+//! Float64, null where a run has no value or no number (the loss of a
+//! diverged run). On export, a grid-key column becomes Int64 when every
+//! non-empty value is an integer, Float64 when every one is a number.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use polars::prelude::{Column, DataFrame, IntoColumn, NamedFrom, ParquetWriter, Series};
-#[cfg(test)]
-use polars::prelude::{ParquetReader, SerReader};
+use polars::prelude::{
+    Column, DataFrame, DataType, Expr, IntoColumn, IntoLazy, LazyFrame, NamedFrom, ParquetReader,
+    ParquetWriter, SerReader, Series, col, lit,
+};
 
-use crate::plot::CurvePoint;
+use crate::curves::CurvePoint;
 use crate::results::{Cell, Kind, METRICS, RunRecord, kind};
 
 /// One column from its cells, with the inferred type.
-fn column(name: &str, cells: &[&str]) -> Column {
-    let present = || cells.iter().filter(|c| !c.is_empty());
+fn column(name: &str, cells: &[Option<&str>]) -> Column {
+    let present = || cells.iter().flatten().filter(|c| !c.is_empty());
     let name = name.into();
-    if present().all(|c| c.parse::<i64>().is_ok()) && present().next().is_some() {
-        let v: Vec<Option<i64>> = cells.iter().map(|c| c.parse().ok()).collect();
+    let any = present().next().is_some();
+    if any && present().all(|c| c.parse::<i64>().is_ok()) {
+        let v: Vec<Option<i64>> = cells
+            .iter()
+            .map(|c| c.and_then(|c| c.parse().ok()))
+            .collect();
         Series::new(name, v).into_column()
-    } else if present().all(|c| c.parse::<f64>().is_ok()) && present().next().is_some() {
-        let v: Vec<Option<f64>> = cells.iter().map(|c| c.parse().ok()).collect();
+    } else if any && present().all(|c| c.parse::<f64>().is_ok()) {
+        let v: Vec<Option<f64>> = cells
+            .iter()
+            .map(|c| c.and_then(|c| c.parse().ok()))
+            .collect();
         Series::new(name, v).into_column()
     } else {
-        let v: Vec<Option<&str>> = cells
-            .iter()
-            .map(|c| (!c.is_empty()).then_some(*c))
-            .collect();
-        Series::new(name, v).into_column()
+        text_column(name.as_str(), cells)
     }
 }
 
-/// runs.csv's rows as a frame: `run_id`, the grid keys (sorted), then [`METRICS`].
-pub fn runs_frame(rows: &[RunRecord]) -> Result<DataFrame> {
-    let keys: Vec<&String> = rows
-        .first()
-        .map(|r| r.point.keys().collect())
-        .unwrap_or_default();
-    let mut columns = vec![column(
-        "run_id",
-        &rows.iter().map(|r| r.run_id.as_str()).collect::<Vec<_>>(),
-    )];
-    for k in keys {
-        let cells: Vec<&str> = rows
-            .iter()
-            .map(|r| r.point.get(k).map_or("", String::as_str))
-            .collect();
-        columns.push(column(k, &cells));
-    }
-    // metric columns are typed by their kind, not inferred from text
-    for m in METRICS {
-        let cells = rows.iter().map(|r| r.metrics.get(m));
-        let name = m.into();
-        columns.push(match kind(m) {
-            Kind::Text => {
-                let v: Vec<Option<&str>> = cells.map(|c| c.map(Cell::text)).collect();
-                Series::new(name, v).into_column()
-            }
-            Kind::Count => {
-                let v: Vec<Option<i64>> = cells
-                    .map(|c| c.and_then(Cell::number).map(|n| n as i64))
-                    .collect();
-                Series::new(name, v).into_column()
-            }
-            Kind::Sci | Kind::Fixed(_) => {
-                let v: Vec<Option<f64>> = cells.map(|c| c.and_then(Cell::number)).collect();
-                Series::new(name, v).into_column()
-            }
-        });
-    }
-    DataFrame::new(rows.len(), columns).context("could not assemble the runs into a data frame")
+/// A String column; an empty cell is null.
+fn text_column(name: &str, cells: &[Option<&str>]) -> Column {
+    let v: Vec<Option<&str>> = cells.iter().map(|c| c.filter(|c| !c.is_empty())).collect();
+    Series::new(name.into(), v).into_column()
 }
 
-/// The averaged curves as a frame: `run_id`, the grid keys, then
-/// `iteration, epoch, wall_s` and the figure's `y`, one row per point.
-pub fn curves_frame(y: &str, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<DataFrame> {
-    let keys: Vec<&String> = curves
-        .first()
-        .map(|(r, _)| r.point.keys().collect())
-        .unwrap_or_default();
-    let per_step = |f: &dyn Fn(&RunRecord) -> String| -> Vec<String> {
-        curves
-            .iter()
-            .flat_map(|(r, pts)| std::iter::repeat_n(f(r), pts.len()))
+/// The grid keys of a set of runs, sorted (the first run's: every run of
+/// an experiment has the same keys).
+fn grid_keys(rows: &[&RunRecord]) -> Vec<String> {
+    rows.first()
+        .map(|r| r.point.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// `run_id` and the grid keys of `rows`, each repeated `times(i)` times.
+fn id_and_keys(
+    rows: &[&RunRecord],
+    keys: &[String],
+    times: &dyn Fn(usize) -> usize,
+) -> Vec<Column> {
+    let repeat = |f: &dyn Fn(&RunRecord) -> Option<&str>| -> Vec<Option<&str>> {
+        rows.iter()
+            .enumerate()
+            .flat_map(|(i, r)| std::iter::repeat_n(f(r), times(i)))
             .collect()
     };
-    let height: usize = curves.iter().map(|(_, p)| p.len()).sum();
-    let ids = per_step(&|r| r.run_id.clone());
-    let mut columns = vec![column(
-        "run_id",
-        &ids.iter().map(String::as_str).collect::<Vec<_>>(),
-    )];
+    let mut columns = vec![text_column("run_id", &repeat(&|r| Some(&r.run_id)))];
     for k in keys {
-        let cells = per_step(&|r| r.point.get(k).cloned().unwrap_or_default());
-        columns.push(column(
+        columns.push(text_column(
             k,
-            &cells.iter().map(String::as_str).collect::<Vec<_>>(),
+            &repeat(&|r| r.point.get(k).map(String::as_str)),
         ));
     }
-    let points = || curves.iter().flat_map(|(_, p)| p.iter());
-    columns.push(
-        Series::new(
-            "iteration".into(),
-            points().map(|p| p.iteration as i64).collect::<Vec<_>>(),
-        )
-        .into_column(),
-    );
-    for (name, f) in [
-        (
-            "epoch",
-            (|p: &CurvePoint| p.epoch) as fn(&CurvePoint) -> f64,
-        ),
-        ("wall_s", |p| p.wall_s),
-        (y, |p| p.value),
-    ] {
-        columns.push(Series::new(name.into(), points().map(f).collect::<Vec<_>>()).into_column());
+    columns
+}
+
+/// Grid-key columns retyped for export ([`column`]'s inference).
+fn typed_keys(df: &DataFrame, keys: &[String]) -> Result<DataFrame> {
+    let mut out = df.clone();
+    for k in keys {
+        let text = df.column(k)?.str()?.clone();
+        let cells: Vec<Option<&str>> = text.iter().collect();
+        out.replace(k, column(k, &cells))?;
     }
-    DataFrame::new(height, columns).context("could not assemble the curves into a data frame")
+    Ok(out)
+}
+
+/// A grid key as a String expression: "" where a run lacks it, and for a
+/// key no run has.
+pub fn key(frame: &DataFrame, k: &str) -> Expr {
+    if frame.column(k).is_ok() {
+        col(k).fill_null(lit(""))
+    } else {
+        lit("")
+    }
+}
+
+/// A column as a Float64 expression: null for a text column, and for a
+/// column the frame does not have.
+pub fn number(frame: &DataFrame, name: &str) -> Expr {
+    match frame.column(name).map(|c| c.dtype().clone()) {
+        Ok(DataType::Float64 | DataType::Int64) => col(name).cast(DataType::Float64),
+        _ => lit(polars::prelude::Null {}).cast(DataType::Float64),
+    }
+}
+
+/// String cell `i` of column `name` of a query's result ("" when null).
+pub fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
+    Ok(df
+        .column(name)?
+        .str()?
+        .get(i)
+        .unwrap_or_default()
+        .to_string())
+}
+
+/// Number cell `i` of column `name` of a query's result.
+pub fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f64>> {
+    Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.get(i))
+}
+
+/// The runs: `run_id`, the grid keys (sorted), then [`METRICS`], one row
+/// per run.
+#[derive(Debug, Clone)]
+pub struct RunsFrame {
+    pub df: DataFrame,
+    keys: Vec<String>,
+}
+
+impl RunsFrame {
+    pub fn new(rows: &[RunRecord]) -> Result<Self> {
+        let rows: Vec<&RunRecord> = rows.iter().collect();
+        let keys = grid_keys(&rows);
+        let mut columns = id_and_keys(&rows, &keys, &|_| 1);
+        // metric columns are typed by their kind, not inferred from text
+        for m in METRICS {
+            let cells = rows.iter().map(|r| r.metrics.get(m));
+            let name = m.into();
+            columns.push(match kind(m) {
+                Kind::Text => {
+                    let v: Vec<Option<&str>> = cells.map(|c| c.map(Cell::text)).collect();
+                    Series::new(name, v).into_column()
+                }
+                Kind::Count => {
+                    let v: Vec<Option<i64>> = cells
+                        .map(|c| c.and_then(Cell::number).map(|n| n as i64))
+                        .collect();
+                    Series::new(name, v).into_column()
+                }
+                Kind::Sci | Kind::Fixed(_) => {
+                    let v: Vec<Option<f64>> = cells.map(|c| c.and_then(Cell::number)).collect();
+                    Series::new(name, v).into_column()
+                }
+            });
+        }
+        let df = DataFrame::new(rows.len(), columns)
+            .context("could not assemble the runs into a data frame")?;
+        Ok(Self { df, keys })
+    }
+
+    pub fn lazy(&self) -> LazyFrame {
+        self.df.clone().lazy()
+    }
+
+    /// The frame as runs.parquet holds it (grid keys typed).
+    pub fn export(&self) -> Result<DataFrame> {
+        typed_keys(&self.df, &self.keys)
+    }
+}
+
+/// The averaged curves of one figure: `run_id`, the grid keys, then
+/// `iteration, epoch, wall_s` and the figure's `y`, one row per point.
+#[derive(Debug, Clone)]
+pub struct CurvesFrame {
+    pub df: DataFrame,
+    keys: Vec<String>,
+    /// The column holding the figure's `y`.
+    pub y: String,
+}
+
+impl CurvesFrame {
+    pub fn new(y: &str, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<Self> {
+        let rows: Vec<&RunRecord> = curves.iter().map(|(r, _)| r).collect();
+        let keys = grid_keys(&rows);
+        let height: usize = curves.iter().map(|(_, p)| p.len()).sum();
+        let mut columns = id_and_keys(&rows, &keys, &|i| curves[i].1.len());
+        let points = || curves.iter().flat_map(|(_, p)| p.iter());
+        columns.push(
+            Series::new(
+                "iteration".into(),
+                points().map(|p| p.iteration as i64).collect::<Vec<_>>(),
+            )
+            .into_column(),
+        );
+        for (name, f) in [
+            (
+                "epoch",
+                (|p: &CurvePoint| p.epoch) as fn(&CurvePoint) -> f64,
+            ),
+            ("wall_s", |p| p.wall_s),
+            (y, |p| p.value),
+        ] {
+            columns
+                .push(Series::new(name.into(), points().map(f).collect::<Vec<_>>()).into_column());
+        }
+        let df = DataFrame::new(height, columns)
+            .context("could not assemble the curves into a data frame")?;
+        Ok(Self {
+            df,
+            keys,
+            y: y.to_string(),
+        })
+    }
+
+    pub fn lazy(&self) -> LazyFrame {
+        self.df.clone().lazy()
+    }
+
+    /// The frame as curves.parquet holds it (grid keys typed).
+    pub fn export(&self) -> Result<DataFrame> {
+        typed_keys(&self.df, &self.keys)
+    }
 }
 
 /// Writes `df` to `path` as Parquet (zstd), through a temporary file renamed
 /// into place, so a reader never sees half a file.
-pub fn write_parquet(path: &Path, df: &mut DataFrame) -> Result<()> {
+pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
     let tmp = path.with_extension("parquet.tmp");
     let file = std::fs::File::create(&tmp)
         .with_context(|| format!("could not create {}", tmp.display()))?;
     ParquetWriter::new(file)
-        .finish(df)
+        .finish(&mut df)
         .with_context(|| format!("could not write {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("could not write {}", path.display()))
 }
 
-/// Reads a Parquet file back into a frame (the tests' check of what was written).
-#[cfg(test)]
+/// Reads a Parquet file back into a frame.
 pub fn read_parquet(path: &Path) -> Result<DataFrame> {
     let file =
         std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
@@ -151,8 +251,6 @@ pub fn read_parquet(path: &Path) -> Result<DataFrame> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-
-    use polars::prelude::DataType;
 
     use super::*;
 
@@ -179,13 +277,13 @@ mod tests {
             row("a1", "moniqua", "0", "completed", "0.25"),
             row("b2", "dcd", "1", "diverged", "NaN"),
         ];
-        let mut df = runs_frame(&rows).unwrap();
+        let df = RunsFrame::new(&rows).unwrap().export().unwrap();
         assert_eq!(df.height(), 2);
         assert_eq!(df.width(), 1 + 2 + METRICS.len());
         let dir = std::env::temp_dir().join(format!("repro-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("runs.parquet");
-        write_parquet(&path, &mut df).unwrap();
+        write_parquet(&path, df).unwrap();
         let back = read_parquet(&path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(back.height(), 2);
@@ -224,7 +322,7 @@ mod tests {
             (row("a1", "moniqua", "0", "completed", "1"), pts(3)),
             (row("b2", "d-psgd", "0", "completed", "1"), pts(2)),
         ];
-        let df = curves_frame("train_loss", &curves).unwrap();
+        let df = CurvesFrame::new("train_loss", &curves).unwrap().df;
         assert_eq!(df.height(), 5);
         let ids = df.column("run_id").unwrap().str().unwrap();
         assert_eq!(ids.get(3), Some("b2"));
@@ -238,10 +336,10 @@ mod tests {
 
     #[test]
     fn a_column_of_empty_cells_is_a_null_string_column() {
-        let c = column("bytes_check", &["", ""]);
+        let c = column("bytes_check", &[Some(""), None]);
         assert_eq!(c.dtype(), &DataType::String);
         assert_eq!(c.null_count(), 2);
-        let mixed = column("x", &["1", "2.5", ""]);
+        let mixed = column("x", &[Some("1"), Some("2.5"), Some("")]);
         assert_eq!(mixed.dtype(), &DataType::Float64);
     }
 }

@@ -2,6 +2,7 @@
 //! results, tables and figures. `main.rs` only calls [`cli::main`].
 
 pub mod cli;
+pub mod curves;
 pub mod data_cmd;
 pub mod demo;
 pub mod doctor;
@@ -17,4 +18,5 @@ pub mod results;
 pub mod run;
 pub mod signals;
 pub mod sim_backend;
+pub mod table;
 pub mod train_backend;

@@ -1,196 +1,16 @@
-//! Figures: per-step curves read back from the runs' logs, written to
-//! curves.csv, grouped into panels and series as the manifest's `figure`
-//! says, averaged over the other grid keys (seeds), and drawn as SVG with
-//! plotters (its SVG backend needs no fonts on the host).
+//! Figures: the panels and series the manifest's `figure` asks for,
+//! computed from the curves and runs frames (seeds averaged by group-by),
+//! and drawn as SVG and PNG with plotters (the font is compiled in).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
-use repro_runlog::{Log, read_log};
+use polars::prelude::{DataType, Expr, LazyFrame, col, len, lit};
 
+use crate::curves::CURVE_METRICS;
+use crate::frames::{self, CurvesFrame, RunsFrame};
 use crate::manifest::FigureSpec;
-use crate::net::{parse_bandwidth, parse_latency};
-use crate::results::RunRecord;
-
-/// One step of one run, averaged over its ranks.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CurvePoint {
-    pub iteration: u64,
-    pub epoch: f64,
-    /// When the slowest rank finished the step, in seconds since its first
-    /// step began.
-    pub wall_s: f64,
-    /// The figure's `y`, mean over ranks: `train_loss` from the steps, or an
-    /// evaluation metric from the evaluations.
-    pub value: f64,
-}
-
-/// The logs of one run: `raw/<id>/rank-*.jsonl` (MPI) or `raw/<id>.jsonl` (simulator).
-fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
-    let single = raw.join(format!("{id}.jsonl"));
-    let mut paths: Vec<PathBuf> = if single.is_file() {
-        vec![single]
-    } else {
-        let dir = raw.join(id);
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .with_context(|| format!("no logs for run {id} in {}", dir.display()))?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".jsonl"))
-            })
-            .collect();
-        v.sort();
-        v
-    };
-    paths.dedup();
-    paths
-        .iter()
-        .map(|p| {
-            let f = std::fs::File::open(p)
-                .with_context(|| format!("could not open {}", p.display()))?;
-            read_log(std::io::BufReader::new(f))
-                .with_context(|| format!("{} is unreadable", p.display()))
-        })
-        .collect()
-}
-
-/// One logged point of one rank: (iteration, wall_s, value, epoch).
-type RankPoint = (u64, f64, f64, f64);
-
-/// Averages the ranks' points iteration by iteration (only the iterations
-/// every rank logged). Time counts from the start of each rank's first step
-/// (start-up and data loading left out), the slowest rank's.
-fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<CurvePoint> {
-    let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
-    for log in logs {
-        let t0 = log
-            .steps
-            .first()
-            .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
-        for (iteration, wall_s, value, epoch) in points(log) {
-            let e = by_iter.entry(iteration).or_insert((0.0, 0.0, 0.0, 0));
-            e.0 = e.0.max(wall_s - t0);
-            e.1 += value;
-            e.2 = epoch;
-            e.3 += 1;
-        }
-    }
-    by_iter
-        .into_iter()
-        .filter(|(_, v)| v.3 == logs.len())
-        .map(|(iteration, (wall_s, sum, epoch, n))| CurvePoint {
-            iteration,
-            epoch,
-            wall_s,
-            value: sum / n as f64,
-        })
-        .collect()
-}
-
-/// The training loss of one run: the ranks' steps averaged iteration by
-/// iteration (see [`average_ranks`]).
-pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
-    average_ranks(logs, |log| {
-        log.steps
-            .iter()
-            .map(|s| (s.iteration, s.wall_s, s.train_loss, s.epoch))
-            .collect()
-    })
-}
-
-/// The `y` values a figure can draw: `train_loss` (every step), or a metric
-/// of the evaluations (every `eval_every` steps).
-pub const CURVE_METRICS: [&str; 5] = [
-    "train_loss",
-    "test_loss",
-    "test_accuracy",
-    "avg_test_loss",
-    "avg_test_accuracy",
-];
-
-/// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
-/// training loss; for an evaluation metric, the ranks' evaluations averaged
-/// at each evaluated iteration (the averaged model's are the same on every
-/// rank), at the time of the slowest rank.
-pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
-    let pick: fn(&repro_runlog::Eval) -> Option<f64> = match y {
-        "train_loss" => return Ok(curve(logs)),
-        "test_loss" => |e| Some(e.test_loss),
-        "test_accuracy" => |e| Some(e.test_accuracy),
-        "avg_test_loss" => |e| e.avg_test_loss,
-        "avg_test_accuracy" => |e| e.avg_test_accuracy,
-        other => bail!(
-            "figure.y `{other}` is not one of {}",
-            CURVE_METRICS.join(", ")
-        ),
-    };
-    Ok(average_ranks(logs, |log| {
-        log.evals
-            .iter()
-            .filter_map(|e| Some((e.iteration, e.wall_s, pick(e)?, e.epoch)))
-            .collect()
-    }))
-}
-
-/// The curves of `y` of every run that left logs, in the order of `runs`.
-pub fn load_curves(
-    raw: &Path,
-    runs: &[RunRecord],
-    y: &str,
-) -> Result<Vec<(RunRecord, Vec<CurvePoint>)>> {
-    let mut out = Vec::new();
-    for r in runs {
-        let Ok(logs) = run_logs(raw, &r.run_id) else {
-            continue;
-        };
-        let c = curve_of(&logs, y)?;
-        if !c.is_empty() {
-            out.push((r.clone(), c));
-        }
-    }
-    Ok(out)
-}
-
-/// curves.csv: run id, grid keys, then one line per step.
-pub fn write_curves_csv(
-    path: &Path,
-    y: &str,
-    curves: &[(RunRecord, Vec<CurvePoint>)],
-) -> Result<()> {
-    let keys: Vec<String> = curves
-        .first()
-        .map(|(r, _)| r.point.keys().cloned().collect())
-        .unwrap_or_default();
-    let mut out = String::from("run_id");
-    for k in &keys {
-        out.push(',');
-        out.push_str(k);
-    }
-    out.push_str(&format!(",iteration,epoch,wall_s,{y}\n"));
-    for (r, points) in curves {
-        let prefix: String = keys
-            .iter()
-            .map(|k| {
-                format!(
-                    ",{}",
-                    r.point.get(k).map_or("", String::as_str).replace(',', ";")
-                )
-            })
-            .collect();
-        for p in points {
-            out.push_str(&format!(
-                "{}{prefix},{},{},{},{}\n",
-                r.run_id, p.iteration, p.epoch, p.wall_s, p.value
-            ));
-        }
-    }
-    std::fs::write(path, out).with_context(|| format!("could not write {}", path.display()))
-}
 
 /// One line of a panel.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,17 +44,29 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The distinct values of String expression `e` over `lf`, in the order
+/// the rows first have them.
+fn in_order(lf: LazyFrame, e: Expr) -> Result<Vec<String>> {
+    let df = lf
+        .group_by_stable([e.alias("__v")])
+        .agg([])
+        .collect()
+        .context("could not group the figure's runs")?;
+    (0..df.height())
+        .map(|i| frames::text_at(&df, "__v", i))
+        .collect()
+}
+
 /// Groups curves into panels and series; runs that differ only in other
-/// grid keys (seeds) are averaged step by step (over their common steps).
-pub fn panels(spec: &FigureSpec, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<Vec<Panel>> {
-    let x_of = |p: &CurvePoint| -> Result<f64> {
-        Ok(match spec.x.as_str() {
-            "wall_s" => p.wall_s,
-            "iteration" => p.iteration as f64,
-            "epoch" => p.epoch,
-            other => bail!("figure.x `{other}` is not one of wall_s, iteration, epoch"),
-        })
-    };
+/// grid keys (seeds) are averaged iteration by iteration, over the
+/// iterations every one of them has.
+pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
+    if !["wall_s", "iteration", "epoch"].contains(&spec.x.as_str()) {
+        bail!(
+            "figure.x `{}` is not one of wall_s, iteration, epoch",
+            spec.x
+        );
+    }
     if !CURVE_METRICS.contains(&spec.y.as_str()) {
         bail!(
             "figure.y `{}` is not one of {}",
@@ -242,179 +74,181 @@ pub fn panels(spec: &FigureSpec, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Res
             CURVE_METRICS.join(", ")
         );
     }
-    let mut groups: BTreeMap<String, BTreeMap<String, Vec<&Vec<CurvePoint>>>> = BTreeMap::new();
-    let mut panel_order: Vec<String> = Vec::new();
-    let mut series_order: Vec<String> = Vec::new();
-    for (run, points) in curves {
-        let panel = match &spec.panels {
-            Some(k) => run
-                .point
-                .get(k)
-                .cloned()
-                .with_context(|| format!("figure.panels `{k}` is not a grid key"))?,
-            None => String::new(),
-        };
-        let series = run
-            .point
-            .get(&spec.series)
-            .cloned()
-            .with_context(|| format!("figure.series `{}` is not a grid key", spec.series))?;
-        if !panel_order.contains(&panel) {
-            panel_order.push(panel.clone());
-        }
-        if !series_order.contains(&series) {
-            series_order.push(series.clone());
-        }
-        groups
-            .entry(panel)
-            .or_default()
-            .entry(series)
-            .or_default()
-            .push(points);
+    let df = &curves.df;
+    if df.height() == 0 {
+        return Ok(Vec::new());
     }
+    let panel = match &spec.panels {
+        Some(k) if df.column(k).is_err() => bail!("figure.panels `{k}` is not a grid key"),
+        Some(k) => frames::key(df, k),
+        None => lit(""),
+    };
+    if df.column(&spec.series).is_err() {
+        bail!("figure.series `{}` is not a grid key", spec.series);
+    }
+    let series = frames::key(df, &spec.series);
+    let panel_order = in_order(curves.lazy(), panel.clone())?;
+    let series_order = in_order(curves.lazy(), series.clone())?;
+    // every (panel, series, iteration): the mean over its runs, and how many
+    let points = curves
+        .lazy()
+        .group_by([
+            panel.clone().alias("__panel"),
+            series.clone().alias("__series"),
+            col("iteration"),
+        ])
+        .agg([
+            col(spec.x.as_str())
+                .cast(DataType::Float64)
+                .mean()
+                .alias("__x"),
+            col(curves.y.as_str()).mean().alias("__y"),
+            col("run_id")
+                .n_unique()
+                .cast(DataType::Float64)
+                .alias("__n"),
+        ])
+        .sort(["iteration"], Default::default());
     panel_order
         .iter()
         .map(|p| {
-            let g = &groups[p];
-            let series = series_order
-                .iter()
-                .filter_map(|s| g.get(s).map(|runs| (s, runs)))
-                .map(|(label, runs)| {
-                    let len = runs.iter().map(|c| c.len()).min().unwrap_or(0);
-                    let mut xs = vec![0.0; len];
-                    let mut ys = vec![0.0; len];
-                    for c in runs {
-                        for (i, pt) in c.iter().take(len).enumerate() {
-                            xs[i] += x_of(pt)? / runs.len() as f64;
-                            ys[i] += pt.value / runs.len() as f64;
-                        }
-                    }
-                    let ys = smooth(&ys, spec.smooth);
-                    Ok(Series {
-                        label: label.clone(),
-                        runs: runs.len(),
-                        points: xs
-                            .into_iter()
-                            .zip(ys)
-                            .filter(|(_, y)| y.is_finite())
-                            .collect(),
-                        dashed: false,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let mut out = Vec::new();
+            for s in &series_order {
+                let this = |e: Expr, f: Expr| e.eq(lit(p.as_str())).and(f.eq(lit(s.as_str())));
+                let runs = curves
+                    .lazy()
+                    .filter(this(panel.clone(), series.clone()))
+                    .select([col("run_id").n_unique().cast(DataType::Float64)])
+                    .collect()
+                    .context("could not count the figure's runs")?;
+                let runs = frames::number_at(&runs, "run_id", 0)?.unwrap_or(0.0);
+                if runs == 0.0 {
+                    continue;
+                }
+                // only the iterations every run of the series has
+                let line = points
+                    .clone()
+                    .filter(this(col("__panel"), col("__series")))
+                    .filter(col("__n").eq(lit(runs)))
+                    .collect()
+                    .context("could not average the figure's runs")?;
+                let column = |n: &str| -> Result<Vec<f64>> {
+                    (0..line.height())
+                        .map(|i| Ok(frames::number_at(&line, n, i)?.unwrap_or(f64::NAN)))
+                        .collect()
+                };
+                let ys = smooth(&column("__y")?, spec.smooth);
+                out.push(Series {
+                    label: s.clone(),
+                    runs: runs as usize,
+                    points: column("__x")?
+                        .into_iter()
+                        .zip(ys)
+                        .filter(|(_, y)| y.is_finite())
+                        .collect(),
+                    dashed: false,
+                });
+            }
             Ok(Panel {
                 title: p.clone(),
                 x_label: axis_label(&spec.x).into(),
                 y_label: axis_label(&spec.y).into(),
                 log_x: false,
-                series,
+                series: out,
             })
         })
         .collect()
 }
 
-/// A network label (`100mbit/0.15ms`, `1mbit`, `1ms`) as (bit/s, seconds).
-fn condition_of(label: &str) -> (Option<f64>, f64) {
-    let mut bw = None;
-    let mut lat = 0.0;
-    for part in label.split('/') {
-        if let Some(b) = parse_bandwidth(part).filter(|_| part.contains("bit")) {
-            bw = Some(b);
-        } else if let Some(l) = parse_latency(part) {
-            lat = l;
-        }
-    }
-    (bw, lat)
-}
-
-/// x, sum of y, sum of bound, runs: one point of a sweep being averaged.
-type SweepAcc = (f64, f64, f64, usize);
-
 /// A sweep, as in Tang et al. 2018's Figure 3: `y` (and the dashed `bound`)
-/// of runs.csv against bandwidth, one panel per latency with two or more
-/// bandwidths, then against latency, one panel per bandwidth with two or
-/// more latencies; one series per value of `series`; seeds averaged.
-pub fn sweep_panels(spec: &FigureSpec, rows: &[RunRecord]) -> Result<Vec<Panel>> {
-    let net_key = spec.panels.clone().unwrap_or_else(|| "network".into());
-    let mut pts = Vec::new();
-    for r in rows {
-        let label = r
-            .point
-            .get(&net_key)
-            .with_context(|| format!("figure.panels `{net_key}` is not a grid key"))?;
-        let series = r
-            .point
-            .get(&spec.series)
-            .with_context(|| format!("figure.series `{}` is not a grid key", spec.series))?;
-        let metric = |k: &str| {
-            r.metrics
-                .get(k)
-                .and_then(crate::results::Cell::number)
-                .unwrap_or(f64::NAN)
-        };
-        let (bw, lat) = condition_of(label);
-        pts.push((
-            series.clone(),
-            bw,
-            lat,
-            metric(&spec.y),
-            spec.bound.as_deref().map(metric),
-        ));
+/// of the completed runs against bandwidth, one panel per latency with two
+/// or more bandwidths, then against latency, one panel per bandwidth with
+/// two or more latencies; one series per value of `series`; seeds averaged.
+pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
+    let df = &runs.df;
+    if df.column(&spec.series).is_err() {
+        bail!("figure.series `{}` is not a grid key", spec.series);
     }
-    let mut order: Vec<String> = Vec::new();
-    for p in &pts {
-        if !order.contains(&p.0) {
-            order.push(p.0.clone());
-        }
-    }
-    let mut lats: Vec<f64> = pts.iter().map(|p| p.2).collect();
-    lats.sort_by(f64::total_cmp);
-    lats.dedup();
-    let mut bws: Vec<f64> = pts.iter().filter_map(|p| p.1).collect();
-    bws.sort_by(f64::total_cmp);
-    bws.dedup();
+    let series = frames::key(df, &spec.series);
+    let nan = |e: Expr| e.fill_null(lit(f64::NAN));
+    let done = runs
+        .lazy()
+        .filter(col("status").eq(lit("completed")))
+        .select([
+            series.clone().alias("__series"),
+            frames::number(df, "bandwidth_bps").alias("__bw"),
+            frames::number(df, "latency_s")
+                .fill_null(lit(0.0))
+                .alias("__lat"),
+            nan(frames::number(df, &spec.y)).alias("__y"),
+            nan(match &spec.bound {
+                Some(b) => frames::number(df, b),
+                None => lit(f64::NAN),
+            })
+            .alias("__bound"),
+        ]);
+    let order = in_order(done.clone(), col("__series"))?;
+    let distinct = |name: &str| -> Result<Vec<f64>> {
+        let d = done
+            .clone()
+            .select([col(name)])
+            .drop_nulls(None)
+            .unique(None, Default::default())
+            .sort([name], Default::default())
+            .collect()
+            .context("could not list the sweep's conditions")?;
+        Ok((0..d.height())
+            .filter_map(|i| frames::number_at(&d, name, i).ok().flatten())
+            .collect())
+    };
     let mut panels = Vec::new();
-    let mut add = |title: String,
-                   x_label: &str,
-                   log_x: bool,
-                   selected: Vec<(&String, f64, f64, Option<f64>)>| {
-        let mut xs: Vec<u64> = selected.iter().map(|p| p.1.to_bits()).collect();
+    // one panel: the runs `keep` selects, `x` against y, seeds averaged
+    let mut add = |title: String, x_label: &str, log_x: bool, keep: Expr, x: Expr| -> Result<()> {
+        let points = done
+            .clone()
+            .filter(keep)
+            .group_by([col("__series"), x.alias("__x")])
+            .agg([
+                col("__y").mean(),
+                col("__bound").mean(),
+                len().cast(DataType::Float64).alias("__n"),
+            ])
+            .sort(["__x"], Default::default())
+            .collect()
+            .context("could not average the sweep's runs")?;
+        let mut xs: Vec<u64> = (0..points.height())
+            .filter_map(|i| frames::number_at(&points, "__x", i).ok().flatten())
+            .map(f64::to_bits)
+            .collect();
         xs.sort_unstable();
         xs.dedup();
         if xs.len() < 2 {
-            return;
+            return Ok(());
         }
         let mut series = Vec::new();
         for name in &order {
-            let mut by_x: BTreeMap<u64, SweepAcc> = BTreeMap::new();
-            for (s, x, y, b) in &selected {
-                if *s == name {
-                    let e = by_x.entry(x.to_bits()).or_insert((*x, 0.0, 0.0, 0));
-                    e.1 += y;
-                    e.2 += b.unwrap_or(f64::NAN);
-                    e.3 += 1;
+            let (mut line, mut bound, mut runs) = (Vec::new(), Vec::new(), 0);
+            for i in 0..points.height() {
+                if frames::text_at(&points, "__series", i)? != *name {
+                    continue;
                 }
+                let at = |n: &str| frames::number_at(&points, n, i);
+                let x = at("__x")?.unwrap_or(f64::NAN);
+                runs = runs.max(at("__n")?.unwrap_or(0.0) as usize);
+                line.extend(at("__y")?.filter(|y| y.is_finite()).map(|y| (x, y)));
+                bound.extend(at("__bound")?.filter(|y| y.is_finite()).map(|y| (x, y)));
             }
-            let mut v: Vec<SweepAcc> = by_x.into_values().collect();
-            v.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let runs = v.iter().map(|e| e.3).max().unwrap_or(0);
-            let line = |f: &dyn Fn(&SweepAcc) -> f64| -> Vec<(f64, f64)> {
-                v.iter()
-                    .map(|e| (e.0, f(e) / e.3 as f64))
-                    .filter(|p| p.1.is_finite())
-                    .collect()
-            };
             series.push(Series {
                 label: name.clone(),
                 runs,
-                points: line(&|e| e.1),
+                points: line,
                 dashed: false,
             });
             if spec.bound.is_some() {
                 series.push(Series {
                     label: format!("{name} (wire bound)"),
                     runs,
-                    points: line(&|e| e.2),
+                    points: bound,
                     dashed: true,
                 });
             }
@@ -426,34 +260,27 @@ pub fn sweep_panels(spec: &FigureSpec, rows: &[RunRecord]) -> Result<Vec<Panel>>
             log_x,
             series,
         });
+        Ok(())
     };
     // epoch time against bandwidth, one panel per latency ...
-    for &l in &lats {
-        let sel = pts
-            .iter()
-            .filter(|p| p.2 == l)
-            .filter_map(|p| Some((&p.0, p.1? / 1e6, p.3, p.4)))
-            .collect();
+    for l in distinct("__lat")? {
         add(
             format!("latency {} ms", l * 1e3),
             "bandwidth (Mbit/s)",
             true,
-            sel,
-        );
+            col("__lat").eq(lit(l)).and(col("__bw").is_not_null()),
+            col("__bw") / lit(1e6),
+        )?;
     }
     // ... and against latency, one panel per bandwidth
-    for &b in &bws {
-        let sel = pts
-            .iter()
-            .filter(|p| p.1 == Some(b))
-            .map(|p| (&p.0, p.2 * 1e3, p.3, p.4))
-            .collect();
+    for b in distinct("__bw")? {
         add(
             format!("bandwidth {} Mbit/s", b / 1e6),
             "latency (ms)",
             false,
-            sel,
-        );
+            col("__bw").eq(lit(b)),
+            col("__lat") * lit(1e3),
+        )?;
     }
     if panels.is_empty() {
         bail!("a sweep figure needs runs at two or more bandwidths or latencies");
@@ -482,7 +309,7 @@ fn tick(v: f64) -> String {
     if v.is_finite() && v != 0.0 && !(1e-3..1e5).contains(&v.abs()) {
         return format!("{v:.1e}");
     }
-    let s = crate::results::number(v);
+    let s = crate::table::number(v);
     if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -717,75 +544,11 @@ fn draw<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::curves::tests::log;
+    use crate::curves::{curve, write_curves_csv};
     use crate::manifest::FigureKind;
-    use repro_runlog::{Header, Provenance, Step};
-
-    fn log(rank: u32, losses: &[f64], dt: f64) -> Log {
-        Log {
-            header: Header {
-                schema: 1,
-                run_id: "r".into(),
-                rank,
-                world: 2,
-                config: serde_json::Value::Null,
-                provenance: Provenance {
-                    git_commit: String::new(),
-                    version: String::new(),
-                    host: String::new(),
-                    device: String::new(),
-                    backend: String::new(),
-                    network: String::new(),
-                },
-            },
-            steps: losses
-                .iter()
-                .enumerate()
-                .map(|(i, &l)| Step {
-                    iteration: i as u64,
-                    epoch: i as f64 / 10.0,
-                    wall_s: (i + 1) as f64 * dt + f64::from(rank) * 0.01,
-                    compute_s: dt,
-                    comm_s: 0.0,
-                    train_loss: l,
-                    bytes_sent: 0,
-                    bytes_received: 0,
-                    hash_failures: 0,
-                })
-                .collect(),
-            evals: Vec::new(),
-            end: None,
-        }
-    }
-
-    /// Evaluation metrics make curves too: one point per evaluated
-    /// iteration, averaged over the ranks that evaluated it.
-    #[test]
-    fn evaluations_make_curves_of_their_metrics() {
-        let eval = |iteration: u64, loss: f64, avg: Option<f64>| repro_runlog::Eval {
-            iteration,
-            epoch: iteration as f64 / 10.0,
-            wall_s: iteration as f64,
-            test_loss: loss,
-            test_accuracy: 0.5,
-            avg_test_loss: avg,
-            avg_test_accuracy: None,
-            consensus_distance: None,
-        };
-        let mut a = log(0, &[1.0, 1.0], 1.0);
-        let mut b = log(1, &[1.0, 1.0], 1.0);
-        a.evals = vec![eval(1, 2.0, None), eval(2, 1.0, Some(0.8))];
-        b.evals = vec![eval(1, 4.0, None), eval(2, 3.0, Some(0.8))];
-        let c = curve_of(&[a.clone(), b.clone()], "test_loss").unwrap();
-        assert_eq!(
-            c.iter().map(|p| (p.iteration, p.value)).collect::<Vec<_>>(),
-            [(1, 3.0), (2, 2.0)]
-        );
-        // the intermediate evaluations of AD-PSGD have no averaged model
-        let c = curve_of(&[a.clone(), b.clone()], "avg_test_loss").unwrap();
-        assert_eq!(c.len(), 1);
-        assert!((c[0].value - 0.8).abs() < 1e-12);
-        assert!(curve_of(&[a], "accuracy").is_err());
-    }
+    use crate::results::RunRecord;
+    use std::collections::BTreeMap;
 
     fn run(id: &str, point: &[(&str, &str)]) -> RunRecord {
         RunRecord {
@@ -799,12 +562,7 @@ mod tests {
     }
 
     #[test]
-    fn ranks_average_into_a_curve_and_seeds_into_a_series() {
-        // rank 1 logged one step fewer (killed): only common steps count
-        let c = curve(&[log(0, &[2.0, 1.0, 0.5], 1.0), log(1, &[4.0, 3.0], 1.0)]);
-        assert_eq!(c.len(), 2);
-        assert_eq!(c[1].value, 2.0);
-        assert_eq!(c[1].wall_s, 2.0);
+    fn seeds_average_into_a_series() {
         let curves = vec![
             (
                 run(
@@ -853,7 +611,8 @@ mod tests {
             smooth: 2,
             log_y: false,
         };
-        let p = panels(&spec, &curves).unwrap();
+        let frame = CurvesFrame::new("train_loss", &curves).unwrap();
+        let p = panels(&spec, &frame).unwrap();
         insta::assert_debug_snapshot!("figure_series", p);
         let dir = std::env::temp_dir().join(format!("repro-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -876,7 +635,7 @@ mod tests {
             ..spec
         };
         assert!(
-            panels(&bad, &curves)
+            panels(&bad, &frame)
                 .unwrap_err()
                 .to_string()
                 .contains("figure.series `colour`")
@@ -885,6 +644,9 @@ mod tests {
 
     #[test]
     fn sweeps_make_a_panel_per_fixed_latency_and_bandwidth() {
+        use crate::net::Condition;
+        use crate::results::{Cell, condition_cells};
+
         let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| RunRecord {
             run_id: format!("{alg}{net}{seed}"),
             point: [("algorithm", alg), ("network", net), ("seed", seed)]
@@ -893,10 +655,18 @@ mod tests {
                 .collect(),
             metrics: [("epoch_time_s", t), ("wire_bound_epoch_s", bound)]
                 .iter()
-                .map(|(k, v)| ((*k).into(), crate::results::Cell::Number(Some(*v))))
+                .map(|(k, v)| ((*k).into(), Cell::Number(Some(*v))))
+                .chain([("status".into(), Cell::Text("completed".into()))])
+                .chain(condition_cells(Condition::from_label(net).as_ref()))
                 .collect(),
         };
+        let mut failed = row("moniqua", "10mbit/5ms", "0", 1.0, 1.0);
+        failed
+            .metrics
+            .insert("status".into(), Cell::Text("failed".into()));
         let rows = vec![
+            // only completed runs count: no panel of 5 ms has moniqua
+            failed,
             row("d-psgd", "10mbit/0.15ms", "0", 10.0, 9.0),
             row("d-psgd", "10mbit/0.15ms", "1", 12.0, 9.0),
             row("d-psgd", "100mbit/0.15ms", "0", 2.0, 0.9),
@@ -916,7 +686,7 @@ mod tests {
             smooth: 1,
             log_y: true,
         };
-        let p = sweep_panels(&spec, &rows).unwrap();
+        let p = sweep_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();
         assert_eq!(
             titles,

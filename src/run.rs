@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::frames;
+use crate::frames::{self, CurvesFrame, RunsFrame};
 use crate::manifest::{self, Backend};
 use crate::net::{Condition, HostNet, ShapingMode};
 use crate::plan::{self, PlannedRun};
@@ -15,7 +15,7 @@ use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, RunRecord};
 use crate::train_backend::{Launcher, Method, NetContext};
-use crate::{plot, sim_backend, train_backend};
+use crate::{curves, plot, sim_backend, table, train_backend};
 
 /// Options of `repro run`.
 #[derive(Debug, Args)]
@@ -341,9 +341,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     progress.finish();
     let csv = out.join("runs.csv");
     results::write_csv(&csv, &rows)?;
-    frames::write_parquet(&out.join("runs.parquet"), &mut frames::runs_frame(&rows)?)?;
-    let paper = results::load_paper(&m.table)?;
-    let table = results::build_table(&m.title, &m.source, &m.table, &rows, paper.as_ref())?;
+    let frame = RunsFrame::new(&rows)?;
+    frames::write_parquet(&out.join("runs.parquet"), frame.export()?)?;
+    let paper = table::load_paper(&m.table)?;
+    let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
     for (file, text) in [
         ("table.md", table.markdown()),
         ("table.tex", table.latex()),
@@ -494,22 +495,13 @@ fn figure_panels(
     };
     let panels = match spec.kind {
         manifest::FigureKind::Curves => {
-            let curves = plot::load_curves(&out.join("raw"), rows, &spec.y)?;
-            plot::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
-            frames::write_parquet(
-                &out.join("curves.parquet"),
-                &mut frames::curves_frame(&spec.y, &curves)?,
-            )?;
-            plot::panels(spec, &curves)?
+            let curves = curves::load_curves(&out.join("raw"), rows, &spec.y)?;
+            curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
+            let frame = CurvesFrame::new(&spec.y, &curves)?;
+            frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
+            plot::panels(spec, &frame)?
         }
-        manifest::FigureKind::Sweep => {
-            let done: Vec<RunRecord> = rows
-                .iter()
-                .filter(|r| r.status() == "completed")
-                .cloned()
-                .collect();
-            plot::sweep_panels(spec, &done)?
-        }
+        manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
     };
     Ok(Some((spec.clone(), panels)))
 }
@@ -649,8 +641,9 @@ pub fn table(args: &TableArgs) -> Result<()> {
     let m = manifest::load(&path, &[])?;
     let out = out_dir(&args.out, &m.name);
     let rows = results::read_csv(&out.join("runs.csv"))?;
-    let paper = results::load_paper(&m.table)?;
-    let table = results::build_table(&m.title, &m.source, &m.table, &rows, paper.as_ref())?;
+    let paper = table::load_paper(&m.table)?;
+    let frame = RunsFrame::new(&rows)?;
+    let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
     print!(
         "{}",
         match args.format {

@@ -246,6 +246,30 @@ impl Condition {
     }
 }
 
+impl Condition {
+    /// A condition from its label (`100mbit/0.15ms`, `1mbit`, `1ms`), for
+    /// a runs.csv written before the condition had columns of its own.
+    /// `None`: `none`, or no rate and no latency in it.
+    pub fn from_label(label: &str) -> Option<Self> {
+        let mut bandwidth_bps = None;
+        let mut latency_s = 0.0;
+        for part in label.split('/') {
+            if let Some(b) = parse_bandwidth(part).filter(|_| part.contains("bit")) {
+                bandwidth_bps = Some(b);
+            } else if let Some(l) = parse_latency(part) {
+                latency_s = l;
+            }
+        }
+        (bandwidth_bps.is_some() || latency_s > 0.0).then(|| Self {
+            bandwidth_bps,
+            latency_s,
+            qdisc: RateQdisc::default(),
+            tcp: TcpCongestion::default(),
+            label: label.to_string(),
+        })
+    }
+}
+
 /// How a manifest's network conditions are made real.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]

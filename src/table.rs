@@ -1,0 +1,576 @@
+//! An experiment's table: the runs frame grouped as the manifest's `table`
+//! says, with the paper's numbers beside ours, as Markdown, LaTeX and CSV.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use polars::prelude::{DataFrame, DataType, Expr, col, lit};
+
+use crate::frames::{self, RunsFrame};
+use crate::manifest::TableSpec;
+use crate::results::{METRICS, escape, split_csv_line};
+
+/// A rendered table: a header and rows of formatted cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub source: String,
+    /// The metric in the cells.
+    pub value: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The rows of a paper CSV (column -> value), read for `table.paper`.
+pub type PaperRows = Vec<BTreeMap<String, String>>;
+
+/// Reads `spec.paper`'s CSV: from the working directory, else from this
+/// source tree.
+pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
+    let Some(p) = &spec.paper else {
+        return Ok(None);
+    };
+    let local = Path::new(&p.file).to_path_buf();
+    let path = if local.is_file() {
+        local
+    } else {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(&p.file)
+    };
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("could not read the paper's numbers {}", path.display()))?;
+    let mut lines = text.lines();
+    let header = split_csv_line(lines.next().unwrap_or_default());
+    for col in p
+        .keys
+        .values()
+        .chain([&p.value])
+        .chain(p.sd.iter())
+        .chain(p.diverged.iter())
+    {
+        if !header.contains(col) {
+            bail!(
+                "{} has no column `{col}` (table.paper names it)",
+                path.display()
+            );
+        }
+    }
+    Ok(Some(
+        lines
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| header.iter().cloned().zip(split_csv_line(l)).collect())
+            .collect(),
+    ))
+}
+
+/// The paper's cell for a group of runs, by `spec.paper.keys`: its value
+/// (± sd, or "diverge"), or column `column` as written.
+fn paper_cell(
+    spec: &TableSpec,
+    paper: &PaperRows,
+    point: &BTreeMap<String, String>,
+    column: Option<&String>,
+) -> String {
+    let Some(p) = &spec.paper else {
+        return String::new();
+    };
+    let found = paper.iter().find(|prow| {
+        p.keys.iter().all(|(ours, col)| {
+            let v = point.get(ours).or_else(|| p.defaults.get(ours));
+            v.is_some() && prow.get(col) == v
+        })
+    });
+    match found {
+        None => "-".into(),
+        Some(prow) if column.is_some() => column
+            .and_then(|c| prow.get(c))
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .unwrap_or_else(|| "-".into()),
+        Some(prow) => {
+            if p.diverged
+                .as_ref()
+                .and_then(|c| prow.get(c))
+                .map(String::as_str)
+                == Some("true")
+            {
+                return "diverge".into();
+            }
+            let v = prow.get(&p.value).map_or("", String::as_str);
+            match p
+                .sd
+                .as_ref()
+                .and_then(|c| prow.get(c))
+                .filter(|s| !s.is_empty())
+            {
+                Some(sd) if !v.is_empty() => format!("{v} ± {sd}"),
+                _ if v.is_empty() => "-".into(),
+                _ => v.to_string(),
+            }
+        }
+    }
+}
+
+/// Groups the runs into the table `spec` asks for: one row per value of the
+/// row keys, one column per value of the column key, each cell the mean ±
+/// sd of `spec.value` over its runs (seeds), "diverged" if any run diverged,
+/// "failed" if every run failed, "-" if there is no run. The groups are
+/// polars group-by queries on the runs frame.
+pub fn build_table(
+    title: &str,
+    source: &str,
+    spec: &TableSpec,
+    runs: &RunsFrame,
+    paper: Option<&PaperRows>,
+) -> Result<Table> {
+    if !METRICS.contains(&spec.value.as_str()) {
+        bail!(
+            "table value `{}` is not a column of runs.csv ({})",
+            spec.value,
+            METRICS.join(", ")
+        );
+    }
+    for e in &spec.extra {
+        if !METRICS.contains(&e.value.as_str()) {
+            bail!(
+                "table.extra value `{}` is not a column of runs.csv",
+                e.value
+            );
+        }
+    }
+    let df = &runs.df;
+    let paper = paper.filter(|_| spec.paper.is_some());
+    let row_names: Vec<String> = (0..spec.rows.len()).map(|i| format!("__row{i}")).collect();
+    let row_exprs: Vec<Expr> = spec
+        .rows
+        .iter()
+        .zip(&row_names)
+        .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
+        .collect();
+    let col_expr = match &spec.cols {
+        Some(c) => frames::key(df, c),
+        None => lit(""),
+    }
+    .alias("__col");
+    // the paper's keys of a group's first run (its other grid keys too)
+    let paper_keys: Vec<&String> = spec
+        .paper
+        .iter()
+        .flat_map(|p| p.keys.keys())
+        .filter(|k| df.column(k.as_str()).is_ok())
+        .collect();
+    let firsts = || {
+        paper_keys
+            .iter()
+            .map(|k| col(k.as_str()).first().alias(format!("__first_{k}")))
+    };
+    let point_of = |g: &DataFrame, i: usize| -> Result<BTreeMap<String, String>> {
+        let mut point = BTreeMap::new();
+        for k in &paper_keys {
+            if let Some(v) = g.column(&format!("__first_{k}"))?.str()?.get(i) {
+                point.insert(k.to_string(), v.to_string());
+            }
+        }
+        Ok(point)
+    };
+
+    // one group per cell: its runs' statuses and the value over completed runs
+    let completed = col("status").eq(lit("completed"));
+    let value = frames::number(df, &spec.value) * lit(spec.scale.unwrap_or(1.0));
+    let done = value.filter(completed.clone());
+    let mut aggs = vec![
+        col("status")
+            .eq(lit("diverged"))
+            .any(true)
+            .alias("__diverged"),
+        completed.any(true).alias("__completed"),
+        done.clone().mean().alias("__mean"),
+        done.clone().std(1).alias("__sd"),
+        done.count().cast(DataType::Float64).alias("__n"),
+    ];
+    aggs.extend(firsts());
+    let mut by = row_exprs.clone();
+    by.push(col_expr);
+    let cells = runs
+        .lazy()
+        .group_by_stable(by)
+        .agg(aggs)
+        .collect()
+        .context("could not group the runs into the table's cells")?;
+    let row_of = |g: &DataFrame, i: usize| -> Result<Vec<String>> {
+        row_names.iter().map(|n| frames::text_at(g, n, i)).collect()
+    };
+    // rows and columns in the order the runs first have them
+    let mut row_keys: Vec<Vec<String>> = Vec::new();
+    let mut col_keys: Vec<String> = Vec::new();
+    let mut by_cell = BTreeMap::new();
+    for i in 0..cells.height() {
+        let (rk, ck) = (row_of(&cells, i)?, frames::text_at(&cells, "__col", i)?);
+        if !row_keys.contains(&rk) {
+            row_keys.push(rk.clone());
+        }
+        if !col_keys.contains(&ck) {
+            col_keys.push(ck.clone());
+        }
+        let bool_at =
+            |n: &str| -> Result<bool> { Ok(cells.column(n)?.bool()?.get(i).unwrap_or(false)) };
+        let text = if bool_at("__diverged")? {
+            "diverged".to_string()
+        } else if !bool_at("__completed")? {
+            "failed".to_string()
+        } else {
+            let n = frames::number_at(&cells, "__n", i)?.unwrap_or(0.0);
+            let mean = frames::number_at(&cells, "__mean", i)?;
+            let sd = frames::number_at(&cells, "__sd", i)?;
+            mean_sd(n as usize, mean, sd)
+        };
+        let point = point_of(&cells, i)?;
+        let paper_text = paper.map(|p| paper_cell(spec, p, &point, None));
+        by_cell.insert((rk, ck), (text, paper_text));
+    }
+
+    // the extra columns: means over a row's runs (all columns)
+    let usable = col("status").neq(lit("failed"));
+    let mean_of = |name: &str| {
+        let v = frames::number(df, name);
+        v.clone().filter(usable.clone().and(v.is_finite())).mean()
+    };
+    let mut aggs: Vec<Expr> = spec
+        .extra
+        .iter()
+        .enumerate()
+        .map(|(j, e)| mean_of(&e.value).alias(format!("__extra{j}")))
+        .collect();
+    aggs.extend(firsts());
+    let by_row = runs
+        .lazy()
+        .group_by_stable(row_exprs.clone())
+        .agg(aggs)
+        .collect()
+        .context("could not group the runs into the table's rows")?;
+    let mut extras: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
+    for i in 0..by_row.height() {
+        let rk = row_of(&by_row, i)?;
+        let mut cells_out = Vec::new();
+        for (j, e) in spec.extra.iter().enumerate() {
+            let v = frames::number_at(&by_row, &format!("__extra{j}"), i)?;
+            let v = match &e.relative_to {
+                None => v,
+                Some(reference) => match (v, reference_mean(spec, runs, &e.value, reference, &rk)?)
+                {
+                    (Some(x), Some(b)) if b != 0.0 => Some(x / b),
+                    _ => None,
+                },
+            };
+            cells_out.push(v.map_or_else(|| "-".into(), number));
+            if let (Some(paper), Some(c)) = (paper, &e.paper) {
+                cells_out.push(paper_cell(spec, paper, &point_of(&by_row, i)?, Some(c)));
+            }
+        }
+        extras.insert(rk, cells_out);
+    }
+
+    let col_title = spec.cols.clone().unwrap_or_default();
+    let mut header = vec![spec.rows.join(" / ")];
+    for c in &col_keys {
+        let name = if col_title.is_empty() {
+            spec.value.clone()
+        } else {
+            format!("{col_title}={c}")
+        };
+        if let (Some(p), Some(_)) = (&spec.paper, paper) {
+            header.push(format!("{name} (measured)"));
+            header.push(format!("{name} (paper: {})", p.label));
+        } else {
+            header.push(name);
+        }
+    }
+    for e in &spec.extra {
+        header.push(e.label.clone());
+        if let (Some(p), Some(_), Some(_)) = (&spec.paper, paper, &e.paper) {
+            header.push(format!("{} (paper: {})", e.label, p.label));
+        }
+    }
+    let body = row_keys
+        .iter()
+        .map(|rk| {
+            let mut line = vec![rk.join(" / ")];
+            for ck in &col_keys {
+                match by_cell.get(&(rk.clone(), ck.clone())) {
+                    Some((text, paper_text)) => {
+                        line.push(text.clone());
+                        line.extend(paper_text.clone());
+                    }
+                    None => {
+                        line.push("-".into());
+                        line.extend(paper.map(|_| "-".to_string()));
+                    }
+                }
+            }
+            line.extend(extras.get(rk).cloned().unwrap_or_default());
+            line
+        })
+        .collect();
+    Ok(Table {
+        title: title.to_string(),
+        source: source.to_string(),
+        value: spec.value.clone(),
+        header,
+        rows: body,
+    })
+}
+
+/// The mean of `metric` over the runs of `reference` (grid key -> value)
+/// that share row `rk`'s values for the row keys the reference leaves free.
+fn reference_mean(
+    spec: &TableSpec,
+    runs: &RunsFrame,
+    metric: &str,
+    reference: &BTreeMap<String, String>,
+    rk: &[String],
+) -> Result<Option<f64>> {
+    let df = &runs.df;
+    let mut matches = lit(true);
+    for (k, v) in reference {
+        matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+    }
+    for (k, v) in spec.rows.iter().zip(rk) {
+        if !reference.contains_key(k) {
+            matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+        }
+    }
+    let v = frames::number(df, metric);
+    let usable = col("status").neq(lit("failed")).and(v.clone().is_finite());
+    let mean = runs
+        .lazy()
+        .filter(matches)
+        .select([v.filter(usable).mean().alias("__mean")])
+        .collect()
+        .context("could not compute a table's reference row")?;
+    frames::number_at(&mean, "__mean", 0)
+}
+
+impl Table {
+    /// GitHub Markdown, with the title and the source above.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# {}\n\nSource: {}. Cells: `{}` (mean ± sd over seeds; \"diverged\" if a run diverged).\n",
+            self.title, self.source, self.value
+        );
+        let _ = writeln!(out, "| {} |", self.header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
+        for r in &self.rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        out
+    }
+
+    /// A LaTeX `tabular` (booktabs) with the title as a comment.
+    pub fn latex(&self) -> String {
+        let esc = |s: &str| {
+            s.replace('\\', "\\textbackslash{}")
+                .replace('&', "\\&")
+                .replace('%', "\\%")
+                .replace('$', "\\$")
+                .replace('#', "\\#")
+                .replace('_', "\\_")
+                .replace('{', "\\{")
+                .replace('}', "\\}")
+                .replace('±', "$\\pm$")
+        };
+        let mut out = String::new();
+        let _ = writeln!(out, "% {}\n% Source: {}", self.title, self.source);
+        let _ = writeln!(
+            out,
+            "\\begin{{tabular}}{{l{}}}",
+            "r".repeat(self.header.len() - 1)
+        );
+        let _ = writeln!(out, "\\toprule");
+        let line = |cells: &[String]| cells.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" & ");
+        let _ = writeln!(out, "{} \\\\", line(&self.header));
+        let _ = writeln!(out, "\\midrule");
+        for r in &self.rows {
+            let _ = writeln!(out, "{} \\\\", line(r));
+        }
+        let _ = writeln!(out, "\\bottomrule\n\\end{{tabular}}");
+        out
+    }
+
+    /// CSV: the header, then one line per row.
+    pub fn csv(&self) -> String {
+        let mut out = String::new();
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            let _ = writeln!(
+                out,
+                "{}",
+                r.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
+            );
+        }
+        out
+    }
+}
+
+/// A number for a table: four significant digits, plain where that reads
+/// well, scientific otherwise.
+pub(crate) fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    if (1e-3..1e5).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// A cell's text from `n` values' mean and sample sd: "-" for none, the
+/// mean alone for one.
+fn mean_sd(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
+    match (n, mean) {
+        (0, _) | (_, None) => "-".into(),
+        (1, Some(m)) => number(m),
+        (_, Some(m)) => format!("{} ± {}", number(m), sd.map_or_else(|| "-".into(), number)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::Cell;
+    use crate::results::tests::row;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(number(0.9123456), "0.9123");
+        assert_eq!(number(91.08), "91.08");
+        assert_eq!(number(1234.4), "1234");
+        assert_eq!(number(3.2e-7), "3.200e-7");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn tables_aggregate_seeds() {
+        let rows = vec![
+            row("moniqua", "0", "1.0", "completed"),
+            row("moniqua", "1", "3.0", "completed"),
+            row("dcd,x", "0", "NaN", "diverged"),
+        ];
+        let back = rows;
+        let spec = TableSpec {
+            rows: vec!["algorithm".into()],
+            cols: None,
+            value: "final_loss".into(),
+            scale: None,
+            paper: None,
+            extra: Vec::new(),
+        };
+        let md = build_table("T", "S", &spec, &RunsFrame::new(&back).unwrap(), None)
+            .unwrap()
+            .markdown();
+        assert!(md.contains("| moniqua | 2.000 ± 1.414 |"), "{md}");
+        assert!(md.contains("| dcd,x | diverged |"), "{md}");
+        let table = build_table("T_1", "S", &spec, &RunsFrame::new(&back).unwrap(), None).unwrap();
+        insta::assert_snapshot!("table_md", table.markdown());
+        insta::assert_snapshot!("table_latex", table.latex());
+        insta::assert_snapshot!("table_csv", table.csv());
+        let bad = TableSpec {
+            value: "accuracy".into(),
+            ..spec
+        };
+        assert!(build_table("T", "S", &bad, &RunsFrame::new(&back).unwrap(), None).is_err());
+    }
+
+    #[test]
+    fn an_extra_column_relative_to_a_reference_row() {
+        let mut rows = vec![
+            row("allreduce", "0", "1", "completed"),
+            row("allreduce", "1", "1", "completed"),
+            row("pqasgd", "0", "1", "completed"),
+        ];
+        for (r, bytes) in rows.iter_mut().zip(["1000", "3000", "50"]) {
+            r.metrics
+                .insert("bytes".into(), Cell::parse("bytes", bytes).unwrap());
+        }
+        let spec = TableSpec {
+            rows: vec!["algorithm".into()],
+            cols: None,
+            value: "final_loss".into(),
+            scale: None,
+            paper: None,
+            extra: vec![crate::manifest::ExtraColumn {
+                value: "bytes".into(),
+                label: "bytes / allreduce".into(),
+                paper: None,
+                relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
+            }],
+        };
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        // mean of the reference's runs: 2000
+        assert_eq!(t.rows[0][2], "1.000");
+        assert_eq!(t.rows[1][2], "0.02500");
+        let missing = TableSpec {
+            extra: vec![crate::manifest::ExtraColumn {
+                relative_to: Some([("algorithm".to_string(), "none".to_string())].into()),
+                ..spec.extra[0].clone()
+            }],
+            ..spec
+        };
+        let t = build_table("T", "S", &missing, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        assert_eq!(t.rows[1][2], "-", "no reference runs: no ratio");
+    }
+
+    #[test]
+    fn the_papers_numbers_sit_beside_ours() {
+        let dir = std::env::temp_dir().join(format!("repro-paper-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("p.csv");
+        std::fs::write(
+            &csv,
+            "model,bits,alg,acc,sd,div\nresnet20,1,moniqua,91.08,0.19,false\nresnet20,1,dcd,,,true\nresnet110,1,moniqua,92.97,0.23,false\n",
+        )
+        .unwrap();
+        let mut rows = vec![
+            row("moniqua", "0", "0.9", "completed"),
+            row("moniqua", "1", "0.8", "completed"),
+            row("dcd", "0", "0.1", "diverged"),
+            row("choco", "0", "0.7", "completed"),
+        ];
+        for r in &mut rows {
+            r.point.insert("bits".into(), "1".into());
+        }
+        let spec: TableSpec = yaml_serde::from_str(&format!(
+            "{{rows: [algorithm], cols: bits, value: final_loss, scale: 100, paper: {{file: {}, keys: {{model: model, bits: bits, algorithm: alg}}, defaults: {{model: resnet20}}, value: acc, sd: sd, diverged: div, label: ResNet20}}}}",
+            csv.display()
+        ))
+        .unwrap();
+        let paper = load_paper(&spec).unwrap().unwrap();
+        let t = build_table(
+            "T",
+            "S",
+            &spec,
+            &RunsFrame::new(&rows).unwrap(),
+            Some(&paper),
+        )
+        .unwrap();
+        insta::assert_snapshot!("table_with_paper", t.markdown());
+        assert_eq!(t.rows[0], ["moniqua", "85.00 ± 7.071", "91.08 ± 0.19"]);
+        assert_eq!(t.rows[1], ["dcd", "diverged", "diverge"]);
+        assert_eq!(t.rows[2], ["choco", "70.00", "-"]);
+        let bad: TableSpec = yaml_serde::from_str(&format!(
+            "{{rows: [algorithm], value: final_loss, paper: {{file: {}, keys: {{bits: budget}}, value: acc, label: x}}}}",
+            csv.display()
+        ))
+        .unwrap();
+        let err = load_paper(&bad).unwrap_err().to_string();
+        assert!(err.contains("no column `budget`"), "{err}");
+    }
+}
