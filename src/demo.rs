@@ -7,8 +7,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use clap::Args;
 use repro_codec::{
-    Compression, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec,
-    StochasticConfig, Verification,
+    Compression, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding,
+    StochasticCodec, StochasticConfig, Verification,
 };
 
 /// Options of `repro demo`.
@@ -115,7 +115,7 @@ pub fn run(args: &DemoArgs) -> Result<()> {
             MoniquaCodec::new(&cfg, args.seed).with_context(|| format!("moniqua {bits}-bit"))?;
         let t = Instant::now();
         codec.encode(&sender, 0, 0, None, &mut frame)?;
-        let d = codec.decode(&frame, &receiver, &mut out)?;
+        let d = codec.decode(&frame, &receiver, DecodeTarget::Out(&mut out))?;
         lines.push(Line {
             codec: format!("moniqua {bits}-bit {rounding}"),
             bytes: frame.len(),

@@ -13,7 +13,7 @@
 //! `x = s` (no update meanwhile) and both sides use full precision this is
 //! exactly `x_i, x_j <- (x_i + x_j) / 2`; an update made meanwhile is kept.
 
-use repro_codec::{FullPrecision, MoniquaCodec, Verification};
+use repro_codec::{DecodeTarget, FullPrecision, MoniquaCodec, Verification};
 
 use crate::AlgoError;
 use crate::sim_async::AsyncExchange;
@@ -85,7 +85,7 @@ impl PairSide {
                 FullPrecision::default().decode(frame, &mut self.theirs)?;
             }
             Some(codec) => {
-                let d = codec.decode(frame, &self.sent, &mut self.theirs)?;
+                let d = codec.decode(frame, &self.sent, DecodeTarget::Out(&mut self.theirs))?;
                 if d.verification == Verification::Mismatch {
                     return Ok(Folded::Mismatch);
                 }

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use repro_codec::simd;
 use repro_codec::{
-    MixTarget, MoniquaCodec, MoniquaConfig, Prefetch, Rounding, StochasticCodec, StochasticConfig,
+    DecodeTarget, MixTarget, MoniquaCodec, MoniquaConfig, Prefetch, Rounding, StochasticCodec,
+    StochasticConfig,
 };
 
 const SIZES: [(&str, usize); 2] = [("resnet20", 270_000), ("resnet110", 1_700_000)];
@@ -58,8 +59,8 @@ fn gbps(d: usize, secs: f64) -> f64 {
 }
 
 /// Moniqua's receive with two neighbours (a ring): `MoniquaCodec::mix` in
-/// one pass against the separate passes it replaces (local term, two
-/// accumulating decodes, the update), GB/s of model.
+/// one pass against the separate passes it replaces (an encode for the
+/// local term, two accumulating decodes, the update), GB/s of model.
 fn receive_table(reps: usize) {
     println!();
     println!(
@@ -83,6 +84,7 @@ fn receive_table(reps: usize) {
             let inbox = [(&f1[..], 1.0f32 / 3.0), (&f2[..], 1.0 / 3.0)];
             let mut out = vec![0f32; d];
             let mut acc = vec![0f32; d];
+            let mut own_frame = Vec::new();
             let mix = time(
                 || {
                     codec
@@ -103,11 +105,22 @@ fn receive_table(reps: usize) {
             );
             let separate = time(
                 || {
+                    // encode builds the local term (and a frame, unused)
                     codec
-                        .local_term(black_box(&x), 1, 0, -2.0 / 3.0, &mut acc)
+                        .encode(black_box(&x), 1, 0, Some(&mut acc), &mut own_frame)
                         .unwrap();
+                    acc.iter_mut().for_each(|a| *a *= -2.0 / 3.0);
                     for &(f, w) in &inbox {
-                        codec.decode_accumulate(f, &x, w, &mut acc).unwrap();
+                        codec
+                            .decode(
+                                f,
+                                &x,
+                                DecodeTarget::Add {
+                                    acc: &mut acc,
+                                    weight: w,
+                                },
+                            )
+                            .unwrap();
                     }
                     for ((o, &x), (&a, &d)) in out.iter_mut().zip(&x).zip(acc.iter().zip(&delta)) {
                         *o = x + (a - d);
@@ -235,7 +248,9 @@ fn main() {
                 );
                 let decode = time(
                     || {
-                        codec.decode(black_box(&frame), &y, &mut out).unwrap();
+                        codec
+                            .decode(black_box(&frame), &y, DecodeTarget::Out(&mut out))
+                            .unwrap();
                     },
                     reps,
                 );

@@ -388,6 +388,7 @@ fn moniqua_encode_impl<const NATIVE: bool, const V4: bool>(
 /// into `own`, times `weight`), without packing or hashing codes; returns a
 /// nonzero count if an input was rejected.
 #[inline(always)]
+#[cfg(test)]
 fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
     p: &ModParams<'_>,
     x: &[f32],
@@ -405,6 +406,7 @@ fn moniqua_local_term_fixed<const NATIVE: bool, const NEAREST: bool>(
 }
 
 #[inline(always)]
+#[cfg(test)]
 fn moniqua_local_term_impl<const NATIVE: bool, const V4: bool>(
     p: &ModParams<'_>,
     x: &[f32],
@@ -841,6 +843,8 @@ multiversion! {
     /// Moniqua encode of `x` into `body` (exactly `packed_len(x.len(), bits)` bytes).
     fn moniqua_encode / moniqua_encode_at(p: &ModParams<'_>, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
 }
+// the tests' oracle for the local term that `moniqua_mix` fuses in
+#[cfg(test)]
 multiversion! {
     /// `weight` times the local biased term of a Moniqua encode of `x`, without the frame.
     fn moniqua_local_term / moniqua_local_term_at(p: &ModParams<'_>, x: &[f32], weight: f32, own: &mut [f32]) -> u32 = moniqua_local_term_impl;

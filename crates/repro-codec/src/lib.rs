@@ -13,7 +13,7 @@
 //! - [`frame`]: the 44-byte header and body layout; [`pack`]: dense bit packing.
 //!
 //! ```
-//! use repro_codec::{MoniquaCodec, MoniquaConfig, Verification};
+//! use repro_codec::{DecodeTarget, MoniquaCodec, MoniquaConfig, Verification};
 //!
 //! let codec = MoniquaCodec::new(&MoniquaConfig { bits: 2, ..Default::default() }, 42)?;
 //! let x = vec![0.30f32, -1.20, 5.00];   // sender's model
@@ -22,7 +22,7 @@
 //! codec.encode(&x, 0, 1, None, &mut frame)?;
 //! assert_eq!(frame.len(), 44 + 1);       // header + 3 values * 2 bits
 //! let mut x_hat = vec![0.0; 3];
-//! let d = codec.decode(&frame, &y, &mut x_hat)?;
+//! let d = codec.decode(&frame, &y, DecodeTarget::Out(&mut x_hat))?;
 //! assert_eq!(d.verification, Verification::Verified);
 //! for (a, b) in x.iter().zip(&x_hat) {
 //!     assert!(f64::from((a - b).abs()) <= codec.error_bound());
@@ -53,8 +53,8 @@ pub use full::FullPrecision;
 pub use kernels::MixTarget;
 pub use modulo::{centred_mod, circle_delta, modulus_for};
 pub use moniqua::{
-    BlockUpdate, Decoded, DitherTable, Encoded, MoniquaCodec, MoniquaConfig, Verification,
-    VerifyStats,
+    BlockUpdate, DecodeTarget, Decoded, DitherTable, Encoded, MoniquaCodec, MoniquaConfig,
+    Verification, VerifyStats,
 };
 pub use norm::{Norm, NormCodec, NormConfig};
 pub use round::Rounding;

@@ -108,6 +108,17 @@ pub struct Decoded {
     pub verification: Verification,
 }
 
+/// Where [`MoniquaCodec::decode`] puts the recovered model `x^_j`.
+#[derive(Debug)]
+pub enum DecodeTarget<'a> {
+    /// Written into this buffer.
+    Out(&'a mut [f32]),
+    /// `weight * x^_j` added to `acc`: one pass instead of a decode and an
+    /// axpy, and no buffer for the recovered model. Bit-identical to
+    /// decoding, then `acc[i] += weight * out[i]`.
+    Add { acc: &'a mut [f32], weight: f32 },
+}
+
 /// A validated Moniqua codec for one run.
 #[derive(Clone, PartialEq)]
 pub struct MoniquaCodec {
@@ -332,58 +343,35 @@ impl MoniquaCodec {
         Ok(Encoded { header })
     }
 
-    /// Writes into `own` `weight` times the local biased term that
-    /// [`encode`](Self::encode) with the same `x`, `iteration` and `sender`
-    /// writes (with weight 1, the same bits), without building the frame: a
-    /// worker that sent its frame earlier recomputes the term when it needs
-    /// it instead of keeping a second model-sized buffer alive between
-    /// sending and receiving. Fails where `encode` would.
-    pub fn local_term(
-        &self,
-        x: &[f32],
-        iteration: u64,
-        sender: u32,
-        weight: f32,
-        own: &mut [f32],
-    ) -> Result<(), CodecError> {
-        check_len("local biased term buffer", x.len(), own.len())?;
-        let params = self.params(self.dither(iteration, sender), false);
-        if kernels::moniqua_local_term(&params, x, weight, own) > 0 {
-            return Err(self.rejected_error(x));
-        }
-        Ok(())
-    }
-
-    /// Decodes a neighbour's frame against the local model `local` into `out`
-    /// (Algorithm 1, line 5) and checks the sender's hash if present.
+    /// Decodes a neighbour's frame against the local model `local`
+    /// (Algorithm 1, line 5) into `target`, and checks the sender's hash if
+    /// present.
     pub fn decode(
         &self,
         bytes: &[u8],
         local: &[f32],
-        out: &mut [f32],
+        target: DecodeTarget<'_>,
     ) -> Result<Decoded, CodecError> {
-        self.decode_into(bytes, local, out, None)
-    }
-
-    /// As [`decode`](Self::decode), but adds `weight * x^_j` to `acc` instead
-    /// of writing `x^_j`: one pass instead of a decode and an axpy, and no
-    /// buffer for the recovered model. Bit-identical to decoding, then
-    /// `acc[i] += weight * out[i]`.
-    pub fn decode_accumulate(
-        &self,
-        bytes: &[u8],
-        local: &[f32],
-        weight: f32,
-        acc: &mut [f32],
-    ) -> Result<Decoded, CodecError> {
-        self.decode_into(bytes, local, acc, Some(weight))
+        let (out, accumulate) = match target {
+            DecodeTarget::Out(out) => (out, None),
+            DecodeTarget::Add { acc, weight } => (acc, Some(weight)),
+        };
+        check_len("output buffer", local.len(), out.len())?;
+        let frame = frame::open_frame(bytes, &self.expect(local.len()))?;
+        let header = frame.header;
+        let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
+        let recovered = kernels::moniqua_decode(&params, &frame.body, local, out, accumulate);
+        Ok(Decoded {
+            header,
+            verification: verify(header.hash, recovered),
+        })
     }
 
     /// Algorithm 1's update of worker `sender` at `iteration` in one pass:
     /// `x + (sum_j w_j (x^_j - x^_i) - delta)` over the neighbours
     /// `(frame, w_j)`, where `x^_j` is recovered from the frame against `x`
     /// and `x^_i` is the local biased term of `x` (as
-    /// [`local_term`](Self::local_term) gives it), written where `target`
+    /// the encoder's local term), written where `target`
     /// says. Returns each frame's verification, in order. With a mismatch
     /// (only with [`MixTarget::Out`]), `out` includes the wrong model: call
     /// again without that neighbour. [`MixTarget::InPlace`] refuses a frame
@@ -392,7 +380,7 @@ impl MoniquaCodec {
     /// [`Prefetch::NONE`] gives the same bits).
     ///
     /// Bit for bit what `local_term` with weight `-sum_j w_j` (summed in
-    /// order), then [`decode_accumulate`](Self::decode_accumulate) of each
+    /// order), then [`decode`](Self::decode) adding each
     /// frame in order, then `x + (acc - delta)` compute, but the accumulator
     /// and the local term never leave registers: one read of `x`, `delta`
     /// and the frames, one write of the result.
@@ -440,162 +428,6 @@ impl MoniquaCodec {
         Ok(verdicts)
     }
 
-    /// Starts Algorithm 1's iteration of worker `sender` at `iteration` a
-    /// block of coordinates at a time (a simulator interleaves its workers
-    /// block by block, so one dither table per block serves them all; see
-    /// [`update_block`](Self::update_block)), and with `next` the frame of
-    /// `iteration + 1`. `None`, with nothing changed, where the frames need
-    /// [`mix`](Self::mix) instead: a hash to verify before any block may
-    /// stand, or compressed bodies.
-    pub fn begin_update(
-        &self,
-        len: usize,
-        iteration: u64,
-        sender: u32,
-        neighbours: &[(&[u8], f32)],
-        next: Option<&mut Vec<u8>>,
-    ) -> Result<Option<BlockUpdate>, CodecError> {
-        u32::try_from(len).map_err(|_| CodecError::TooLong {
-            len,
-            max: u32::MAX as usize,
-        })?;
-        let expect = self.expect(len);
-        let mut plain = !self.hash;
-        for &(bytes, _) in neighbours {
-            let frame = frame::open_frame(bytes, &expect)?;
-            plain &= frame.header.hash.is_none() && !frame.header.compressed;
-        }
-        if !plain {
-            return Ok(None);
-        }
-        let (weights, all) = weights(neighbours);
-        let next = next.map(|out| frame::begin_frame(out, packed_len(len, self.bits)));
-        Ok(Some(BlockUpdate {
-            iteration,
-            sender,
-            dithers: [
-                self.dither(iteration, sender),
-                self.dither(iteration + 1, sender),
-            ],
-            len,
-            weights,
-            all,
-            rejected: 0,
-            rejected_next: 0,
-            next: next.is_some(),
-        }))
-    }
-
-    /// One block of [`begin_update`](Self::begin_update)'s iteration:
-    /// updates `x`, the model's coordinates `at..at + x.len()`, in place as
-    /// [`mix`](Self::mix) in place updates them given their local
-    /// step `delta`, then encodes the updated block into `next` as
-    /// [`encode`](Self::encode) of the updated model at `iteration + 1`
-    /// would. `frames` are the neighbours' frames `begin_update` opened, in
-    /// the same order; `at` a multiple of 64, blocks in any order. Dither tables
-    /// ([`DitherTable::fill`]) for this block at `iteration`
-    /// (`mix`) and `iteration + 1` (`encode`) are read instead of hashing,
-    /// where they are the right ones (else ignored): the same values.
-    #[allow(clippy::too_many_arguments)]
-    pub fn update_block<'f>(
-        &self,
-        u: &mut BlockUpdate,
-        x: &mut [f32],
-        at: usize,
-        frames: impl ExactSizeIterator<Item = &'f [u8]>,
-        delta: &[f32],
-        tables: [Option<&DitherTable>; 2],
-        next: Option<&mut Vec<u8>>,
-        prefetch: Prefetch,
-    ) -> Result<(), CodecError> {
-        let m = x.len();
-        if !at.is_multiple_of(kernels::CHUNK) || at + m > u.len {
-            return Err(CodecError::Block { at, len: m });
-        }
-        check_len("local step", m, delta.len())?;
-        check_len("neighbour frames", u.weights.len(), frames.len())?;
-        let frame_len = self.frame_len(u.len);
-        // a block's codes start on a byte: `at` is a multiple of 64
-        let (byte, end) = (at / 8 * self.bits as usize, packed_len(at + m, self.bits));
-        // the bodies from this block on, without allocating for a few
-        let count = frames.len();
-        let (mut few, mut many): ([&[u8]; 8], Vec<&[u8]>) = ([&[]; 8], Vec::new());
-        let mut seen = 0;
-        for bytes in frames.take(count) {
-            check_len("neighbour frame", frame_len, bytes.len())?;
-            let body = &bytes[frame::HEADER_LEN + byte..];
-            if count <= few.len() {
-                few[seen] = body;
-            } else {
-                many.push(body);
-            }
-            seen += 1;
-        }
-        check_len("neighbour frames", count, seen)?;
-        let bodies: &[&[u8]] = if count <= few.len() {
-            &few[..count]
-        } else {
-            &many
-        };
-        let chunks = (at / kernels::CHUNK) as u32;
-        // the block's view of iteration `k + i`'s dither: skipped to the
-        // block, read from the table when it is the right one
-        let params = |i: usize| ModParams {
-            table: table_for(tables[i], u.dithers[i], at, m),
-            ..self.params(u.dithers[i].skip_chunks(chunks), false)
-        };
-        let p = params(0);
-        // the next frame's codes of this block, encoded by the mix from
-        // the updated values while they are in registers
-        let encode = match next.filter(|_| u.next) {
-            Some(out) => {
-                check_len("next frame", frame_len, out.len())?;
-                Some(kernels::EncodeNext {
-                    p: params(1),
-                    body: &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end],
-                    bad: [0; kernels::CHUNK],
-                })
-            }
-            None => None,
-        };
-        let mut nb = kernels::Neighbours {
-            bodies,
-            weights: &u.weights,
-            // no hash
-            hashes: &mut [],
-            next: prefetch,
-            encode,
-        };
-        u.rejected += kernels::moniqua_mix(&p, MixTarget::InPlace(x), -u.all, &mut nb, delta);
-        if let Some(e) = &nb.encode {
-            u.rejected_next += e.rejected();
-        }
-        Ok(())
-    }
-
-    /// Ends [`begin_update`](Self::begin_update)'s iteration once every
-    /// block is done: an input the mix rejected is an error (after the
-    /// update, as [`mix`](Self::mix) in place); the next frame, if
-    /// asked for, is its header or why the updated model could not be
-    /// encoded (the update stands). `x` is the whole updated model.
-    pub fn finish_update(
-        &self,
-        u: BlockUpdate,
-        x: &[f32],
-        next: Option<&mut Vec<u8>>,
-    ) -> Result<Option<Result<Encoded, CodecError>>, CodecError> {
-        check_len("model", u.len, x.len())?;
-        if u.rejected > 0 {
-            return Err(self.rejected_error(x));
-        }
-        Ok(next.filter(|_| u.next).map(|out| {
-            if u.rejected_next > 0 {
-                return Err(self.rejected_error(x));
-            }
-            self.finish_frame(out, u.len as u32, u.iteration + 1, u.sender, None)
-        }))
-    }
-
     #[allow(clippy::too_many_arguments)]
     fn mix_into(
         &self,
@@ -637,24 +469,6 @@ impl MoniquaCodec {
         Ok((verdicts, rejected))
     }
 
-    fn decode_into(
-        &self,
-        bytes: &[u8],
-        local: &[f32],
-        out: &mut [f32],
-        accumulate: Option<f32>,
-    ) -> Result<Decoded, CodecError> {
-        check_len("output buffer", local.len(), out.len())?;
-        let frame = frame::open_frame(bytes, &self.expect(local.len()))?;
-        let header = frame.header;
-        let params = self.params(Dither::new(0, 0, 0), header.hash.is_some());
-        let recovered = kernels::moniqua_decode(&params, &frame.body, local, out, accumulate);
-        Ok(Decoded {
-            header,
-            verification: verify(header.hash, recovered),
-        })
-    }
-
     /// What a Moniqua frame of `len` values from a peer of this codec has.
     fn expect(&self, len: usize) -> Expect {
         Expect {
@@ -685,9 +499,10 @@ fn table_for(t: Option<&DitherTable>, dither: Dither, at: usize, m: usize) -> &[
 }
 
 /// One worker's iteration in progress, a block at a time (see
-/// [`MoniquaCodec::begin_update`]).
+/// [`BlockUpdate::begin`]).
 #[derive(Debug)]
 pub struct BlockUpdate {
+    codec: MoniquaCodec,
     iteration: u64,
     sender: u32,
     /// The dither of `iteration` (the mix) and `iteration + 1` (the encode).
@@ -698,6 +513,169 @@ pub struct BlockUpdate {
     rejected: u32,
     rejected_next: u32,
     next: bool,
+}
+
+impl BlockUpdate {
+    /// Starts Algorithm 1's iteration of worker `sender` at `iteration` a
+    /// block of coordinates at a time (a simulator interleaves its workers
+    /// block by block, so one dither table per block serves them all; see
+    /// [`block`](Self::block)), and with `next` the frame of
+    /// `iteration + 1`. `None`, with nothing changed, where the frames need
+    /// [`mix`](MoniquaCodec::mix) instead: a hash to verify before any block may
+    /// stand, or compressed bodies.
+    pub fn begin(
+        codec: &MoniquaCodec,
+        len: usize,
+        iteration: u64,
+        sender: u32,
+        neighbours: &[(&[u8], f32)],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<Option<Self>, CodecError> {
+        u32::try_from(len).map_err(|_| CodecError::TooLong {
+            len,
+            max: u32::MAX as usize,
+        })?;
+        let expect = codec.expect(len);
+        let mut plain = !codec.hash;
+        for &(bytes, _) in neighbours {
+            let frame = frame::open_frame(bytes, &expect)?;
+            plain &= frame.header.hash.is_none() && !frame.header.compressed;
+        }
+        if !plain {
+            return Ok(None);
+        }
+        let (weights, all) = weights(neighbours);
+        let next = next.map(|out| frame::begin_frame(out, packed_len(len, codec.bits)));
+        Ok(Some(BlockUpdate {
+            codec: codec.clone(),
+            iteration,
+            sender,
+            dithers: [
+                codec.dither(iteration, sender),
+                codec.dither(iteration + 1, sender),
+            ],
+            len,
+            weights,
+            all,
+            rejected: 0,
+            rejected_next: 0,
+            next: next.is_some(),
+        }))
+    }
+
+    /// One block of [`begin`](Self::begin)'s iteration:
+    /// updates `x`, the model's coordinates `at..at + x.len()`, in place as
+    /// [`mix`](MoniquaCodec::mix) in place updates them given their local
+    /// step `delta`, then encodes the updated block into `next` as
+    /// [`encode`](MoniquaCodec::encode) of the updated model at `iteration + 1`
+    /// would. `frames` are the neighbours' frames `begin` opened, in
+    /// the same order; `at` a multiple of 64, blocks in any order. Dither tables
+    /// ([`DitherTable::fill`]) for this block at `iteration`
+    /// (`mix`) and `iteration + 1` (`encode`) are read instead of hashing,
+    /// where they are the right ones (else ignored): the same values.
+    #[allow(clippy::too_many_arguments)]
+    pub fn block<'f>(
+        &mut self,
+        x: &mut [f32],
+        at: usize,
+        frames: impl ExactSizeIterator<Item = &'f [u8]>,
+        delta: &[f32],
+        tables: [Option<&DitherTable>; 2],
+        next: Option<&mut Vec<u8>>,
+        prefetch: Prefetch,
+    ) -> Result<(), CodecError> {
+        let m = x.len();
+        if !at.is_multiple_of(kernels::CHUNK) || at + m > self.len {
+            return Err(CodecError::Block { at, len: m });
+        }
+        check_len("local step", m, delta.len())?;
+        check_len("neighbour frames", self.weights.len(), frames.len())?;
+        let frame_len = self.codec.frame_len(self.len);
+        // a block's codes start on a byte: `at` is a multiple of 64
+        let (byte, end) = (
+            at / 8 * self.codec.bits as usize,
+            packed_len(at + m, self.codec.bits),
+        );
+        // the bodies from this block on, without allocating for a few
+        let count = frames.len();
+        let (mut few, mut many): ([&[u8]; 8], Vec<&[u8]>) = ([&[]; 8], Vec::new());
+        let mut seen = 0;
+        for bytes in frames.take(count) {
+            check_len("neighbour frame", frame_len, bytes.len())?;
+            let body = &bytes[frame::HEADER_LEN + byte..];
+            if count <= few.len() {
+                few[seen] = body;
+            } else {
+                many.push(body);
+            }
+            seen += 1;
+        }
+        check_len("neighbour frames", count, seen)?;
+        let bodies: &[&[u8]] = if count <= few.len() {
+            &few[..count]
+        } else {
+            &many
+        };
+        let chunks = (at / kernels::CHUNK) as u32;
+        // the block's view of iteration `k + i`'s dither: skipped to the
+        // block, read from the table when it is the right one
+        let params = |i: usize| ModParams {
+            table: table_for(tables[i], self.dithers[i], at, m),
+            ..self
+                .codec
+                .params(self.dithers[i].skip_chunks(chunks), false)
+        };
+        let p = params(0);
+        // the next frame's codes of this block, encoded by the mix from
+        // the updated values while they are in registers
+        let encode = match next.filter(|_| self.next) {
+            Some(out) => {
+                check_len("next frame", frame_len, out.len())?;
+                Some(kernels::EncodeNext {
+                    p: params(1),
+                    body: &mut out[frame::HEADER_LEN + byte..frame::HEADER_LEN + end],
+                    bad: [0; kernels::CHUNK],
+                })
+            }
+            None => None,
+        };
+        let mut nb = kernels::Neighbours {
+            bodies,
+            weights: &self.weights,
+            // no hash
+            hashes: &mut [],
+            next: prefetch,
+            encode,
+        };
+        self.rejected += kernels::moniqua_mix(&p, MixTarget::InPlace(x), -self.all, &mut nb, delta);
+        if let Some(e) = &nb.encode {
+            self.rejected_next += e.rejected();
+        }
+        Ok(())
+    }
+
+    /// Ends [`begin`](Self::begin)'s iteration once every
+    /// block is done: an input the mix rejected is an error (after the
+    /// update, as [`mix`](MoniquaCodec::mix) in place); the next frame, if
+    /// asked for, is its header or why the updated model could not be
+    /// encoded (the update stands). `x` is the whole updated model.
+    pub fn finish(
+        self,
+        x: &[f32],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<Option<Result<Encoded, CodecError>>, CodecError> {
+        check_len("model", self.len, x.len())?;
+        if self.rejected > 0 {
+            return Err(self.codec.rejected_error(x));
+        }
+        Ok(next.filter(|_| self.next).map(|out| {
+            if self.rejected_next > 0 {
+                return Err(self.codec.rejected_error(x));
+            }
+            self.codec
+                .finish_frame(out, self.len as u32, self.iteration + 1, self.sender, None)
+        }))
+    }
 }
 
 /// The dither of one block at one iteration, computed once for many workers
@@ -761,6 +739,32 @@ pub(crate) fn non_finite_error(x: &[f32]) -> CodecError {
     let count = x.iter().filter(|v| !v.is_finite()).count();
     let first = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
     CodecError::NonFinite { count, first }
+}
+
+#[cfg(test)]
+impl MoniquaCodec {
+    /// The tests' oracle for the local term fused into [`mix`](Self::mix):
+    /// writes into `own` `weight` times the local biased term that
+    /// [`encode`](Self::encode) with the same `x`, `iteration` and `sender`
+    /// writes (with weight 1, the same bits), without building the frame: a
+    /// worker that sent its frame earlier recomputes the term when it needs
+    /// it instead of keeping a second model-sized buffer alive between
+    /// sending and receiving. Fails where `encode` would.
+    fn local_term(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        weight: f32,
+        own: &mut [f32],
+    ) -> Result<(), CodecError> {
+        check_len("local biased term buffer", x.len(), own.len())?;
+        let params = self.params(self.dither(iteration, sender), false);
+        if kernels::moniqua_local_term(&params, x, weight, own) > 0 {
+            return Err(self.rejected_error(x));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -873,7 +877,7 @@ mod tests {
         let mut frame = Vec::new();
         c.encode(&x, 4, 0, Some(&mut own), &mut frame).unwrap();
         let mut rec = vec![0.0; x.len()];
-        let d = c.decode(&frame, &y, &mut rec).unwrap();
+        let d = c.decode(&frame, &y, DecodeTarget::Out(&mut rec)).unwrap();
         assert_eq!(d.verification, Verification::Verified);
         // Reconstruct the sent codes and apply the paper's formulas.
         let parsed = frame::read_frame(&frame, u32::MAX).unwrap();
@@ -929,7 +933,7 @@ mod tests {
     }
 
     #[test]
-    fn mix_is_local_term_then_decode_accumulate_bit_for_bit() {
+    fn mix_is_local_term_then_adding_decodes_bit_for_bit() {
         for (bits, rounding, hash) in [
             (2, Rounding::Stochastic, true),
             (8, Rounding::Nearest, false),
@@ -959,7 +963,15 @@ mod tests {
             let mut acc = vec![0.0; d];
             c.local_term(&x, 4, 0, -all, &mut acc).unwrap();
             for &(f, w) in &inbox {
-                c.decode_accumulate(f, &x, w, &mut acc).unwrap();
+                c.decode(
+                    f,
+                    &x,
+                    DecodeTarget::Add {
+                        acc: &mut acc,
+                        weight: w,
+                    },
+                )
+                .unwrap();
             }
             let want: Vec<f32> = x
                 .iter()
@@ -1129,7 +1141,7 @@ mod tests {
                             .iter()
                             .zip(&mut nexts)
                             .map(|(&s, next)| {
-                                c.begin_update(len, 9, s, &neighbours, Some(next))
+                                BlockUpdate::begin(&c, len, 9, s, &neighbours, Some(next))
                                     .unwrap()
                                     .unwrap()
                             })
@@ -1152,21 +1164,21 @@ mod tests {
                                 } else {
                                     [Some(&mix_t), Some(&enc_t)]
                                 };
-                                c.update_block(
-                                    &mut updates[w],
-                                    xb,
-                                    at,
-                                    [frames[0].as_slice(), &frames[1]].into_iter(),
-                                    &delta,
-                                    tables,
-                                    Some(&mut nexts[w]),
-                                    Prefetch::NONE,
-                                )
-                                .unwrap();
+                                updates[w]
+                                    .block(
+                                        xb,
+                                        at,
+                                        [frames[0].as_slice(), &frames[1]].into_iter(),
+                                        &delta,
+                                        tables,
+                                        Some(&mut nexts[w]),
+                                        Prefetch::NONE,
+                                    )
+                                    .unwrap();
                             }
                         }
                         for (w, u) in updates.into_iter().enumerate() {
-                            let done = c.finish_update(u, &xs[w], Some(&mut nexts[w])).unwrap();
+                            let done = u.finish(&xs[w], Some(&mut nexts[w])).unwrap();
                             assert!(matches!(done, Some(Ok(_))), "{what}");
                             assert_eq!(xs[w], whole[w].0, "{what} worker {w}");
                             assert_eq!(nexts[w], whole[w].1, "{what} worker {w}");
@@ -1210,31 +1222,26 @@ mod tests {
         plain.encode(&x, 0, 1, None, &mut pf).unwrap();
         assert!(zf.len() < pf.len(), "a constant model compresses");
         assert!(
-            hashed
-                .begin_update(200, 0, 0, &[(&pf, 0.5)], None)
+            BlockUpdate::begin(&hashed, 200, 0, 0, &[(&pf, 0.5)], None)
                 .unwrap()
                 .is_none()
         );
         assert!(
-            plain
-                .begin_update(200, 0, 0, &[(&hf, 0.5)], None)
+            BlockUpdate::begin(&plain, 200, 0, 0, &[(&hf, 0.5)], None)
                 .unwrap()
                 .is_none()
         );
         assert!(
-            plain
-                .begin_update(200, 0, 0, &[(&zf, 0.5)], None)
+            BlockUpdate::begin(&plain, 200, 0, 0, &[(&zf, 0.5)], None)
                 .unwrap()
                 .is_none()
         );
-        let mut u = plain
-            .begin_update(200, 0, 0, &[(&pf, 0.5)], None)
+        let mut u = BlockUpdate::begin(&plain, 200, 0, 0, &[(&pf, 0.5)], None)
             .unwrap()
             .unwrap();
         let mut z = x.clone();
         for (at, len) in [(10, 64), (192, 64)] {
-            let r = plain.update_block(
-                &mut u,
+            let r = u.block(
                 &mut z[..len],
                 at,
                 [pf.as_slice()].into_iter(),
@@ -1245,8 +1252,7 @@ mod tests {
             );
             assert_eq!(r, Err(CodecError::Block { at, len }));
         }
-        let r = plain.update_block(
-            &mut u,
+        let r = u.block(
             &mut z[..64],
             0,
             [&pf[..50]].into_iter(),
@@ -1275,8 +1281,7 @@ mod tests {
         let mut next = Vec::new();
         // a step that sends one coordinate past what the codec encodes
         let huge = -2.0 * c.max_abs();
-        let mut u = c
-            .begin_update(100, 0, 0, &[], Some(&mut next))
+        let mut u = BlockUpdate::begin(&c, 100, 0, 0, &[], Some(&mut next))
             .unwrap()
             .unwrap();
         for at in [0, 64] {
@@ -1285,8 +1290,7 @@ mod tests {
             if at == 64 {
                 delta[3] = huge;
             }
-            c.update_block(
-                &mut u,
+            u.block(
                 &mut z[at..at + m],
                 at,
                 std::iter::empty(),
@@ -1297,7 +1301,7 @@ mod tests {
             )
             .unwrap();
         }
-        let done = c.finish_update(u, &z, Some(&mut next)).unwrap();
+        let done = u.finish(&z, Some(&mut next)).unwrap();
         assert!(
             matches!(
                 done,
@@ -1370,17 +1374,26 @@ mod tests {
     }
 
     #[test]
-    fn decode_accumulate_equals_decode_then_axpy() {
+    fn an_adding_decode_equals_decode_then_axpy() {
         let c = codec(5, Rounding::Stochastic, 1.0);
         let x: Vec<f32> = (0..777).map(|i| (i as f32 * 0.3).sin()).collect();
         let y: Vec<f32> = x.iter().map(|v| v + 0.2).collect();
         let mut f = Vec::new();
         c.encode(&x, 3, 1, None, &mut f).unwrap();
         let mut rec = vec![0.0; x.len()];
-        c.decode(&f, &y, &mut rec).unwrap();
+        c.decode(&f, &y, DecodeTarget::Out(&mut rec)).unwrap();
         let mut acc: Vec<f32> = (0..777).map(|i| i as f32 * 0.01).collect();
         let want: Vec<f32> = acc.iter().zip(&rec).map(|(a, r)| a + 0.3 * r).collect();
-        let d = c.decode_accumulate(&f, &y, 0.3, &mut acc).unwrap();
+        let d = c
+            .decode(
+                &f,
+                &y,
+                DecodeTarget::Add {
+                    acc: &mut acc,
+                    weight: 0.3,
+                },
+            )
+            .unwrap();
         assert_eq!(d.verification, Verification::Verified);
         assert_eq!(acc, want);
     }
@@ -1392,7 +1405,7 @@ mod tests {
         let mut frame = Vec::new();
         c.encode(&x, 0, 0, None, &mut frame).unwrap();
         let mut rec = vec![0.0; x.len()];
-        c.decode(&frame, &x, &mut rec).unwrap();
+        c.decode(&frame, &x, DecodeTarget::Out(&mut rec)).unwrap();
         let worst = x
             .iter()
             .zip(&rec)
@@ -1438,9 +1451,21 @@ mod tests {
         let mut out = vec![0.0; x.len()];
         let mut stats = VerifyStats::default();
         c.encode(&x, 0, 0, None, &mut f).unwrap();
-        stats.record(c.decode(&f, &near, &mut out).unwrap().verification);
-        stats.record(c.decode(&f, &far, &mut out).unwrap().verification);
-        stats.record(c.decode(&f, &far, &mut out).unwrap().verification);
+        stats.record(
+            c.decode(&f, &near, DecodeTarget::Out(&mut out))
+                .unwrap()
+                .verification,
+        );
+        stats.record(
+            c.decode(&f, &far, DecodeTarget::Out(&mut out))
+                .unwrap()
+                .verification,
+        );
+        stats.record(
+            c.decode(&f, &far, DecodeTarget::Out(&mut out))
+                .unwrap()
+                .verification,
+        );
         let unhashed = MoniquaCodec::new(
             &MoniquaConfig {
                 bits: 4,
@@ -1453,7 +1478,7 @@ mod tests {
         )
         .unwrap();
         unhashed.encode(&x, 0, 0, None, &mut f).unwrap();
-        let d = c.decode(&f, &near, &mut out).unwrap();
+        let d = c.decode(&f, &near, DecodeTarget::Out(&mut out)).unwrap();
         assert_eq!(d.header.hash, None);
         stats.record(d.verification);
         assert_eq!(
@@ -1512,15 +1537,15 @@ mod tests {
         a.encode(&x, 0, 0, None, &mut f).unwrap();
         let mut out = vec![0.0; 16];
         assert!(matches!(
-            b.decode(&f, &x, &mut out),
+            b.decode(&f, &x, DecodeTarget::Out(&mut out)),
             Err(CodecError::ModulusMismatch { .. })
         ));
         assert!(matches!(
-            c.decode(&f, &x, &mut out),
+            c.decode(&f, &x, DecodeTarget::Out(&mut out)),
             Err(CodecError::BitsMismatch { .. })
         ));
         assert!(matches!(
-            a.decode(&f, &x[..15], &mut out),
+            a.decode(&f, &x[..15], DecodeTarget::Out(&mut out)),
             Err(CodecError::LengthMismatch { .. })
         ));
     }
@@ -1543,7 +1568,7 @@ mod tests {
         assert!(e.header.compressed);
         assert!(f.len() < c.frame_len(x.len()) / 4, "{} bytes", f.len());
         let mut rec = vec![0.0; x.len()];
-        let d = c.decode(&f, &x, &mut rec).unwrap();
+        let d = c.decode(&f, &x, DecodeTarget::Out(&mut rec)).unwrap();
         assert_eq!(d.verification, Verification::Verified);
         for (a, b) in x.iter().zip(&rec) {
             assert!(f64::from((a - b).abs()) <= c.error_bound() + 1e-6);

@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use repro_codec::frame::{self, HEADER_LEN, read_frame};
 use repro_codec::pack::{pack, packed_len, unpack};
 use repro_codec::{
-    Compression, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding, StochasticCodec,
-    StochasticConfig, Verification,
+    Compression, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding,
+    StochasticCodec, StochasticConfig, Verification,
 };
 
 fn moniqua_config() -> impl Strategy<Value = MoniquaConfig> {
@@ -61,7 +61,7 @@ proptest! {
         let enc = codec.encode(&x, iteration, 3, Some(&mut own), &mut frame).unwrap();
         prop_assert_eq!(enc.header.frame_len(), frame.len());
         let mut x_hat = vec![0.0; x.len()];
-        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        let d = codec.decode(&frame, &y, DecodeTarget::Out(&mut x_hat)).unwrap();
         prop_assert_eq!(d.verification, Verification::Verified);
         // f32 arithmetic on values up to ~60 adds a few ulps
         let bound = codec.error_bound() + 2e-5;
@@ -95,7 +95,7 @@ proptest! {
         let mut frame = Vec::new();
         codec.encode(&x, 0, 0, None, &mut frame).unwrap();
         let mut x_hat = vec![0.0; n];
-        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        let d = codec.decode(&frame, &y, DecodeTarget::Out(&mut x_hat)).unwrap();
         prop_assert_eq!(d.verification, Verification::Mismatch);
         prop_assert!((x_hat[i] - x[i]).abs() > codec.modulus() / 4.0);
     }
@@ -225,9 +225,10 @@ fn decode_everything(bytes: &[u8]) {
             bits,
             ..MoniquaConfig::default()
         };
-        let _ = MoniquaCodec::new(&cfg, 0)
-            .unwrap()
-            .decode(bytes, &local, &mut out);
+        let _ =
+            MoniquaCodec::new(&cfg, 0)
+                .unwrap()
+                .decode(bytes, &local, DecodeTarget::Out(&mut out));
     }
     for (bits, bucket) in [(5, 7), (8, 1024)] {
         let cfg = StochasticConfig {
@@ -310,7 +311,9 @@ fn moniqua_stochastic_recovery_is_unbiased() {
     let mut x_hat = vec![0.0; x.len()];
     for it in 0..draws {
         codec.encode(&x, it, 0, None, &mut frame).unwrap();
-        let d = codec.decode(&frame, &y, &mut x_hat).unwrap();
+        let d = codec
+            .decode(&frame, &y, DecodeTarget::Out(&mut x_hat))
+            .unwrap();
         assert_eq!(d.verification, Verification::Verified);
         for (s, v) in sum.iter_mut().zip(&x_hat) {
             *s += f64::from(*v);
@@ -334,7 +337,9 @@ fn moniqua_stochastic_recovery_is_unbiased() {
     )
     .unwrap();
     nearest.encode(&x, 0, 0, None, &mut frame).unwrap();
-    nearest.decode(&frame, &y, &mut x_hat).unwrap();
+    nearest
+        .decode(&frame, &y, DecodeTarget::Out(&mut x_hat))
+        .unwrap();
     let biased = x
         .iter()
         .zip(&x_hat)
@@ -384,7 +389,9 @@ fn regression_lying_length_is_rejected_before_decompression() {
     assert!(e.header.compressed);
     frame[8..12].copy_from_slice(&(u32::MAX / 2).to_le_bytes());
     let mut out = vec![0.0; 1000];
-    let err = codec.decode(&frame, &x, &mut out).unwrap_err();
+    let err = codec
+        .decode(&frame, &x, DecodeTarget::Out(&mut out))
+        .unwrap_err();
     assert!(
         matches!(
             err,

@@ -25,8 +25,8 @@
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
 
 use repro_codec::{
-    BlockUpdate, CodecError, DitherTable, FullPrecision, MixTarget, MoniquaCodec, MoniquaConfig,
-    Prefetch, Verification,
+    BlockUpdate, CodecError, DecodeTarget, DitherTable, FullPrecision, MixTarget, MoniquaCodec,
+    MoniquaConfig, Prefetch, Verification,
 };
 
 use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
@@ -214,9 +214,14 @@ impl Blockwise for Moniqua {
             return Ok(false);
         }
         let neighbours = self.neighbours(inbox)?;
-        self.blocks =
-            self.codec
-                .begin_update(self.x.len(), k, self.rank as u32, &neighbours, next)?;
+        self.blocks = BlockUpdate::begin(
+            &self.codec,
+            self.x.len(),
+            k,
+            self.rank as u32,
+            &neighbours,
+            next,
+        )?;
         Ok(self.blocks.is_some())
     }
 
@@ -252,8 +257,7 @@ impl Blockwise for Moniqua {
         let tables = [Some(&tables[0]), Some(&tables[1])];
         // the frames as `begin` had them
         let frames = inbox.iter().map(|&(_, bytes)| bytes);
-        self.codec
-            .update_block(update, x, at, frames, delta, tables, next, prefetch)?;
+        update.block(x, at, frames, delta, tables, next, prefetch)?;
         Ok(())
     }
 
@@ -265,7 +269,7 @@ impl Blockwise for Moniqua {
         let update = self.blocks.take().ok_or_else(|| {
             AlgoError::Invalid("finishing an iteration not begun in blocks".into())
         })?;
-        let sent = self.codec.finish_update(update, &self.x, next)?;
+        let sent = update.finish(&self.x, next)?;
         Ok((Received::default(), matches!(sent, Some(Ok(_)))))
     }
 }
@@ -326,10 +330,24 @@ pub(crate) fn accumulate_verified(
     let mut received = Received::default();
     for &(from, bytes) in inbox {
         let w = weight_of(weights, rank, from)?;
-        let d = codec.decode_accumulate(bytes, local, w, acc)?;
+        let d = codec.decode(
+            bytes,
+            local,
+            DecodeTarget::Add {
+                acc: &mut *acc,
+                weight: w,
+            },
+        )?;
         received.record(d.verification);
         if d.verification == Verification::Mismatch {
-            codec.decode_accumulate(bytes, local, -w, acc)?;
+            codec.decode(
+                bytes,
+                local,
+                DecodeTarget::Add {
+                    acc: &mut *acc,
+                    weight: -w,
+                },
+            )?;
             continue;
         }
         total += w;

@@ -62,7 +62,9 @@ fn main() -> ExitCode {
         .expect("exchange");
     let mut recovered = vec![0f32; d];
     for (&j, f) in neighbours.iter().zip(&frames) {
-        let dec = codec.decode(f, &x, &mut recovered).expect("decode");
+        let dec = codec
+            .decode(f, &x, repro_codec::DecodeTarget::Out(&mut recovered))
+            .expect("decode");
         assert_eq!(dec.header.sender as usize, j, "frame from the wrong rank");
         assert_eq!(
             dec.verification,
