@@ -70,7 +70,15 @@ pub enum LauncherArg {
 }
 
 /// The launcher the options ask for.
-fn launcher(args: &RunArgs) -> Result<Launcher> {
+fn launcher(args: &RunArgs, backend: Backend) -> Result<Launcher> {
+    if backend == Backend::InProcess {
+        if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
+            anyhow::bail!(
+                "--hostfile and --launcher start MPI ranks; the in-process backend runs every worker in one process"
+            );
+        }
+        return Ok(Launcher::InProcess);
+    }
     let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some();
     Ok(match (args.launcher, &args.hostfile) {
         (LauncherArg::Srun, Some(_)) => anyhow::bail!(
@@ -145,31 +153,18 @@ fn describe(run: &PlannedRun) -> String {
         .join(" ")
 }
 
+/// `repro run`: plans the experiment, then runs it (or prints the plan
+/// with `--dry-run`), then writes its records, table and figure.
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand(&m, &args.scale, backend)?;
     let out = out_dir(&args.out, &m.name);
-    let launcher = if backend == Backend::InProcess {
-        if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
-            anyhow::bail!(
-                "--hostfile and --launcher start MPI ranks; the local backend runs every worker in one process"
-            );
-        }
-        Launcher::InProcess
-    } else {
-        launcher(args)?
-    };
+    let launcher = launcher(args, backend)?;
     if args.dry_run {
         let recorder = std::sync::Arc::new(crate::net::DryRun::planning());
-        let net = NetContext {
-            mode: m.shaping,
-            host: HostNet::assumed(),
-            exec: Box::new(recorder.clone()),
-            launcher,
-            interface: args.interface.clone(),
-        };
+        let net = net_context(args, &m, launcher, Box::new(recorder.clone()));
         // a congestion control this kernel has not loaded fails the real
         // run before anything starts; a dry run says so too
         if backend == Backend::Mpi
@@ -191,39 +186,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         train_backend::train_binary()?;
     }
     crate::signals::install();
-    let shaped = backend == Backend::Mpi
-        && m.shaping != ShapingMode::None
-        && runs.iter().any(|r| r.network.is_some());
-    let mut net = NetContext {
-        mode: m.shaping,
-        host: HostNet::assumed(),
-        exec: Box::new(crate::net::System),
-        launcher,
-        interface: args.interface.clone(),
-    };
-    let method = if shaped { Some(net.method()?) } else { None };
-    if method == Some(Method::Hosts) && args.jobs > 1 {
-        anyhow::bail!(
-            "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \
-             would shape, save and restore the same interfaces); pass --jobs 1",
-            args.jobs
-        );
-    }
-    if method == Some(Method::Netns) {
-        if !crate::doctor::is_root() {
-            return Err(crate::net::NetError::NotRoot.into());
-        }
-        // probe, don't assume: every condition's qdiscs and congestion
-        // control are tried in a throwaway namespace before the first run
-        let conditions = shaped_conditions(&runs, &net);
-        net.host = crate::net::probe::preflight(&*net.exec, &conditions)
-            .context("this host cannot shape the experiment's network conditions")?;
-        if !net.host.netem && conditions.iter().any(|c| c.latency_s > 0.0) {
-            eprintln!(
-                "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
-            );
-        }
-    }
+    let net = prepare_network(args, &m, backend, &runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
     eprintln!(
@@ -234,31 +197,162 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         out.display()
     );
     let started = Instant::now();
-    let total = runs.len();
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let progress = Progress::new(total);
-    let execute = |r: &PlannedRun| -> RunRecord {
+    let session = Session {
+        args,
+        backend,
+        experiment: &m.name,
+        out: &out,
+        net: &net,
+        progress: Progress::new(runs.len()),
+        done: std::sync::atomic::AtomicUsize::new(0),
+        total: runs.len(),
+    };
+    let rows = in_parallel(&runs, args.jobs, &|r| session.execute(r));
+    session.progress.finish();
+    write_results(&m, &out, &rows)?;
+    let csv = out.join("runs.csv");
+    if crate::signals::interrupted() {
+        eprintln!(
+            "interrupted: kept the {} finished runs in {}",
+            rows.iter()
+                .filter(|r| !matches!(r.status(), "failed" | "not run (interrupted)"))
+                .count(),
+            csv.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    let failed = rows.iter().filter(|r| r.status() == "failed").count();
+    eprintln!(
+        "{} runs in {:.1}s, {failed} failed; wrote {}, runs.parquet and table.md/.tex/.csv",
+        rows.len(),
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    );
+    Ok(if failed == 0 {
+        Outcome::AllSucceeded
+    } else {
+        Outcome::SomeFailed
+    })
+}
+
+/// The network context of a run of `m` whose commands go to `exec`.
+fn net_context(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    launcher: Launcher,
+    exec: Box<dyn crate::net::Exec>,
+) -> NetContext {
+    NetContext {
+        mode: m.shaping,
+        host: HostNet::assumed(),
+        exec,
+        launcher,
+        interface: args.interface.clone(),
+    }
+}
+
+/// The real network context: with MPI ranks to shape, the shaping method
+/// checked against the options, and this host probed (never assumed) for
+/// every condition's qdiscs and congestion control.
+fn prepare_network(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    backend: Backend,
+    runs: &[PlannedRun],
+    launcher: Launcher,
+) -> Result<NetContext> {
+    let mut net = net_context(args, m, launcher, Box::new(crate::net::System));
+    let shaped = backend == Backend::Mpi
+        && m.shaping != ShapingMode::None
+        && runs.iter().any(|r| r.network.is_some());
+    if !shaped {
+        return Ok(net);
+    }
+    match net.method()? {
+        Method::Hosts if args.jobs > 1 => anyhow::bail!(
+            "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \
+             would shape, save and restore the same interfaces); pass --jobs 1",
+            args.jobs
+        ),
+        Method::Netns => {
+            if !crate::doctor::is_root() {
+                return Err(crate::net::NetError::NotRoot.into());
+            }
+            // probe, don't assume: every condition's qdiscs and congestion
+            // control are tried in a throwaway namespace before the first run
+            let conditions = shaped_conditions(runs, &net);
+            net.host = crate::net::probe::preflight(&*net.exec, &conditions)
+                .context("this host cannot shape the experiment's network conditions")?;
+            if !net.host.netem && conditions.iter().any(|c| c.latency_s > 0.0) {
+                eprintln!(
+                    "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(net)
+}
+
+/// Maps `f` over `runs` on `jobs` threads (in order; one thread for 1).
+fn in_parallel(
+    runs: &[PlannedRun],
+    jobs: usize,
+    f: &(dyn Fn(&PlannedRun) -> RunRecord + Sync),
+) -> Vec<RunRecord> {
+    let jobs = jobs.clamp(1, runs.len().max(1));
+    if jobs == 1 {
+        return runs.iter().map(f).collect();
+    }
+    let chunk = runs.len().div_ceil(jobs);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// What every run of one `repro run` shares.
+struct Session<'a> {
+    args: &'a RunArgs,
+    backend: Backend,
+    experiment: &'a str,
+    out: &'a std::path::Path,
+    net: &'a NetContext,
+    progress: Progress,
+    done: std::sync::atomic::AtomicUsize,
+    total: usize,
+}
+
+impl Session<'_> {
+    /// Runs `r` (or summarizes it from an earlier invocation's logs) and
+    /// reports it: its record, `failed` if it produced no summary.
+    fn execute(&self, r: &PlannedRun) -> RunRecord {
         // a run that finished in an earlier invocation (same id: the same
         // resolved config) is summarized from its logs with --resume, and
         // also once Ctrl-C / SIGTERM stops this invocation, so an
         // interrupted rerun never replaces finished results with "not run"
         let interrupted = crate::signals::interrupted();
-        let earlier = match backend {
-            Backend::Mpi | Backend::InProcess if args.resume || interrupted => {
-                train_backend::resume(r, &out.join("raw").join(&r.id), &net)
+        let raw = self.out.join("raw");
+        let earlier = match self.backend {
+            Backend::Mpi | Backend::InProcess if self.args.resume || interrupted => {
+                train_backend::resume(r, &raw.join(&r.id), self.net)
             }
             _ => None,
         };
         if interrupted && earlier.is_none() {
-            let mut metrics = BTreeMap::new();
-            metrics.insert(
-                "status".into(),
-                results::Cell::Text("not run (interrupted)".into()),
-            );
             return RunRecord {
                 run_id: r.id.clone(),
                 point: r.point.clone(),
-                metrics,
+                metrics: BTreeMap::from([(
+                    "status".into(),
+                    results::Cell::Text("not run (interrupted)".into()),
+                )]),
             };
         }
         let t = Instant::now();
@@ -266,82 +360,73 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             plan::Params::Train(c) => c.iterations,
             plan::Params::Sim(p) => p.iterations,
         };
-        let mut bar = progress.run(&format!("{} {}", r.id, describe(r)), iterations);
-        let result = match backend {
-            Backend::Sim => {
-                sim_backend::execute(r, &m.name, &out.join("raw").join(format!("{}.jsonl", r.id)))
+        let mut bar = self
+            .progress
+            .run(&format!("{} {}", r.id, describe(r)), iterations);
+        let result = match (self.backend, earlier) {
+            (Backend::Sim, _) => {
+                sim_backend::execute(r, self.experiment, &raw.join(format!("{}.jsonl", r.id)))
             }
-            Backend::Mpi | Backend::InProcess => {
-                let dir = out.join("raw").join(&r.id);
-                match earlier {
-                    Some(s) => {
-                        progress.line(&format!(
-                            "  {} finished earlier: summarized from its logs ({})",
-                            r.id,
-                            if interrupted {
-                                "interrupted, so not run again"
-                            } else {
-                                "--resume"
-                            }
-                        ));
-                        Ok(s)
+            (_, Some(s)) => {
+                self.progress.line(&format!(
+                    "  {} finished earlier: summarized from its logs ({})",
+                    r.id,
+                    if interrupted {
+                        "interrupted, so not run again"
+                    } else {
+                        "--resume"
                     }
-                    None => train_backend::execute(r, &dir, &net, &mut |k| bar.update(k)),
-                }
+                ));
+                Ok(s)
+            }
+            (_, None) => {
+                train_backend::execute(r, &raw.join(&r.id), self.net, &mut |k| bar.update(k))
             }
         };
-        progress.run_done(bar);
-        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        match &result {
-            Ok(s) => {
-                progress.line(&format!(
-                    "[{n}/{total}] {} {}: {} in {:.1}s (final_loss {}, {} bytes)",
-                    r.id,
-                    describe(r),
-                    s.status,
-                    t.elapsed().as_secs_f64(),
-                    s.final_loss.map_or("none".into(), |l| format!("{l:.4e}")),
-                    s.bytes
-                ));
-                if s.bytes_flagged() {
-                    progress.line(&format!(
-                        "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
-                        s.kernel_bytes_per_worker.unwrap_or(f64::NAN),
-                        s.kernel_over_counted().unwrap_or(f64::NAN),
-                        s.counted_bytes_per_worker.unwrap_or(f64::NAN)
-                    ));
-                }
-            }
+        self.progress.run_done(bar);
+        self.report(r, &result, t.elapsed().as_secs_f64());
+        RunRecord::of(r, result.as_ref().ok())
+    }
+
+    /// One line for a finished run (and a warning if its bytes look wrong).
+    fn report(&self, r: &PlannedRun, result: &Result<sim_backend::Summary>, secs: f64) {
+        let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let total = self.total;
+        let s = match result {
+            Ok(s) => s,
             Err(e) => {
-                progress.line(&format!(
+                self.progress.line(&format!(
                     "[{n}/{total}] {} {}: FAILED: {e:#}",
                     r.id,
                     describe(r)
                 ));
+                return;
             }
+        };
+        self.progress.line(&format!(
+            "[{n}/{total}] {} {}: {} in {secs:.1}s (final_loss {}, {} bytes)",
+            r.id,
+            describe(r),
+            s.status,
+            s.final_loss.map_or("none".into(), |l| format!("{l:.4e}")),
+            s.bytes
+        ));
+        if s.bytes_flagged() {
+            self.progress.line(&format!(
+                "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
+                s.kernel_bytes_per_worker.unwrap_or(f64::NAN),
+                s.kernel_over_counted().unwrap_or(f64::NAN),
+                s.counted_bytes_per_worker.unwrap_or(f64::NAN)
+            ));
         }
-        RunRecord::of(r, result.as_ref().ok())
-    };
-    let jobs = args.jobs.clamp(1, total.max(1));
-    let rows: Vec<RunRecord> = if jobs == 1 {
-        runs.iter().map(&execute).collect()
-    } else {
-        let chunk = total.div_ceil(jobs);
-        std::thread::scope(|s| {
-            let handles: Vec<_> = runs
-                .chunks(chunk)
-                .map(|part| s.spawn(|| part.iter().map(&execute).collect::<Vec<_>>()))
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    };
-    progress.finish();
-    let csv = out.join("runs.csv");
-    results::write_csv(&csv, &rows)?;
-    let frame = RunsFrame::new(&rows)?;
+    }
+}
+
+/// Writes runs.csv, runs.parquet, the table in three formats (printing
+/// the Markdown) and the figure, from the run records.
+fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecord]) -> Result<()> {
+    results::write_csv(&out.join("runs.csv"), rows)?;
+    let frame = RunsFrame::new(rows)?;
     frames::write_parquet(&out.join("runs.parquet"), frame.export()?)?;
     let paper = table::load_paper(&m.table)?;
     let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
@@ -354,33 +439,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .with_context(|| format!("could not write {}/{file}", out.display()))?;
     }
     println!("{}", table.markdown());
-    if let Some(paths) = figure(&m, &out, &rows, &[ImageFormat::Svg, ImageFormat::Png])? {
+    if let Some(paths) = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])? {
         for p in paths {
             eprintln!("figure: {}", p.display());
         }
     }
-    let failed = rows.iter().filter(|r| r.status() == "failed").count();
-    if crate::signals::interrupted() {
-        eprintln!(
-            "interrupted: kept the {} finished runs in {}",
-            rows.iter()
-                .filter(|r| !matches!(r.status(), "failed" | "not run (interrupted)"))
-                .count(),
-            csv.display()
-        );
-        return Ok(Outcome::Interrupted);
-    }
-    eprintln!(
-        "{} runs in {:.1}s, {failed} failed; wrote {}, runs.parquet and table.md/.tex/.csv",
-        total,
-        started.elapsed().as_secs_f64(),
-        csv.display()
-    );
-    Ok(if failed == 0 {
-        Outcome::AllSucceeded
-    } else {
-        Outcome::SomeFailed
-    })
+    Ok(())
 }
 
 /// A YAML scalar as a manifest would write it.
