@@ -254,12 +254,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         .map(|i| objective.loss(sim.model(i)))
         .sum::<f64>()
         / p.workers as f64;
-    let diverged = !matches!(status, Status::Completed) || !final_loss.is_finite();
-    if diverged && matches!(status, Status::Completed) {
-        status = Status::Diverged {
-            iteration: p.iterations,
-        };
-    }
+    let status = status.after_final([final_loss], p.iterations);
     let metrics = Metrics {
         final_loss: finite(final_loss),
         local_loss: finite(local_loss),

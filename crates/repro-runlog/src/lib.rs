@@ -289,6 +289,21 @@ pub enum Status {
     },
 }
 
+impl Status {
+    /// The status once the final model is evaluated: a run that completed
+    /// but whose final `losses` are not all finite diverged at `iteration`,
+    /// its last. The one rule the simulator and the trainer apply to their
+    /// final evaluation; a step's divergence is `repro_algos::unless_diverged`.
+    pub fn after_final(self, losses: impl IntoIterator<Item = f64>, iteration: u64) -> Status {
+        match self {
+            Status::Completed if losses.into_iter().any(|l| !l.is_finite()) => {
+                Status::Diverged { iteration }
+            }
+            other => other,
+        }
+    }
+}
+
 /// The last line of a log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct End {
@@ -433,6 +448,23 @@ pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_non_finite_final_loss_is_divergence() {
+        let done = || Status::Completed;
+        assert_eq!(done().after_final([0.5, 0.7], 9), Status::Completed);
+        assert_eq!(
+            done().after_final([0.5, f64::NAN], 9),
+            Status::Diverged { iteration: 9 }
+        );
+        assert_eq!(
+            done().after_final([f64::INFINITY], 9),
+            Status::Diverged { iteration: 9 }
+        );
+        // an earlier divergence keeps its iteration
+        let early = Status::Diverged { iteration: 3 };
+        assert_eq!(early.clone().after_final([f64::NAN], 9), early);
+    }
+
     use super::*;
 
     fn header() -> Header {

@@ -469,12 +469,13 @@ pub fn train<T: Transport>(
         }
         done = k + 1;
         if cfg.eval_every > 0 && (done % cfg.eval_every == 0 || done == cfg.iterations) {
-            write_record(
-                &mut log,
-                &Record::Eval(eval(
-                    cfg, &*model, &flat, &*worker, &data, t, &mut rng, done, epoch, &started,
-                )?),
+            let e = eval(
+                cfg, &*model, &flat, &*worker, &data, t, &mut rng, done, epoch, &started,
             )?;
+            if done == cfg.iterations {
+                status = status.after_final([e.test_loss].into_iter().chain(e.avg_test_loss), done);
+            }
+            write_record(&mut log, &Record::Eval(e))?;
         }
     }
     write_record(

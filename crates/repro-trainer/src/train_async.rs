@@ -402,6 +402,7 @@ fn compute(
         }
     };
     let _ = finished.send(Ok(status.clone()));
+    let mut status = status;
     let fin = if status == Status::Completed {
         final_rx.recv().ok().flatten()
     } else {
@@ -416,6 +417,7 @@ fn compute(
         s.flat.scatter(&f.avg)?;
         let (avg_loss, avg_accuracy) =
             evaluate(&*s.model, &s.data, cfg.eval_samples, &mut rng, s.device);
+        status = status.after_final([test_loss, avg_loss], done);
         if cfg.eval_every > 0 {
             write_record(
                 &mut log,
