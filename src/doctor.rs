@@ -3,12 +3,12 @@
 //! something is missing, how to get it.
 
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::Result;
 
+use crate::net::exec::argv;
 use crate::net::probe::{self, ProbeNs};
-use crate::net::{System, TcpCongestion, TcpSettings};
+use crate::net::{Exec, System, TcpCongestion, TcpSettings};
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,16 +19,16 @@ pub struct Check {
     pub hint: &'static str,
 }
 
-fn run(program: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(program).args(args).output().ok()?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.status
-        .success()
-        .then(|| text.lines().next().unwrap_or("").trim().to_string())
+/// The output of `program args` through `exec` (`None`: missing or failed).
+fn output(exec: &dyn Exec, program: &str, args: &[&str]) -> Option<String> {
+    let mut command = vec![program];
+    command.extend_from_slice(args);
+    exec.run(&argv(&command)).ok()
+}
+
+/// The first line of `program args`' output.
+fn run(exec: &dyn Exec, program: &str, args: &[&str]) -> Option<String> {
+    output(exec, program, args).map(|t| t.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// Whether this process runs as root (uid 0).
@@ -56,10 +56,10 @@ struct Probed {
 /// probe) and as a namespace's default (`None`: not probed).
 type TcpProbe = (TcpCongestion, Option<Result<(), String>>, Option<bool>);
 
-fn probe() -> Probed {
+fn probe(exec: &dyn Exec) -> Probed {
     let algorithms = [TcpCongestion::Cubic, TcpCongestion::Bbr];
     let probe = if is_root() {
-        ProbeNs::new(&System).ok()
+        ProbeNs::new(exec).ok()
     } else {
         None
     };
@@ -102,10 +102,10 @@ fn probe_text(result: Option<bool>) -> String {
     }
 }
 
-/// All checks, in report order.
-pub fn checks() -> Vec<Check> {
+/// All checks, in report order; every command goes through `exec`.
+pub fn checks(exec: &dyn Exec) -> Vec<Check> {
     let mut out = Vec::new();
-    let mpirun = run("mpirun", &["--version"]);
+    let mpirun = run(exec, "mpirun", &["--version"]);
     out.push(Check {
         what: "MPI (mpirun)",
         ok: mpirun.is_some(),
@@ -123,14 +123,14 @@ pub fn checks() -> Vec<Check> {
         },
         hint: "",
     });
-    let tc = run("tc", &["-V"]);
+    let tc = run(exec, "tc", &["-V"]);
     out.push(Check {
         what: "tc (traffic control)",
         ok: tc.is_some(),
         found: tc.unwrap_or_else(|| "not found".into()),
         hint: "apt-get install iproute2",
     });
-    let probed = probe();
+    let probed = probe(exec);
     for (what, result, hint) in [
         (
             "tc rate limiting (tbf)",
@@ -229,7 +229,7 @@ pub fn checks() -> Vec<Check> {
         },
         hint: "",
     });
-    let routes = run("ip", &["-4", "route", "show", "10.217.0.0/16"]).unwrap_or_default();
+    let routes = run(exec, "ip", &["-4", "route", "show", "10.217.0.0/16"]).unwrap_or_default();
     out.push(Check {
         what: "host routes into 10.217.0.0/16",
         ok: true,
@@ -268,7 +268,7 @@ pub fn checks() -> Vec<Check> {
         },
         hint: "",
     });
-    let netns = run("ip", &["netns", "list"]);
+    let netns = run(exec, "ip", &["netns", "list"]);
     out.push(Check {
         what: "network namespaces",
         ok: netns.is_some() && root,
@@ -293,7 +293,7 @@ pub fn checks() -> Vec<Check> {
         ),
         hint: "bash ci/setup.sh, then source ~/.cache/repro/env.sh",
     });
-    let gpus = run("nvidia-smi", &["-L"]);
+    let gpus = run(exec, "nvidia-smi", &["-L"]);
     out.push(Check {
         what: "CUDA devices",
         ok: true,
@@ -313,21 +313,8 @@ pub fn checks() -> Vec<Check> {
         },
         hint: "apt-get install dataset-fashion-mnist",
     });
-    let disk = run("df", &["-h", "--output=avail", "."]).map(|_| {
-        Command::new("df")
-            .args(["-h", "--output=avail", "."])
-            .output()
-            .ok()
-            .map(|o| {
-                String::from_utf8_lossy(&o.stdout)
-                    .lines()
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string()
-            })
-            .unwrap_or_default()
-    });
+    let disk = output(exec, "df", &["-h", "--output=avail", "."])
+        .map(|t| t.lines().nth(1).unwrap_or("").trim().to_string());
     out.push(Check {
         what: "free disk here",
         ok: disk.is_some(),
@@ -339,7 +326,7 @@ pub fn checks() -> Vec<Check> {
 
 /// Prints the report.
 pub fn run_doctor() -> Result<()> {
-    for c in checks() {
+    for c in checks(&System) {
         let mark = if c.ok { "ok     " } else { "MISSING" };
         println!("{mark} {:<28} {}", c.what, c.found);
         if !c.ok && !c.hint.is_empty() {
@@ -355,10 +342,35 @@ mod tests {
 
     #[test]
     fn every_check_reports_something() {
-        let checks = checks();
+        let checks = checks(&System);
         assert!(checks.len() >= 14);
         assert!(checks.iter().all(|c| !c.found.is_empty()));
         // a missing tool is reported as such, not as an error
-        assert_eq!(run("this-command-does-not-exist", &[]), None);
+        assert_eq!(run(&System, "this-command-does-not-exist", &[]), None);
+    }
+
+    #[test]
+    fn every_command_goes_through_the_executor() {
+        let dry = crate::net::DryRun::answering(|argv| match argv[0].as_str() {
+            "mpirun" => "mpirun (Open MPI) 9.9.9\n".into(),
+            "df" => "Avail\n 42G\n".into(),
+            _ => String::new(),
+        });
+        let checks = checks(&dry);
+        let found = |what: &str| {
+            checks
+                .iter()
+                .find(|c| c.what.starts_with(what))
+                .map(|c| c.found.clone())
+                .unwrap_or_default()
+        };
+        assert!(found("MPI").contains("9.9.9"), "{}", found("MPI"));
+        let ran = dry.commands();
+        for program in ["mpirun ", "tc ", "ip ", "df "] {
+            assert!(
+                ran.iter().any(|c| c.starts_with(program)),
+                "{program}not run: {ran:?}"
+            );
+        }
     }
 }
