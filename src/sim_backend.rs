@@ -156,33 +156,11 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
     };
     let objective = objective(p)?;
     let spec = algorithm(p)?;
-    let cfg = SimConfig {
-        seed: p.seed,
-        lr: p.lr,
-        sgd: Sgd {
-            momentum: p.momentum,
-            weight_decay: if p.objective == "logistic" || p.objective == "least-squares" {
-                0.0 // applied by the objective
-            } else {
-                p.weight_decay
-            },
-        },
-        compute_s: p.compute_ms * 1e-3,
-        network: network(p)?,
-        theta_warmup: (p.knobs.theta == Theta::Auto).then_some(p.knobs.theta_warmup),
-        ..SimConfig::default()
-    };
-    let topology = topology(p)?;
-    let network_note = match cfg.network {
-        Some(n) => format!(
-            "virtual clock: {} bit/s, {} s latency per message",
-            n.bandwidth_bps, n.latency_s
-        ),
-        None => "virtual clock: communication free".into(),
-    };
+    let cfg = sim_config(p)?;
+    let header = header(run, experiment, p, &cfg);
     let mut sim = Simulator::new(
         objective.as_ref(),
-        topology,
+        topology(p)?,
         &spec,
         cfg,
         &vec![0.0; objective.dim()],
@@ -194,81 +172,26 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
     let file = std::fs::File::create(log_path)
         .with_context(|| format!("could not create {}", log_path.display()))?;
     let mut log = std::io::BufWriter::new(file);
-    let header = Header {
-        schema: SCHEMA_VERSION,
-        run_id: run.id.clone(),
-        rank: 0,
-        world: p.workers as u32,
-        config: serde_json::json!({ "experiment": experiment, "params": p }),
-        provenance: Provenance {
-            git_commit: option_env!("REPRO_GIT_COMMIT")
-                .unwrap_or("unknown")
-                .to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
-            device: "cpu".into(),
-            backend: "sim".into(),
-            network: network_note,
-        },
-    };
     write_record(&mut log, &Record::Header(header))?;
-    let tail_start = p.iterations - p.iterations / 5;
-    let (mut grad_acc, mut grad_count) = (0.0, 0u64);
-    let mut status = Status::Completed;
-    let mut hash_failures = 0;
-    for k in 0..p.iterations {
-        let step = repro_algos::unless_diverged(sim.step())
-            .map_err(|e| anyhow::Error::new(e).context(format!("run {} failed", run.id)))?;
-        let Some(r) = step else {
-            status = Status::Diverged { iteration: k };
-            break;
-        };
-        hash_failures += r.mismatched;
-        if !r.train_loss.is_finite() {
-            status = Status::Diverged { iteration: k };
-            break;
-        }
-        if k >= tail_start {
-            grad_acc += (0..p.workers).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / p.workers as f64;
-            grad_count += 1;
-        }
-        if k % p.log_every.max(1) == 0 || k + 1 == p.iterations {
-            let bytes: u64 = r.egress_bytes.iter().sum();
-            let step = Step {
-                iteration: k,
-                epoch: 0.0,
-                wall_s: r.time_s,
-                compute_s: p.compute_ms * 1e-3,
-                comm_s: 0.0,
-                train_loss: r.train_loss,
-                bytes_sent: bytes,
-                bytes_received: bytes,
-                hash_failures: r.mismatched,
-            };
-            write_record(&mut log, &Record::Step(step))?;
-        }
-    }
-    let avg = sim.average_model();
-    let final_loss = objective.loss(&avg);
+    let steps =
+        iterate(&mut sim, p, &mut log).map_err(|e| e.context(format!("run {} failed", run.id)))?;
+    let final_loss = objective.loss(&sim.average_model());
     let local_loss = (0..p.workers)
         .map(|i| objective.loss(sim.model(i)))
         .sum::<f64>()
         / p.workers as f64;
-    let status = status.after_final([final_loss], p.iterations);
     let metrics = Metrics {
         final_loss: finite(final_loss),
         local_loss: finite(local_loss),
-        grad_norm_sq: (grad_count > 0)
-            .then(|| grad_acc / grad_count as f64)
-            .and_then(finite),
+        grad_norm_sq: steps.grad_norm_sq.and_then(finite),
         consensus: finite(sim.consensus_distance()),
         bytes_sent: sim.total_bytes(),
-        hash_failures,
+        hash_failures: steps.hash_failures,
     };
     write_record(
         &mut log,
         &Record::End(End {
-            status: status.clone(),
+            status: steps.status.after_final([final_loss], p.iterations),
             wall_s: sim.clock(),
             iterations: p.iterations,
             transport_bytes_sent: None,
@@ -294,6 +217,107 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
             "none".into()
         },
     ))
+}
+
+/// The simulator's configuration for the run's parameters.
+fn sim_config(p: &SimParams) -> Result<SimConfig> {
+    Ok(SimConfig {
+        seed: p.seed,
+        lr: p.lr,
+        sgd: Sgd {
+            momentum: p.momentum,
+            weight_decay: if p.objective == "logistic" || p.objective == "least-squares" {
+                0.0 // applied by the objective
+            } else {
+                p.weight_decay
+            },
+        },
+        compute_s: p.compute_ms * 1e-3,
+        network: network(p)?,
+        theta_warmup: (p.knobs.theta == Theta::Auto).then_some(p.knobs.theta_warmup),
+        ..SimConfig::default()
+    })
+}
+
+/// The log's header: the run, its parameters and where it ran.
+fn header(run: &PlannedRun, experiment: &str, p: &SimParams, cfg: &SimConfig) -> Header {
+    let network = match cfg.network {
+        Some(n) => format!(
+            "virtual clock: {} bit/s, {} s latency per message",
+            n.bandwidth_bps, n.latency_s
+        ),
+        None => "virtual clock: communication free".into(),
+    };
+    Header {
+        schema: SCHEMA_VERSION,
+        run_id: run.id.clone(),
+        rank: 0,
+        world: p.workers as u32,
+        config: serde_json::json!({ "experiment": experiment, "params": p }),
+        provenance: Provenance {
+            git_commit: option_env!("REPRO_GIT_COMMIT")
+                .unwrap_or("unknown")
+                .to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
+            device: "cpu".into(),
+            backend: "sim".into(),
+            network,
+        },
+    }
+}
+
+/// What the iterations left: how they ended, the workers' mean squared
+/// gradient norm over the last fifth, and the hash mismatches.
+struct Steps {
+    status: Status,
+    grad_norm_sq: Option<f64>,
+    hash_failures: u64,
+}
+
+/// Runs the iterations, logging a step record every `log_every`; stops at
+/// the first divergence.
+fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Result<Steps> {
+    let tail_start = p.iterations - p.iterations / 5;
+    let (mut grad_acc, mut grad_count) = (0.0, 0u64);
+    let mut out = Steps {
+        status: Status::Completed,
+        grad_norm_sq: None,
+        hash_failures: 0,
+    };
+    for k in 0..p.iterations {
+        let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
+        let Some(r) = step else {
+            out.status = Status::Diverged { iteration: k };
+            break;
+        };
+        out.hash_failures += r.mismatched;
+        if !r.train_loss.is_finite() {
+            out.status = Status::Diverged { iteration: k };
+            break;
+        }
+        if k >= tail_start {
+            grad_acc += (0..p.workers).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / p.workers as f64;
+            grad_count += 1;
+        }
+        if k % p.log_every.max(1) == 0 || k + 1 == p.iterations {
+            let bytes: u64 = r.egress_bytes.iter().sum();
+            let step = Step {
+                iteration: k,
+                epoch: 0.0,
+                wall_s: r.time_s,
+                compute_s: p.compute_ms * 1e-3,
+                comm_s: 0.0,
+                train_loss: r.train_loss,
+                bytes_sent: bytes,
+                bytes_received: bytes,
+                hash_failures: r.mismatched,
+            };
+            write_record(&mut *log, &Record::Step(step))?;
+        }
+    }
+    out.grad_norm_sq = (grad_count > 0).then(|| grad_acc / grad_count as f64);
+    Ok(out)
 }
 
 /// A simulator run's summary from its log (`wall_s`: seconds it took on

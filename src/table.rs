@@ -124,187 +124,30 @@ pub fn build_table(
     runs: &RunsFrame,
     paper: Option<&PaperRows>,
 ) -> Result<Table> {
-    if !METRICS.contains(&spec.value.as_str()) {
-        bail!(
-            "table value `{}` is not a column of runs.csv ({})",
-            spec.value,
-            METRICS.join(", ")
-        );
-    }
-    for e in &spec.extra {
-        if !METRICS.contains(&e.value.as_str()) {
+    for (what, value) in std::iter::once(("table value", &spec.value))
+        .chain(spec.extra.iter().map(|e| ("table.extra value", &e.value)))
+    {
+        if !METRICS.contains(&value.as_str()) {
             bail!(
-                "table.extra value `{}` is not a column of runs.csv",
-                e.value
+                "{what} `{value}` is not a column of runs.csv ({})",
+                METRICS.join(", ")
             );
         }
     }
-    let df = &runs.df;
-    let paper = paper.filter(|_| spec.paper.is_some());
-    let row_names: Vec<String> = (0..spec.rows.len()).map(|i| format!("__row{i}")).collect();
-    let row_exprs: Vec<Expr> = spec
+    let g = Groups::new(spec, runs, paper.filter(|_| spec.paper.is_some()));
+    let cells = g.cells()?;
+    let extras = g.extras()?;
+    let body = cells
         .rows
-        .iter()
-        .zip(&row_names)
-        .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
-        .collect();
-    let col_expr = match &spec.cols {
-        Some(c) => frames::key(df, c),
-        None => lit(""),
-    }
-    .alias("__col");
-    // the paper's keys of a group's first run (its other grid keys too)
-    let paper_keys: Vec<&String> = spec
-        .paper
-        .iter()
-        .flat_map(|p| p.keys.keys())
-        .filter(|k| df.column(k.as_str()).is_ok())
-        .collect();
-    let firsts = || {
-        paper_keys
-            .iter()
-            .map(|k| col(k.as_str()).first().alias(format!("__first_{k}")))
-    };
-    let point_of = |g: &DataFrame, i: usize| -> Result<BTreeMap<String, String>> {
-        let mut point = BTreeMap::new();
-        for k in &paper_keys {
-            if let Some(v) = g.column(&format!("__first_{k}"))?.str()?.get(i) {
-                point.insert(k.to_string(), v.to_string());
-            }
-        }
-        Ok(point)
-    };
-
-    // one group per cell: its runs' statuses and the value over completed runs
-    let completed = col("status").eq(lit("completed"));
-    let value = frames::number(df, &spec.value) * lit(spec.scale.unwrap_or(1.0));
-    let done = value.filter(completed.clone());
-    let mut aggs = vec![
-        col("status")
-            .eq(lit("diverged"))
-            .any(true)
-            .alias("__diverged"),
-        completed.any(true).alias("__completed"),
-        done.clone().mean().alias("__mean"),
-        done.clone().std(1).alias("__sd"),
-        done.count().cast(DataType::Float64).alias("__n"),
-    ];
-    aggs.extend(firsts());
-    let mut by = row_exprs.clone();
-    by.push(col_expr);
-    let cells = runs
-        .lazy()
-        .group_by_stable(by)
-        .agg(aggs)
-        .collect()
-        .context("could not group the runs into the table's cells")?;
-    let row_of = |g: &DataFrame, i: usize| -> Result<Vec<String>> {
-        row_names.iter().map(|n| frames::text_at(g, n, i)).collect()
-    };
-    // rows and columns in the order the runs first have them
-    let mut row_keys: Vec<Vec<String>> = Vec::new();
-    let mut col_keys: Vec<String> = Vec::new();
-    let mut by_cell = BTreeMap::new();
-    for i in 0..cells.height() {
-        let (rk, ck) = (row_of(&cells, i)?, frames::text_at(&cells, "__col", i)?);
-        if !row_keys.contains(&rk) {
-            row_keys.push(rk.clone());
-        }
-        if !col_keys.contains(&ck) {
-            col_keys.push(ck.clone());
-        }
-        let bool_at =
-            |n: &str| -> Result<bool> { Ok(cells.column(n)?.bool()?.get(i).unwrap_or(false)) };
-        let text = if bool_at("__diverged")? {
-            "diverged".to_string()
-        } else if !bool_at("__completed")? {
-            "failed".to_string()
-        } else {
-            let n = frames::number_at(&cells, "__n", i)?.unwrap_or(0.0);
-            let mean = frames::number_at(&cells, "__mean", i)?;
-            let sd = frames::number_at(&cells, "__sd", i)?;
-            mean_sd(n as usize, mean, sd)
-        };
-        let point = point_of(&cells, i)?;
-        let paper_text = paper.map(|p| paper_cell(spec, p, &point, None));
-        by_cell.insert((rk, ck), (text, paper_text));
-    }
-
-    // the extra columns: means over a row's runs (all columns)
-    let usable = col("status").neq(lit("failed"));
-    let mean_of = |name: &str| {
-        let v = frames::number(df, name);
-        v.clone().filter(usable.clone().and(v.is_finite())).mean()
-    };
-    let mut aggs: Vec<Expr> = spec
-        .extra
-        .iter()
-        .enumerate()
-        .map(|(j, e)| mean_of(&e.value).alias(format!("__extra{j}")))
-        .collect();
-    aggs.extend(firsts());
-    let by_row = runs
-        .lazy()
-        .group_by_stable(row_exprs.clone())
-        .agg(aggs)
-        .collect()
-        .context("could not group the runs into the table's rows")?;
-    let mut extras: BTreeMap<Vec<String>, Vec<String>> = BTreeMap::new();
-    for i in 0..by_row.height() {
-        let rk = row_of(&by_row, i)?;
-        let mut cells_out = Vec::new();
-        for (j, e) in spec.extra.iter().enumerate() {
-            let v = frames::number_at(&by_row, &format!("__extra{j}"), i)?;
-            let v = match &e.relative_to {
-                None => v,
-                Some(reference) => match (v, reference_mean(spec, runs, &e.value, reference, &rk)?)
-                {
-                    (Some(x), Some(b)) if b != 0.0 => Some(x / b),
-                    _ => None,
-                },
-            };
-            cells_out.push(v.map_or_else(|| "-".into(), number));
-            if let (Some(paper), Some(c)) = (paper, &e.paper) {
-                cells_out.push(paper_cell(spec, paper, &point_of(&by_row, i)?, Some(c)));
-            }
-        }
-        extras.insert(rk, cells_out);
-    }
-
-    let col_title = spec.cols.clone().unwrap_or_default();
-    let mut header = vec![spec.rows.join(" / ")];
-    for c in &col_keys {
-        let name = if col_title.is_empty() {
-            spec.value.clone()
-        } else {
-            format!("{col_title}={c}")
-        };
-        if let (Some(p), Some(_)) = (&spec.paper, paper) {
-            header.push(format!("{name} (measured)"));
-            header.push(format!("{name} (paper: {})", p.label));
-        } else {
-            header.push(name);
-        }
-    }
-    for e in &spec.extra {
-        header.push(e.label.clone());
-        if let (Some(p), Some(_), Some(_)) = (&spec.paper, paper, &e.paper) {
-            header.push(format!("{} (paper: {})", e.label, p.label));
-        }
-    }
-    let body = row_keys
         .iter()
         .map(|rk| {
             let mut line = vec![rk.join(" / ")];
-            for ck in &col_keys {
-                match by_cell.get(&(rk.clone(), ck.clone())) {
-                    Some((text, paper_text)) => {
-                        line.push(text.clone());
-                        line.extend(paper_text.clone());
-                    }
+            for ck in &cells.cols {
+                match cells.text.get(&(rk.clone(), ck.clone())) {
+                    Some(texts) => line.extend(texts.iter().cloned()),
                     None => {
                         line.push("-".into());
-                        line.extend(paper.map(|_| "-".to_string()));
+                        line.extend(g.paper.map(|_| "-".to_string()));
                     }
                 }
             }
@@ -316,39 +159,262 @@ pub fn build_table(
         title: title.to_string(),
         source: source.to_string(),
         value: spec.value.clone(),
-        header,
+        header: g.header(&cells.cols),
         rows: body,
     })
 }
 
-/// The mean of `metric` over the runs of `reference` (grid key -> value)
-/// that share row `rk`'s values for the row keys the reference leaves free.
-fn reference_mean(
-    spec: &TableSpec,
-    runs: &RunsFrame,
-    metric: &str,
-    reference: &BTreeMap<String, String>,
-    rk: &[String],
-) -> Result<Option<f64>> {
-    let df = &runs.df;
-    let mut matches = lit(true);
-    for (k, v) in reference {
-        matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
-    }
-    for (k, v) in spec.rows.iter().zip(rk) {
-        if !reference.contains_key(k) {
-            matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+/// How a table groups the runs frame: row keys and column key as String
+/// expressions, and the paper's keys of each group's first run.
+struct Groups<'a> {
+    spec: &'a TableSpec,
+    runs: &'a RunsFrame,
+    paper: Option<&'a PaperRows>,
+    /// The result columns of the row keys (`__row0`, ...).
+    row_names: Vec<String>,
+    row_exprs: Vec<Expr>,
+    /// The paper's keys that are columns of the frame.
+    paper_keys: Vec<&'a String>,
+}
+
+/// The cells of a table: rows and columns in the order the runs first
+/// have them, and each cell's texts (ours, then the paper's).
+struct Cells {
+    rows: Vec<Vec<String>>,
+    cols: Vec<String>,
+    text: BTreeMap<(Vec<String>, String), Vec<String>>,
+}
+
+impl<'a> Groups<'a> {
+    fn new(spec: &'a TableSpec, runs: &'a RunsFrame, paper: Option<&'a PaperRows>) -> Self {
+        let df = &runs.df;
+        let row_names: Vec<String> = (0..spec.rows.len()).map(|i| format!("__row{i}")).collect();
+        let row_exprs = spec
+            .rows
+            .iter()
+            .zip(&row_names)
+            .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
+            .collect();
+        let paper_keys = spec
+            .paper
+            .iter()
+            .flat_map(|p| p.keys.keys())
+            .filter(|k| df.column(k.as_str()).is_ok())
+            .collect();
+        Self {
+            spec,
+            runs,
+            paper,
+            row_names,
+            row_exprs,
+            paper_keys,
         }
     }
-    let v = frames::number(df, metric);
-    let usable = col("status").neq(lit("failed")).and(v.clone().is_finite());
-    let mean = runs
-        .lazy()
-        .filter(matches)
-        .select([v.filter(usable).mean().alias("__mean")])
-        .collect()
-        .context("could not compute a table's reference row")?;
-    frames::number_at(&mean, "__mean", 0)
+
+    /// Aggregates of the paper's keys: their value in a group's first run.
+    fn firsts(&self) -> impl Iterator<Item = Expr> + '_ {
+        self.paper_keys
+            .iter()
+            .map(|k| col(k.as_str()).first().alias(format!("__first_{k}")))
+    }
+
+    /// The paper's keys of group `i` of `g` (from [`firsts`](Self::firsts)).
+    fn point_of(&self, g: &DataFrame, i: usize) -> Result<BTreeMap<String, String>> {
+        let mut point = BTreeMap::new();
+        for k in &self.paper_keys {
+            if let Some(v) = g.column(&format!("__first_{k}"))?.str()?.get(i) {
+                point.insert(k.to_string(), v.to_string());
+            }
+        }
+        Ok(point)
+    }
+
+    /// The row key of group `i` of `g`.
+    fn row_of(&self, g: &DataFrame, i: usize) -> Result<Vec<String>> {
+        self.row_names
+            .iter()
+            .map(|n| frames::text_at(g, n, i))
+            .collect()
+    }
+
+    /// One group per cell: its runs' statuses and the value over its
+    /// completed runs.
+    fn cells(&self) -> Result<Cells> {
+        let df = &self.runs.df;
+        let completed = col("status").eq(lit("completed"));
+        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let done = value.filter(completed.clone());
+        let mut aggs = vec![
+            col("status")
+                .eq(lit("diverged"))
+                .any(true)
+                .alias("__diverged"),
+            completed.any(true).alias("__completed"),
+            done.clone().mean().alias("__mean"),
+            done.clone().std(1).alias("__sd"),
+            done.count().cast(DataType::Float64).alias("__n"),
+        ];
+        aggs.extend(self.firsts());
+        let col_expr = match &self.spec.cols {
+            Some(c) => frames::key(df, c),
+            None => lit(""),
+        };
+        let mut by = self.row_exprs.clone();
+        by.push(col_expr.alias("__col"));
+        let groups = self
+            .runs
+            .lazy()
+            .group_by_stable(by)
+            .agg(aggs)
+            .collect()
+            .context("could not group the runs into the table's cells")?;
+        let mut cells = Cells {
+            rows: Vec::new(),
+            cols: Vec::new(),
+            text: BTreeMap::new(),
+        };
+        for i in 0..groups.height() {
+            let (rk, ck) = (
+                self.row_of(&groups, i)?,
+                frames::text_at(&groups, "__col", i)?,
+            );
+            if !cells.rows.contains(&rk) {
+                cells.rows.push(rk.clone());
+            }
+            if !cells.cols.contains(&ck) {
+                cells.cols.push(ck.clone());
+            }
+            let bool_at =
+                |n: &str| -> Result<bool> { Ok(groups.column(n)?.bool()?.get(i).unwrap_or(false)) };
+            let ours = if bool_at("__diverged")? {
+                "diverged".to_string()
+            } else if !bool_at("__completed")? {
+                "failed".to_string()
+            } else {
+                let n = frames::number_at(&groups, "__n", i)?.unwrap_or(0.0);
+                let mean = frames::number_at(&groups, "__mean", i)?;
+                let sd = frames::number_at(&groups, "__sd", i)?;
+                mean_sd(n as usize, mean, sd)
+            };
+            let point = self.point_of(&groups, i)?;
+            let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
+            cells
+                .text
+                .insert((rk, ck), std::iter::once(ours).chain(theirs).collect());
+        }
+        Ok(cells)
+    }
+
+    /// The extra columns of each row: means over the row's runs (every
+    /// column), optionally relative to a reference row's.
+    fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
+        let df = &self.runs.df;
+        let usable = col("status").neq(lit("failed"));
+        let mean_of = |name: &str| {
+            let v = frames::number(df, name);
+            v.clone().filter(usable.clone().and(v.is_finite())).mean()
+        };
+        let mut aggs: Vec<Expr> = self
+            .spec
+            .extra
+            .iter()
+            .enumerate()
+            .map(|(j, e)| mean_of(&e.value).alias(format!("__extra{j}")))
+            .collect();
+        aggs.extend(self.firsts());
+        let by_row = self
+            .runs
+            .lazy()
+            .group_by_stable(self.row_exprs.clone())
+            .agg(aggs)
+            .collect()
+            .context("could not group the runs into the table's rows")?;
+        let mut extras = BTreeMap::new();
+        for i in 0..by_row.height() {
+            let rk = self.row_of(&by_row, i)?;
+            let mut out = Vec::new();
+            for (j, e) in self.spec.extra.iter().enumerate() {
+                let v = frames::number_at(&by_row, &format!("__extra{j}"), i)?;
+                let v = match &e.relative_to {
+                    None => v,
+                    Some(reference) => match (v, self.reference_mean(&e.value, reference, &rk)?) {
+                        (Some(x), Some(b)) if b != 0.0 => Some(x / b),
+                        _ => None,
+                    },
+                };
+                out.push(v.map_or_else(|| "-".into(), number));
+                if let (Some(paper), Some(c)) = (self.paper, &e.paper) {
+                    let point = self.point_of(&by_row, i)?;
+                    out.push(paper_cell(self.spec, paper, &point, Some(c)));
+                }
+            }
+            extras.insert(rk, out);
+        }
+        Ok(extras)
+    }
+
+    /// The mean of `metric` over the runs of `reference` (grid key ->
+    /// value) that share row `rk`'s values for the row keys the reference
+    /// leaves free.
+    fn reference_mean(
+        &self,
+        metric: &str,
+        reference: &BTreeMap<String, String>,
+        rk: &[String],
+    ) -> Result<Option<f64>> {
+        let df = &self.runs.df;
+        let mut matches = lit(true);
+        for (k, v) in reference {
+            matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+        }
+        for (k, v) in self.spec.rows.iter().zip(rk) {
+            if !reference.contains_key(k) {
+                matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+            }
+        }
+        let v = frames::number(df, metric);
+        let usable = col("status").neq(lit("failed")).and(v.clone().is_finite());
+        let mean = self
+            .runs
+            .lazy()
+            .filter(matches)
+            .select([v.filter(usable).mean().alias("__mean")])
+            .collect()
+            .context("could not compute a table's reference row")?;
+        frames::number_at(&mean, "__mean", 0)
+    }
+
+    /// The header: the row keys, each column (and the paper's beside it),
+    /// then the extra columns.
+    fn header(&self, cols: &[String]) -> Vec<String> {
+        let spec = self.spec;
+        let paper_label = spec
+            .paper
+            .as_ref()
+            .filter(|_| self.paper.is_some())
+            .map(|p| &p.label);
+        let mut header = vec![spec.rows.join(" / ")];
+        for c in cols {
+            let name = match &spec.cols {
+                Some(t) if !t.is_empty() => format!("{t}={c}"),
+                _ => spec.value.clone(),
+            };
+            match paper_label {
+                Some(label) => {
+                    header.push(format!("{name} (measured)"));
+                    header.push(format!("{name} (paper: {label})"));
+                }
+                None => header.push(name),
+            }
+        }
+        for e in &spec.extra {
+            header.push(e.label.clone());
+            if let (Some(label), Some(_)) = (paper_label, &e.paper) {
+                header.push(format!("{} (paper: {label})", e.label));
+            }
+        }
+        header
+    }
 }
 
 impl Table {
