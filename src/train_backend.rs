@@ -539,32 +539,7 @@ pub fn execute(
         )
     })?;
     let spawned = Instant::now();
-    let deadline = spawned + Duration::from_secs(cfg.timeout_s);
-    let mut polled = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if polled.elapsed() >= Duration::from_secs(1) {
-            polled = Instant::now();
-            progress(crate::progress::logged_steps(&dir.join("rank-0.jsonl")));
-        }
-        if crate::signals::interrupted() {
-            terminate_group(child.id());
-            let _ = child.wait();
-            bail!("run {} was interrupted and its job terminated", run.id);
-        }
-        if Instant::now() > deadline {
-            terminate_group(child.id());
-            let _ = child.wait();
-            bail!(
-                "run {} exceeded its timeout of {} s and was terminated",
-                run.id,
-                cfg.timeout_s
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let status = wait(&mut child, run, cfg.timeout_s, dir, progress)?;
     let wall_s = spawned.elapsed().as_secs_f64();
     std::fs::write(dir.join("job.json"), format!("{{\"wall_s\": {wall_s}}}\n"))
         .with_context(|| format!("could not write {}/job.json", dir.display()))?;
@@ -574,41 +549,29 @@ pub fn execute(
             .context("could not read the kernel's byte counters")?,
         None => Vec::new(),
     };
-    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
-    let logs = (0..workers)
-        .map(|r| {
-            let path = dir.join(format!("rank-{r}.jsonl"));
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("rank {r} left no log at {}", path.display()))?;
-            read_log(text.as_bytes())
-                .with_context(|| format!("rank {r}'s log {} is unreadable", path.display()))
-        })
-        .collect::<Vec<Result<_>>>();
-    // a rank that diverged records it in its log and stops the job (exit 4);
-    // the others are killed wherever they are, their logs possibly empty
-    let diverged = logs.iter().flatten().any(diverged);
-    let mut readable = Vec::new();
-    for log in logs {
-        match log {
-            Ok(l) => readable.push(l),
-            Err(_) if diverged => {}
-            Err(e) => bail!(
-                "{} exited with {status}: {}\n{e:#}",
-                launch.argv[0],
-                stderr.trim()
-            ),
-        }
-    }
-    let logs = readable;
-    if !status.success() && !diverged {
-        bail!("{} exited with {status}: {}", launch.argv[0], stderr.trim());
-    }
+    let failed = |e: Option<anyhow::Error>| {
+        let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+        let detail = e.map(|e| format!("\n{e:#}")).unwrap_or_default();
+        anyhow::anyhow!(
+            "{} exited with {status}: {}{detail}",
+            launch.argv[0],
+            stderr.trim()
+        )
+    };
+    let logs = rank_logs(dir, workers, status.success(), failed)?;
     let counted: Vec<Option<u64>> = logs
         .iter()
         .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
         .collect();
+    let record = |record: ShapingRecord<'_>| -> Result<()> {
+        std::fs::write(
+            dir.join("shaping.json"),
+            serde_json::to_string_pretty(&record)?,
+        )
+        .with_context(|| format!("could not write {}/shaping.json", dir.display()))
+    };
     if let (Some(condition), Some(f)) = (&run.network, &fabric) {
-        let record = ShapingRecord {
+        record(ShapingRecord {
             condition,
             method: shaping.clone(),
             setup: f.setup_commands()?.iter().map(|c| c.join(" ")).collect(),
@@ -622,15 +585,10 @@ pub fn execute(
             }),
             kernel: kernel.clone(),
             counted_bytes_sent: counted.clone(),
-        };
-        std::fs::write(
-            dir.join("shaping.json"),
-            serde_json::to_string_pretty(&record)?,
-        )
-        .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
+        })?;
     }
     if let (Some(condition), Some(h)) = (&run.network, &hosts) {
-        let record = ShapingRecord {
+        record(ShapingRecord {
             condition,
             method: shaping.clone(),
             setup: vec![h.setup_command().join(" ")],
@@ -638,17 +596,87 @@ pub fn execute(
             tcp: None,
             kernel: Vec::new(),
             counted_bytes_sent: counted.clone(),
-        };
-        std::fs::write(
-            dir.join("shaping.json"),
-            serde_json::to_string_pretty(&record)?,
-        )
-        .with_context(|| format!("could not write {}/shaping.json", dir.display()))?;
+        })?;
     }
     drop(fabric);
     drop(hosts);
     let shaped = fabric_used || net.conditioned(run);
     Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
+}
+
+/// Waits for the job, reporting rank 0's logged steps about once a second;
+/// terminates its process group on Ctrl-C / SIGTERM or past `timeout_s`.
+fn wait(
+    child: &mut std::process::Child,
+    run: &PlannedRun,
+    timeout_s: u64,
+    dir: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<std::process::ExitStatus> {
+    let deadline = Instant::now() + Duration::from_secs(timeout_s);
+    let mut polled = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if polled.elapsed() >= Duration::from_secs(1) {
+            polled = Instant::now();
+            progress(crate::progress::logged_steps(&dir.join("rank-0.jsonl")));
+        }
+        let stop = if crate::signals::interrupted() {
+            Some(format!(
+                "run {} was interrupted and its job terminated",
+                run.id
+            ))
+        } else if Instant::now() > deadline {
+            Some(format!(
+                "run {} exceeded its timeout of {timeout_s} s and was terminated",
+                run.id
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = stop {
+            terminate_group(child.id());
+            let _ = child.wait();
+            bail!(why);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The ranks' logs after the job. A rank that diverged records it in its
+/// log and stops the job (exit 4); the others are killed wherever they
+/// are, their logs possibly empty or missing. Otherwise a missing log, or
+/// a job that did not succeed, is `failed(why)`.
+fn rank_logs(
+    dir: &Path,
+    workers: usize,
+    succeeded: bool,
+    failed: impl Fn(Option<anyhow::Error>) -> anyhow::Error,
+) -> Result<Vec<repro_runlog::Log>> {
+    let logs = (0..workers)
+        .map(|r| {
+            let path = dir.join(format!("rank-{r}.jsonl"));
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("rank {r} left no log at {}", path.display()))?;
+            read_log(text.as_bytes())
+                .with_context(|| format!("rank {r}'s log {} is unreadable", path.display()))
+        })
+        .collect::<Vec<Result<_>>>();
+    let diverged = logs.iter().flatten().any(diverged);
+    let mut readable = Vec::new();
+    for log in logs {
+        match log {
+            Ok(l) => readable.push(l),
+            Err(_) if diverged => {}
+            Err(e) => return Err(failed(Some(e))),
+        }
+    }
+    if !succeeded && !diverged {
+        return Err(failed(None));
+    }
+    Ok(readable)
 }
 
 /// What was stored of a shaped run (shaping.json), read back by `--resume`.
