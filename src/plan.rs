@@ -314,18 +314,11 @@ fn resolve(
     knob_errors(&map).map_err(fail)?;
     let (id, params) = match backend {
         Backend::Sim => {
-            // the simulator's virtual clock models the condition
-            if let Some(c) = &network {
-                if let Some(bps) = c.bandwidth_bps {
-                    map.insert("bandwidth".into(), Value::from(format!("{bps}bit")));
-                }
-                if c.latency_s > 0.0 {
-                    map.insert("latency".into(), Value::from(format!("{}s", c.latency_s)));
-                }
-            }
+            // the simulator's virtual clock models the condition, typed
+            // (`PlannedRun::network`), not printed into its parameters
             let p: SimParams =
                 serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-            (run_id("sim", &p, None), Params::Sim(p))
+            (run_id("sim", &p, network.as_ref()), Params::Sim(p))
         }
         Backend::Mpi | Backend::InProcess => {
             let mut p: TrainConfig =
@@ -352,6 +345,17 @@ fn resolve(
             (id, Params::Train(p))
         }
     };
+    check_algorithm(&run, &params, backend)?;
+    Ok(PlannedRun {
+        id,
+        point: label,
+        params,
+        network,
+    })
+}
+
+/// The run's algorithm is one this build knows, on a backend that runs it.
+fn check_algorithm(run: &str, params: &Params, backend: Backend) -> Result<(), DriverError> {
     let algorithm = match &params {
         Params::Sim(p) => &p.algorithm,
         Params::Train(c) => &c.algorithm,
@@ -359,14 +363,14 @@ fn resolve(
     let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
     if is_async && backend != Backend::Mpi {
         return Err(DriverError::RunParams {
-            run: run.clone(),
+            run: run.to_string(),
             key: "algorithm".into(),
             message: format!("`{algorithm}` runs on the mpi backend only (`--backend mpi`)"),
         });
     }
     if !is_async && !repro_algos::ALGORITHM_NAMES.contains(&algorithm.as_str()) {
         return Err(DriverError::RunParams {
-            run: run.clone(),
+            run: run.to_string(),
             key: "algorithm".into(),
             message: format!(
                 "unknown algorithm `{algorithm}`; known: {}, {}",
@@ -375,12 +379,7 @@ fn resolve(
             ),
         });
     }
-    Ok(PlannedRun {
-        id,
-        point: label,
-        params,
-        network,
-    })
+    Ok(())
 }
 
 #[cfg(test)]

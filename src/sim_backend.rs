@@ -126,7 +126,15 @@ fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
     Ok(AlgorithmSpec::from_name(&p.algorithm, &p.knobs)?)
 }
 
-fn network(p: &SimParams) -> Result<Option<Network>> {
+/// The virtual clock's network: the run's condition (a `network` grid
+/// key), else the `bandwidth` and `latency` parameters as written.
+fn network(run: &PlannedRun, p: &SimParams) -> Result<Option<Network>> {
+    if let Some(c) = &run.network {
+        return Ok(Some(Network {
+            bandwidth_bps: c.bandwidth_bps.unwrap_or(f64::INFINITY),
+            latency_s: c.latency_s,
+        }));
+    }
     match (&p.bandwidth, &p.latency) {
         (None, None) => Ok(None),
         (bw, lat) => {
@@ -156,7 +164,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
     };
     let objective = objective(p)?;
     let spec = algorithm(p)?;
-    let cfg = sim_config(p)?;
+    let cfg = sim_config(p, network(run, p)?);
     let header = header(run, experiment, p, &cfg);
     let mut sim = Simulator::new(
         objective.as_ref(),
@@ -211,7 +219,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         &written,
         p.workers,
         started.elapsed().as_secs_f64(),
-        if p.bandwidth.is_some() || p.latency.is_some() {
+        if run.network.is_some() || p.bandwidth.is_some() || p.latency.is_some() {
             "sim (virtual clock)".into()
         } else {
             "none".into()
@@ -220,8 +228,8 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
 }
 
 /// The simulator's configuration for the run's parameters.
-fn sim_config(p: &SimParams) -> Result<SimConfig> {
-    Ok(SimConfig {
+fn sim_config(p: &SimParams, network: Option<Network>) -> SimConfig {
+    SimConfig {
         seed: p.seed,
         lr: p.lr,
         sgd: Sgd {
@@ -233,10 +241,10 @@ fn sim_config(p: &SimParams) -> Result<SimConfig> {
             },
         },
         compute_s: p.compute_ms * 1e-3,
-        network: network(p)?,
+        network,
         theta_warmup: (p.knobs.theta == Theta::Auto).then_some(p.knobs.theta_warmup),
         ..SimConfig::default()
-    })
+    }
 }
 
 /// The log's header: the run, its parameters and where it ran.
@@ -402,6 +410,32 @@ mod tests {
         let s = execute(&planned("d-psgd", 1e6), "x", &path).unwrap();
         assert_eq!(s.status, "diverged");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A `network` condition reaches the virtual clock typed: the same
+    /// run is slower on a 1 Mbit/s, 5 ms network than on none, and its
+    /// id differs.
+    #[test]
+    fn a_network_condition_slows_the_virtual_clock() {
+        let dir = std::env::temp_dir().join(format!("repro-sim-net-{}", std::process::id()));
+        let free = execute(&planned("moniqua", 0.05), "x", &dir.join("a.jsonl")).unwrap();
+        let mut slow = planned("moniqua", 0.05);
+        let yaml = yaml_serde::from_str("{bandwidth: 1mbit, latency: 5ms}").unwrap();
+        slow.network = crate::net::Condition::from_yaml(&yaml).unwrap();
+        let shaped = execute(&slow, "x", &dir.join("b.jsonl")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(free.shaping, "none");
+        assert_eq!(shaped.shaping, "sim (virtual clock)");
+        let (t0, t1) = (free.virtual_s.unwrap(), shaped.virtual_s.unwrap());
+        // 30 iterations, each at least one 5 ms latency
+        assert!(t1 >= t0 + 30.0 * 5e-3, "{t0} -> {t1}");
+        let Params::Sim(p) = &slow.params else {
+            unreachable!()
+        };
+        assert_ne!(
+            crate::plan::run_id("sim", p, None),
+            crate::plan::run_id("sim", p, slow.network.as_ref())
+        );
     }
 
     /// A version-1 log (no metrics in its end record) still reads: its
