@@ -133,13 +133,15 @@ pub fn run_id<T: Serialize + Default>(
 /// Deserializes the [`Knobs`] keys of `map` alone, so a wrong value's
 /// error has its key.
 fn knob_errors(map: &Mapping) -> Result<(), serde_path_to_error::Error<yaml_serde::Error>> {
-    let names = match serde_json::to_value(Knobs::default()) {
-        Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
-        _ => Vec::new(),
-    };
+    // the knobs' keys, as serde names them: computed once per process
+    static NAMES: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| match serde_json::to_value(Knobs::default()) {
+            Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+            _ => Vec::new(),
+        });
     let knobs: Mapping = map
         .iter()
-        .filter(|(k, _)| k.as_str().is_some_and(|k| names.iter().any(|n| n == k)))
+        .filter(|(k, _)| k.as_str().is_some_and(|k| NAMES.iter().any(|n| n == k)))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     serde_path_to_error::deserialize::<_, Knobs>(Value::Mapping(knobs)).map(|_| ())

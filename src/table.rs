@@ -523,6 +523,18 @@ mod tests {
         assert_eq!(number(f64::NAN), "NaN");
     }
 
+    /// A table of `final_loss` with a row per algorithm.
+    fn by_algorithm(extra: Vec<crate::manifest::ExtraColumn>) -> TableSpec {
+        TableSpec {
+            rows: vec!["algorithm".into()],
+            cols: None,
+            value: "final_loss".into(),
+            scale: None,
+            paper: None,
+            extra,
+        }
+    }
+
     #[test]
     fn tables_aggregate_seeds() {
         let rows = vec![
@@ -530,21 +542,14 @@ mod tests {
             row("moniqua", "1", "3.0", "completed"),
             row("dcd,x", "0", "NaN", "diverged"),
         ];
-        let back = rows;
-        let spec = TableSpec {
-            rows: vec!["algorithm".into()],
-            cols: None,
-            value: "final_loss".into(),
-            scale: None,
-            paper: None,
-            extra: Vec::new(),
-        };
-        let md = build_table("T", "S", &spec, &RunsFrame::new(&back).unwrap(), None)
+        let frame = RunsFrame::new(&rows).unwrap();
+        let spec = by_algorithm(Vec::new());
+        let md = build_table("T", "S", &spec, &frame, None)
             .unwrap()
             .markdown();
         assert!(md.contains("| moniqua | 2.000 ± 1.414 |"), "{md}");
         assert!(md.contains("| dcd,x | diverged |"), "{md}");
-        let table = build_table("T_1", "S", &spec, &RunsFrame::new(&back).unwrap(), None).unwrap();
+        let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
         insta::assert_snapshot!("table_md", table.markdown());
         insta::assert_snapshot!("table_latex", table.latex());
         insta::assert_snapshot!("table_csv", table.csv());
@@ -552,7 +557,7 @@ mod tests {
             value: "accuracy".into(),
             ..spec
         };
-        assert!(build_table("T", "S", &bad, &RunsFrame::new(&back).unwrap(), None).is_err());
+        assert!(build_table("T", "S", &bad, &frame, None).is_err());
     }
 
     #[test]
@@ -566,19 +571,12 @@ mod tests {
             r.metrics
                 .insert("bytes".into(), Cell::parse("bytes", bytes).unwrap());
         }
-        let spec = TableSpec {
-            rows: vec!["algorithm".into()],
-            cols: None,
-            value: "final_loss".into(),
-            scale: None,
+        let spec = by_algorithm(vec![crate::manifest::ExtraColumn {
+            value: "bytes".into(),
+            label: "bytes / allreduce".into(),
             paper: None,
-            extra: vec![crate::manifest::ExtraColumn {
-                value: "bytes".into(),
-                label: "bytes / allreduce".into(),
-                paper: None,
-                relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
-            }],
-        };
+            relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
+        }]);
         let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
         // mean of the reference's runs: 2000
         assert_eq!(t.rows[0][2], "1.000");
