@@ -53,4 +53,16 @@ pub enum DriverError {
         key: String,
         message: String,
     },
+    #[error(
+        "the grid makes {runs} runs, more than the limit of {max}; shrink the grid, or pass --max-runs {runs} if you mean it"
+    )]
+    TooManyRuns { runs: u128, max: usize },
+    #[error(
+        "runs {first} and {second} resolve to the same parameters (run id {id}); remove the duplicate grid value"
+    )]
+    DuplicateRun {
+        id: String,
+        first: String,
+        second: String,
+    },
 }

@@ -191,11 +191,33 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
     for arg in overrides {
         apply_override(&mut tree, arg)?;
     }
-    serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
-        path: path.to_path_buf(),
-        key: e.path().to_string(),
-        message: e.inner().to_string(),
-    })
+    let manifest: Manifest =
+        serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+    if !is_plain_name(&manifest.name) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "name".into(),
+            message: format!(
+                "`{}` is not a plain name: use letters, digits, `-` and `_` (it names a directory under results/)",
+                manifest.name.escape_default()
+            ),
+        });
+    }
+    Ok(manifest)
+}
+
+/// Letters, digits, `-` and `_`, not starting with `-`: safe as a
+/// directory name and on a command line.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// `a.b.c=value`: sets the key, creating mappings on the way; the value is

@@ -11,6 +11,11 @@ use crate::errors::DriverError;
 use crate::manifest::{Backend, Manifest};
 use crate::net::Condition;
 
+/// The simulator's objectives (`objective`).
+pub const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
+/// How the simulator splits generated data among the workers (`split`).
+pub const SPLITS: [&str; 2] = ["iid", "by-label"];
+
 /// Everything one simulated run needs. Unknown keys are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -130,18 +135,34 @@ pub fn run_id<T: Serialize + Default>(
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))[..12].to_string()
 }
 
+/// The knobs' keys, as serde names them: computed once per process.
+static KNOB_NAMES: std::sync::LazyLock<Vec<String>> =
+    std::sync::LazyLock::new(|| match serde_json::to_value(Knobs::default()) {
+        Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    });
+
+/// The knob an algorithm's error `message` is about (the first knob it
+/// names, whole words only), else `fallback`.
+fn knob_named_in(message: &str, fallback: &str) -> String {
+    let words: Vec<&str> = message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    words
+        .iter()
+        .find(|w| KNOB_NAMES.iter().any(|n| n == *w))
+        .map_or_else(|| fallback.to_string(), |w| w.to_string())
+}
+
 /// Deserializes the [`Knobs`] keys of `map` alone, so a wrong value's
 /// error has its key.
 fn knob_errors(map: &Mapping) -> Result<(), serde_path_to_error::Error<yaml_serde::Error>> {
-    // the knobs' keys, as serde names them: computed once per process
-    static NAMES: std::sync::LazyLock<Vec<String>> =
-        std::sync::LazyLock::new(|| match serde_json::to_value(Knobs::default()) {
-            Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
-            _ => Vec::new(),
-        });
     let knobs: Mapping = map
         .iter()
-        .filter(|(k, _)| k.as_str().is_some_and(|k| NAMES.iter().any(|n| n == k)))
+        .filter(|(k, _)| {
+            k.as_str()
+                .is_some_and(|k| KNOB_NAMES.iter().any(|n| n == k))
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     serde_path_to_error::deserialize::<_, Knobs>(Value::Mapping(knobs)).map(|_| ())
@@ -159,23 +180,108 @@ fn canonical<T: Serialize + Default>(params: &T) -> String {
     serde_json::to_string(&fields).unwrap_or_default()
 }
 
-/// Expands `manifest` at `scale` for `backend`: params, then the scale's
-/// overrides, then each grid point, resolved into the backend's parameters.
+/// What a plan may hold: a grid larger than `max_runs`, or a run with more
+/// than `max_workers` workers, is refused before anything is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub max_runs: usize,
+    pub max_workers: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_runs: 10_000,
+            max_workers: 4096,
+        }
+    }
+}
+
+/// Expands `manifest` at `scale` for `backend` within the default
+/// [`Limits`].
 pub fn expand(
     manifest: &Manifest,
     scale: &str,
     backend: Backend,
 ) -> Result<Vec<PlannedRun>, DriverError> {
+    expand_within(manifest, scale, backend, Limits::default())
+}
+
+/// Expands `manifest` at `scale` for `backend`: params, then the scale's
+/// overrides, then each grid point, resolved into the backend's parameters
+/// and checked as a run would check them. The grid's size is checked
+/// against `limits` before it is expanded; two points that resolve to the
+/// same run are an error.
+pub fn expand_within(
+    manifest: &Manifest,
+    scale: &str,
+    backend: Backend,
+    limits: Limits,
+) -> Result<Vec<PlannedRun>, DriverError> {
     let (base, grid) = at_scale(manifest, scale)?;
+    let size = grid
+        .values()
+        .fold(1u128, |n, v| n.saturating_mul(v.len() as u128));
+    if size > limits.max_runs as u128 {
+        return Err(DriverError::TooManyRuns {
+            runs: size,
+            max: limits.max_runs,
+        });
+    }
     let cases: Vec<&crate::manifest::Case> = manifest
         .cases
         .iter()
         .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
         .collect();
-    cartesian(&grid)
+    let runs = cartesian(&grid)
         .into_iter()
-        .map(|point| resolve(point, &base, &cases, backend))
-        .collect()
+        .map(|point| resolve(point, &base, &cases, backend, limits))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut seen: BTreeMap<&str, &PlannedRun> = BTreeMap::new();
+    for r in &runs {
+        if let Some(first) = seen.insert(&r.id, r) {
+            return Err(DriverError::DuplicateRun {
+                id: r.id.clone(),
+                first: describe(first),
+                second: describe(r),
+            });
+        }
+    }
+    Ok(runs)
+}
+
+/// A run as its grid values (`algorithm=moniqua seed=0`), for messages.
+pub fn describe(run: &PlannedRun) -> String {
+    if run.point.is_empty() {
+        return "(no grid)".into();
+    }
+    run.point
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The first number in `value` that is not finite (`.nan`, `.inf`), with
+/// its key path.
+fn non_finite(value: &Value, path: &str) -> Option<String> {
+    match value {
+        Value::Number(n) if n.as_f64().is_some_and(|f| !f.is_finite()) => Some(path.to_string()),
+        Value::Mapping(m) => m.iter().find_map(|(k, v)| {
+            let k = text(k);
+            let p = if path.is_empty() {
+                k
+            } else {
+                format!("{path}.{k}")
+            };
+            non_finite(v, &p)
+        }),
+        Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| non_finite(v, &format!("{path}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// The manifest's parameters and grid with the scale's overrides applied
@@ -259,6 +365,7 @@ fn resolve(
     base: &Mapping,
     cases: &[&crate::manifest::Case],
     backend: Backend,
+    limits: Limits,
 ) -> Result<PlannedRun, DriverError> {
     let mut map: Mapping = base.clone();
     for (k, v) in &point {
@@ -310,6 +417,13 @@ fn resolve(
             .as_ref()
             .map_or_else(|| "none".to_string(), |c| c.label.clone());
     }
+    if let Some(key) = non_finite(&Value::Mapping(map.clone()), "") {
+        return Err(DriverError::RunParams {
+            run: run.clone(),
+            key,
+            message: "not a finite number; every number of a run must be finite".into(),
+        });
+    }
     // the knobs are flattened into both configs, where serde loses
     // the key of a bad value: check them alone first, so the error
     // names it
@@ -348,6 +462,7 @@ fn resolve(
         }
     };
     check_algorithm(&run, &params, backend)?;
+    check_workers(&run, &params, limits)?;
     Ok(PlannedRun {
         id,
         point: label,
@@ -381,6 +496,65 @@ fn check_algorithm(run: &str, params: &Params, backend: Backend) -> Result<(), D
             ),
         });
     }
+    Ok(())
+}
+
+/// The run's worker count is in range, and its algorithm builds with
+/// these knobs on its topology (what every rank checks first).
+fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), DriverError> {
+    let bad = |key: &str, message: String| DriverError::RunParams {
+        run: run.to_string(),
+        key: key.into(),
+        message,
+    };
+    let (workers, topology, algorithm, knobs) = match params {
+        Params::Sim(p) => (p.workers, p.topology.as_str(), &p.algorithm, &p.knobs),
+        // `workers: 0` asks the trainer for the paper's 8
+        Params::Train(c) => (
+            if c.workers == 0 { 8 } else { c.workers },
+            c.topology.as_str(),
+            &c.algorithm,
+            &c.knobs,
+        ),
+    };
+    if workers == 0 {
+        return Err(bad("workers", "a run needs at least 1 worker".into()));
+    }
+    if let Params::Sim(p) = params {
+        for (key, value, allowed) in [
+            ("objective", &p.objective, &OBJECTIVES[..]),
+            ("split", &p.split, &SPLITS[..]),
+        ] {
+            if !allowed.contains(&value.as_str()) {
+                return Err(bad(
+                    key,
+                    format!("unknown {key} `{value}`; use one of {}", allowed.join(", ")),
+                ));
+            }
+        }
+    }
+    if workers > limits.max_workers {
+        return Err(bad(
+            "workers",
+            format!(
+                "{workers} workers is more than the limit of {}; pass --max-workers {workers} if you mean it",
+                limits.max_workers
+            ),
+        ));
+    }
+    if repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str()) {
+        return Ok(());
+    }
+    let topology = repro_algos::Topology::by_name(topology, workers)
+        .map_err(|e| bad("topology", e.to_string()))?;
+    // an algorithm's error names the knob it is about
+    let knob = |e: repro_algos::AlgoError| {
+        let message = e.to_string();
+        bad(&knob_named_in(&message, "algorithm"), message)
+    };
+    let spec = repro_algos::AlgorithmSpec::from_name(algorithm, knobs).map_err(knob)?;
+    // worker 0 on a small model: its constructor checks what the run's would
+    spec.build(0, &topology, 0, &[0.0; 64]).map_err(knob)?;
     Ok(())
 }
 

@@ -44,6 +44,51 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Checks `spec` against the runs' grid `keys` before anything runs: the
+/// series and panel keys are grid keys, and x and y are what the figure's
+/// kind can draw. The error is the key's path in the manifest and what is
+/// wrong.
+pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, String)> {
+    let grid = |path: &str, k: &str| {
+        if keys.iter().any(|g| g == k) {
+            Ok(())
+        } else {
+            Err((
+                path.to_string(),
+                format!("`{k}` is not a grid key; grid keys: {}", keys.join(", ")),
+            ))
+        }
+    };
+    let one_of = |path: &str, v: &str, allowed: &[&str]| {
+        if allowed.contains(&v) {
+            Ok(())
+        } else {
+            Err((
+                path.to_string(),
+                format!("`{v}` is not one of {}", allowed.join(", ")),
+            ))
+        }
+    };
+    grid("figure.series", &spec.series)?;
+    match spec.kind {
+        crate::manifest::FigureKind::Curves => {
+            if let Some(p) = &spec.panels {
+                grid("figure.panels", p)?;
+            }
+            one_of("figure.x", &spec.x, &["wall_s", "iteration", "epoch"])?;
+            one_of("figure.y", &spec.y, &CURVE_METRICS)?;
+        }
+        crate::manifest::FigureKind::Sweep => {
+            grid("figure.panels", spec.panels.as_deref().unwrap_or("network"))?;
+            one_of("figure.y", &spec.y, &crate::results::METRICS)?;
+            if let Some(b) = &spec.bound {
+                one_of("figure.bound", b, &crate::results::METRICS)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The distinct values of String expression `e` over `lf`, in the order
 /// the rows first have them.
 fn in_order(lf: LazyFrame, e: Expr) -> Result<Vec<String>> {

@@ -59,6 +59,13 @@ pub struct RunArgs {
     /// network conditions: netem on this interface of every node).
     #[arg(long, value_name = "IFACE")]
     pub interface: Option<String>,
+    /// Refuse a plan of more runs than this (the grid's size is checked
+    /// before it is expanded).
+    #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_runs)]
+    pub max_runs: usize,
+    /// Refuse a run with more workers than this.
+    #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_workers)]
+    pub max_workers: usize,
 }
 
 /// `--launcher`.
@@ -145,21 +152,18 @@ fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Co
     out
 }
 
-fn describe(run: &PlannedRun) -> String {
-    run.point
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// `repro run`: plans the experiment, then runs it (or prints the plan
 /// with `--dry-run`), then writes its records, table and figure.
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
-    let runs = plan::expand(&m, &args.scale, backend)?;
+    let limits = plan::Limits {
+        max_runs: args.max_runs,
+        max_workers: args.max_workers,
+    };
+    let runs = plan::expand_within(&m, &args.scale, backend, limits)?;
+    check_specs(&m, &path, &runs)?;
     let out = out_dir(&args.out, &m.name);
     let launcher = launcher(args, backend)?;
     if args.dry_run {
@@ -233,6 +237,25 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     } else {
         Outcome::SomeFailed
     })
+}
+
+/// The manifest's table and figure name metrics and grid keys that exist.
+fn check_specs(m: &manifest::Manifest, path: &std::path::Path, runs: &[PlannedRun]) -> Result<()> {
+    let keys: Vec<String> = runs
+        .first()
+        .map(|r| r.point.keys().cloned().collect())
+        .unwrap_or_default();
+    let figure = m.figure.as_ref().map(|f| plot::check_spec(f, &keys));
+    table::check_spec(&m.table, &keys)
+        .and(figure.unwrap_or(Ok(())))
+        .map_err(|(key, message)| {
+            crate::errors::DriverError::Manifest {
+                path: path.to_path_buf(),
+                key,
+                message,
+            }
+            .into()
+        })
 }
 
 /// The network context of a run of `m` whose commands go to `exec`.
@@ -362,7 +385,7 @@ impl Session<'_> {
         };
         let mut bar = self
             .progress
-            .run(&format!("{} {}", r.id, describe(r)), iterations);
+            .run(&format!("{} {}", r.id, plan::describe(r)), iterations);
         let result = match (self.backend, earlier) {
             (Backend::Sim, _) => {
                 sim_backend::execute(r, self.experiment, &raw.join(format!("{}.jsonl", r.id)))
@@ -398,7 +421,7 @@ impl Session<'_> {
                 self.progress.line(&format!(
                     "[{n}/{total}] {} {}: FAILED: {e:#}",
                     r.id,
-                    describe(r)
+                    plan::describe(r)
                 ));
                 return;
             }
@@ -406,7 +429,7 @@ impl Session<'_> {
         self.progress.line(&format!(
             "[{n}/{total}] {} {}: {} in {secs:.1}s (final_loss {}, {} bytes)",
             r.id,
-            describe(r),
+            plan::describe(r),
             s.status,
             s.final_loss.map_or("none".into(), |l| format!("{l:.4e}")),
             s.bytes
@@ -517,7 +540,7 @@ fn dry_run(
         train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
     let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
     for r in runs {
-        outln!("  {}  {}", r.id, describe(r));
+        outln!("  {}  {}", r.id, plan::describe(r));
         if !matches!(r.params, plan::Params::Train(_)) {
             continue;
         }
@@ -630,11 +653,7 @@ pub struct PlotArgs {
 /// `repro plot A --with B --name N`: A's and B's panels in one figure,
 /// each panel titled by its experiment where it had no title of its own.
 fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
-    {
+    if !manifest::is_plain_name(name) {
         anyhow::bail!(
             "--name `{name}`: use letters, digits, `-` and `_` (it names a results directory)"
         );

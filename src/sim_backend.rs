@@ -106,7 +106,10 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
             let split = match p.split.as_str() {
                 "iid" => Split::Iid,
                 "by-label" => Split::SortedByLabel,
-                other => bail!("unknown split `{other}`; use iid or by-label"),
+                other => bail!(
+                    "unknown split `{other}`; use one of {}",
+                    crate::plan::SPLITS.join(", ")
+                ),
             };
             let shards = data::split(&ds, n, split, p.seed)?;
             let loss = if classification {
@@ -116,9 +119,10 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
             };
             Box::new(LinearModel::new(ds, shards, loss, p.batch, p.weight_decay))
         }
-        other => {
-            bail!("unknown objective `{other}`; use quadratic, theorem1, logistic or least-squares")
-        }
+        other => bail!(
+            "unknown objective `{other}`; use one of {}",
+            crate::plan::OBJECTIVES.join(", ")
+        ),
     })
 }
 

@@ -12,6 +12,50 @@ use crate::frames::{self, RunsFrame};
 use crate::manifest::TableSpec;
 use crate::results::{METRICS, escape, split_csv_line};
 
+/// Checks `spec` against the runs' grid `keys` before anything runs:
+/// the value and extra columns are run metrics, and the row, column and
+/// reference keys are grid keys (a typo would fold the table into one
+/// cell). The error is the key's path in the manifest and what is wrong.
+pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, String)> {
+    let metric = |path: String, v: &str| {
+        if METRICS.contains(&v) {
+            Ok(())
+        } else {
+            Err((
+                path,
+                format!(
+                    "`{v}` is not a run metric; use one of {}",
+                    METRICS.join(", ")
+                ),
+            ))
+        }
+    };
+    let grid = |path: String, k: &str| {
+        if keys.iter().any(|g| g == k) {
+            Ok(())
+        } else {
+            Err((
+                path,
+                format!("`{k}` is not a grid key; grid keys: {}", keys.join(", ")),
+            ))
+        }
+    };
+    metric("table.value".into(), &spec.value)?;
+    for (i, k) in spec.rows.iter().enumerate() {
+        grid(format!("table.rows[{i}]"), k)?;
+    }
+    if let Some(c) = &spec.cols {
+        grid("table.cols".into(), c)?;
+    }
+    for (i, e) in spec.extra.iter().enumerate() {
+        metric(format!("table.extra[{i}].value"), &e.value)?;
+        for k in e.relative_to.iter().flat_map(|r| r.keys()) {
+            grid(format!("table.extra[{i}].relative_to.{k}"), k)?;
+        }
+    }
+    Ok(())
+}
+
 /// A rendered table: a header and rows of formatted cells.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Table {

@@ -58,7 +58,7 @@ impl Compressor {
             CompressorSpec::Grid { step } => {
                 if !(*step > 0.0 && step.is_finite()) {
                     return Err(AlgoError::Invalid(format!(
-                        "grid step must be positive, got {step}"
+                        "grid_step must be positive, got {step}"
                     )));
                 }
                 Compressor::Grid { step: *step, seed }

@@ -38,7 +38,7 @@ pub enum AlgoError {
     Config(#[from] repro_codec::ConfigError),
     #[error("codec failed")]
     Codec(#[from] repro_codec::CodecError),
-    #[error("invalid topology")]
+    #[error("invalid topology: {0}")]
     Topology(#[from] TopologyError),
     #[error("{what} has {got} values, expected {expected}")]
     Length {
