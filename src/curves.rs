@@ -184,7 +184,7 @@ pub fn write_curves_csv(
             ));
         }
     }
-    std::fs::write(path, out).with_context(|| format!("could not write {}", path.display()))
+    crate::atomic::write(path, out)
 }
 
 #[cfg(test)]

@@ -47,6 +47,15 @@ pub enum DriverError {
         key: String,
         keys: String,
     },
+    #[error(
+        "cases[{index}].when.{key}: `{value}` is no {key} a run can have, so the case would never apply (known: {values})"
+    )]
+    CaseValue {
+        index: usize,
+        key: String,
+        value: String,
+        values: String,
+    },
     #[error("run {run}: `{key}`: {message}")]
     RunParams {
         run: String,

@@ -230,13 +230,16 @@ impl CurvesFrame {
 /// Writes `df` to `path` as Parquet (zstd), through a temporary file renamed
 /// into place, so a reader never sees half a file.
 pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
-    let tmp = path.with_extension("parquet.tmp");
-    let file = std::fs::File::create(&tmp)
-        .with_context(|| format!("could not create {}", tmp.display()))?;
-    ParquetWriter::new(file)
-        .finish(&mut df)
-        .with_context(|| format!("could not write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("could not write {}", path.display()))
+    let tmp = crate::atomic::temp_beside(path);
+    let written = std::fs::File::create(&tmp)
+        .with_context(|| format!("could not create {}", tmp.display()))
+        .and_then(|file| {
+            ParquetWriter::new(file)
+                .finish(&mut df)
+                .map(|_| ())
+                .with_context(|| format!("could not write {}", tmp.display()))
+        });
+    crate::atomic::finish(&tmp, path, written)
 }
 
 /// Reads a Parquet file back into a frame.

@@ -1,6 +1,7 @@
 //! The `repro` driver as a library: manifests, plans, backends, shaping,
 //! results, tables and figures. `main.rs` only calls [`cli::main`].
 
+pub mod atomic;
 pub mod cli;
 pub mod curves;
 pub mod data_cmd;

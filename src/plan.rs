@@ -334,6 +334,24 @@ fn at_scale(
                 keys: grid.keys().cloned().collect::<Vec<_>>().join(", "),
             });
         }
+        // an algorithm no run can have would silently never apply (a typo
+        // drops a tuned value). Other values may be absent from this grid:
+        // a subset rerun (`--set grid.algorithm=[moniqua]`) leaves the
+        // other algorithms' cases idle.
+        if let Some(want) = case.when.get("algorithm") {
+            let name = text(want);
+            let known = repro_algos::ALGORITHM_NAMES
+                .iter()
+                .chain(&repro_algos::ASYNC_ALGORITHM_NAMES);
+            if !known.clone().any(|a| *a == name) {
+                return Err(DriverError::CaseValue {
+                    index,
+                    key: "algorithm".into(),
+                    value: name,
+                    values: known.copied().collect::<Vec<_>>().join(", "),
+                });
+            }
+        }
     }
     Ok((base, grid))
 }

@@ -440,24 +440,24 @@ pub fn render(
     let size = size_for(panels.len(), title);
     // written beside the target and renamed, so a reader never sees half a
     // figure (the bitmap encoder picks its format from the last extension)
-    let tmp = path.with_extension(format!("tmp.{}", format.extension()));
-    match format {
+    let tmp = crate::atomic::temp_beside(path);
+    let drawn = match format {
         ImageFormat::Svg => draw(
             SVGBackend::new(&tmp, size).into_drawing_area(),
             path,
             title,
             spec,
             panels,
-        )?,
+        ),
         ImageFormat::Png => draw(
             BitMapBackend::new(&tmp, size).into_drawing_area(),
             path,
             title,
             spec,
             panels,
-        )?,
-    }
-    std::fs::rename(&tmp, path).with_context(|| format!("could not write {}", path.display()))
+        ),
+    };
+    crate::atomic::finish(&tmp, path, drawn)
 }
 
 /// Draws the panels on any plotters backend.

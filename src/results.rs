@@ -219,6 +219,31 @@ pub(crate) fn escape(field: &str) -> String {
     }
 }
 
+/// The runs of an earlier invocation (`previous`, from its runs.csv)
+/// updated by this one's (`new`): a run replaces the earlier one at its
+/// grid point, unless it was not run (interrupted); earlier runs at other
+/// points stay, in their order, and new points follow. Earlier runs of a
+/// grid with other keys cannot share a table and are dropped.
+pub fn merge(previous: Vec<RunRecord>, new: Vec<RunRecord>) -> Vec<RunRecord> {
+    let keys = |r: &RunRecord| r.point.keys().cloned().collect::<Vec<_>>();
+    let same_grid = match (previous.first(), new.first()) {
+        (Some(a), Some(b)) => keys(a) == keys(b),
+        _ => true,
+    };
+    let mut merged = if same_grid { previous } else { Vec::new() };
+    for run in new {
+        match merged.iter_mut().find(|r| r.point == run.point) {
+            Some(_) if run.status() == NOT_RUN => {}
+            Some(slot) => *slot = run,
+            None => merged.push(run),
+        }
+    }
+    merged
+}
+
+/// The status of a run an interrupted invocation did not reach.
+pub const NOT_RUN: &str = "not run (interrupted)";
+
 /// Writes runs.csv: `run_id`, the grid keys (sorted), then [`METRICS`].
 pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let keys: Vec<&String> = rows
@@ -249,7 +274,7 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
         }
         out.push('\n');
     }
-    std::fs::write(path, out).with_context(|| format!("could not write {}", path.display()))
+    crate::atomic::write(path, out)
 }
 
 pub(crate) fn split_csv_line(line: &str) -> Vec<String> {

@@ -190,6 +190,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         train_backend::train_binary()?;
     }
     crate::signals::install();
+    // one writer per results directory, from here to the last file
+    let _lock = crate::atomic::lock(&out)?;
+    // an earlier invocation's runs stay unless this one reruns their point
+    let runs_csv = out.join("runs.csv");
+    let previous = if runs_csv.is_file() {
+        results::read_csv(&runs_csv)
+            .context("the results directory holds a runs.csv this run would merge into")?
+    } else {
+        Vec::new()
+    };
     let net = prepare_network(args, &m, backend, &runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
@@ -213,22 +223,27 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     };
     let rows = in_parallel(&runs, args.jobs, &|r| session.execute(r));
     session.progress.finish();
-    write_results(&m, &out, &rows)?;
+    // this invocation's outcome is its own runs'; the files hold them merged
+    // with the earlier runs at other grid points
+    let failed = rows.iter().filter(|r| r.status() == "failed").count();
+    let finished = rows
+        .iter()
+        .filter(|r| !matches!(r.status(), "failed" | results::NOT_RUN))
+        .count();
+    let ran = rows.len();
+    let merged = results::merge(previous, rows);
+    write_results(&m, &out, &merged)?;
     let csv = out.join("runs.csv");
     if crate::signals::interrupted() {
         eprintln!(
-            "interrupted: kept the {} finished runs in {}",
-            rows.iter()
-                .filter(|r| !matches!(r.status(), "failed" | "not run (interrupted)"))
-                .count(),
+            "interrupted: kept the {finished} runs that finished, and every earlier run, in {}",
             csv.display()
         );
         return Ok(Outcome::Interrupted);
     }
-    let failed = rows.iter().filter(|r| r.status() == "failed").count();
+    let kept = merged.len().saturating_sub(ran);
     eprintln!(
-        "{} runs in {:.1}s, {failed} failed; wrote {}, runs.parquet and table.md/.tex/.csv",
-        rows.len(),
+        "{ran} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
         started.elapsed().as_secs_f64(),
         csv.display()
     );
@@ -374,7 +389,7 @@ impl Session<'_> {
                 point: r.point.clone(),
                 metrics: BTreeMap::from([(
                     "status".into(),
-                    results::Cell::Text("not run (interrupted)".into()),
+                    results::Cell::Text(results::NOT_RUN.into()),
                 )]),
             };
         }
@@ -458,8 +473,7 @@ fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecor
         ("table.tex", table.latex()),
         ("table.csv", table.csv()),
     ] {
-        std::fs::write(out.join(file), text)
-            .with_context(|| format!("could not write {}/{file}", out.display()))?;
+        crate::atomic::write(&out.join(file), text)?;
     }
     println!("{}", table.markdown());
     if let Some(paths) = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])? {

@@ -504,6 +504,12 @@ pub fn execute(
     if net.shapes(run) && net.method()? == Method::Netns && !crate::doctor::is_root() {
         return Err(NetError::NotRoot.into());
     }
+    // a relaunched run starts from a clean directory: an earlier attempt's
+    // rank logs must never be read as this one's
+    if dir.exists() {
+        std::fs::remove_dir_all(dir)
+            .with_context(|| format!("could not clear {} for a fresh run", dir.display()))?;
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let train = train_binary()?;
     let repro = std::env::current_exe().context("could not locate the repro executable")?;

@@ -1353,3 +1353,70 @@ fn hostile_manifests_are_refused_at_plan_time() {
         );
     }
 }
+
+/// A subset rerun updates only its own rows: every other run of the
+/// earlier invocation stays in runs.csv and in the table.
+#[test]
+fn a_subset_rerun_keeps_every_other_row() {
+    let out = temp_out("subset");
+    let dir = out.to_str().unwrap();
+    let o = repro(&["run", "smoke", "--out", dir]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let o = repro(&[
+        "run",
+        "smoke",
+        "--set",
+        "grid.algorithm=[moniqua]",
+        "--set",
+        "params.lr=0.07",
+        "--out",
+        dir,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let after = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let (b, a): (Vec<&str>, Vec<&str>) = (before.lines().collect(), after.lines().collect());
+    assert_eq!(a.len(), b.len(), "{after}");
+    assert_eq!(a[0], b[0]);
+    let mut changed = 0;
+    for (x, y) in b.iter().zip(&a).skip(1) {
+        if y.contains(",moniqua,") {
+            // rerun with another lr: a new run id at the same point
+            assert_ne!(x.split(',').next(), y.split(',').next());
+            changed += 1;
+        } else {
+            assert_eq!(x, y, "a row of another algorithm changed");
+        }
+    }
+    assert_eq!(changed, 1);
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("| choco |"), "{table}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A results directory has one writer: a second `repro run` into a
+/// directory another live process holds is refused and names the holder;
+/// a lock left by a dead process is taken over.
+#[test]
+fn a_second_run_into_a_held_directory_is_refused() {
+    let out = temp_out("locked");
+    std::fs::create_dir_all(&out).unwrap();
+    // this test process stands for a running repro
+    std::fs::write(
+        out.join(".lock"),
+        format!("{}\nrepro run smoke\n", std::process::id()),
+    )
+    .unwrap();
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("in use by another repro"), "{err}");
+    assert!(err.contains(&std::process::id().to_string()), "{err}");
+    assert!(!out.join("runs.csv").exists());
+    // the holder is gone: the next run takes the lock over and releases it
+    std::fs::write(out.join(".lock"), "999999999\nrepro run smoke\n").unwrap();
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.join(".lock").exists());
+    let _ = std::fs::remove_dir_all(&out);
+}

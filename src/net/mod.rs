@@ -140,6 +140,17 @@ pub enum RateQdisc {
     HtbAck,
 }
 
+impl RateQdisc {
+    /// The name a manifest writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tbf => "tbf",
+            Self::Htb => "htb",
+            Self::HtbAck => "htb-ack",
+        }
+    }
+}
+
 /// One network condition: egress rate and one-way latency per worker.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Condition {
@@ -229,12 +240,21 @@ impl Condition {
         if bandwidth_bps.is_none() && latency_s == 0.0 {
             return Ok(None);
         }
+        // every field that makes a different condition is in the label, so
+        // two conditions never share a table row: qdisc and tcp where they
+        // are not the default
         let mut parts = Vec::new();
         if let Some(b) = &raw.bandwidth {
             parts.push(b.trim().to_string());
         }
         if let Some(l) = &raw.latency {
             parts.push(l.trim().to_string());
+        }
+        if raw.qdisc != RateQdisc::default() {
+            parts.push(raw.qdisc.name().to_string());
+        }
+        if raw.tcp != TcpCongestion::default() {
+            parts.push(raw.tcp.name().to_string());
         }
         Ok(Some(Self {
             bandwidth_bps,
@@ -338,6 +358,12 @@ mod tests {
         assert_eq!(cond("{}").unwrap(), None);
         let htb = cond("{bandwidth: 5mbit, qdisc: htb}").unwrap().unwrap();
         assert_eq!((htb.qdisc, htb.latency_s), (RateQdisc::Htb, 0.0));
+        // a label names every field that differs from the default
+        assert_eq!(htb.label, "5mbit/htb");
+        let bbr = cond("{bandwidth: 5mbit, tcp: bbr, qdisc: htb-ack}")
+            .unwrap()
+            .unwrap();
+        assert_eq!(bbr.label, "5mbit/bbr");
         assert_eq!(cond("{bandwidth: fast}").unwrap_err().0, "bandwidth");
         assert_eq!(cond("{latency: 3}").unwrap_err().0, "latency");
         let (key, msg) = cond("{bandwith: 1mbit}").unwrap_err();

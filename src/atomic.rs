@@ -1,0 +1,158 @@
+//! Files that are whole or absent, and one writer per results directory.
+//! Every results file is written to a temporary file of its own beside the
+//! target, flushed to disk, and renamed into place: a reader, or a driver
+//! killed mid-write, never leaves half a file. A results directory is
+//! locked for the whole of a `repro run`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+
+/// A temporary path beside `path`, unique to this process and call:
+/// `.<name>.<pid>-<n>.tmp.<ext>` (the extension stays last, for writers
+/// that pick a format from it).
+pub fn temp_beside(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{stem}.{}-{n}.tmp{ext}", std::process::id()))
+}
+
+/// Moves a finished temporary file into place (flushed first), or
+/// removes it if `result` says writing it failed.
+pub fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
+    let done = result.and_then(|()| {
+        std::fs::File::open(tmp)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("could not flush {}", tmp.display()))?;
+        std::fs::rename(tmp, path).with_context(|| format!("could not write {}", path.display()))
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    done
+}
+
+/// Writes `bytes` to `path` whole (see the module's doc).
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let tmp = temp_beside(path);
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes.as_ref()))
+        .with_context(|| format!("could not write {}", tmp.display()));
+    finish(&tmp, path, written)
+}
+
+/// The lock of a results directory, released when dropped.
+#[derive(Debug)]
+pub struct DirLock {
+    path: PathBuf,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Locks `dir` (creating it) for this process: `dir/.lock` holds our pid
+/// and command line. A second locker is refused with the holder's; a lock
+/// whose process is gone (a killed driver) is taken over.
+pub fn lock(dir: &Path) -> Result<DirLock> {
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let path = dir.join(".lock");
+    let me = format!(
+        "{}\n{}\n",
+        std::process::id(),
+        std::env::args().collect::<Vec<_>>().join(" ")
+    );
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                f.write_all(me.as_bytes())
+                    .with_context(|| format!("could not write {}", path.display()))?;
+                return Ok(DirLock { path });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let pid = holder.lines().next().unwrap_or("").trim();
+                let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+                if alive {
+                    anyhow::bail!(
+                        "{} is in use by another repro (pid {pid}: {}); wait for it to finish, or pass another --out",
+                        dir.display(),
+                        holder.lines().nth(1).unwrap_or("").trim()
+                    );
+                }
+                // its process is gone: a stale lock
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("could not create {}", path.display()));
+            }
+        }
+    }
+    anyhow::bail!(
+        "could not lock {}: another process keeps taking it",
+        dir.display()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_replaces_the_file_whole_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("repro-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("runs.csv");
+        write(&path, "a\n").unwrap();
+        write(&path, "b\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\n");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["runs.csv"]);
+        // two temporaries of one path differ, and keep the extension last
+        let (a, b) = (temp_beside(&path), temp_beside(&path));
+        assert_ne!(a, b);
+        assert!(a.to_string_lossy().ends_with(".tmp.csv"), "{}", a.display());
+        // a write into a missing directory fails and leaves nothing
+        assert!(write(&dir.join("no/such.csv"), "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_results_directory_has_one_writer() {
+        let dir = std::env::temp_dir().join(format!("repro-lock-{}", std::process::id()));
+        let held = lock(&dir).unwrap();
+        let err = lock(&dir).unwrap_err().to_string();
+        assert!(err.contains("in use by another repro"), "{err}");
+        assert!(err.contains(&std::process::id().to_string()), "{err}");
+        drop(held);
+        // released on drop
+        let again = lock(&dir).unwrap();
+        drop(again);
+        // a lock left by a process that is gone is taken over
+        std::fs::write(dir.join(".lock"), "999999999\nrepro run x\n").unwrap();
+        let taken = lock(&dir).unwrap();
+        drop(taken);
+        assert!(!dir.join(".lock").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
