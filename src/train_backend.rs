@@ -538,6 +538,7 @@ pub fn execute(
         .stdout(Stdio::null())
         .stderr(Stdio::from(stderr_file))
         .process_group(0);
+    die_with_parent(&mut cmd);
     let mut child = cmd.spawn().with_context(|| {
         format!(
             "could not start `{}`; install OpenMPI (ci/setup.sh does), or Slurm's srun",
@@ -608,6 +609,29 @@ pub fn execute(
     drop(hosts);
     let shaped = fabric_used || net.conditioned(run);
     Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
+}
+
+/// Makes `cmd`'s process get SIGTERM when the driver dies, even by
+/// SIGKILL: mpirun then stops its ranks, and `repro-train --in-process`
+/// stops its threads. (Linux's parent-death signal; it fires when the
+/// spawning thread ends, which waits for the job.)
+#[allow(unsafe_code)]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: between fork and exec only prctl and getppid run, both
+    // async-signal-safe, touching no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // the driver died before prctl took effect: stop now
+            if libc::getppid() == 1 {
+                return Err(std::io::Error::other("the driver is gone"));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Waits for the job, reporting rank 0's logged steps about once a second;

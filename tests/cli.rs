@@ -1420,3 +1420,56 @@ fn a_second_run_into_a_held_directory_is_refused() {
     assert!(!out.join(".lock").exists());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A SIGKILLed driver leaves nothing running: its job (mpirun, or the
+/// in-process trainer) gets SIGTERM when the driver dies, and stops.
+#[test]
+fn a_killed_driver_leaves_nothing_running() {
+    for backend in ["in-process", "mpi"] {
+        killed_driver_leaves_nothing_running(backend);
+    }
+}
+
+fn killed_driver_leaves_nothing_running(backend: &str) {
+    let _serial = mpi_lock();
+    let out = temp_out(&format!("killed-driver-{backend}"));
+    let mut child = repro_cmd(&[
+        "run",
+        "mpi-smoke",
+        "--backend",
+        backend,
+        "--set",
+        "scales.smoke.iterations=1000000",
+        "--set",
+        "grid.algorithm=[d-psgd]",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    wait_for_trainer(&mut child, &out);
+    kill("-KILL", child.id());
+    let _ = child.wait();
+    // what still runs with this run's directory on its command line
+    let marker = out.to_str().unwrap().to_string();
+    let alive = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| {
+                e.file_name().to_str()?.parse::<u32>().ok()?;
+                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                cmd.contains(&marker).then_some(cmd)
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !alive().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(alive(), Vec::<String>::new(), "{backend}: left running");
+    let _ = std::fs::remove_dir_all(&out);
+}
