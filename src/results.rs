@@ -103,6 +103,15 @@ impl RunRecord {
         self.metrics.get("status").map_or("", Cell::text)
     }
 
+    /// The record of a run this invocation did not finish (interrupted).
+    pub fn not_run(run: &crate::plan::PlannedRun) -> RunRecord {
+        RunRecord {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics: BTreeMap::from([("status".into(), Cell::Text(NOT_RUN.into()))]),
+        }
+    }
+
     /// The row of planned run `run`: its summary's metrics as runs.csv
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.

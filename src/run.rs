@@ -1,6 +1,5 @@
 //! `repro run`, `repro table`, `repro list`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -221,7 +220,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         done: std::sync::atomic::AtomicUsize::new(0),
         total: runs.len(),
     };
-    let rows = in_parallel(&runs, args.jobs, &|r| session.execute(r));
+    let rows = in_parallel(&runs, jobs(args.jobs, backend, &runs, &net), &|r| {
+        session.execute(r)
+    });
     session.progress.finish();
     // this invocation's outcome is its own runs'; the files hold them merged
     // with the earlier runs at other grid points
@@ -332,6 +333,27 @@ fn prepare_network(
     Ok(net)
 }
 
+/// How many runs go at once. Shaped MPI runs go one at a time: each
+/// builds a network of namespaces on one subnet, and concurrent jobs would
+/// distort the times they measure. Other concurrent runs share the cores,
+/// which is said.
+fn jobs(asked: usize, backend: Backend, runs: &[PlannedRun], net: &NetContext) -> usize {
+    if asked <= 1 {
+        return 1;
+    }
+    if backend == Backend::Mpi && runs.iter().any(|r| net.shapes(r)) {
+        eprintln!(
+            "note: --jobs {asked}: shaped MPI runs go one at a time (one subnet, and measured times)"
+        );
+        return 1;
+    }
+    eprintln!(
+        "note: --jobs {asked}: concurrent runs share this machine's {} cores; their wall-clock times include that",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    asked
+}
+
 /// Maps `f` over `runs` on `jobs` threads (in order; one thread for 1).
 fn in_parallel(
     runs: &[PlannedRun],
@@ -384,14 +406,7 @@ impl Session<'_> {
             _ => None,
         };
         if interrupted && earlier.is_none() {
-            return RunRecord {
-                run_id: r.id.clone(),
-                point: r.point.clone(),
-                metrics: BTreeMap::from([(
-                    "status".into(),
-                    results::Cell::Text(results::NOT_RUN.into()),
-                )]),
-            };
+            return RunRecord::not_run(r);
         }
         let t = Instant::now();
         let iterations = match &r.params {
@@ -423,6 +438,10 @@ impl Session<'_> {
         };
         self.progress.run_done(bar);
         self.report(r, &result, t.elapsed().as_secs_f64());
+        if result.is_err() && crate::signals::interrupted() {
+            // stopped part-way: not a result, so it never replaces one
+            return RunRecord::not_run(r);
+        }
         RunRecord::of(r, result.as_ref().ok())
     }
 

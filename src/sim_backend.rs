@@ -298,6 +298,10 @@ fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Resu
         hash_failures: 0,
     };
     for k in 0..p.iterations {
+        // Ctrl-C and SIGTERM stop a run between iterations
+        if crate::signals::interrupted() {
+            bail!("run interrupted at iteration {k}");
+        }
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
         let Some(r) = step else {
             out.status = Status::Diverged { iteration: k };

@@ -1473,3 +1473,59 @@ fn killed_driver_leaves_nothing_running(backend: &str) {
     assert_eq!(alive(), Vec::<String>::new(), "{backend}: left running");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The simulator stops between iterations on SIGTERM: the driver exits
+/// with 130 at once, and the earlier invocation's rows stay, the stopped
+/// run's included (a run stopped part-way replaces no result).
+#[test]
+fn a_simulator_run_stops_on_sigterm_and_replaces_nothing() {
+    let out = temp_out("sim-sigterm");
+    let dir = out.to_str().unwrap();
+    let o = repro(&["run", "smoke", "--out", dir]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let raw = out.join("raw");
+    let logs = || -> Vec<(String, u64)> {
+        std::fs::read_dir(&raw)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let len = e.metadata().map_or(0, |m| m.len());
+                (e.file_name().to_string_lossy().into_owned(), len)
+            })
+            .collect()
+    };
+    let earlier: Vec<String> = logs().into_iter().map(|(n, _)| n).collect();
+    let child = repro_cmd(&[
+        "run",
+        "smoke",
+        "--set",
+        "grid.algorithm=[d-psgd]",
+        "--set",
+        "scales.smoke.iterations=2000000000",
+        "--out",
+        dir,
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    // running: a new log has grown past its header
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let grown = logs()
+            .iter()
+            .any(|(name, len)| !earlier.contains(name) && *len > 2000);
+        if grown {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the long run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    kill("-TERM", child.id());
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    let after = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert_eq!(after, before, "{stderr}");
+    let _ = std::fs::remove_dir_all(&out);
+}
