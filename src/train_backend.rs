@@ -643,7 +643,9 @@ fn wait(
     dir: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<std::process::ExitStatus> {
-    let deadline = Instant::now() + Duration::from_secs(timeout_s);
+    // a timeout past what the clock can hold is no timeout (it once
+    // overflowed `Instant + Duration` and panicked)
+    let deadline = Instant::now().checked_add(Duration::from_secs(timeout_s));
     let mut polled = Instant::now();
     loop {
         if let Some(status) = child.try_wait()? {
@@ -658,7 +660,7 @@ fn wait(
                 "run {} was interrupted and its job terminated",
                 run.id
             ))
-        } else if Instant::now() > deadline {
+        } else if deadline.is_some_and(|d| Instant::now() > d) {
             Some(format!(
                 "run {} exceeded its timeout of {timeout_s} s and was terminated",
                 run.id

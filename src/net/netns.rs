@@ -96,6 +96,13 @@ fn is_rank(s: &str) -> bool {
     !s.is_empty() && s.len() <= 3 && s.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// A tag, then the rest (at least two bytes). By `get`, so a name that is
+/// not ASCII (a character across byte 6) is simply not ours.
+fn split_tag(rest: &str) -> Option<(&str, &str)> {
+    let (tag, suffix) = (rest.get(..6)?, rest.get(6..)?);
+    (rest.len() >= 8 && is_tag(tag)).then_some((tag, suffix))
+}
+
 /// Whether `name` is one the driver creates: `rpr-<tag>-r<k>` (a rank's
 /// namespace), `rpr-<tag>-hub` (the hub), `rpr-<tag>-probe` (a throwaway
 /// probe), or a link `rpr<tag>h<k>` / `rpr<tag>p<k>` / `rpr<tag>br` (veth
@@ -103,21 +110,17 @@ fn is_rank(s: &str) -> bool {
 /// namespace).
 pub fn is_our_name(name: &str) -> bool {
     if let Some(rest) = name.strip_prefix(&format!("{PREFIX}-")) {
-        if rest.len() < 8 || !is_tag(&rest[..6]) {
+        let Some((_, suffix)) = split_tag(rest) else {
             return false;
-        }
-        return match &rest[6..] {
+        };
+        return match suffix {
             "-hub" | "-probe" => true,
             suffix => suffix.strip_prefix("-r").is_some_and(is_rank),
         };
     }
-    let Some(rest) = name.strip_prefix(PREFIX) else {
+    let Some((_, suffix)) = name.strip_prefix(PREFIX).and_then(split_tag) else {
         return false;
     };
-    if rest.len() < 8 || !is_tag(&rest[..6]) {
-        return false;
-    }
-    let suffix = &rest[6..];
     suffix == "br" || suffix.strip_prefix(['h', 'p']).is_some_and(is_rank)
 }
 
@@ -780,6 +783,11 @@ mod tests {
             "rpr-zzzzzz-r0",
             "rpr-0a1b2c-hubx",
             "rpr-0a1b2c-",
+            // not ASCII: a character across byte 6 once panicked the check
+            "rpr-0a1b2é-r0",
+            "rpr0a1b2éh1",
+            "rpr-ééééé-r1",
+            "rpré",
         ] {
             assert!(!is_our_name(bad), "{bad}");
         }
