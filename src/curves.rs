@@ -161,30 +161,34 @@ pub fn write_curves_csv(
         .first()
         .map(|(r, _)| r.point.keys().cloned().collect())
         .unwrap_or_default();
-    let mut out = String::from("run_id");
-    for k in &keys {
-        out.push(',');
-        out.push_str(k);
-    }
-    out.push_str(&format!(",iteration,epoch,wall_s,{y}\n"));
-    for (r, points) in curves {
-        let prefix: String = keys
-            .iter()
-            .map(|k| {
-                format!(
-                    ",{}",
-                    r.point.get(k).map_or("", String::as_str).replace(',', ";")
-                )
-            })
+    let header: Vec<String> = std::iter::once("run_id".to_string())
+        .chain(keys.iter().cloned())
+        .chain(["iteration", "epoch", "wall_s", y].map(String::from))
+        .collect();
+    let lines = curves.iter().flat_map(|(r, points)| {
+        let prefix: Vec<String> = std::iter::once(r.run_id.clone())
+            .chain(
+                keys.iter()
+                    .map(|k| r.point.get(k).cloned().unwrap_or_default()),
+            )
             .collect();
-        for p in points {
-            out.push_str(&format!(
-                "{}{prefix},{},{},{},{}\n",
-                r.run_id, p.iteration, p.epoch, p.wall_s, p.value
-            ));
-        }
-    }
-    crate::atomic::write(path, out)
+        points.iter().map(move |p| {
+            prefix
+                .iter()
+                .cloned()
+                .chain([
+                    p.iteration.to_string(),
+                    p.epoch.to_string(),
+                    p.wall_s.to_string(),
+                    p.value.to_string(),
+                ])
+                .collect::<Vec<_>>()
+        })
+    });
+    crate::atomic::write(
+        path,
+        crate::results::csv_text(std::iter::once(header).chain(lines))?,
+    )
 }
 
 #[cfg(test)]

@@ -220,12 +220,37 @@ pub const METRICS: [&str; 25] = [
     "latency_s",
 ];
 
-pub(crate) fn escape(field: &str) -> String {
-    if field.contains([',', '"', '\n']) {
-        format!("\"{}\"", field.replace('"', "\"\""))
-    } else {
-        field.to_string()
+/// Rows of fields as CSV text (quoted where a field needs it), through
+/// the `csv` crate: the one CSV writer of the driver.
+pub(crate) fn csv_text<R, F>(rows: impl IntoIterator<Item = R>) -> Result<String>
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut w = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    for row in rows {
+        w.write_record(row)
+            .context("could not write a CSV record")?;
     }
+    let bytes = w.into_inner().context("could not finish the CSV text")?;
+    String::from_utf8(bytes).context("CSV text is not UTF-8")
+}
+
+/// CSV text as rows of fields, through the `csv` crate: a quoted field
+/// may hold commas, quotes and newlines.
+pub(crate) fn csv_rows(text: &str) -> Result<Vec<Vec<String>>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| {
+            r.map(|r| r.iter().map(str::to_string).collect())
+                .context("not valid CSV")
+        })
+        .collect()
 }
 
 /// The runs of an earlier invocation (`previous`, from its runs.csv)
@@ -259,51 +284,24 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
         .first()
         .map(|r| r.point.keys().collect())
         .unwrap_or_default();
-    let mut out = String::from("run_id");
-    for k in &keys {
-        out.push(',');
-        out.push_str(&escape(k));
-    }
-    for m in METRICS {
-        out.push(',');
-        out.push_str(m);
-    }
-    out.push('\n');
-    for r in rows {
-        out.push_str(&escape(&r.run_id));
-        for k in &keys {
-            out.push(',');
-            out.push_str(&escape(r.point.get(*k).map_or("", String::as_str)));
-        }
-        for m in METRICS {
-            out.push(',');
-            out.push_str(&escape(
-                &r.metrics.get(m).map_or(String::new(), |c| c.csv(m)),
-            ));
-        }
-        out.push('\n');
-    }
-    crate::atomic::write(path, out)
-}
-
-pub(crate) fn split_csv_line(line: &str) -> Vec<String> {
-    let mut fields = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                cur.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => fields.push(std::mem::take(&mut cur)),
-            _ => cur.push(c),
-        }
-    }
-    fields.push(cur);
-    fields
+    let header: Vec<String> = std::iter::once("run_id".to_string())
+        .chain(keys.iter().map(|k| k.to_string()))
+        .chain(METRICS.iter().map(|m| m.to_string()))
+        .collect();
+    let lines = rows.iter().map(|r| {
+        std::iter::once(r.run_id.clone())
+            .chain(
+                keys.iter()
+                    .map(|k| r.point.get(*k).cloned().unwrap_or_default()),
+            )
+            .chain(
+                METRICS
+                    .iter()
+                    .map(|m| r.metrics.get(*m).map_or(String::new(), |c| c.csv(m))),
+            )
+            .collect::<Vec<_>>()
+    });
+    crate::atomic::write(path, csv_text(std::iter::once(header).chain(lines))?)
 }
 
 /// Reads runs.csv back.
@@ -314,8 +312,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
             path.display()
         )
     })?;
-    let mut lines = text.lines();
-    let header = split_csv_line(lines.next().context("runs.csv is empty")?);
+    let mut lines = csv_rows(&text)
+        .with_context(|| format!("{} is not valid CSV", path.display()))?
+        .into_iter();
+    let header = lines.next().context("runs.csv is empty")?;
     // grid keys sit between run_id and the first metric; metrics are read by
     // name, so a runs.csv written before a metric existed still loads (the
     // new metric empty)
@@ -332,11 +332,10 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
     let grid = &header[1..first_metric];
     lines
         .enumerate()
-        .map(|(i, line)| {
-            let f = split_csv_line(line);
+        .map(|(i, f)| {
             if f.len() != header.len() {
                 bail!(
-                    "{} line {}: {} fields, expected {}",
+                    "{} record {}: {} fields, expected {}",
                     path.display(),
                     i + 2,
                     f.len(),
@@ -406,6 +405,8 @@ pub(crate) mod tests {
             row("moniqua", "0", "1.0", "completed"),
             row("moniqua", "1", "3.0", "completed"),
             row("dcd,x", "0", "NaN", "diverged"),
+            // a field with a newline, quotes and a comma reads back whole
+            row("two\nlines, \"quoted\"", "2", "0.5", "completed"),
         ];
         let path = std::env::temp_dir().join(format!("repro-runs-{}.csv", std::process::id()));
         write_csv(&path, &rows).unwrap();

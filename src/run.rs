@@ -490,7 +490,7 @@ fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecor
     for (file, text) in [
         ("table.md", table.markdown()),
         ("table.tex", table.latex()),
-        ("table.csv", table.csv()),
+        ("table.csv", table.csv()?),
     ] {
         crate::atomic::write(&out.join(file), text)?;
     }
@@ -765,7 +765,7 @@ pub fn table(args: &TableArgs) -> Result<()> {
         match args.format {
             TableFormat::Md => table.markdown(),
             TableFormat::Latex => table.latex(),
-            TableFormat::Csv => table.csv(),
+            TableFormat::Csv => table.csv()?,
         }
     );
     Ok(())

@@ -10,7 +10,7 @@ use polars::prelude::{DataFrame, DataType, Expr, col, lit};
 
 use crate::frames::{self, RunsFrame};
 use crate::manifest::TableSpec;
-use crate::results::{METRICS, escape, split_csv_line};
+use crate::results::{METRICS, csv_rows, csv_text};
 
 /// Checks `spec` against the runs' grid `keys` before anything runs:
 /// the value and extra columns are run metrics, and the row, column and
@@ -84,8 +84,10 @@ pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("could not read the paper's numbers {}", path.display()))?;
-    let mut lines = text.lines();
-    let header = split_csv_line(lines.next().unwrap_or_default());
+    let mut lines = csv_rows(&text)
+        .with_context(|| format!("{} is not valid CSV", path.display()))?
+        .into_iter();
+    let header = lines.next().unwrap_or_default();
     for col in p
         .keys
         .values()
@@ -102,8 +104,8 @@ pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
     }
     Ok(Some(
         lines
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| header.iter().cloned().zip(split_csv_line(l)).collect())
+            .filter(|l| l.iter().any(|f| !f.trim().is_empty()))
+            .map(|l| header.iter().cloned().zip(l).collect())
             .collect(),
     ))
 }
@@ -510,16 +512,8 @@ impl Table {
     }
 
     /// CSV: the header, then one line per row.
-    pub fn csv(&self) -> String {
-        let mut out = String::new();
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            let _ = writeln!(
-                out,
-                "{}",
-                r.iter().map(|c| escape(c)).collect::<Vec<_>>().join(",")
-            );
-        }
-        out
+    pub fn csv(&self) -> Result<String> {
+        csv_text(std::iter::once(&self.header).chain(&self.rows))
     }
 }
 
@@ -596,7 +590,7 @@ mod tests {
         let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
         insta::assert_snapshot!("table_md", table.markdown());
         insta::assert_snapshot!("table_latex", table.latex());
-        insta::assert_snapshot!("table_csv", table.csv());
+        insta::assert_snapshot!("table_csv", table.csv().unwrap());
         let bad = TableSpec {
             value: "accuracy".into(),
             ..spec
