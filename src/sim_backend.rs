@@ -271,7 +271,7 @@ fn header(run: &PlannedRun, experiment: &str, p: &SimParams, cfg: &SimConfig) ->
                 .unwrap_or("unknown")
                 .to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
+            host: repro_runlog::host_name(),
             device: "cpu".into(),
             backend: "sim".into(),
             network,

@@ -348,6 +348,17 @@ pub struct Metrics {
     pub hash_failures: u64,
 }
 
+/// This machine's host name, as the kernel has it (`$HOSTNAME` is a
+/// shell variable, unset in most non-interactive processes); `unknown`
+/// where it cannot be read.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
 /// `Some(v)` when `v` is a number, `None` for NaN and infinities: how a
 /// metric that is not a measurement is written (`null`) and summarized.
 pub fn finite(v: f64) -> Option<f64> {
@@ -448,6 +459,13 @@ pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_host_name_is_the_kernels() {
+        let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+        assert_eq!(host_name(), kernel.trim());
+        assert_ne!(host_name(), "unknown");
+    }
+
     #[test]
     fn a_non_finite_final_loss_is_divergence() {
         let done = || Status::Completed;

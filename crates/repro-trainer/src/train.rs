@@ -289,7 +289,7 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         provenance: Provenance {
             git_commit: option_env!("REPRO_GIT_COMMIT").unwrap_or("unknown").into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            host: std::env::var("HOSTNAME").unwrap_or_else(|_| "unknown".into()),
+            host: repro_runlog::host_name(),
             device: format!("{device:?}").to_lowercase(),
             backend: t.backend().into(),
             network: if cfg.latency_ms > 0.0 && t.virtual_time().is_none() {
