@@ -119,6 +119,12 @@ pub fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
         .to_string())
 }
 
+/// Column `name` of a query's result as numbers, cast once.
+pub fn numbers(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
+    let column = df.column(name)?.cast(&DataType::Float64)?;
+    Ok(column.f64()?.iter().collect())
+}
+
 /// Number cell `i` of column `name` of a query's result.
 pub fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f64>> {
     Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.get(i))

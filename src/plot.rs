@@ -178,9 +178,10 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
                     .collect()
                     .context("could not average the figure's runs")?;
                 let column = |n: &str| -> Result<Vec<f64>> {
-                    (0..line.height())
-                        .map(|i| Ok(frames::number_at(&line, n, i)?.unwrap_or(f64::NAN)))
-                        .collect()
+                    Ok(frames::numbers(&line, n)?
+                        .into_iter()
+                        .map(|v| v.unwrap_or(f64::NAN))
+                        .collect())
                 };
                 let ys = smooth(&column("__y")?, spec.smooth);
                 out.push(Series {
@@ -242,9 +243,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             .sort([name], Default::default())
             .collect()
             .context("could not list the sweep's conditions")?;
-        Ok((0..d.height())
-            .filter_map(|i| frames::number_at(&d, name, i).ok().flatten())
-            .collect())
+        Ok(frames::numbers(&d, name)?.into_iter().flatten().collect())
     };
     let mut panels = Vec::new();
     // one panel: the runs `keep` selects, `x` against y, seeds averaged
@@ -261,10 +260,14 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             .sort(["__x"], Default::default())
             .collect()
             .context("could not average the sweep's runs")?;
-        let mut xs: Vec<u64> = (0..points.height())
-            .filter_map(|i| frames::number_at(&points, "__x", i).ok().flatten())
-            .map(f64::to_bits)
-            .collect();
+        // the group's columns, read once
+        let (x, y, b, n) = (
+            frames::numbers(&points, "__x")?,
+            frames::numbers(&points, "__y")?,
+            frames::numbers(&points, "__bound")?,
+            frames::numbers(&points, "__n")?,
+        );
+        let mut xs: Vec<u64> = x.iter().flatten().map(|v| v.to_bits()).collect();
         xs.sort_unstable();
         xs.dedup();
         if xs.len() < 2 {
@@ -277,11 +280,10 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
                 if frames::text_at(&points, "__series", i)? != *name {
                     continue;
                 }
-                let at = |n: &str| frames::number_at(&points, n, i);
-                let x = at("__x")?.unwrap_or(f64::NAN);
-                runs = runs.max(at("__n")?.unwrap_or(0.0) as usize);
-                line.extend(at("__y")?.filter(|y| y.is_finite()).map(|y| (x, y)));
-                bound.extend(at("__bound")?.filter(|y| y.is_finite()).map(|y| (x, y)));
+                let xi = x[i].unwrap_or(f64::NAN);
+                runs = runs.max(n[i].unwrap_or(0.0) as usize);
+                line.extend(y[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
+                bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
             }
             series.push(Series {
                 label: name.clone(),

@@ -876,16 +876,12 @@ fn start_long_shaped_run(out: &Path) -> (std::process::Child, u32) {
 /// Waits until a `repro-train` whose command line names `out` runs under
 /// the driver `child`; returns its pid.
 fn wait_for_trainer(child: &mut std::process::Child, out: &Path) -> u32 {
-    let marker = out.to_str().unwrap().to_string();
     let train = train_binary().to_str().unwrap().to_string();
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-            (cmd.starts_with(&train) && cmd.contains(&marker)).then_some(pid)
-        });
+        let found = processes_naming(out)
+            .into_iter()
+            .find_map(|(pid, cmd)| cmd.starts_with(&train).then_some(pid));
         if let Some(pid) = found {
             return pid;
         }
@@ -896,6 +892,21 @@ fn wait_for_trainer(child: &mut std::process::Child, out: &Path) -> u32 {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The processes whose command line names `path`: (pid, command line).
+fn processes_naming(path: &Path) -> Vec<(u32, String)> {
+    let marker = path.to_str().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(marker).then_some((pid, cmd))
+        })
+        .collect()
 }
 
 /// Sends `signal` (e.g. `-TERM`) to `pid`.
@@ -1453,17 +1464,10 @@ fn killed_driver_leaves_nothing_running(backend: &str) {
     kill("-KILL", child.id());
     let _ = child.wait();
     // what still runs with this run's directory on its command line
-    let marker = out.to_str().unwrap().to_string();
     let alive = || -> Vec<String> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter_map(|e| {
-                e.file_name().to_str()?.parse::<u32>().ok()?;
-                let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
-                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-                cmd.contains(&marker).then_some(cmd)
-            })
+        processes_naming(&out)
+            .into_iter()
+            .map(|(_, cmd)| cmd)
             .collect()
     };
     let deadline = Instant::now() + Duration::from_secs(30);
