@@ -9,6 +9,7 @@
 #      the Fashion-MNIST dataset package, python3-venv.
 #   2. a Python virtualenv with torch==$TORCH_VERSION from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
+#      Also pyarrow and pandas: a test reads our Parquet files back with them.
 #   3. rustfmt + clippy components.
 #   4. writes $REPRO_HOME/env.sh, which the other scripts source:
 #      LIBTORCH_USE_PYTORCH, LD_LIBRARY_PATH (torch's lib/), PATH (the venv),
@@ -19,6 +20,8 @@
 set -euo pipefail
 
 TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
+PYARROW_VERSION=26.0.1
+PANDAS_VERSION=3.1.1
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
 VENV="$REPRO_HOME/venv"
 mkdir -p "$REPRO_HOME"
@@ -60,6 +63,10 @@ if [[ "$have_torch" != "$TORCH_VERSION" ]]; then
   "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy
 else
   log "torch $TORCH_VERSION present"
+fi
+if ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
+  log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
 fi
 TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 

@@ -13,9 +13,10 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use polars::io::parquet::write::KeyValueMetadata;
 use polars::prelude::{
-    Column, DataFrame, DataType, Expr, IntoColumn, IntoLazy, LazyFrame, NamedFrom, ParquetReader,
-    ParquetWriter, SerReader, Series, col, lit,
+    Column, CompatLevel, DataFrame, DataType, Expr, IntoColumn, IntoLazy, LazyFrame, NamedFrom,
+    ParquetReader, ParquetWriter, SchemaExt, SerReader, Series, col, lit,
 };
 
 use crate::curves::CurvePoint;
@@ -235,12 +236,24 @@ impl CurvesFrame {
 
 /// Writes `df` to `path` as Parquet (zstd), through a temporary file renamed
 /// into place, so a reader never sees half a file.
+///
+/// The file's Arrow schema names plain (large) strings, not the string views
+/// polars uses inside: pyarrow reads views but cannot filter on them, and
+/// pandas and older readers need the plain type. The column data is the same
+/// either way (a Parquet string column).
 pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
     let tmp = crate::atomic::temp_beside(path);
+    let schema = df.schema().to_arrow(CompatLevel::oldest());
+    let arrow_schema = polars_parquet::write::schema_to_metadata_key(&schema);
+    let metadata = KeyValueMetadata::from_static(vec![(
+        arrow_schema.key,
+        arrow_schema.value.unwrap_or_default(),
+    )]);
     let written = std::fs::File::create(&tmp)
         .with_context(|| format!("could not create {}", tmp.display()))
         .and_then(|file| {
             ParquetWriter::new(file)
+                .with_key_value_metadata(Some(metadata))
                 .finish(&mut df)
                 .map(|_| ())
                 .with_context(|| format!("could not write {}", tmp.display()))

@@ -1533,3 +1533,32 @@ fn a_simulator_run_stops_on_sigterm_and_replaces_nothing() {
     assert_eq!(after, before, "{stderr}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The Parquet files load in pyarrow (filters included) and pandas, with the
+/// rows of the CSV files beside them. `ci/setup.sh` installs both into the
+/// virtualenv it names in `REPRO_VENV`; without that variable the test skips.
+#[test]
+fn parquet_files_read_back_in_pyarrow_and_pandas() {
+    let Some(venv) = std::env::var_os("REPRO_VENV") else {
+        skipped("REPRO_VENV is not set (source the env.sh that ci/setup.sh writes)");
+        return;
+    };
+    let out = temp_out("pyarrow");
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/read_parquet.py");
+    let o = Command::new(Path::new(&venv).join("bin/python"))
+        .arg(script)
+        .arg(&out)
+        .output()
+        .expect("run the virtualenv's python");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{said}");
+    assert!(said.contains("runs.parquet: 14 rows"), "{said}");
+    assert!(said.contains("curves.parquet:"), "{said}");
+    let _ = std::fs::remove_dir_all(&out);
+}
