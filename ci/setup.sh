@@ -31,7 +31,7 @@ log() { printf '[setup] %s\n' "$*" >&2; }
 # --- 1. system packages -------------------------------------------------------
 APT_PACKAGES=(
   libopenmpi-dev openmpi-bin libclang-dev pkg-config
-  iproute2 ethtool procps iptables
+  iproute2 ethtool procps iptables strace
   dataset-fashion-mnist
   python3-venv
 )

@@ -51,6 +51,39 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     finish(&tmp, path, written)
 }
 
+/// The hidden working directory beside `dir` in which a run writes what
+/// will replace `dir`: `.<name>.running`. One results directory has one
+/// writer (its lock), so the name need not be unique.
+pub fn working_dir(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!(".{name}.running"))
+}
+
+/// Puts the finished directory `work` in place of `dir`. The earlier `dir`
+/// is first renamed aside (`.<name>.replaced`) and removed only once `work`
+/// is in place, so a driver killed in between loses neither.
+pub fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
+    let aside = working_dir(dir).with_extension("replaced");
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside)
+            .with_context(|| format!("could not remove {}", aside.display()))?;
+    }
+    if dir.exists() {
+        std::fs::rename(dir, &aside)
+            .with_context(|| format!("could not move {} aside", dir.display()))?;
+    }
+    std::fs::rename(work, dir)
+        .with_context(|| format!("could not move {} to {}", work.display(), dir.display()))?;
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside)
+            .with_context(|| format!("could not remove {}", aside.display()))?;
+    }
+    Ok(())
+}
+
 /// The lock of a results directory, released when dropped.
 #[derive(Debug)]
 pub struct DirLock {
@@ -83,7 +116,10 @@ pub fn lock(dir: &Path) -> Result<DirLock> {
             Ok(mut f) => {
                 f.write_all(me.as_bytes())
                     .with_context(|| format!("could not write {}", path.display()))?;
-                return Ok(DirLock { path });
+                let held = DirLock { path };
+                recover(dir)?;
+                recover(&dir.join("raw"))?;
+                return Ok(held);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
@@ -110,6 +146,51 @@ pub fn lock(dir: &Path) -> Result<DirLock> {
     )
 }
 
+/// Puts `dir` (one level, not recursive) back in order after a writer that
+/// was killed: a directory moved aside by [`replace_dir`] goes back if its
+/// replacement never arrived and is removed if it did; working directories
+/// and the temporary files of processes that are gone are removed. Called
+/// with the lock held, so no run of ours is writing there.
+fn recover(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(hidden) = name.strip_prefix('.') else {
+            continue;
+        };
+        let path = entry.path();
+        let removed = if let Some(of) = hidden.strip_suffix(".replaced") {
+            let original = dir.join(of);
+            if original.exists() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::rename(&path, &original)
+            }
+        } else if hidden.ends_with(".running") {
+            std::fs::remove_dir_all(&path)
+        } else if temp_owner(hidden).is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            std::fs::remove_file(&path)
+        } else {
+            Ok(())
+        };
+        removed.with_context(|| format!("could not tidy {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The pid in a [`temp_beside`] name (without its leading dot):
+/// `<stem>.<pid>-<n>.tmp[.<ext>]`.
+fn temp_owner(name: &str) -> Option<&str> {
+    let parts: Vec<&str> = name.split('.').collect();
+    parts.windows(2).find_map(|w| {
+        let (pid, n) = w[0].split_once('-')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        (w[1] == "tmp" && digits(pid) && digits(n)).then_some(pid)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,6 +215,60 @@ mod tests {
         assert!(a.to_string_lossy().ends_with(".tmp.csv"), "{}", a.display());
         // a write into a missing directory fails and leaves nothing
         assert!(write(&dir.join("no/such.csv"), "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_replaced_in_place_and_a_killed_writer_tidied_up() {
+        let dir = std::env::temp_dir().join(format!("repro-replace-{}", std::process::id()));
+        let raw = dir.join("raw");
+        let run = raw.join("abc");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("rank-0.jsonl"), "old").unwrap();
+        let work = working_dir(&run);
+        assert_eq!(work, raw.join(".abc.running"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("rank-0.jsonl"), "new").unwrap();
+        replace_dir(&work, &run).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run.join("rank-0.jsonl")).unwrap(),
+            "new"
+        );
+        assert!(!work.exists() && !raw.join(".abc.replaced").exists());
+        // what a writer killed at each point leaves behind
+        let mkdir = |name: &str| {
+            std::fs::create_dir_all(raw.join(name)).unwrap();
+            std::fs::write(raw.join(name).join("f"), name).unwrap();
+        };
+        mkdir(".gone.replaced"); // killed between the two renames
+        mkdir(".abc.replaced"); // killed before removing the old one
+        mkdir(".xyz.running"); // killed during the run
+        let mine = format!(".runs.{}-0.tmp.csv", std::process::id());
+        for file in [
+            ".runs.999999999-3.tmp.csv",
+            ".figure.999999999-0.tmp",
+            &mine,
+        ] {
+            std::fs::write(raw.join(file), "x").unwrap();
+        }
+        std::fs::write(raw.join(".keep.me"), "x").unwrap();
+        let held = lock(&dir).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&raw)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, [".keep.me", mine.as_str(), "abc", "gone"]);
+        assert_eq!(
+            std::fs::read_to_string(raw.join("gone/f")).unwrap(),
+            ".gone.replaced"
+        );
+        assert_eq!(
+            std::fs::read_to_string(run.join("rank-0.jsonl")).unwrap(),
+            "new"
+        );
+        drop(held);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -252,7 +252,7 @@ pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
     let written = std::fs::File::create(&tmp)
         .with_context(|| format!("could not create {}", tmp.display()))
         .and_then(|file| {
-            ParquetWriter::new(file)
+            ParquetWriter::new(std::io::BufWriter::new(file))
                 .with_key_value_metadata(Some(metadata))
                 .finish(&mut df)
                 .map(|_| ())

@@ -579,7 +579,8 @@ fn dry_run(
         }
         // the real run's code, with every command recorded instead of run
         recorder.take();
-        let dir = out.join("raw").join(&r.id);
+        // the job runs in a working directory that replaces raw/<id> at its end
+        let dir = crate::atomic::working_dir(&out.join("raw").join(&r.id));
         let prepared = train_backend::prepare(r, &dir, net, &train, &repro)?;
         if let Some(h) = &prepared.hosts {
             outln!("    # {} (if every node has netem)", h.describe());

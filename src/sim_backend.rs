@@ -160,9 +160,43 @@ fn network(run: &PlannedRun, p: &SimParams) -> Result<Option<Network>> {
     }
 }
 
-/// Runs `run`, writing its JSON-lines log to `log_path`.
+/// Runs `run`, writing its JSON-lines log to `log_path`. The log is written
+/// beside it under a temporary name and renamed into place when the run
+/// ends, failed runs included; a run stopped by Ctrl-C / SIGTERM (or a
+/// killed driver) leaves an earlier run's log as it was.
 pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Summary> {
     let started = std::time::Instant::now();
+    if let Some(dir) = log_path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("could not create {}", dir.display()))?;
+    }
+    let tmp = crate::atomic::temp_beside(log_path);
+    let ran = simulate(run, experiment, &tmp);
+    if ran.is_err() && crate::signals::interrupted() {
+        let _ = std::fs::remove_file(&tmp);
+    } else if tmp.exists() {
+        crate::atomic::finish(&tmp, log_path, Ok(()))?;
+    }
+    let p = ran?;
+    // every number of the summary comes from the log, read back
+    let text = std::fs::read_to_string(log_path)
+        .with_context(|| format!("could not read back {}", log_path.display()))?;
+    let written = repro_runlog::read_log(text.as_bytes())
+        .with_context(|| format!("{} is unreadable", log_path.display()))?;
+    Ok(summarize(
+        &written,
+        p.workers,
+        started.elapsed().as_secs_f64(),
+        if run.network.is_some() || p.bandwidth.is_some() || p.latency.is_some() {
+            "sim (virtual clock)".into()
+        } else {
+            "none".into()
+        },
+    ))
+}
+
+/// Simulates `run`, writing its whole log to `log_path`.
+fn simulate<'r>(run: &'r PlannedRun, experiment: &str, log_path: &Path) -> Result<&'r SimParams> {
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
     };
@@ -177,10 +211,6 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         cfg,
         &vec![0.0; objective.dim()],
     )?;
-    if let Some(dir) = log_path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("could not create {}", dir.display()))?;
-    }
     let file = std::fs::File::create(log_path)
         .with_context(|| format!("could not create {}", log_path.display()))?;
     let mut log = std::io::BufWriter::new(file);
@@ -213,22 +243,7 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
         }),
     )?;
     log.flush()?;
-    drop(log);
-    // every number of the summary comes from the log, read back
-    let text = std::fs::read_to_string(log_path)
-        .with_context(|| format!("could not read back {}", log_path.display()))?;
-    let written = repro_runlog::read_log(text.as_bytes())
-        .with_context(|| format!("{} is unreadable", log_path.display()))?;
-    Ok(summarize(
-        &written,
-        p.workers,
-        started.elapsed().as_secs_f64(),
-        if run.network.is_some() || p.bandwidth.is_some() || p.latency.is_some() {
-            "sim (virtual clock)".into()
-        } else {
-            "none".into()
-        },
-    ))
+    Ok(p)
 }
 
 /// The simulator's configuration for the run's parameters.

@@ -495,6 +495,13 @@ pub fn prepare<'n>(
     })
 }
 
+/// Runs `run` as one MPI (or in-process) job, its logs in `dir`.
+///
+/// The job runs in a clean working directory beside `dir`
+/// ([`crate::atomic::working_dir`]): an earlier attempt's rank logs are
+/// never read as this one's. When the job ends (failed included) that
+/// directory replaces `dir`; when Ctrl-C / SIGTERM stopped it, or the
+/// driver was killed, `dir` keeps the earlier run's logs.
 pub fn execute(
     run: &PlannedRun,
     dir: &Path,
@@ -504,13 +511,29 @@ pub fn execute(
     if net.shapes(run) && net.method()? == Method::Netns && !crate::doctor::is_root() {
         return Err(NetError::NotRoot.into());
     }
-    // a relaunched run starts from a clean directory: an earlier attempt's
-    // rank logs must never be read as this one's
-    if dir.exists() {
-        std::fs::remove_dir_all(dir)
-            .with_context(|| format!("could not clear {} for a fresh run", dir.display()))?;
+    let work = crate::atomic::working_dir(dir);
+    if work.exists() {
+        std::fs::remove_dir_all(&work)
+            .with_context(|| format!("could not clear {} for a fresh run", work.display()))?;
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    std::fs::create_dir_all(&work)
+        .with_context(|| format!("could not create {}", work.display()))?;
+    let ran = execute_in(run, &work, net, progress);
+    if ran.is_err() && crate::signals::interrupted() {
+        let _ = std::fs::remove_dir_all(&work);
+    } else {
+        crate::atomic::replace_dir(&work, dir)?;
+    }
+    ran
+}
+
+/// [`execute`] in the working directory `dir`.
+fn execute_in(
+    run: &PlannedRun,
+    dir: &Path,
+    net: &NetContext,
+    progress: &mut dyn FnMut(u64),
+) -> Result<Summary> {
     let train = train_binary()?;
     let repro = std::env::current_exe().context("could not locate the repro executable")?;
     let fabric_used = net.shapes(run);

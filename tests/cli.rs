@@ -1444,7 +1444,7 @@ fn a_killed_driver_leaves_nothing_running() {
 fn killed_driver_leaves_nothing_running(backend: &str) {
     let _serial = mpi_lock();
     let out = temp_out(&format!("killed-driver-{backend}"));
-    let mut child = repro_cmd(&[
+    let args = [
         "run",
         "mpi-smoke",
         "--backend",
@@ -1455,11 +1455,23 @@ fn killed_driver_leaves_nothing_running(backend: &str) {
         "grid.algorithm=[d-psgd]",
         "--out",
         out.to_str().unwrap(),
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    ];
+    // an earlier run of the same id left its logs: they must survive
+    let plan = repro(&[&args[..], &["--dry-run"]].concat());
+    let plan = String::from_utf8_lossy(&plan.stdout).into_owned();
+    let id = plan
+        .lines()
+        .find_map(|l| l.trim().strip_suffix("algorithm=d-psgd"))
+        .map(str::trim)
+        .unwrap_or_else(|| panic!("no run in {plan}"));
+    let earlier = out.join("raw").join(id);
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("rank-0.jsonl"), "earlier\n").unwrap();
+    let mut child = repro_cmd(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     wait_for_trainer(&mut child, &out);
     kill("-KILL", child.id());
     let _ = child.wait();
@@ -1475,6 +1487,11 @@ fn killed_driver_leaves_nothing_running(backend: &str) {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(alive(), Vec::<String>::new(), "{backend}: left running");
+    assert_eq!(
+        std::fs::read_to_string(earlier.join("rank-0.jsonl")).unwrap(),
+        "earlier\n",
+        "{backend}: the killed run replaced the earlier run's logs"
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -1560,5 +1577,87 @@ fn parquet_files_read_back_in_pyarrow_and_pandas() {
     assert!(o.status.success(), "{said}");
     assert!(said.contains("runs.parquet: 14 rows"), "{said}");
     assert!(said.contains("curves.parquet:"), "{said}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// The driver SIGKILLed at every write and every rename of a rerun (strace
+/// stops it there) never leaves a results directory less than whole: every
+/// earlier run, its log and the table stay as they were, each file complete,
+/// and the next run tidies up what the killed one left.
+#[test]
+fn a_results_directory_survives_the_driver_killed_at_any_write() {
+    let strace = ["/usr/bin/strace", "/bin/strace"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .expect("strace is needed to stop the driver at a write (ci/setup.sh installs it)");
+    let out = temp_out("sigkill");
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    let ids = |out: &Path| {
+        let mut ids: Vec<String> = read_runs(out)
+            .iter()
+            .map(|r| format!("{} {}", r["run_id"], r["status"]))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let before = ids(&out);
+    assert_eq!(before.len(), 14);
+    let whole = |file: &str, head: &[u8], tail: &[u8]| {
+        let bytes = std::fs::read(out.join(file)).unwrap();
+        assert!(bytes.starts_with(head) && bytes.ends_with(tail), "{file}");
+    };
+    let mut kills = 0;
+    for call in ["write", "rename"] {
+        for k in 1.. {
+            assert!(k < 1000, "the run never got past {call} {k}");
+            let o = Command::new(strace)
+                .args(["-f", "-qq", "-o", "/dev/null", "-e"])
+                .arg(format!("trace={call}"))
+                .arg("-e")
+                .arg(format!("inject={call}:signal=KILL:when={k}"))
+                .args([env!("CARGO_BIN_EXE_repro"), "run", "smoke", "--out"])
+                .arg(&out)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .output()
+                .expect("run strace");
+            // every file whole, every earlier run kept
+            assert_eq!(ids(&out), before, "killed at {call} {k}");
+            assert_eq!(
+                std::fs::read_to_string(out.join("table.md")).unwrap(),
+                table,
+                "killed at {call} {k}"
+            );
+            for id in &before {
+                let id = id.split(' ').next().unwrap();
+                let log = std::fs::read_to_string(out.join(format!("raw/{id}.jsonl"))).unwrap();
+                let last = log.lines().last().unwrap_or("");
+                assert!(last.contains("\"type\":\"end\""), "{id} at {call} {k}");
+            }
+            whole("runs.parquet", b"PAR1", b"PAR1");
+            whole("curves.parquet", b"PAR1", b"PAR1");
+            whole("figure.png", b"\x89PNG\r\n", b"IEND\xaeB`\x82");
+            whole("figure.svg", b"<svg", b"</svg>\n");
+            if o.status.success() {
+                break; // past the last call: nothing was killed
+            }
+            kills += 1;
+        }
+    }
+    eprintln!("killed the driver {kills} times");
+    assert!(kills > 40, "only {kills} kills");
+    // the next run takes over the dead driver's lock and tidies up
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for dir in [out.clone(), out.join("raw")] {
+        let hidden: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "left in {}: {hidden:?}", dir.display());
+    }
     let _ = std::fs::remove_dir_all(&out);
 }
