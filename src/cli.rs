@@ -10,12 +10,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::{data_cmd, demo, doctor, net_cmd, run};
+use crate::{data_cmd, demo, doctor, net_cmd, run, status};
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.
 #[derive(Debug, Parser)]
-#[command(name = "repro", version, about, long_about = None)]
+#[command(name = "repro", version = repro_build::VERSION, about, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -32,6 +32,9 @@ enum Command {
     Plot(run::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
     List,
+    /// Whether an experiment's recorded runs are current (this build, this
+    /// manifest), stale or missing; every experiment if none is named.
+    Status(status::StatusArgs),
     /// What this host can do: MPI, root, tc, netem, namespaces, libtorch,
     /// CUDA, data sets, free disk; and how to get what is missing.
     Doctor,
@@ -52,6 +55,7 @@ pub fn main() -> ExitCode {
         Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => run::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
+        Command::Status(args) => status::status(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Net(args) => net_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),

@@ -205,14 +205,7 @@ pub(crate) mod tests {
                 rank,
                 world: 2,
                 config: serde_json::Value::Null,
-                provenance: Provenance {
-                    git_commit: String::new(),
-                    version: String::new(),
-                    host: String::new(),
-                    device: String::new(),
-                    backend: String::new(),
-                    network: String::new(),
-                },
+                provenance: Provenance::default(),
             },
             steps: losses
                 .iter()

@@ -20,7 +20,7 @@ use polars::prelude::{
 };
 
 use crate::curves::CurvePoint;
-use crate::results::{Cell, Kind, METRICS, RunRecord, kind};
+use crate::results::{self, Cell, Kind, RunRecord, kind};
 
 /// One column from its cells, with the inferred type.
 fn column(name: &str, cells: &[Option<&str>]) -> Column {
@@ -131,7 +131,7 @@ pub fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f64>> {
     Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.get(i))
 }
 
-/// The runs: `run_id`, the grid keys (sorted), then [`METRICS`], one row
+/// The runs: `run_id`, the grid keys (sorted), then [`results::columns`], one row
 /// per run.
 #[derive(Debug, Clone)]
 pub struct RunsFrame {
@@ -145,7 +145,7 @@ impl RunsFrame {
         let keys = grid_keys(&rows);
         let mut columns = id_and_keys(&rows, &keys, &|_| 1);
         // metric columns are typed by their kind, not inferred from text
-        for m in METRICS {
+        for m in results::columns() {
             let cells = rows.iter().map(|r| r.metrics.get(m));
             let name = m.into();
             columns.push(match kind(m) {
@@ -301,7 +301,7 @@ mod tests {
         ];
         let df = RunsFrame::new(&rows).unwrap().export().unwrap();
         assert_eq!(df.height(), 2);
-        assert_eq!(df.width(), 1 + 2 + METRICS.len());
+        assert_eq!(df.width(), 1 + 2 + results::columns().count());
         let dir = std::env::temp_dir().join(format!("repro-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("runs.parquet");

@@ -19,5 +19,6 @@ pub mod results;
 pub mod run;
 pub mod signals;
 pub mod sim_backend;
+pub mod status;
 pub mod table;
 pub mod train_backend;

@@ -123,6 +123,32 @@ pub struct Manifest {
     /// The figure drawn from the runs' per-step logs (none: no figure).
     #[serde(default)]
     pub figure: Option<FigureSpec>,
+    /// The manifest as resolved (overrides applied): JSON with sorted keys.
+    #[serde(skip)]
+    pub resolved: String,
+}
+
+impl Manifest {
+    /// The hash of the resolved manifest at `scale` for `backend`: runs
+    /// planned from another hash are stale (`repro status`).
+    pub fn hash(&self, scale: &str, backend: Backend) -> String {
+        let text = format!("manifest:{scale}:{backend:?}:{}", self.resolved);
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+}
+
+/// `value` as JSON with every object's keys sorted.
+fn sorted_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        J::Object(m) => {
+            let sorted: BTreeMap<String, J> =
+                m.into_iter().map(|(k, v)| (k, sorted_json(v))).collect();
+            J::Object(sorted.into_iter().collect())
+        }
+        J::Array(a) => J::Array(a.into_iter().map(sorted_json).collect()),
+        other => other,
+    }
 }
 
 /// `{when: {algorithm: deepsqueeze}, set: {gamma: 0.05}, scales: [cpu]}`:
@@ -191,12 +217,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
     for arg in overrides {
         apply_override(&mut tree, arg)?;
     }
-    let manifest: Manifest =
+    let resolved = serde_json::to_value(&tree)
+        .map(|v| sorted_json(v).to_string())
+        .unwrap_or_default();
+    let mut manifest: Manifest =
         serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
             path: path.to_path_buf(),
             key: e.path().to_string(),
             message: e.inner().to_string(),
         })?;
+    manifest.resolved = resolved;
     if !is_plain_name(&manifest.name) {
         return Err(DriverError::Manifest {
             path: path.to_path_buf(),

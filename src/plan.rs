@@ -616,6 +616,7 @@ mod tests {
                 paper: None,
                 extra: Vec::new(),
             },
+            resolved: String::new(),
         }
     }
 

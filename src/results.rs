@@ -36,6 +36,7 @@ pub enum Kind {
 pub fn kind(metric: &str) -> Kind {
     match metric {
         "status" | "shaping" | "bytes_check" => Kind::Text,
+        m if PROVENANCE.contains(&m) => Kind::Text,
         "bytes" | "hash_failures" => Kind::Count,
         "wall_s" => Kind::Fixed(3),
         "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
@@ -164,7 +165,14 @@ impl RunRecord {
                             "ok".into()
                         }),
                     ),
-                ] {
+                ]
+                .into_iter()
+                .chain(
+                    s.provenance
+                        .as_ref()
+                        .map(provenance_cells)
+                        .unwrap_or_default(),
+                ) {
                     metrics.insert(k.to_string(), v);
                 }
             }
@@ -219,6 +227,53 @@ pub const METRICS: [&str; 25] = [
     "bandwidth_bps",
     "latency_s",
 ];
+
+/// Where each run came from, after [`METRICS`] in runs.csv: the run log's
+/// provenance (see `repro_runlog::Provenance`); `source` and
+/// `manifest_hash` decide whether a run is current (`repro status`).
+pub const PROVENANCE: [&str; 10] = [
+    "git_commit",
+    "git_dirty",
+    "source",
+    "rustc",
+    "version",
+    "host",
+    "libtorch",
+    "mpi",
+    "command",
+    "manifest_hash",
+];
+
+/// Every column of a run record after its grid point: [`METRICS`], then
+/// [`PROVENANCE`].
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    METRICS.into_iter().chain(PROVENANCE)
+}
+
+/// The provenance columns of a run whose log header says `p`.
+fn provenance_cells(p: &repro_runlog::Provenance) -> Vec<(&'static str, Cell)> {
+    let text = |s: &str| Cell::Text(s.to_string());
+    let or_none = |s: &Option<String>| text(s.as_deref().unwrap_or("none"));
+    vec![
+        ("git_commit", text(&p.git_commit)),
+        (
+            "git_dirty",
+            text(match p.git_dirty {
+                Some(true) => "true",
+                Some(false) => "false",
+                None => "unknown",
+            }),
+        ),
+        ("source", text(&p.source)),
+        ("rustc", text(&p.rustc)),
+        ("version", text(&p.version)),
+        ("host", text(&p.host)),
+        ("libtorch", or_none(&p.libtorch)),
+        ("mpi", or_none(&p.mpi)),
+        ("command", or_none(&p.command)),
+        ("manifest_hash", or_none(&p.manifest_hash)),
+    ]
+}
 
 /// Rows of fields as CSV text (quoted where a field needs it), through
 /// the `csv` crate: the one CSV writer of the driver.
@@ -278,7 +333,7 @@ pub fn merge(previous: Vec<RunRecord>, new: Vec<RunRecord>) -> Vec<RunRecord> {
 /// The status of a run an interrupted invocation did not reach.
 pub const NOT_RUN: &str = "not run (interrupted)";
 
-/// Writes runs.csv: `run_id`, the grid keys (sorted), then [`METRICS`].
+/// Writes runs.csv: `run_id`, the grid keys (sorted), then [`columns`].
 pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let keys: Vec<&String> = rows
         .first()
@@ -286,7 +341,7 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
         .unwrap_or_default();
     let header: Vec<String> = std::iter::once("run_id".to_string())
         .chain(keys.iter().map(|k| k.to_string()))
-        .chain(METRICS.iter().map(|m| m.to_string()))
+        .chain(columns().map(str::to_string))
         .collect();
     let lines = rows.iter().map(|r| {
         std::iter::once(r.run_id.clone())
@@ -294,11 +349,7 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
                 keys.iter()
                     .map(|k| r.point.get(*k).cloned().unwrap_or_default()),
             )
-            .chain(
-                METRICS
-                    .iter()
-                    .map(|m| r.metrics.get(*m).map_or(String::new(), |c| c.csv(m))),
-            )
+            .chain(columns().map(|m| r.metrics.get(m).map_or(String::new(), |c| c.csv(m))))
             .collect::<Vec<_>>()
     });
     crate::atomic::write(path, csv_text(std::iter::once(header).chain(lines))?)
@@ -354,8 +405,7 @@ pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
                 .cloned()
                 .zip(f[1..first_metric].iter().cloned())
                 .collect();
-            let mut metrics: BTreeMap<String, Cell> = METRICS
-                .iter()
+            let mut metrics: BTreeMap<String, Cell> = columns()
                 .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
                 .collect();
             if !header.iter().any(|h| h == "latency_s") {

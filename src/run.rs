@@ -14,7 +14,8 @@ use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, RunRecord};
 use crate::train_backend::{Launcher, Method, NetContext};
-use crate::{curves, plot, sim_backend, table, train_backend};
+use crate::{curves, plot, sim_backend, status, table, train_backend};
+use repro_runlog::Invocation;
 
 /// Options of `repro run`.
 #[derive(Debug, Args)]
@@ -41,11 +42,16 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 1)]
     pub jobs: usize,
     /// Keep MPI runs that already finished in the output directory (same
-    /// run id, i.e. the same resolved config; every rank's log complete):
+    /// run id, i.e. the same resolved config; every rank's log complete)
+    /// and are current (this build, this manifest; see `repro status`):
     /// summarize their logs instead of running them again. Simulator runs
     /// are cheap and always run.
     #[arg(long)]
     pub resume: bool,
+    /// With --resume, also keep finished runs that are stale (another
+    /// build or manifest), e.g. to extend a grid without rerunning it.
+    #[arg(long, requires = "resume")]
+    pub resume_stale: bool,
     /// How ranks start: mpirun on this host, or srun in a Slurm allocation
     /// (auto: srun when SLURM_JOB_ID is set, else mpirun).
     #[arg(long, value_enum, default_value = "auto")]
@@ -186,7 +192,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
     {
-        train_backend::train_binary()?;
+        train_backend::check_trainer_build(&train_backend::train_binary()?);
     }
     crate::signals::install();
     // one writer per results directory, from here to the last file
@@ -214,6 +220,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         args,
         backend,
         experiment: &m.name,
+        invocation: status::invocation(&m, &args.scale, backend),
         out: &out,
         net: &net,
         progress: Progress::new(runs.len()),
@@ -234,6 +241,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let ran = rows.len();
     let merged = results::merge(previous, rows);
     write_results(&m, &out, &merged)?;
+    status::write_provenance(
+        &out,
+        &m,
+        &args.scale,
+        backend,
+        &session.invocation,
+        &runs,
+        &merged,
+    )?;
     let csv = out.join("runs.csv");
     if crate::signals::interrupted() {
         eprintln!(
@@ -382,6 +398,8 @@ struct Session<'a> {
     args: &'a RunArgs,
     backend: Backend,
     experiment: &'a str,
+    /// This command line and the resolved manifest's hash, for provenance.
+    invocation: Invocation,
     out: &'a std::path::Path,
     net: &'a NetContext,
     progress: Progress,
@@ -405,6 +423,25 @@ impl Session<'_> {
             }
             _ => None,
         };
+        // --resume keeps a stale run only when told to
+        let earlier = earlier.filter(|s| {
+            if interrupted || self.args.resume_stale {
+                return true;
+            }
+            let p = s.provenance.clone().unwrap_or_default();
+            let state = status::judge(
+                &p.source,
+                p.manifest_hash.as_deref().unwrap_or(""),
+                &self.invocation,
+            );
+            if state != status::Freshness::Current {
+                self.progress.line(&format!(
+                    "  {} finished earlier but is {state}: running it again (--resume-stale keeps it)",
+                    r.id
+                ));
+            }
+            state == status::Freshness::Current
+        });
         if interrupted && earlier.is_none() {
             return RunRecord::not_run(r);
         }
@@ -418,7 +455,8 @@ impl Session<'_> {
             .run(&format!("{} {}", r.id, plan::describe(r)), iterations);
         let result = match (self.backend, earlier) {
             (Backend::Sim, _) => {
-                sim_backend::execute(r, self.experiment, &raw.join(format!("{}.jsonl", r.id)))
+                let log = raw.join(format!("{}.jsonl", r.id));
+                sim_backend::execute(r, self.experiment, &self.invocation, &log)
             }
             (_, Some(s)) => {
                 self.progress.line(&format!(
@@ -433,7 +471,8 @@ impl Session<'_> {
                 Ok(s)
             }
             (_, None) => {
-                train_backend::execute(r, &raw.join(&r.id), self.net, &mut |k| bar.update(k))
+                let dir = raw.join(&r.id);
+                train_backend::execute(r, &dir, self.net, &self.invocation, &mut |k| bar.update(k))
             }
         };
         self.progress.run_done(bar);
@@ -521,6 +560,7 @@ fn dry_run(
     net: &NetContext,
     recorder: &crate::net::DryRun,
 ) -> Result<()> {
+    let invocation = status::invocation(m, scale, backend);
     let mut text = String::new();
     macro_rules! outln {
         ($($arg:tt)*) => {{
@@ -581,7 +621,7 @@ fn dry_run(
         recorder.take();
         // the job runs in a working directory that replaces raw/<id> at its end
         let dir = crate::atomic::working_dir(&out.join("raw").join(&r.id));
-        let prepared = train_backend::prepare(r, &dir, net, &train, &repro)?;
+        let prepared = train_backend::prepare(r, &dir, net, &invocation, &train, &repro)?;
         if let Some(h) = &prepared.hosts {
             outln!("    # {} (if every node has netem)", h.describe());
         }

@@ -9,8 +9,8 @@ use repro_algos::{
     AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
 };
 use repro_runlog::{
-    End, Header, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta, finite,
-    write_record,
+    End, Header, Invocation, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta,
+    finite, write_record,
 };
 
 use crate::net::{parse_bandwidth, parse_latency};
@@ -59,6 +59,8 @@ pub struct Summary {
     /// Share of the ranks' step time spent communicating:
     /// sum of comm_s / sum of (compute_s + comm_s) over every step of every rank.
     pub comm_fraction: Option<f64>,
+    /// Where the run came from, as its (first rank's) log header says.
+    pub provenance: Option<repro_runlog::Provenance>,
 }
 
 impl Summary {
@@ -164,14 +166,19 @@ fn network(run: &PlannedRun, p: &SimParams) -> Result<Option<Network>> {
 /// beside it under a temporary name and renamed into place when the run
 /// ends, failed runs included; a run stopped by Ctrl-C / SIGTERM (or a
 /// killed driver) leaves an earlier run's log as it was.
-pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Summary> {
+pub fn execute(
+    run: &PlannedRun,
+    experiment: &str,
+    invocation: &Invocation,
+    log_path: &Path,
+) -> Result<Summary> {
     let started = std::time::Instant::now();
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create {}", dir.display()))?;
     }
     let tmp = crate::atomic::temp_beside(log_path);
-    let ran = simulate(run, experiment, &tmp);
+    let ran = simulate(run, experiment, invocation, &tmp);
     if ran.is_err() && crate::signals::interrupted() {
         let _ = std::fs::remove_file(&tmp);
     } else if tmp.exists() {
@@ -196,14 +203,19 @@ pub fn execute(run: &PlannedRun, experiment: &str, log_path: &Path) -> Result<Su
 }
 
 /// Simulates `run`, writing its whole log to `log_path`.
-fn simulate<'r>(run: &'r PlannedRun, experiment: &str, log_path: &Path) -> Result<&'r SimParams> {
+fn simulate<'r>(
+    run: &'r PlannedRun,
+    experiment: &str,
+    invocation: &Invocation,
+    log_path: &Path,
+) -> Result<&'r SimParams> {
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
     };
     let objective = objective(p)?;
     let spec = algorithm(p)?;
     let cfg = sim_config(p, network(run, p)?);
-    let header = header(run, experiment, p, &cfg);
+    let header = header(run, experiment, invocation, p, &cfg);
     let mut sim = Simulator::new(
         objective.as_ref(),
         topology(p)?,
@@ -267,7 +279,13 @@ fn sim_config(p: &SimParams, network: Option<Network>) -> SimConfig {
 }
 
 /// The log's header: the run, its parameters and where it ran.
-fn header(run: &PlannedRun, experiment: &str, p: &SimParams, cfg: &SimConfig) -> Header {
+fn header(
+    run: &PlannedRun,
+    experiment: &str,
+    invocation: &Invocation,
+    p: &SimParams,
+    cfg: &SimConfig,
+) -> Header {
     let network = match cfg.network {
         Some(n) => format!(
             "virtual clock: {} bit/s, {} s latency per message",
@@ -282,14 +300,9 @@ fn header(run: &PlannedRun, experiment: &str, p: &SimParams, cfg: &SimConfig) ->
         world: p.workers as u32,
         config: serde_json::json!({ "experiment": experiment, "params": p }),
         provenance: Provenance {
-            git_commit: option_env!("REPRO_GIT_COMMIT")
-                .unwrap_or("unknown")
-                .to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            host: repro_runlog::host_name(),
-            device: "cpu".into(),
-            backend: "sim".into(),
-            network,
+            command: Some(invocation.command.clone()),
+            manifest_hash: Some(invocation.manifest_hash.clone()),
+            ..repro_build::BUILD.provenance("cpu", "sim", network)
         },
     }
 }
@@ -382,6 +395,7 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         extra_memory_mb: None,
         peak_rss_mb: None,
         shaping,
+        provenance: Some(log.header.provenance.clone()),
     }
 }
 
@@ -412,7 +426,13 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("repro-sim-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.jsonl");
-        let s = execute(&planned("moniqua", 0.05), "x", &path).unwrap();
+        let s = execute(
+            &planned("moniqua", 0.05),
+            "x",
+            &Invocation::default(),
+            &path,
+        )
+        .unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let log = repro_runlog::read_log(text.as_bytes()).unwrap();
         let m = log.end.as_ref().unwrap().metrics.clone().unwrap();
@@ -430,7 +450,7 @@ mod tests {
             Some(42.0)
         );
         // a diverged run: no final loss, status diverged
-        let s = execute(&planned("d-psgd", 1e6), "x", &path).unwrap();
+        let s = execute(&planned("d-psgd", 1e6), "x", &Invocation::default(), &path).unwrap();
         assert_eq!(s.status, "diverged");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -441,11 +461,17 @@ mod tests {
     #[test]
     fn a_network_condition_slows_the_virtual_clock() {
         let dir = std::env::temp_dir().join(format!("repro-sim-net-{}", std::process::id()));
-        let free = execute(&planned("moniqua", 0.05), "x", &dir.join("a.jsonl")).unwrap();
+        let free = execute(
+            &planned("moniqua", 0.05),
+            "x",
+            &Invocation::default(),
+            &dir.join("a.jsonl"),
+        )
+        .unwrap();
         let mut slow = planned("moniqua", 0.05);
         let yaml = yaml_serde::from_str("{bandwidth: 1mbit, latency: 5ms}").unwrap();
         slow.network = crate::net::Condition::from_yaml(&yaml).unwrap();
-        let shaped = execute(&slow, "x", &dir.join("b.jsonl")).unwrap();
+        let shaped = execute(&slow, "x", &Invocation::default(), &dir.join("b.jsonl")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(free.shaping, "none");
         assert_eq!(shaped.shaping, "sim (virtual clock)");

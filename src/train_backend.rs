@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use repro_runlog::{Status, TrainConfig, read_log};
+use repro_runlog::{Invocation, Status, TrainConfig, read_log};
 
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,33 @@ pub fn train_binary() -> Result<PathBuf> {
          build it with `cargo build --release -p repro-trainer` (it needs libtorch: source ~/.cache/repro/env.sh)",
         exe.display()
     )
+}
+
+/// Says (on stderr) when the trainer `train` was built from another source
+/// than this `repro`: its runs' logs will name its build, and `repro
+/// status` will call them stale.
+pub fn check_trainer_build(train: &Path) {
+    let said = Command::new(train)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let ours = format!("repro-train {}", repro_build::VERSION);
+    match said {
+        Some(v) if v == ours => {}
+        Some(v) => eprintln!(
+            "warning: {} is `{v}`, but this repro is {}: its runs will be stale; \
+             rebuild both (`cargo build --release --workspace`)",
+            train.display(),
+            repro_build::VERSION
+        ),
+        None => eprintln!(
+            "warning: could not ask {} for its build (`--version`); its runs' logs still name it",
+            train.display()
+        ),
+    }
 }
 
 /// TERM to the process group, then KILL after a grace period.
@@ -433,6 +460,7 @@ pub fn prepare<'n>(
     run: &PlannedRun,
     dir: &Path,
     net: &'n NetContext,
+    invocation: &Invocation,
     train: &Path,
     repro: &Path,
 ) -> Result<Prepared<'n>> {
@@ -442,6 +470,7 @@ pub fn prepare<'n>(
     let workers = workers(cfg);
     let mut cfg = TrainConfig {
         workers,
+        invocation: Some(invocation.clone()),
         ..cfg.clone()
     };
     let mut fabric = None;
@@ -506,6 +535,7 @@ pub fn execute(
     run: &PlannedRun,
     dir: &Path,
     net: &NetContext,
+    invocation: &Invocation,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Summary> {
     if net.shapes(run) && net.method()? == Method::Netns && !crate::doctor::is_root() {
@@ -518,7 +548,7 @@ pub fn execute(
     }
     std::fs::create_dir_all(&work)
         .with_context(|| format!("could not create {}", work.display()))?;
-    let ran = execute_in(run, &work, net, progress);
+    let ran = execute_in(run, &work, net, invocation, progress);
     if ran.is_err() && crate::signals::interrupted() {
         let _ = std::fs::remove_dir_all(&work);
     } else {
@@ -532,6 +562,7 @@ fn execute_in(
     run: &PlannedRun,
     dir: &Path,
     net: &NetContext,
+    invocation: &Invocation,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Summary> {
     let train = train_binary()?;
@@ -543,7 +574,7 @@ fn execute_in(
         fabric,
         hosts,
         launch,
-    } = prepare(run, dir, net, &train, &repro)?;
+    } = prepare(run, dir, net, invocation, &train, &repro)?;
     let workers = cfg.workers;
     let config = dir.join("run.json");
     std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
@@ -903,6 +934,7 @@ fn summarize(
         avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
+        provenance: logs.first().map(|l| l.header.provenance.clone()),
         shaping,
         wall_s,
         extra_memory_mb: some(mean(
@@ -975,7 +1007,15 @@ mod tests {
             ),
         };
         let (train, repro) = (Path::new("/t/repro-train"), Path::new("/t/repro"));
-        let p = prepare(&run, Path::new("r"), &net, train, repro).unwrap();
+        let p = prepare(
+            &run,
+            Path::new("r"),
+            &net,
+            &Invocation::default(),
+            train,
+            repro,
+        )
+        .unwrap();
         let setup = recorder.take();
         assert!(
             setup.iter().any(|c| c.contains("congctl lock cubic")),

@@ -76,6 +76,9 @@ pub struct TrainConfig {
     pub eval_samples: usize,
     pub synthetic_samples: usize,
     pub seed: u64,
+    /// Set by the driver when it launches the run (provenance only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<Invocation>,
 }
 
 impl Default for TrainConfig {
@@ -107,6 +110,7 @@ impl Default for TrainConfig {
             eval_samples: 1000,
             synthetic_samples: 2000,
             seed: 0,
+            invocation: None,
         }
     }
 }
@@ -213,11 +217,23 @@ impl<'de> Deserialize<'de> for Theta {
 }
 
 /// Where, with what and on what a run ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Provenance {
-    /// `git rev-parse HEAD` of the source, with `-dirty` if modified.
+    /// `git rev-parse HEAD` of the source the binary was built from
+    /// (`unknown`: not built from a git checkout, or before this was set).
     pub git_commit: String,
+    /// Whether tracked files differed from `git_commit` at build time.
+    #[serde(default)]
+    pub git_dirty: Option<bool>,
+    /// The exact source: the commit, or `<commit>+dirty.<hash of the diff>`;
+    /// empty in logs written before it existed. A run is current only when
+    /// this equals the running build's.
+    #[serde(default)]
+    pub source: String,
+    /// `rustc --version` of the compiler that built the binary.
+    #[serde(default)]
+    pub rustc: String,
     /// `repro` crate version.
     pub version: String,
     pub host: String,
@@ -228,6 +244,29 @@ pub struct Provenance {
     /// How the network was shaped (`none`, `netns tbf 100mbit`, `virtual clock`, ...),
     /// including how latency was realized (netem, injected per message).
     pub network: String,
+    /// The libtorch the trainer loaded: version and file (`None`: no torch).
+    #[serde(default)]
+    pub libtorch: Option<String>,
+    /// The MPI library the ranks ran on (`None`: no MPI).
+    #[serde(default)]
+    pub mpi: Option<String>,
+    /// The `repro` command line that launched the run.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// The hash of the resolved manifest the run was planned from.
+    #[serde(default)]
+    pub manifest_hash: Option<String>,
+}
+
+/// What the driver tells a trainer about the invocation that launched it,
+/// for the log header's provenance. Not part of the run id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Invocation {
+    /// The `repro` command line.
+    pub command: String,
+    /// The hash of the resolved manifest.
+    pub manifest_hash: String,
 }
 
 /// The first line of a log.
@@ -467,6 +506,23 @@ mod tests {
     }
 
     #[test]
+    fn a_header_from_before_the_build_provenance_still_reads() {
+        let old = r#"{"type":"header","schema":2,"run_id":"ab","rank":0,"world":2,"config":{},
+            "provenance":{"git_commit":"unknown","version":"0.1.0","host":"h","device":"cpu",
+            "backend":"sim","network":"none"}}"#
+            .replace('\n', "");
+        let Record::Header(h) = serde_json::from_str::<Record>(&old).unwrap() else {
+            panic!("not a header");
+        };
+        assert_eq!(h.provenance.source, "");
+        assert_eq!(h.provenance.git_dirty, None);
+        assert_eq!(h.provenance.manifest_hash, None);
+        // an unknown provenance key is still an error
+        let bad = old.replace("\"host\":\"h\"", "\"host\":\"h\",\"hots\":1");
+        assert!(serde_json::from_str::<Record>(&bad).is_err());
+    }
+
+    #[test]
     fn a_non_finite_final_loss_is_divergence() {
         let done = || Status::Completed;
         assert_eq!(done().after_final([0.5, 0.7], 9), Status::Completed);
@@ -499,6 +555,7 @@ mod tests {
                 device: "cpu".into(),
                 backend: "sim".into(),
                 network: "virtual clock".into(),
+                ..Provenance::default()
             },
         }
     }

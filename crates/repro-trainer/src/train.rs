@@ -287,20 +287,23 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         world: n as u32,
         config: serde_json::to_value(cfg).unwrap_or_default(),
         provenance: Provenance {
-            git_commit: option_env!("REPRO_GIT_COMMIT").unwrap_or("unknown").into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            host: repro_runlog::host_name(),
-            device: format!("{device:?}").to_lowercase(),
-            backend: t.backend().into(),
-            network: if cfg.latency_ms > 0.0 && t.virtual_time().is_none() {
-                format!(
-                    "{}; latency injected per message by the transport: {} ms",
-                    t.network(),
-                    cfg.latency_ms
-                )
-            } else {
-                t.network()
-            },
+            libtorch: libtorch(),
+            mpi: t.library(),
+            command: cfg.invocation.as_ref().map(|i| i.command.clone()),
+            manifest_hash: cfg.invocation.as_ref().map(|i| i.manifest_hash.clone()),
+            ..repro_build::BUILD.provenance(
+                &format!("{device:?}").to_lowercase(),
+                t.backend(),
+                if cfg.latency_ms > 0.0 && t.virtual_time().is_none() {
+                    format!(
+                        "{}; latency injected per message by the transport: {} ms",
+                        t.network(),
+                        cfg.latency_ms
+                    )
+                } else {
+                    t.network()
+                },
+            )
         },
     };
     Ok(Setup {
@@ -561,4 +564,34 @@ fn eval<T: Transport>(
         avg_test_accuracy: Some(avg_accuracy),
         consensus_distance: Some(consensus),
     })
+}
+
+/// The libtorch this process loaded: its version (from the `version.py` of
+/// a pip torch, or the `build-version` of a libtorch archive, beside its
+/// `lib/`) and the library file, as `/proc/self/maps` names it.
+fn libtorch() -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let lib = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("libtorch_cpu"))
+        })?;
+    let root = std::path::Path::new(lib).parent()?.parent()?;
+    let version = std::fs::read_to_string(root.join("version.py"))
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("__version__ = "))
+                .map(|v| v.trim().trim_matches(['\'', '"']).to_string())
+        })
+        .or_else(|| {
+            std::fs::read_to_string(root.join("build-version"))
+                .ok()
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "version unknown".into());
+    Some(format!("{version} ({lib})"))
 }

@@ -156,6 +156,11 @@ fn over_mpi(_: &TrainConfig, _: &Path) -> ExitCode {
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--version") {
+        // the driver compares it with its own: both from one build
+        println!("repro-train {}", repro_build::VERSION);
+        return ExitCode::SUCCESS;
+    }
     let (Some(config), Some(log_dir)) = (arg(&args, "--config"), arg(&args, "--log-dir")) else {
         eprintln!("usage: repro-train [--in-process N] --config RUN.json --log-dir DIR");
         return ExitCode::from(2);

@@ -84,6 +84,11 @@ pub trait Transport {
     fn network(&self) -> String {
         "as launched".into()
     }
+    /// The communication library the ranks run on, for the log's
+    /// provenance (`None`: none, the in-process transport).
+    fn library(&self) -> Option<String> {
+        None
+    }
 }
 
 /// `BadRank` for the first of `ranks` outside a world of `size`.

@@ -84,6 +84,16 @@ impl Transport for MpiTransport {
         self.world.rank() as usize
     }
 
+    fn library(&self) -> Option<String> {
+        // e.g. "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, ..."
+        let version = mpi::environment::library_version().ok()?;
+        let first = version
+            .lines()
+            .next()?
+            .trim_matches(|c: char| c == '\0' || c.is_whitespace());
+        Some(first.to_string())
+    }
+
     fn size(&self) -> usize {
         self.world.size() as usize
     }

@@ -1,0 +1,85 @@
+//! Records which source this build is: the git commit, whether the tree
+//! differed from it (and a hash of the difference), and the compiler.
+//!
+//! Cargo reruns this script when the commit, the index or any file of the
+//! workspace's sources changes, so the recorded state is the one compiled.
+//! Git runs with `--no-optional-locks`: a `git status` that refreshed the
+//! index would change it, and the next build would rerun this script.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = Command::new("git")
+        .arg("--no-optional-locks")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
+fn text(bytes: Vec<u8>) -> String {
+    String::from_utf8_lossy(&bytes).trim().to_string()
+}
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest.join("../..");
+    for tracked in ["src", "crates", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo::rerun-if-changed={}", root.join(tracked).display());
+    }
+    let git_dir = git(&root, &["rev-parse", "--absolute-git-dir"]).map(text);
+    if let Some(dir) = &git_dir {
+        for file in ["HEAD", "index", "refs", "packed-refs"] {
+            let path = Path::new(dir).join(file);
+            if path.exists() {
+                println!("cargo::rerun-if-changed={}", path.display());
+            }
+        }
+    }
+    let commit = git(&root, &["rev-parse", "HEAD"]).map(text);
+    // files that differ from the commit, new files that git does not ignore
+    // included (a new module is code before it is added)
+    let dirty = commit
+        .as_ref()
+        .and_then(|_| git(&root, &["status", "--porcelain"]))
+        .map(|s| !s.is_empty());
+    let source = match (&commit, dirty) {
+        (Some(c), Some(false)) => c.clone(),
+        (Some(c), Some(true)) => {
+            let mut state = git(&root, &["diff", "HEAD", "--binary"]).unwrap_or_default();
+            let untracked = git(&root, &["ls-files", "--others", "--exclude-standard", "-z"])
+                .unwrap_or_default();
+            for name in untracked.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+                let name = String::from_utf8_lossy(name).into_owned();
+                state.extend_from_slice(name.as_bytes());
+                state.push(0);
+                state.extend(std::fs::read(root.join(&name)).unwrap_or_default());
+                state.push(0);
+            }
+            format!("{c}+dirty.{:016x}", xxhash_rust::xxh3::xxh3_64(&state))
+        }
+        _ => "unknown".to_string(),
+    };
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let rustc = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| text(o.stdout))
+        .unwrap_or_else(|| "unknown".into());
+    let dirty = match dirty {
+        Some(true) => "true",
+        Some(false) => "false",
+        None => "",
+    };
+    println!(
+        "cargo::rustc-env=REPRO_BUILD_COMMIT={}",
+        commit.as_deref().unwrap_or("unknown")
+    );
+    println!("cargo::rustc-env=REPRO_BUILD_DIRTY={dirty}");
+    println!("cargo::rustc-env=REPRO_BUILD_SOURCE={source}");
+    println!("cargo::rustc-env=REPRO_BUILD_RUSTC={rustc}");
+}
