@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every check CI runs:
-# rustfmt, clippy with -D warnings, and the workspace tests (debug profile).
+# rustfmt, clippy with -D warnings, the workspace tests (debug profile), and
+# the frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing).
 # Every test binary runs even when one fails (--no-fail-fast); the last line
 # counts passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); any
@@ -38,6 +39,14 @@ summary=$(awk '
       passed, failed, ignored, skipped, binaries
   }' "$log")
 grep '^SKIPPED: ' "$log" >&2 || true
+# the frame fuzz target: built, its corpus replayed, then a minute of fuzzing
+if [[ $rc -eq 0 ]]; then
+  set +e
+  bash ci/fuzz.sh
+  rc=$?
+  set -e
+  [[ $rc -eq 0 ]] || summary="$summary; ci/fuzz.sh failed"
+fi
 # which codec SIMD levels this CPU let the tests compare (the rest: not run)
 levels=$(cargo test -q --locked -p repro-codec --lib every_simd_level_rejects -- --nocapture 2>&1 |
   sed -n 's/^SIMD levels exercised: //p' | head -n 1)

@@ -58,6 +58,31 @@ pub struct Download {
     pub url: String,
     pub md5: String,
     pub file: String,
+    /// The most bytes the file may have: a larger answer is refused, and a
+    /// body that goes past it is cut off (a wrong URL, or a hostile server,
+    /// cannot fill the disk).
+    pub max_bytes: u64,
+}
+
+/// How long a download may wait: to connect, for the response's headers,
+/// and for each read of its body (a stalled server fails, a slow one that
+/// keeps sending does not).
+#[derive(Debug, Clone, Copy)]
+pub struct Patience {
+    pub connect: std::time::Duration,
+    pub response: std::time::Duration,
+    pub per_read: std::time::Duration,
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        let s = std::time::Duration::from_secs;
+        Self {
+            connect: s(30),
+            response: s(60),
+            per_read: s(60),
+        }
+    }
 }
 
 const CIFAR_URL: &str = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz";
@@ -134,10 +159,12 @@ pub fn fetch(
                 url: url.unwrap_or(CIFAR_URL).to_string(),
                 md5: md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase(),
                 file: "cifar-10-binary.tar.gz".into(),
+                // the archive is 170,498,071 bytes
+                max_bytes: 200_000_000,
             };
             let archive = dir.join(&d.file);
             if file_md5(&archive).ok().as_deref() != Some(d.md5.as_str()) {
-                download(&d, &archive)?;
+                download(&d, &archive, Patience::default())?;
             }
             extract_cifar(&archive, &out)?;
             verify_cifar(&out)?;
@@ -161,8 +188,11 @@ pub fn fetch(
                         url: format!("{base}{file}"),
                         md5: sum.to_string(),
                         file: file.to_string(),
+                        // the largest file is 26,421,880 bytes
+                        max_bytes: 32 << 20,
                     },
                     &path,
+                    Patience::default(),
                 )?;
             }
             Ok(dir.to_path_buf())
@@ -190,14 +220,28 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Downloads `d.url` to `dest` through `dest.part`, with a progress bar,
 /// and checks its MD5 before renaming it into place.
-pub fn download(d: &Download, dest: &Path) -> Result<()> {
+pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
     let part = dest.with_extension("part");
     let fail = || format!("could not download {} (is this machine online?)", d.url);
-    let mut response = ureq::get(&d.url).call().with_context(fail)?;
+    let agent = ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .timeout_connect(Some(patience.connect))
+            .timeout_recv_response(Some(patience.response))
+            .timeout_per_read(Some(patience.per_read))
+            .build(),
+    );
+    let mut response = agent.get(&d.url).call().with_context(fail)?;
     let total = response
         .headers()
         .get("content-length")
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(n) = total.filter(|&n| n > d.max_bytes) {
+        bail!(
+            "{} is {n} bytes, more than the {} this file can be: refused (wrong URL?)",
+            d.url,
+            d.max_bytes
+        );
+    }
     let mut bar = crate::progress::bytes_bar(&format!("downloading {}", d.file), total);
     let mut reader = response.body_mut().as_reader();
     let mut out = std::io::BufWriter::new(
@@ -206,10 +250,27 @@ pub fn download(d: &Download, dest: &Path) -> Result<()> {
     );
     let mut h = Md5::new();
     let mut buf = vec![0u8; 1 << 16];
+    let mut received = 0u64;
     loop {
-        let n = reader.read(&mut buf).with_context(fail)?;
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(e).with_context(fail);
+            }
+        };
         if n == 0 {
             break;
+        }
+        received += n as u64;
+        if received > d.max_bytes {
+            drop(out);
+            let _ = std::fs::remove_file(&part);
+            bail!(
+                "{} sent more than the {} bytes this file can be: stopped and removed (wrong URL?)",
+                d.url,
+                d.max_bytes
+            );
         }
         h.update(&buf[..n]);
         out.write_all(&buf[..n])
@@ -249,11 +310,25 @@ fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
         if !entry.header().entry_type().is_file() || !CIFAR_MEMBERS.contains(&name) {
             continue;
         }
+        // a member of another size is not a batch: refused before a byte
+        // is written (and never more than a batch is copied)
+        let size = entry.header().size().with_context(bad)?;
+        if size != CIFAR_BATCH_BYTES {
+            bail!(
+                "{}: member {name} has {size} bytes, expected {CIFAR_BATCH_BYTES}",
+                bad()
+            );
+        }
         let dest = out.join(name);
         let tmp = dest.with_extension("part");
         let mut w = std::fs::File::create(&tmp)
             .with_context(|| format!("could not create {}", tmp.display()))?;
-        std::io::copy(&mut entry, &mut w).with_context(bad)?;
+        let copied = std::io::copy(&mut (&mut entry).take(CIFAR_BATCH_BYTES), &mut w);
+        if copied.as_ref().ok() != Some(&CIFAR_BATCH_BYTES) {
+            let _ = std::fs::remove_file(&tmp);
+            copied.with_context(bad)?;
+            bail!("{}: member {name} is truncated", bad());
+        }
         std::fs::rename(&tmp, &dest)
             .with_context(|| format!("could not write {}", dest.display()))?;
         found += 1;
@@ -388,6 +463,113 @@ mod tests {
             fetch(Dataset::Cifar10, &dir, Some(&url), None).unwrap_err()
         );
         assert!(err.contains(&url) && err.contains("online"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A server that answers with `head` (status line and headers), sends
+    /// `body`, then keeps the connection open without a word.
+    fn serve_raw(head: String, body: Vec<u8>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap() > 2 {
+                line.clear();
+            }
+            stream.write_all(head.as_bytes()).unwrap();
+            let _ = stream.write_all(&body);
+            std::thread::sleep(std::time::Duration::from_secs(20));
+        });
+        format!("http://{addr}/f")
+    }
+
+    fn small(url: String, max_bytes: u64) -> Download {
+        Download {
+            url,
+            md5: "0".repeat(32),
+            file: "f".into(),
+            max_bytes,
+        }
+    }
+
+    const QUICK: Patience = Patience {
+        connect: std::time::Duration::from_secs(5),
+        response: std::time::Duration::from_secs(1),
+        per_read: std::time::Duration::from_secs(1),
+    };
+
+    #[test]
+    fn a_stalled_or_oversized_download_is_stopped_and_removed() {
+        let dir = tmp("limits");
+        std::fs::create_dir_all(&dir).unwrap();
+        let dest = dir.join("f.bin");
+        let part = dest.with_extension("part");
+        // announced too large: refused before a byte is read
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n".into(),
+            Vec::new(),
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("5000 bytes, more than the 4096"), "{err}");
+        // no length, more than the cap: cut off
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(),
+            vec![7u8; 10_000],
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("more than the 4096 bytes"), "{err}");
+        assert!(!part.exists() && !dest.exists());
+        // headers, a little body, then silence: the read times out
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".into(),
+            vec![1u8; 10],
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("timeout: per read"), "{err}");
+        assert!(!part.exists() && !dest.exists());
+        // no answer at all: the response times out
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/f", listener.local_addr().unwrap());
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("timeout: receive response"), "{err}");
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_archive_member_of_the_wrong_size_is_refused_unwritten() {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let big = vec![0u8; CIFAR_BATCH_BYTES as usize + 1];
+        let mut h = tar::Header::new_gnu();
+        h.set_size(big.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, "cifar-10-batches-bin/data_batch_1.bin", &big[..])
+            .unwrap();
+        let bytes = tar.into_inner().unwrap().finish().unwrap();
+        let dir = tmp("bomb");
+        std::fs::create_dir_all(&dir).unwrap();
+        let archive = dir.join("a.tar.gz");
+        std::fs::write(&archive, bytes).unwrap();
+        let out = dir.join("out");
+        let err = format!("{:#}", extract_cifar(&archive, &out).unwrap_err());
+        assert!(err.contains("data_batch_1.bin has 30730001 bytes"), "{err}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

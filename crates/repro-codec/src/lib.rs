@@ -36,6 +36,8 @@ mod dither;
 mod errors;
 pub mod frame;
 mod full;
+#[doc(hidden)]
+pub mod fuzzing;
 mod kernels;
 mod modulo;
 mod moniqua;

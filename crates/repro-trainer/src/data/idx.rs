@@ -23,16 +23,25 @@ pub struct FashionMnist {
 impl FashionMnist {
     /// Loads `train-*` and `t10k-*` images and labels from `dir` (each file
     /// either `NAME` or `NAME.gz`).
+    /// The images must be 28x28 (what the models are built for) and the
+    /// labels 0..=9; either failing is an error naming the file.
     pub fn load(dir: impl AsRef<Path>) -> Result<Self, DataError> {
+        Self::load_shaped(dir, (28, 28))
+    }
+
+    fn load_shaped(dir: impl AsRef<Path>, shape: (usize, usize)) -> Result<Self, DataError> {
         let dir = dir.as_ref();
         Ok(Self {
-            train: load_pair(dir, "train")?,
-            test: load_pair(dir, "t10k")?,
+            train: load_pair(dir, "train", shape)?,
+            test: load_pair(dir, "t10k", shape)?,
         })
     }
 }
 
-fn load_pair(dir: &Path, prefix: &str) -> Result<ImageSet, DataError> {
+/// Classes of Fashion-MNIST: labels are 0..=9.
+const CLASSES: u8 = 10;
+
+fn load_pair(dir: &Path, prefix: &str, shape: (usize, usize)) -> Result<ImageSet, DataError> {
     let (images_path, images) = read_maybe_gz(dir, &format!("{prefix}-images-idx3-ubyte"))?;
     let (labels_path, labels) = read_maybe_gz(dir, &format!("{prefix}-labels-idx1-ubyte"))?;
     let (dims, pixels) = parse_idx(&images, 3).map_err(|reason| corrupt(&images_path, reason))?;
@@ -41,6 +50,24 @@ fn load_pair(dir: &Path, prefix: &str) -> Result<ImageSet, DataError> {
         return Err(corrupt(
             &labels_path,
             format!("{} labels for {} images", ldims[0], dims[0]),
+        ));
+    }
+    if (dims[1], dims[2]) != shape {
+        return Err(corrupt(
+            &images_path,
+            format!(
+                "images are {}x{}, expected {}x{}",
+                dims[1], dims[2], shape.0, shape.1
+            ),
+        ));
+    }
+    if let Some((i, l)) = labels.iter().enumerate().find(|(_, l)| **l >= CLASSES) {
+        return Err(corrupt(
+            &labels_path,
+            format!(
+                "label {l} at item {i}; the {CLASSES} classes are 0..={}",
+                CLASSES - 1
+            ),
         ));
     }
     Ok(ImageSet {
@@ -177,22 +204,36 @@ pub(crate) mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(&[1], &[2])).unwrap();
-        let ds = FashionMnist::load(&dir).unwrap();
+        let load = |dir: &Path| FashionMnist::load_shaped(dir, (4, 5));
+        let ds = load(&dir).unwrap();
         assert_eq!(ds.train.len(), 3);
         assert_eq!((ds.train.height, ds.train.width), (4, 5));
         assert_eq!(ds.train.image(1), &pixels[20..40]);
         assert_eq!(ds.train.labels, vec![7, 8, 9]);
         assert_eq!(ds.test.labels, vec![2]);
+        // images of another size than the models', and labels out of
+        // range, are errors naming the file
+        let err = FashionMnist::load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("train-images-idx3-ubyte") && err.contains("4x5, expected 28x28"),
+            "{err}"
+        );
+        std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(&[1], &[10])).unwrap();
+        let err = load(&dir).unwrap_err().to_string();
+        assert!(
+            err.contains("t10k-labels-idx1-ubyte") && err.contains("label 10 at item 0"),
+            "{err}"
+        );
         // a truncated file is an error naming the path and the fix
         std::fs::write(dir.join("t10k-labels-idx1-ubyte"), idx(&[2], &[2])).unwrap();
-        let err = FashionMnist::load(&dir).unwrap_err().to_string();
+        let err = load(&dir).unwrap_err().to_string();
         assert!(
             err.contains("t10k-labels-idx1-ubyte")
                 && err.contains("apt-get install dataset-fashion-mnist"),
             "{err}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
-        let err = FashionMnist::load(&dir).unwrap_err().to_string();
+        let err = load(&dir).unwrap_err().to_string();
         assert!(err.contains("could not read"), "{err}");
     }
 
