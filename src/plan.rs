@@ -551,6 +551,22 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
             }
         }
     }
+    // every worker needs a sample of the data sets the plan sizes
+    let samples = match params {
+        Params::Sim(p) if matches!(p.objective.as_str(), "logistic" | "least-squares") => {
+            Some(("samples", p.samples))
+        }
+        Params::Train(c) if c.dataset == "synthetic" => {
+            Some(("synthetic_samples", c.synthetic_samples))
+        }
+        _ => None,
+    };
+    if let Some((key, n)) = samples.filter(|&(_, n)| n < workers) {
+        return Err(bad(
+            key,
+            format!("{n} samples for {workers} workers; every worker needs at least one"),
+        ));
+    }
     if workers > limits.max_workers {
         return Err(bad(
             "workers",

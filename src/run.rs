@@ -192,7 +192,19 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
     {
-        train_backend::check_trainer_build(&train_backend::train_binary()?);
+        let user = train_backend::RankUser::for_launcher(&launcher);
+        train_backend::check_trainer_build(&train_backend::train_binary()?, user)?;
+        match user {
+            Some(u) => eprintln!(
+                "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
+                u.uid, u.gid
+            ),
+            None if crate::doctor::is_root() && launcher.is_local() => eprintln!(
+                "note: ranks run as root: the driver runs as root and SUDO_UID names no other user \
+                 (run through sudo to have them run as you)"
+            ),
+            None => {}
+        }
     }
     crate::signals::install();
     // one writer per results directory, from here to the last file

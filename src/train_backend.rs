@@ -41,11 +41,33 @@ pub fn train_binary() -> Result<PathBuf> {
 /// Says (on stderr) when the trainer `train` was built from another source
 /// than this `repro`: its runs' logs will name its build, and `repro
 /// status` will call them stale.
-pub fn check_trainer_build(train: &Path) {
-    let said = Command::new(train)
-        .arg("--version")
+///
+/// With `user` (ranks dropped to the `sudo` user), the question is asked as
+/// that user, and a trainer it cannot run is an error: every rank would fail.
+pub fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
+    let mut argv = user.map(|u| u.argv()).unwrap_or_default();
+    argv.extend([train.display().to_string(), "--version".into()]);
+    let asked = Command::new(&argv[0])
+        .args(&argv[1..])
         .stdin(Stdio::null())
-        .output()
+        .output();
+    if let Some(u) = user {
+        let said = match &asked {
+            Ok(o) if o.status.success() => None,
+            Ok(o) => Some(String::from_utf8_lossy(&o.stderr).trim().to_string()),
+            Err(e) => Some(format!("could not start setpriv: {e}")),
+        };
+        if let Some(said) = said {
+            bail!(
+                "the ranks run as uid {} (SUDO_UID), who cannot run {}: {said}; build where \
+                 that user can read (and see libtorch), or run without sudo's SUDO_UID \
+                 (`sudo -u root` or unset it) to run the ranks as root",
+                u.uid,
+                train.display()
+            );
+        }
+    }
+    let said = asked
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
@@ -63,6 +85,7 @@ pub fn check_trainer_build(train: &Path) {
             train.display()
         ),
     }
+    Ok(())
 }
 
 /// TERM to the process group, then KILL after a grace period.
@@ -112,6 +135,13 @@ pub enum Launcher {
     /// No MPI: every worker a thread of one `repro-train --in-process`,
     /// the network condition modelled by its virtual clock.
     InProcess,
+}
+
+impl Launcher {
+    /// Whether the ranks start on this host.
+    pub fn is_local(&self) -> bool {
+        matches!(self, Launcher::Local | Launcher::InProcess)
+    }
 }
 
 impl Launcher {
@@ -230,9 +260,52 @@ impl Launch {
     }
 }
 
+/// The user a root driver runs its ranks as: the one `sudo` names in
+/// `SUDO_UID` and `SUDO_GID`. Network setup (namespaces, `tc`, entering a
+/// rank's namespace) and mpirun itself stay root; each rank drops to this
+/// user through `setpriv` before the trainer starts. Without `SUDO_UID`
+/// (root logged in as root) the ranks run as root, and the driver says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RankUser {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl RankUser {
+    /// The ranks' user for `launcher`: `None` unless the driver is root,
+    /// `SUDO_UID` names another user and the ranks start on this host
+    /// (mpirun without a hostfile, or in-process).
+    pub fn for_launcher(launcher: &Launcher) -> Option<Self> {
+        if !launcher.is_local() || !crate::doctor::is_root() {
+            return None;
+        }
+        let id = |var: &str| std::env::var(var).ok()?.trim().parse::<u32>().ok();
+        let uid = id("SUDO_UID").filter(|&u| u != 0)?;
+        Some(Self {
+            uid,
+            gid: id("SUDO_GID").unwrap_or(uid),
+        })
+    }
+
+    /// What runs a rank's command as this user: no supplementary groups,
+    /// and SIGTERM when its parent dies (a change of user clears the
+    /// parent-death signal the driver set, so it is set again here).
+    pub fn argv(&self) -> Vec<String> {
+        vec![
+            "setpriv".into(),
+            format!("--reuid={}", self.uid),
+            format!("--regid={}", self.gid),
+            "--clear-groups".into(),
+            "--pdeathsig=TERM".into(),
+            "--".into(),
+        ]
+    }
+}
+
 /// mpirun for `workers` ranks of `train` with `config`, inside `fabric`'s
 /// namespaces when there is one (each rank enters its namespace through
-/// `repro net exec`).
+/// `repro net exec`), each rank as `user` when there is one.
+#[allow(clippy::too_many_arguments)]
 pub fn launch(
     workers: usize,
     train: &Path,
@@ -241,19 +314,24 @@ pub fn launch(
     fabric: Option<&Fabric<'_>>,
     repro: &Path,
     launcher: &Launcher,
+    user: Option<RankUser>,
 ) -> Launch {
+    let as_user = user.map(|u| u.argv()).unwrap_or_default();
     let mut argv: Vec<String> = match launcher {
         Launcher::InProcess => {
             return Launch {
-                argv: vec![
-                    train.display().to_string(),
-                    "--in-process".into(),
-                    workers.to_string(),
-                    "--config".into(),
-                    config.display().to_string(),
-                    "--log-dir".into(),
-                    log_dir.display().to_string(),
-                ],
+                argv: as_user
+                    .into_iter()
+                    .chain([
+                        train.display().to_string(),
+                        "--in-process".into(),
+                        workers.to_string(),
+                        "--config".into(),
+                        config.display().to_string(),
+                        "--log-dir".into(),
+                        log_dir.display().to_string(),
+                    ])
+                    .collect(),
                 env: Vec::new(),
             };
         }
@@ -300,6 +378,7 @@ pub fn launch(
             "--".into(),
         ]);
     }
+    argv.extend(as_user);
     argv.extend([
         train.display().to_string(),
         "--config".into(),
@@ -442,6 +521,8 @@ pub struct Prepared<'n> {
     pub fabric: Option<Fabric<'n>>,
     pub hosts: Option<HostShaping<'n>>,
     pub launch: Launch,
+    /// Who the ranks run as, when not the driver's user.
+    pub user: Option<RankUser>,
 }
 
 impl std::fmt::Debug for Prepared<'_> {
@@ -506,6 +587,7 @@ pub fn prepare<'n>(
             );
         }
     }
+    let user = RankUser::for_launcher(&net.launcher);
     let launch = launch(
         workers,
         train,
@@ -514,6 +596,7 @@ pub fn prepare<'n>(
         fabric.as_ref(),
         repro,
         &net.launcher,
+        user,
     );
     Ok(Prepared {
         cfg,
@@ -521,6 +604,7 @@ pub fn prepare<'n>(
         fabric,
         hosts,
         launch,
+        user,
     })
 }
 
@@ -574,11 +658,17 @@ fn execute_in(
         fabric,
         hosts,
         launch,
+        user,
     } = prepare(run, dir, net, invocation, &train, &repro)?;
     let workers = cfg.workers;
     let config = dir.join("run.json");
     std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
         .with_context(|| format!("could not write {}", config.display()))?;
+    if let Some(u) = user {
+        // the ranks write their logs here
+        std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
+            .with_context(|| format!("could not hand {} to uid {}", dir.display(), u.uid))?;
+    }
     std::fs::write(dir.join("launch.txt"), launch.display() + "\n")
         .with_context(|| format!("could not write {}/launch.txt", dir.display()))?;
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
@@ -975,9 +1065,40 @@ mod tests {
             None,
             Path::new("/opt/repro"),
             launcher,
+            None,
         )
         .display()
         .replace(" --allow-run-as-root", "")
+    }
+
+    #[test]
+    fn ranks_drop_to_the_sudo_user_right_before_the_trainer() {
+        let user = Some(RankUser {
+            uid: 1000,
+            gid: 1001,
+        });
+        let drop =
+            "setpriv --reuid=1000 --regid=1001 --clear-groups --pdeathsig=TERM -- /opt/repro-train";
+        for launcher in [Launcher::Local, Launcher::InProcess] {
+            let l = launch(
+                8,
+                Path::new("/opt/repro-train"),
+                Path::new("r/run.json"),
+                Path::new("r"),
+                None,
+                Path::new("/opt/repro"),
+                &launcher,
+                user,
+            )
+            .display();
+            assert!(l.contains(drop), "{l}");
+            // mpirun itself stays the driver's; in-process, the job is the ranks
+            assert_eq!(
+                l.starts_with("setpriv"),
+                launcher == Launcher::InProcess,
+                "{l}"
+            );
+        }
     }
 
     /// `--dry-run` and a real run share `prepare`: with the recording

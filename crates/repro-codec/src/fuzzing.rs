@@ -81,7 +81,12 @@ mod tests {
     /// through the fuzz target's body without a panic.
     #[test]
     fn the_fuzz_corpus_replays_without_a_panic() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/frame_decode");
+        // the crate's directory as cargo says it when running the test (a
+        // binary cargo reuses from another checkout of the same source
+        // would carry that checkout's compile-time path)
+        let root = std::env::var("CARGO_MANIFEST_DIR")
+            .unwrap_or_else(|_| env!("CARGO_MANIFEST_DIR").to_string());
+        let dir = std::path::Path::new(&root).join("fuzz/corpus/frame_decode");
         let mut n = 0;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let data = std::fs::read(entry.unwrap().path()).unwrap();
