@@ -204,6 +204,19 @@ pub fn experiments_dir() -> PathBuf {
     }
 }
 
+/// Every manifest in [`experiments_dir`], sorted by path.
+pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context as _;
+    let dir = experiments_dir();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("could not read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// Reads `path`, applies `key=value` overrides, and parses the manifest.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
     let text = std::fs::read_to_string(path).map_err(|source| DriverError::Read {

@@ -825,14 +825,7 @@ pub fn table(args: &TableArgs) -> Result<()> {
 }
 
 pub fn list() -> Result<()> {
-    let dir = manifest::experiments_dir();
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("could not read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    entries.sort();
-    for path in entries {
+    for path in manifest::all_manifests()? {
         match manifest::load(&path, &[]) {
             Ok(m) => {
                 let scales: Vec<String> = m

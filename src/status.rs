@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use repro_runlog::Invocation;
 
@@ -306,14 +306,7 @@ pub fn status(args: &StatusArgs) -> Result<()> {
     if args.out.is_some() {
         anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
     }
-    let dir = manifest::experiments_dir();
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("could not read {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    paths.sort();
-    for path in paths {
+    for path in manifest::all_manifests()? {
         match check(&path, args) {
             Ok(Checked {
                 manifest: m,

@@ -1600,18 +1600,7 @@ fn killed_driver_leaves_nothing_running(backend: &str) {
     wait_for_trainer(&mut child, &out);
     kill("-KILL", child.id());
     let _ = child.wait();
-    // what still runs with this run's directory on its command line
-    let alive = || -> Vec<String> {
-        processes_naming(&out)
-            .into_iter()
-            .map(|(_, cmd)| cmd)
-            .collect()
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !alive().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(alive(), Vec::<String>::new(), "{backend}: left running");
+    assert_nothing_running(&out, backend);
     assert_eq!(
         std::fs::read_to_string(earlier.join("rank-0.jsonl")).unwrap(),
         "earlier\n",
