@@ -20,7 +20,14 @@ pub struct CurvePoint {
     /// The figure's `y`, mean over ranks: `train_loss` from the steps, or an
     /// evaluation metric from the evaluations.
     pub value: f64,
+    /// Bytes each worker had sent by then, mean over ranks: its steps'
+    /// frames through this step, or before this evaluation. None in curves
+    /// read from a file written before bytes were recorded.
+    pub bytes: Option<f64>,
 }
+
+/// One run and its curve.
+pub type RunCurve = (RunRecord, Vec<CurvePoint>);
 
 /// The logs of one run: `raw/<id>/rank-*.jsonl` (MPI) or `raw/<id>.jsonl` (simulator).
 fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
@@ -54,35 +61,68 @@ fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
         .collect()
 }
 
-/// One logged point of one rank: (iteration, wall_s, value, epoch).
-type RankPoint = (u64, f64, f64, f64);
+/// One logged point of one rank: (iteration, wall_s, value, epoch, and
+/// the number of its steps done by then).
+type RankPoint = (u64, f64, f64, f64, u64);
+
+/// A rank's running total of bytes sent: `(iteration, bytes through it)`
+/// for each of its steps, in order.
+fn bytes_through(log: &Log) -> Vec<(u64, f64)> {
+    log.steps
+        .iter()
+        .scan(0.0, |sent, s| {
+            *sent += s.bytes_sent as f64;
+            Some((s.iteration, *sent))
+        })
+        .collect()
+}
+
+/// The bytes a rank had sent in its steps before iteration `done`.
+fn sent_before(through: &[(u64, f64)], done: u64) -> f64 {
+    match through.partition_point(|(i, _)| *i < done) {
+        0 => 0.0,
+        k => through[k - 1].1,
+    }
+}
 
 /// Averages the ranks' points iteration by iteration (only the iterations
 /// every rank logged). Time counts from the start of each rank's first step
 /// (start-up and data loading left out), the slowest rank's.
 fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<CurvePoint> {
-    let mut by_iter: BTreeMap<u64, (f64, f64, f64, usize)> = BTreeMap::new();
+    #[derive(Default)]
+    struct Sum {
+        wall_s: f64,
+        value: f64,
+        epoch: f64,
+        bytes: f64,
+        ranks: usize,
+    }
+    let mut by_iter: BTreeMap<u64, Sum> = BTreeMap::new();
     for log in logs {
         let t0 = log
             .steps
             .first()
             .map_or(0.0, |s| (s.wall_s - s.compute_s - s.comm_s).max(0.0));
-        for (iteration, wall_s, value, epoch) in points(log) {
-            let e = by_iter.entry(iteration).or_insert((0.0, 0.0, 0.0, 0));
-            e.0 = e.0.max(wall_s - t0);
-            e.1 += value;
-            e.2 = epoch;
-            e.3 += 1;
+        let through = bytes_through(log);
+        for (iteration, wall_s, value, epoch, steps) in points(log) {
+            let sent = sent_before(&through, steps);
+            let e = by_iter.entry(iteration).or_default();
+            e.wall_s = e.wall_s.max(wall_s - t0);
+            e.value += value;
+            e.epoch = epoch;
+            e.bytes += sent;
+            e.ranks += 1;
         }
     }
     by_iter
         .into_iter()
-        .filter(|(_, v)| v.3 == logs.len())
-        .map(|(iteration, (wall_s, sum, epoch, n))| CurvePoint {
+        .filter(|(_, v)| v.ranks == logs.len())
+        .map(|(iteration, s)| CurvePoint {
             iteration,
-            epoch,
-            wall_s,
-            value: sum / n as f64,
+            epoch: s.epoch,
+            wall_s: s.wall_s,
+            value: s.value / s.ranks as f64,
+            bytes: Some(s.bytes / s.ranks as f64),
         })
         .collect()
 }
@@ -93,19 +133,28 @@ pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
     average_ranks(logs, |log| {
         log.steps
             .iter()
-            .map(|s| (s.iteration, s.wall_s, s.train_loss, s.epoch))
+            .map(|s| {
+                (
+                    s.iteration,
+                    s.wall_s,
+                    s.train_loss,
+                    s.epoch,
+                    s.iteration + 1,
+                )
+            })
             .collect()
     })
 }
 
 /// The `y` values a figure can draw: `train_loss` (every step), or a metric
 /// of the evaluations (every `eval_every` steps).
-pub const CURVE_METRICS: [&str; 5] = [
+pub const CURVE_METRICS: [&str; 6] = [
     "train_loss",
     "test_loss",
     "test_accuracy",
     "avg_test_loss",
     "avg_test_accuracy",
+    "consensus_distance",
 ];
 
 /// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
@@ -119,6 +168,7 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
         "test_accuracy" => |e| Some(e.test_accuracy),
         "avg_test_loss" => |e| e.avg_test_loss,
         "avg_test_accuracy" => |e| e.avg_test_accuracy,
+        "consensus_distance" => |e| e.consensus_distance,
         other => bail!(
             "figure.y `{other}` is not one of {}",
             CURVE_METRICS.join(", ")
@@ -127,17 +177,13 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     Ok(average_ranks(logs, |log| {
         log.evals
             .iter()
-            .filter_map(|e| Some((e.iteration, e.wall_s, pick(e)?, e.epoch)))
+            .filter_map(|e| Some((e.iteration, e.wall_s, pick(e)?, e.epoch, e.iteration)))
             .collect()
     }))
 }
 
 /// The curves of `y` of every run that left logs, in the order of `runs`.
-pub fn load_curves(
-    raw: &Path,
-    runs: &[RunRecord],
-    y: &str,
-) -> Result<Vec<(RunRecord, Vec<CurvePoint>)>> {
+pub fn load_curves(raw: &Path, runs: &[RunRecord], y: &str) -> Result<Vec<RunCurve>> {
     let mut out = Vec::new();
     for r in runs {
         let Ok(logs) = run_logs(raw, &r.run_id) else {
@@ -152,18 +198,14 @@ pub fn load_curves(
 }
 
 /// curves.csv: run id, grid keys, then one line per step.
-pub fn write_curves_csv(
-    path: &Path,
-    y: &str,
-    curves: &[(RunRecord, Vec<CurvePoint>)],
-) -> Result<()> {
+pub fn write_curves_csv(path: &Path, y: &str, curves: &[RunCurve]) -> Result<()> {
     let keys: Vec<String> = curves
         .first()
         .map(|(r, _)| r.point.keys().cloned().collect())
         .unwrap_or_default();
     let header: Vec<String> = std::iter::once("run_id".to_string())
         .chain(keys.iter().cloned())
-        .chain(["iteration", "epoch", "wall_s", y].map(String::from))
+        .chain(["iteration", "epoch", "wall_s", "bytes", y].map(String::from))
         .collect();
     let lines = curves.iter().flat_map(|(r, points)| {
         let prefix: Vec<String> = std::iter::once(r.run_id.clone())
@@ -180,6 +222,7 @@ pub fn write_curves_csv(
                     p.iteration.to_string(),
                     p.epoch.to_string(),
                     p.wall_s.to_string(),
+                    p.bytes.map(|b| b.to_string()).unwrap_or_default(),
                     p.value.to_string(),
                 ])
                 .collect::<Vec<_>>()

@@ -19,7 +19,7 @@ use polars::prelude::{
     ParquetReader, ParquetWriter, SchemaExt, SerReader, Series, col, lit,
 };
 
-use crate::curves::CurvePoint;
+use crate::curves::{CurvePoint, RunCurve};
 use crate::results::{self, Cell, Kind, RunRecord, kind};
 
 /// One column from its cells, with the inferred type.
@@ -181,7 +181,8 @@ impl RunsFrame {
 }
 
 /// The averaged curves of one figure: `run_id`, the grid keys, then
-/// `iteration, epoch, wall_s` and the figure's `y`, one row per point.
+/// `iteration, epoch, wall_s, bytes` and the figure's `y`, one row per
+/// point.
 #[derive(Debug, Clone)]
 pub struct CurvesFrame {
     pub df: DataFrame,
@@ -191,7 +192,7 @@ pub struct CurvesFrame {
 }
 
 impl CurvesFrame {
-    pub fn new(y: &str, curves: &[(RunRecord, Vec<CurvePoint>)]) -> Result<Self> {
+    pub fn new(y: &str, curves: &[RunCurve]) -> Result<Self> {
         let rows: Vec<&RunRecord> = curves.iter().map(|(r, _)| r).collect();
         let keys = grid_keys(&rows);
         let height: usize = curves.iter().map(|(_, p)| p.len()).sum();
@@ -210,11 +211,20 @@ impl CurvesFrame {
                 (|p: &CurvePoint| p.epoch) as fn(&CurvePoint) -> f64,
             ),
             ("wall_s", |p| p.wall_s),
-            (y, |p| p.value),
         ] {
             columns
                 .push(Series::new(name.into(), points().map(f).collect::<Vec<_>>()).into_column());
         }
+        columns.push(
+            Series::new(
+                "bytes".into(),
+                points().map(|p| p.bytes).collect::<Vec<_>>(),
+            )
+            .into_column(),
+        );
+        columns.push(
+            Series::new(y.into(), points().map(|p| p.value).collect::<Vec<_>>()).into_column(),
+        );
         let df = DataFrame::new(height, columns)
             .context("could not assemble the curves into a data frame")?;
         Ok(Self {
@@ -232,6 +242,58 @@ impl CurvesFrame {
     pub fn export(&self) -> Result<DataFrame> {
         typed_keys(&self.df, &self.keys)
     }
+}
+
+/// The curves of `y` that a curves.parquet written by [`CurvesFrame::export`]
+/// holds for `runs`, in the order of `runs` (a run it lacks is left out).
+/// This is how a figure is drawn from committed results, whose raw logs are
+/// not kept. A file written before bytes were recorded has no `bytes`.
+pub fn read_curves(path: &Path, y: &str, runs: &[RunRecord]) -> Result<Vec<RunCurve>> {
+    let df = read_parquet(path)?;
+    if df.column(y).is_err() {
+        anyhow::bail!(
+            "{} holds no `{y}` curves (its columns: {}); rerun the experiment to draw `{y}`",
+            path.display(),
+            df.get_column_names()
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let bad = |c: &str| format!("{} has no readable `{c}` column", path.display());
+    let ids = df
+        .column("run_id")
+        .and_then(|c| c.str().cloned())
+        .with_context(|| bad("run_id"))?;
+    let floats = |c: &str| -> Result<Vec<Option<f64>>> { numbers(&df, c).with_context(|| bad(c)) };
+    let (iteration, epoch, wall_s, value) = (
+        floats("iteration")?,
+        floats("epoch")?,
+        floats("wall_s")?,
+        floats(y)?,
+    );
+    let bytes = match df.column("bytes") {
+        Ok(_) => floats("bytes")?,
+        Err(_) => vec![None; df.height()],
+    };
+    let mut by_run: std::collections::HashMap<&str, Vec<CurvePoint>> = Default::default();
+    for (i, id) in ids.iter().enumerate() {
+        let (Some(id), Some(it)) = (id, iteration[i]) else {
+            anyhow::bail!("{}: row {i} has no run id or iteration", path.display());
+        };
+        by_run.entry(id).or_default().push(CurvePoint {
+            iteration: it as u64,
+            epoch: epoch[i].unwrap_or(f64::NAN),
+            wall_s: wall_s[i].unwrap_or(f64::NAN),
+            value: value[i].unwrap_or(f64::NAN),
+            bytes: bytes[i],
+        });
+    }
+    Ok(runs
+        .iter()
+        .filter_map(|r| Some((r.clone(), by_run.remove(r.run_id.as_str())?)))
+        .collect())
 }
 
 /// Writes `df` to `path` as Parquet (zstd), through a temporary file renamed
@@ -337,6 +399,7 @@ mod tests {
                     epoch: i as f64 / 10.0,
                     wall_s: i as f64 * 0.5,
                     value: 2.0 - i as f64 * 0.1,
+                    bytes: Some(i as f64 * 100.0),
                 })
                 .collect::<Vec<_>>()
         };
@@ -354,6 +417,24 @@ mod tests {
         assert_eq!(it.get(4), Some(1));
         let loss = df.column("train_loss").unwrap().f64().unwrap();
         assert_eq!(loss.get(1), Some(1.9));
+        // curves.parquet gives the same curves back, in the runs' order,
+        // without the runs it was not asked for
+        let dir = std::env::temp_dir().join(format!("repro-curves-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("curves.parquet");
+        let frame = CurvesFrame::new("train_loss", &curves).unwrap();
+        write_parquet(&path, frame.export().unwrap()).unwrap();
+        let runs = [curves[1].0.clone(), row("c3", "dcd", "0", "completed", "1")];
+        let back = read_curves(&path, "train_loss", &runs).unwrap();
+        assert_eq!(back, vec![curves[1].clone()]);
+        let all = [curves[0].0.clone(), curves[1].0.clone()];
+        assert_eq!(read_curves(&path, "train_loss", &all).unwrap(), curves);
+        let err = read_curves(&path, "test_loss", &runs).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("holds no `test_loss` curves"),
+            "{err:#}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -44,6 +44,10 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
         .collect()
 }
 
+/// What a curves figure can draw its `y` against: seconds since the first
+/// step, steps, epochs, or bytes each worker had sent.
+pub const CURVE_X: [&str; 4] = ["wall_s", "iteration", "epoch", "bytes"];
+
 /// Checks `spec` against the runs' grid `keys` before anything runs: the
 /// series and panel keys are grid keys, and x and y are what the figure's
 /// kind can draw. The error is the key's path in the manifest and what is
@@ -75,7 +79,7 @@ pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, Str
             if let Some(p) = &spec.panels {
                 grid("figure.panels", p)?;
             }
-            one_of("figure.x", &spec.x, &["wall_s", "iteration", "epoch"])?;
+            one_of("figure.x", &spec.x, &CURVE_X)?;
             one_of("figure.y", &spec.y, &CURVE_METRICS)?;
         }
         crate::manifest::FigureKind::Sweep => {
@@ -106,11 +110,8 @@ fn in_order(lf: LazyFrame, e: Expr) -> Result<Vec<String>> {
 /// grid keys (seeds) are averaged iteration by iteration, over the
 /// iterations every one of them has.
 pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
-    if !["wall_s", "iteration", "epoch"].contains(&spec.x.as_str()) {
-        bail!(
-            "figure.x `{}` is not one of wall_s, iteration, epoch",
-            spec.x
-        );
+    if !CURVE_X.contains(&spec.x.as_str()) {
+        bail!("figure.x `{}` is not one of {}", spec.x, CURVE_X.join(", "));
     }
     if !CURVE_METRICS.contains(&spec.y.as_str()) {
         bail!(
@@ -190,10 +191,15 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
                     points: column("__x")?
                         .into_iter()
                         .zip(ys)
-                        .filter(|(_, y)| y.is_finite())
+                        .filter(|(x, y)| x.is_finite() && y.is_finite())
                         .collect(),
                     dashed: false,
                 });
+            }
+            if spec.x == "bytes" && out.iter().all(|s| s.points.is_empty()) {
+                bail!(
+                    "figure.x `bytes`: these curves record no bytes (curves.parquet written before bytes were logged); rerun the experiment"
+                );
             }
             Ok(Panel {
                 title: p.clone(),
@@ -340,6 +346,8 @@ fn axis_label(key: &str) -> &'static str {
         "wall_s" => "wall-clock time (s)",
         "iteration" => "iteration",
         "epoch" => "epoch",
+        "bytes" => "bytes sent per worker",
+        "consensus_distance" => "consensus distance",
         "epoch_time_s" => "epoch time (s)",
         "wall_s_total" => "run time (s)",
         "test_loss" => "test loss (local models)",
@@ -436,7 +444,9 @@ pub fn render(
     panels: &[Panel],
 ) -> Result<()> {
     if panels.is_empty() {
-        bail!("no curves to plot: no run left step records");
+        bail!(
+            "no curves to plot: no run left step records in raw/, and no curves.parquet holds these runs"
+        );
     }
     register_font()?;
     let size = size_for(panels.len(), title);
@@ -676,7 +686,7 @@ mod tests {
         );
         write_curves_csv(&dir.join("curves.csv"), "train_loss", &curves).unwrap();
         let csv = std::fs::read_to_string(dir.join("curves.csv")).unwrap();
-        assert!(csv.starts_with("run_id,algorithm,network,seed,iteration,epoch,wall_s,train_loss\na,moniqua,1mbit,0,0,0,1,3\n"), "{csv}");
+        assert!(csv.starts_with("run_id,algorithm,network,seed,iteration,epoch,wall_s,bytes,train_loss\na,moniqua,1mbit,0,0,0,1,0,3\n"), "{csv}");
         let bad = FigureSpec {
             series: "colour".into(),
             ..spec

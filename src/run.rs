@@ -656,8 +656,45 @@ fn dry_run(
     }
 }
 
-/// The figure's panels from the runs' logs (writing curves.csv and
-/// curves.parquet beside them), when the manifest has a figure.
+/// The curves of `y` of `rows`, in their order: from the runs' logs in
+/// raw/, and for a run without logs from the curves.parquet an earlier run
+/// wrote (committed results keep no logs). Whether any came from logs.
+fn run_curves(
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    y: &str,
+) -> Result<(Vec<curves::RunCurve>, bool)> {
+    let mut logged = curves::load_curves(&out.join("raw"), rows, y)?;
+    let missing: Vec<RunRecord> = rows
+        .iter()
+        .filter(|r| !logged.iter().any(|(l, _)| l.run_id == r.run_id))
+        .cloned()
+        .collect();
+    let saved = out.join("curves.parquet");
+    let kept = if missing.is_empty() || !saved.is_file() {
+        Vec::new()
+    } else {
+        match frames::read_curves(&saved, y, &missing) {
+            Ok(kept) => kept,
+            // runs that logged still make a figure
+            Err(e) if !logged.is_empty() => {
+                eprintln!("warning: {e:#}");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let from_logs = !logged.is_empty();
+    logged.extend(kept);
+    let order = |id: &str| rows.iter().position(|r| r.run_id == id);
+    logged.sort_by_key(|(r, _)| order(&r.run_id));
+    Ok((logged, from_logs))
+}
+
+/// The figure's panels from the runs' curves ([`run_curves`]), when the
+/// manifest has a figure. When any curve came from logs, curves.csv and
+/// curves.parquet are written anew; otherwise the files are left as they
+/// are.
 fn figure_panels(
     m: &manifest::Manifest,
     out: &std::path::Path,
@@ -668,10 +705,12 @@ fn figure_panels(
     };
     let panels = match spec.kind {
         manifest::FigureKind::Curves => {
-            let curves = curves::load_curves(&out.join("raw"), rows, &spec.y)?;
-            curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
+            let (curves, from_logs) = run_curves(out, rows, &spec.y)?;
             let frame = CurvesFrame::new(&spec.y, &curves)?;
-            frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
+            if from_logs {
+                curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
+                frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
+            }
             plot::panels(spec, &frame)?
         }
         manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,

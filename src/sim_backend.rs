@@ -320,6 +320,7 @@ struct Steps {
 fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Result<Steps> {
     let tail_start = p.iterations - p.iterations / 5;
     let (mut grad_acc, mut grad_count) = (0.0, 0u64);
+    let mut logged_bytes = 0u64;
     let mut out = Steps {
         status: Status::Completed,
         grad_norm_sq: None,
@@ -345,7 +346,11 @@ fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Resu
             grad_count += 1;
         }
         if k % p.log_every.max(1) == 0 || k + 1 == p.iterations {
-            let bytes: u64 = r.egress_bytes.iter().sum();
+            // the mean worker's bytes since the previous record, so that the
+            // records add up to what each worker sent, as a rank's do
+            let through = (sim.total_bytes() as f64 / p.workers.max(1) as f64).round() as u64;
+            let bytes = through - logged_bytes;
+            logged_bytes = through;
             let step = Step {
                 iteration: k,
                 epoch: 0.0,

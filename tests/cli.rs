@@ -29,6 +29,22 @@ fn temp_out(name: &str) -> PathBuf {
     p
 }
 
+/// The rows of a CSV file, each a map from its header's names.
+fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            header
+                .iter()
+                .map(String::from)
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
 #[test]
 fn theorem1_reproduces_in_the_simulator() {
     let out = temp_out("theorem1");
@@ -113,6 +129,45 @@ fn smoke_is_the_default_and_every_algorithm_completes() {
     let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.join("figure.svg").is_file());
+    // each curve counts the bytes a worker had sent, up to the run's total
+    let rows = csv_rows(&out.join("runs.csv"));
+    let points = csv_rows(&out.join("curves.csv"));
+    for row in &rows {
+        let sent: Vec<f64> = points
+            .iter()
+            .filter(|p| p["run_id"] == row["run_id"])
+            .map(|p| p["bytes"].parse().unwrap())
+            .collect();
+        assert!(sent.windows(2).all(|w| w[0] <= w[1]), "{sent:?}");
+        let total: f64 = row["counted_bytes_per_worker"].parse().unwrap();
+        assert!(
+            (sent.last().unwrap() - total).abs() <= 0.5,
+            "{sent:?} {total}"
+        );
+    }
+    // a fresh clone has no logs: `repro plot` draws the same figure from
+    // curves.parquet and leaves the results files as they are
+    let svg = std::fs::read(out.join("figure.svg")).unwrap();
+    let parquet = std::fs::read(out.join("curves.parquet")).unwrap();
+    let csv = std::fs::read(out.join("curves.csv")).unwrap();
+    std::fs::rename(out.join("raw"), out.join("raw-kept")).unwrap();
+    std::fs::remove_file(out.join("figure.svg")).unwrap();
+    let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(out.join("figure.svg")).unwrap(), svg);
+    assert_eq!(std::fs::read(out.join("curves.parquet")).unwrap(), parquet);
+    assert_eq!(std::fs::read(out.join("curves.csv")).unwrap(), csv);
+    // with neither, the error says what is missing
+    std::fs::rename(out.join("curves.parquet"), out.join("curves.kept")).unwrap();
+    let o = repro(&["plot", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no curves.parquet holds these runs"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    std::fs::rename(out.join("curves.kept"), out.join("curves.parquet")).unwrap();
+    std::fs::rename(out.join("raw-kept"), out.join("raw")).unwrap();
     // panels of several experiments in one figure (as the paper's Figure 2),
     // read from results/<experiment> under the working directory
     let root = temp_out("combined");

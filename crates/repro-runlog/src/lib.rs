@@ -294,6 +294,9 @@ pub struct Step {
     pub compute_s: f64,
     pub comm_s: f64,
     pub train_loss: f64,
+    /// Bytes of frames this rank sent since its previous step record (the
+    /// simulator logs every `log_every` iterations for all its workers: the
+    /// mean worker's), so a log's records add up to what the rank sent.
     pub bytes_sent: u64,
     pub bytes_received: u64,
     /// Received frames whose recovery failed the hash (Moniqua).
