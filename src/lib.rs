@@ -2,6 +2,7 @@
 //! results, tables and figures. `main.rs` only calls [`cli::main`].
 
 pub mod atomic;
+pub mod claims;
 pub mod cli;
 pub mod curves;
 pub mod data_cmd;
@@ -19,6 +20,7 @@ pub mod results;
 pub mod run;
 pub mod signals;
 pub mod sim_backend;
+pub mod stats;
 pub mod status;
 pub mod table;
 pub mod train_backend;

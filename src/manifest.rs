@@ -123,7 +123,12 @@ pub struct Manifest {
     /// The figure drawn from the runs' per-step logs (none: no figure).
     #[serde(default)]
     pub figure: Option<FigureSpec>,
-    /// The manifest as resolved (overrides applied): JSON with sorted keys.
+    /// Statements about the results, each tested on the runs
+    /// (`claims.md`, `claims.csv`).
+    #[serde(default)]
+    pub claims: Vec<ClaimSpec>,
+    /// The manifest as resolved (overrides applied) without its
+    /// [`PRESENTATION`] keys: JSON with sorted keys.
     #[serde(skip)]
     pub resolved: String,
 }
@@ -137,6 +142,10 @@ impl Manifest {
     }
 }
 
+/// The manifest keys that only present the runs (read them, never decide
+/// them): changing one leaves the runs current.
+pub const PRESENTATION: [&str; 6] = ["title", "source", "cost", "table", "figure", "claims"];
+
 /// `value` as JSON with every object's keys sorted.
 fn sorted_json(value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value as J;
@@ -149,6 +158,82 @@ fn sorted_json(value: serde_json::Value) -> serde_json::Value {
         J::Array(a) => J::Array(a.into_iter().map(sorted_json).collect()),
         other => other,
     }
+}
+
+/// A claim about the results, as a manifest writes it. Exactly one of
+/// `better`, `within`, `diverges` and `faster_to` says what kind:
+///
+/// - `{better: moniqua, than: choco, where: {bits: 1}, metric: avg_test_accuracy}`
+/// - `{within: 1.0, method: moniqua, of: d-psgd, metric: ..., where: ...}`
+/// - `{diverges: dcd, where: {bits: 1}}` (in more than `rate` of its runs),
+///   or with `than: choco`: more often than it
+/// - `{faster_to: {train_loss: 0.6}, method: moniqua, than: d-psgd, by: wall_s}`
+///
+/// The methods are values of grid key `key` (default `algorithm`). `where`
+/// selects the runs of both sides; `baseline_where` overrides it for the
+/// baseline (`{bits: 32}` for full precision).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimSpec {
+    /// The claim in words (default: written from its fields).
+    #[serde(default)]
+    pub claim: Option<String>,
+    /// Who makes it ("Moniqua, Table 2").
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub better: Option<String>,
+    #[serde(default)]
+    pub within: Option<f64>,
+    #[serde(default)]
+    pub diverges: Option<String>,
+    #[serde(default)]
+    pub faster_to: Option<BTreeMap<String, f64>>,
+    /// The method of a `within` or `faster_to` claim.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// The baseline of `better`, `faster_to` and `diverges`.
+    #[serde(default)]
+    pub than: Option<String>,
+    /// The baseline of `within`.
+    #[serde(default)]
+    pub of: Option<String>,
+    #[serde(default, rename = "where")]
+    pub select: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub baseline_where: BTreeMap<String, Value>,
+    /// A column of runs.csv (`better`, `within`).
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// Whether a larger metric is better (default: by its name; accuracy
+    /// is, losses, times and bytes are not).
+    #[serde(default)]
+    pub higher_is_better: Option<bool>,
+    /// Multiply the metric by this before comparing (default: the table's
+    /// `scale` when the metric is the table's value, else 1), so that
+    /// `within: 1.0` on a percent table means one point.
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// `faster_to`: the curves' x (wall_s, iteration, epoch, bytes).
+    #[serde(default)]
+    pub by: Option<String>,
+    /// `diverges` without `than`: the share of runs it must exceed.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The grid key whose values name the methods.
+    #[serde(default = "default_claim_key")]
+    pub key: String,
+    /// The test's level (0.05: 95% intervals).
+    #[serde(default = "default_level")]
+    pub level: f64,
+}
+
+fn default_claim_key() -> String {
+    "algorithm".into()
+}
+
+fn default_level() -> f64 {
+    0.05
 }
 
 /// `{when: {algorithm: deepsqueeze}, set: {gamma: 0.05}, scales: [cpu]}`:
@@ -230,7 +315,15 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
     for arg in overrides {
         apply_override(&mut tree, arg)?;
     }
-    let resolved = serde_json::to_value(&tree)
+    // what decides the runs: a table, figure or claim reads the runs and
+    // may change without making them stale
+    let mut deciding = tree.clone();
+    if let Value::Mapping(m) = &mut deciding {
+        for k in PRESENTATION {
+            m.remove(k);
+        }
+    }
+    let resolved = serde_json::to_value(&deciding)
         .map(|v| sorted_json(v).to_string())
         .unwrap_or_default();
     let mut manifest: Manifest =
@@ -387,5 +480,24 @@ table: { rows: [algorithm], value: final_loss }
         assert!(load(&p, &[]).unwrap_err().to_string().contains("bogus"));
         let err = load(&p, &["noequals".into()]).unwrap_err().to_string();
         assert!(err.contains("key=value"), "{err}");
+    }
+
+    /// A new claim, table column or title leaves the runs current; a new
+    /// parameter does not.
+    #[test]
+    fn only_what_decides_the_runs_is_hashed() {
+        let hash = |overrides: &[&str]| {
+            let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            load(&write(GOOD), &o).unwrap().hash("smoke", Backend::Sim)
+        };
+        let base = hash(&[]);
+        assert_eq!(hash(&["title=Another"]), base);
+        assert_eq!(hash(&["table.value=local_loss"]), base);
+        assert_eq!(
+            hash(&["claims=[{better: moniqua, than: d-psgd, metric: final_loss}]"]),
+            base
+        );
+        assert_ne!(hash(&["params.workers=8"]), base);
+        assert_ne!(hash(&["scales.smoke.iterations=11"]), base);
     }
 }

@@ -102,7 +102,8 @@ pub struct PlannedRun {
     pub network: Option<Condition>,
 }
 
-fn text(v: &Value) -> String {
+/// A YAML scalar as a grid point holds it (a string as itself).
+pub fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => yaml_serde::to_string(other)
@@ -605,6 +606,7 @@ mod tests {
             backend: Backend::Sim,
             shaping: crate::net::ShapingMode::Auto,
             figure: None,
+            claims: Vec::new(),
             cost: BTreeMap::new(),
             scales: [(
                 "smoke".to_string(),

@@ -14,7 +14,7 @@ use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, RunRecord};
 use crate::train_backend::{Launcher, Method, NetContext};
-use crate::{curves, plot, sim_backend, status, table, train_backend};
+use crate::{claims, curves, plot, sim_backend, status, table, train_backend};
 use repro_runlog::Invocation;
 
 /// Options of `repro run`.
@@ -290,8 +290,10 @@ fn check_specs(m: &manifest::Manifest, path: &std::path::Path, runs: &[PlannedRu
         .map(|r| r.point.keys().cloned().collect())
         .unwrap_or_default();
     let figure = m.figure.as_ref().map(|f| plot::check_spec(f, &keys));
+    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
     table::check_spec(&m.table, &keys)
         .and(figure.unwrap_or(Ok(())))
+        .and(claims::check_specs(&m.claims, &m.table, &points))
         .map_err(|(key, message)| {
             crate::errors::DriverError::Manifest {
                 path: path.to_path_buf(),
@@ -546,12 +548,34 @@ fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecor
         crate::atomic::write(&out.join(file), text)?;
     }
     println!("{}", table.markdown());
+    if let Some(claims) = write_claims(m, out, rows)? {
+        println!("{claims}");
+    }
     if let Some(paths) = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])? {
         for p in paths {
             eprintln!("figure: {}", p.display());
         }
     }
     Ok(())
+}
+
+/// Tests the manifest's claims on `rows` and writes claims.md and
+/// claims.csv; the Markdown, or None when the manifest makes no claims.
+fn write_claims(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+) -> Result<Option<String>> {
+    if m.claims.is_empty() {
+        return Ok(None);
+    }
+    let verdicts = claims::evaluate(&m.claims, &m.table, rows, &mut |metric| {
+        run_curves(out, rows, metric).map(|(c, _)| c)
+    })?;
+    let md = claims::markdown(&m.title, &verdicts);
+    crate::atomic::write(&out.join("claims.md"), md.clone())?;
+    crate::atomic::write(&out.join("claims.csv"), claims::csv(&verdicts)?)?;
+    Ok(Some(md))
 }
 
 /// A YAML scalar as a manifest would write it.
@@ -852,6 +876,7 @@ pub fn table(args: &TableArgs) -> Result<()> {
     let paper = table::load_paper(&m.table)?;
     let frame = RunsFrame::new(&rows)?;
     let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
+    let claims = write_claims(&m, &out, &rows)?;
     print!(
         "{}",
         match args.format {
@@ -860,6 +885,10 @@ pub fn table(args: &TableArgs) -> Result<()> {
             TableFormat::Csv => table.csv()?,
         }
     );
+    // the verdicts follow a Markdown table (they are in claims.* always)
+    if let (TableFormat::Md, Some(claims)) = (args.format, claims) {
+        print!("\n{claims}");
+    }
     Ok(())
 }
 

@@ -1992,3 +1992,69 @@ fn ranks_run_as_the_sudo_user() {
         let _ = std::fs::remove_dir_all(p);
     }
 }
+
+/// `repro table table2` tests the manifest's claims on the committed runs
+/// alone: it prints the verdicts after the table and writes claims.md and
+/// claims.csv, whose numbers are the paired test over the seeds.
+#[test]
+fn table2_claims_are_tested_on_the_committed_runs() {
+    let out = temp_out("claims");
+    std::fs::create_dir_all(&out).unwrap();
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/table2/runs.csv");
+    std::fs::copy(&committed, out.join("runs.csv")).unwrap();
+    let o = repro(&["table", "table2", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    let claim = "moniqua has a higher avg_test_accuracy than choco (bits=1)";
+    assert!(said.contains("# Claims:") && said.contains(claim), "{said}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("claims.md")).unwrap(),
+        said.split_once("\n# Claims:")
+            .map(|(_, c)| format!("# Claims:{c}"))
+            .unwrap()
+    );
+    let verdicts = csv_rows(&out.join("claims.csv"));
+    assert_eq!(verdicts.len(), 8);
+    assert!(verdicts.iter().all(|v| {
+        [
+            "supported",
+            "not supported",
+            "contradicted",
+            "not evaluated",
+        ]
+        .contains(&v["verdict"].as_str())
+    }));
+    // the first claim, recomputed from runs.csv: percent, paired by seed
+    let runs = csv_rows(&out.join("runs.csv"));
+    let accuracy = |alg: &str| {
+        let mut v: Vec<(String, f64)> = runs
+            .iter()
+            .filter(|r| r["algorithm"] == alg && r["bits"] == "1")
+            .map(|r| {
+                (
+                    r["seed"].clone(),
+                    r["avg_test_accuracy"].parse::<f64>().unwrap() * 100.0,
+                )
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.into_iter().map(|(_, x)| x).collect::<Vec<f64>>()
+    };
+    let d = repro::stats::paired(&accuracy("moniqua"), &accuracy("choco")).unwrap();
+    let first = verdicts.iter().find(|v| v["claim"] == claim).unwrap();
+    assert_eq!(first["test"], "paired t");
+    let number = |k: &str| first[k].parse::<f64>().unwrap();
+    assert!((number("effect") - d.effect).abs() < 1e-9);
+    assert!((number("p") - d.p_two_sided()).abs() < 1e-9);
+    let (lo, hi) = d.interval(0.05);
+    assert!((number("ci_low") - lo).abs() < 1e-9 && (number("ci_high") - hi).abs() < 1e-9);
+    let verdict = if lo > 0.0 {
+        "supported"
+    } else if hi < 0.0 {
+        "contradicted"
+    } else {
+        "not supported"
+    };
+    assert_eq!(first["verdict"], verdict);
+    let _ = std::fs::remove_dir_all(&out);
+}

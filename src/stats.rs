@@ -1,0 +1,388 @@
+//! The statistics behind every interval and verdict: Student's t intervals
+//! of a mean, paired and Welch t-tests of a difference, two one-sided tests
+//! for equivalence, and exact tests of divergence counts. The distributions
+//! come from `statrs`; the tests below check them against published table
+//! values and hand-worked examples.
+
+use statrs::distribution::{Beta, ContinuousCDF, StudentsT};
+use statrs::function::factorial::ln_binomial;
+
+/// The two-sided `1 - level` quantile of Student's t with `df` degrees of
+/// freedom: the `t*` of a `1 - level` confidence interval.
+pub fn t_star(df: f64, level: f64) -> f64 {
+    t_dist(df).inverse_cdf(1.0 - level / 2.0)
+}
+
+/// P(T > t) for Student's t with `df` degrees of freedom.
+pub fn t_upper(t: f64, df: f64) -> f64 {
+    t_dist(df).sf(t)
+}
+
+fn t_dist(df: f64) -> StudentsT {
+    // df > 0 by construction of every caller (n >= 2)
+    StudentsT::new(0.0, 1.0, df.max(f64::MIN_POSITIVE)).expect("a valid t distribution")
+}
+
+/// Whether a p-value is below `level`. A p-value equal to the level up
+/// to rounding (1/20 from an exact test, computed through logarithms) is
+/// not below it.
+pub fn below(p: f64, level: f64) -> bool {
+    p < level * (1.0 - 1e-9)
+}
+
+/// The mean of `xs`, its sample standard deviation and the count.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64, usize) {
+    let n = xs.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN, 0);
+    }
+    let mean = xs.iter().sum::<f64>() / n as f64;
+    let sd = if n > 1 {
+        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        f64::NAN
+    };
+    (mean, sd, n)
+}
+
+/// A mean with its t interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MeanCi {
+    pub mean: f64,
+    /// Half the interval's width (NaN for one value).
+    pub half: f64,
+    pub n: usize,
+}
+
+/// The mean of `xs` and the half-width of its `1 - level` t interval.
+pub fn mean_ci(xs: &[f64], level: f64) -> MeanCi {
+    let (mean, sd, n) = mean_sd(xs);
+    let half = if n > 1 {
+        t_star((n - 1) as f64, level) * sd / (n as f64).sqrt()
+    } else {
+        f64::NAN
+    };
+    MeanCi { mean, half, n }
+}
+
+/// Which test compared two samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Test {
+    /// The differences of runs paired by seed, one-sample t.
+    Paired,
+    /// Two independent samples, unequal variances.
+    Welch,
+}
+
+impl Test {
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::Paired => "paired t",
+            Test::Welch => "Welch t",
+        }
+    }
+}
+
+/// A difference of means `a - b` as a t statistic sees it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Difference {
+    pub test: Test,
+    /// The estimate of `mean(a) - mean(b)`.
+    pub effect: f64,
+    /// Its standard error, and the t distribution's degrees of freedom.
+    pub se: f64,
+    pub df: f64,
+    /// Values on each side (pairs, for a paired test: both the same).
+    pub n_a: usize,
+    pub n_b: usize,
+}
+
+impl Difference {
+    /// The `1 - level` confidence interval of the effect.
+    pub fn interval(&self, level: f64) -> (f64, f64) {
+        if self.se == 0.0 {
+            return (self.effect, self.effect);
+        }
+        let h = t_star(self.df, level) * self.se;
+        (self.effect - h, self.effect + h)
+    }
+
+    /// The one-sided p-value of "the true effect is at most `shift`".
+    pub fn p_at_most(&self, shift: f64) -> f64 {
+        if self.se == 0.0 {
+            // no spread: the observed difference is the difference
+            return if self.effect > shift { 0.0 } else { 1.0 };
+        }
+        t_upper((self.effect - shift) / self.se, self.df)
+    }
+
+    /// The one-sided p-value of "the true effect is at least `shift`".
+    pub fn p_at_least(&self, shift: f64) -> f64 {
+        if self.se == 0.0 {
+            return if self.effect < shift { 0.0 } else { 1.0 };
+        }
+        t_upper((shift - self.effect) / self.se, self.df)
+    }
+
+    /// The two-sided p-value of "no difference".
+    pub fn p_two_sided(&self) -> f64 {
+        if self.se == 0.0 {
+            return if self.effect == 0.0 { 1.0 } else { 0.0 };
+        }
+        (2.0 * t_upper(self.effect.abs() / self.se, self.df)).min(1.0)
+    }
+
+    /// The p-value of two one-sided tests that the effect lies within
+    /// `(-margin, margin)`: the larger of the two one-sided p-values.
+    pub fn p_equivalent(&self, margin: f64) -> f64 {
+        self.p_at_most(-margin).max(self.p_at_least(margin))
+    }
+}
+
+/// The paired t-test of `a[i] - b[i]`; None with fewer than two pairs.
+pub fn paired(a: &[f64], b: &[f64]) -> Option<Difference> {
+    assert_eq!(a.len(), b.len(), "paired samples");
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let (mean, sd, n) = mean_sd(&d);
+    (n >= 2).then(|| Difference {
+        test: Test::Paired,
+        effect: mean,
+        se: sd / (n as f64).sqrt(),
+        df: (n - 1) as f64,
+        n_a: n,
+        n_b: n,
+    })
+}
+
+/// Welch's t-test of `mean(a) - mean(b)`, with the Welch-Satterthwaite
+/// degrees of freedom; None unless each side has two values.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<Difference> {
+    let (ma, sa, na) = mean_sd(a);
+    let (mb, sb, nb) = mean_sd(b);
+    if na < 2 || nb < 2 {
+        return None;
+    }
+    let (va, vb) = (sa * sa / na as f64, sb * sb / nb as f64);
+    let se = (va + vb).sqrt();
+    let df = if va + vb == 0.0 {
+        (na + nb - 2) as f64
+    } else {
+        (va + vb).powi(2) / (va * va / (na - 1) as f64 + vb * vb / (nb - 1) as f64)
+    };
+    Some(Difference {
+        test: Test::Welch,
+        effect: ma - mb,
+        se,
+        df,
+        n_a: na,
+        n_b: nb,
+    })
+}
+
+/// P(X >= k) for X ~ Binomial(n, p), summed exactly.
+pub fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    (k..=n).map(|i| binomial_pmf(i, n, p)).sum::<f64>().min(1.0)
+}
+
+/// P(X <= k) for X ~ Binomial(n, p).
+pub fn binomial_at_most(k: u64, n: u64, p: f64) -> f64 {
+    (0..=k.min(n))
+        .map(|i| binomial_pmf(i, n, p))
+        .sum::<f64>()
+        .min(1.0)
+}
+
+fn binomial_pmf(i: u64, n: u64, p: f64) -> f64 {
+    if p <= 0.0 {
+        return if i == 0 { 1.0 } else { 0.0 };
+    }
+    if p >= 1.0 {
+        return if i == n { 1.0 } else { 0.0 };
+    }
+    (ln_binomial(n, i) + i as f64 * p.ln() + (n - i) as f64 * (1.0 - p).ln()).exp()
+}
+
+/// The Clopper-Pearson `1 - level` interval of a proportion `k / n`.
+pub fn clopper_pearson(k: u64, n: u64, level: f64) -> (f64, f64) {
+    let (k, n) = (k as f64, n as f64);
+    let lo = if k == 0.0 {
+        0.0
+    } else {
+        Beta::new(k, n - k + 1.0)
+            .expect("a valid beta")
+            .inverse_cdf(level / 2.0)
+    };
+    let hi = if k == n {
+        1.0
+    } else {
+        Beta::new(k + 1.0, n - k)
+            .expect("a valid beta")
+            .inverse_cdf(1.0 - level / 2.0)
+    };
+    (lo, hi)
+}
+
+/// Fisher's exact test, one-sided: the p-value of "A's runs fail no more
+/// often than B's" when `ka` of `na` and `kb` of `nb` failed (the chance,
+/// with the margins fixed, of A having `ka` or more of the failures).
+pub fn fisher_greater(ka: u64, na: u64, kb: u64, nb: u64) -> f64 {
+    let k = ka + kb;
+    let n = na + nb;
+    let pmf = |x: u64| (ln_binomial(na, x) + ln_binomial(nb, k - x) - ln_binomial(n, k)).exp();
+    let hi = k.min(na);
+    (ka..=hi)
+        .filter(|x| k - x <= nb)
+        .map(pmf)
+        .sum::<f64>()
+        .min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    /// Two-sided 95% critical values of Student's t, as printed in every
+    /// t table (e.g. NIST/SEMATECH e-Handbook, Table 1.4.2.7.2).
+    #[test]
+    fn t_quantiles_match_a_printed_table() {
+        for (df, t) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (3.0, 3.182),
+            (4.0, 2.776),
+            (5.0, 2.571),
+            (9.0, 2.262),
+            (10.0, 2.228),
+            (29.0, 2.045),
+            (100.0, 1.984),
+        ] {
+            assert!(
+                close(t_star(df, 0.05), t, 5e-4),
+                "df {df}: {}",
+                t_star(df, 0.05)
+            );
+        }
+        // 99%, and a one-sided tail
+        assert!(close(t_star(4.0, 0.01), 4.604, 5e-4));
+        assert!(close(t_upper(1.833, 9.0), 0.05, 5e-4));
+    }
+
+    /// With two degrees of freedom the t distribution has a closed form,
+    /// P(T > t) = 1/2 - t / (2 sqrt(t^2 + 2)): differences 1, 2, 3 have mean
+    /// 2, sd 1, se 1/sqrt(3), t = 2 sqrt(3) = 3.4641, so the two-sided p
+    /// is 1 - 2 sqrt(3) / sqrt(14) = 0.074180.
+    #[test]
+    fn a_paired_test_worked_by_hand() {
+        let d = paired(&[11.0, 12.0, 13.0], &[10.0, 10.0, 10.0]).unwrap();
+        assert_eq!(d.test, Test::Paired);
+        assert!(close(d.effect, 2.0, 1e-12));
+        assert!(close(d.se, 1.0 / 3f64.sqrt(), 1e-12));
+        let p = 1.0 - 2.0 * 3f64.sqrt() / 14f64.sqrt();
+        assert!(close(d.p_two_sided(), p, 1e-9), "{}", d.p_two_sided());
+        // the 95% interval: 2 -+ 4.303 / sqrt(3)
+        let (lo, hi) = d.interval(0.05);
+        assert!(close(lo, 2.0 - 4.3027 / 3f64.sqrt(), 1e-3), "{lo}");
+        assert!(close(hi, 2.0 + 4.3027 / 3f64.sqrt(), 1e-3), "{hi}");
+        assert!(paired(&[1.0], &[2.0]).is_none());
+    }
+
+    /// Welch's test worked by hand: a = 1, 2, 3, 4 (mean 2.5, var 5/3),
+    /// b = 2, 4, 6, 8 (mean 5, var 20/3); se^2 = 5/12 + 20/12 = 25/12,
+    /// t = -2.5 / sqrt(25/12) = -1.7321 = -sqrt(3);
+    /// df = (25/12)^2 / ((5/12)^2 / 3 + (20/12)^2 / 3) = 625 / 425 * 3 = 4.4118.
+    #[test]
+    fn a_welch_test_worked_by_hand() {
+        let d = welch(&[1.0, 2.0, 3.0, 4.0], &[2.0, 4.0, 6.0, 8.0]).unwrap();
+        assert!(close(d.effect, -2.5, 1e-12));
+        assert!(close(d.se, (25.0f64 / 12.0).sqrt(), 1e-12));
+        assert!(close(d.df, 625.0 / 425.0 * 3.0, 1e-9), "{}", d.df);
+        // between the table's two-sided p at df 4 (t 1.7321: 0.1583) and
+        // df 5 (0.1438); scipy.stats.ttest_ind(a, b, equal_var=False)
+        // gives 0.1516
+        let p = d.p_two_sided();
+        assert!(close(p, 0.1516, 5e-4), "{p}");
+        assert!(welch(&[1.0], &[1.0, 2.0]).is_none());
+    }
+
+    /// The audit's example: Table 2's Moniqua and CHOCO at 1 bit, seeds
+    /// 0, 1, 2 (avg_test_accuracy in results/table2/runs.csv): Welch p
+    /// about 0.24, paired by seed about 0.39 (scipy.stats 1.x: 0.2392, 0.3888).
+    #[test]
+    fn the_audits_numbers() {
+        let moniqua = [0.8556, 0.8636, 0.8628];
+        let choco = [0.8584, 0.8516, 0.8580];
+        let w = welch(&moniqua, &choco).unwrap();
+        assert!(close(w.p_two_sided(), 0.2392, 5e-4), "{}", w.p_two_sided());
+        let p = paired(&moniqua, &choco).unwrap();
+        assert!(close(p.p_two_sided(), 0.3888, 5e-4), "{}", p.p_two_sided());
+    }
+
+    #[test]
+    fn equivalence_needs_the_interval_inside_the_margin() {
+        // effect 0.1, se 0.1, df 9: both one-sided tests at margin 1 reject
+        let d = Difference {
+            test: Test::Welch,
+            effect: 0.1,
+            se: 0.1,
+            df: 9.0,
+            n_a: 10,
+            n_b: 10,
+        };
+        // (1 - 0.1) / 0.1 = 9 standard errors to the upper margin
+        assert!(d.p_equivalent(1.0) < 1e-5);
+        // margin 0.2: only one standard error above, p = P(T > 1) at df 9
+        assert!(close(d.p_equivalent(0.2), t_upper(1.0, 9.0), 1e-12));
+        assert!(close(t_upper(1.0, 9.0), 0.1717, 5e-4));
+        // no spread: equivalent exactly when the effect is inside
+        let exact = Difference { se: 0.0, ..d };
+        assert_eq!(exact.p_equivalent(0.2), 0.0);
+        assert_eq!(exact.p_equivalent(0.05), 1.0);
+        assert_eq!(exact.p_two_sided(), 0.0);
+    }
+
+    #[test]
+    fn mean_intervals_use_t() {
+        // 1, 2, 3: mean 2, sd 1, half-width 4.303 / sqrt(3) = 2.484
+        let m = mean_ci(&[1.0, 2.0, 3.0], 0.05);
+        assert_eq!(m.n, 3);
+        assert!(close(m.mean, 2.0, 1e-12));
+        assert!(close(m.half, 2.4842, 5e-4), "{}", m.half);
+        assert!(mean_ci(&[5.0], 0.05).half.is_nan());
+    }
+
+    /// Exact counts: 3 of 3 is p = 1/8 against a fair coin; 10 of 10
+    /// is 1/1024. Clopper-Pearson for 3 of 3 at 95%: lower bound
+    /// 0.025^(1/3) = 0.2924; for 0 of 10 the upper is 1 - 0.025^(1/10).
+    #[test]
+    fn exact_tests_of_counts() {
+        assert!(close(binomial_at_least(3, 3, 0.5), 0.125, 1e-12));
+        assert!(close(binomial_at_least(10, 10, 0.5), 1.0 / 1024.0, 1e-12));
+        assert!(close(binomial_at_least(2, 3, 0.5), 0.5, 1e-12));
+        assert!(close(binomial_at_most(0, 3, 0.5), 0.125, 1e-12));
+        let (lo, hi) = clopper_pearson(3, 3, 0.05);
+        assert!(
+            close(lo, 0.025f64.powf(1.0 / 3.0), 1e-6) && hi == 1.0,
+            "{lo}"
+        );
+        let (lo, hi) = clopper_pearson(0, 10, 0.05);
+        assert!(
+            lo == 0.0 && close(hi, 1.0 - 0.025f64.powf(0.1), 1e-6),
+            "{hi}"
+        );
+        // Fisher: 3 of 3 against 0 of 3 failed: p = 1 / C(6, 3) = 0.05
+        assert!(close(fisher_greater(3, 3, 0, 3), 0.05, 1e-12));
+        // exactly the level is not below it, whatever the rounding
+        assert!(!below(fisher_greater(3, 3, 0, 3), 0.05));
+        assert!(below(0.0499, 0.05));
+        // 2 of 3 against 0 of 3: (C(3,2) C(3,0)) / C(6,2) + ... = 0.2
+        assert!(close(fisher_greater(2, 3, 0, 3), 0.2, 1e-12));
+        assert!(close(fisher_greater(0, 3, 3, 3), 1.0, 1e-12));
+    }
+}
