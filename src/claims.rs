@@ -11,14 +11,10 @@ use anyhow::Result;
 
 use crate::curves::{CURVE_METRICS, RunCurve};
 use crate::manifest::{ClaimSpec, TableSpec};
-use crate::plan;
+use crate::plan::{self, SEED_KEY};
 use crate::results::{Kind as Column, METRICS, RunRecord, csv_text, kind};
 use crate::stats::{self, Difference};
 use crate::table::number;
-
-/// The grid key that tells runs of one method apart; runs that differ
-/// only in it are repetitions, paired across methods by its value.
-pub const SEED_KEY: &str = "seed";
 
 /// What a claim says, resolved from its spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -409,7 +405,7 @@ pub struct Verdict {
 /// A side's runs: the value of each by seed (its run id without a seed
 /// key), and what was left out.
 struct Side {
-    values: Vec<(String, f64)>,
+    values: stats::Seeded,
     left_out: BTreeMap<String, usize>,
 }
 
@@ -439,21 +435,6 @@ fn seed_of(r: &RunRecord) -> String {
 
 fn status_of(r: &RunRecord) -> &str {
     r.metrics.get("status").map_or("", |c| c.text())
-}
-
-/// The paired test when both sides have the same seeds, else Welch's.
-fn compare(a: &Side, b: &Side) -> Option<Difference> {
-    let mut sa = a.values.clone();
-    let mut sb = b.values.clone();
-    sa.sort_by(|x, y| x.0.cmp(&y.0));
-    sb.sort_by(|x, y| x.0.cmp(&y.0));
-    let same_seeds = sa.len() == sb.len() && sa.iter().zip(&sb).all(|(x, y)| x.0 == y.0);
-    if same_seeds {
-        let (va, vb): (Vec<f64>, Vec<f64>) = sa.iter().zip(&sb).map(|(x, y)| (x.1, y.1)).unzip();
-        stats::paired(&va, &vb)
-    } else {
-        stats::welch(&a.numbers(), &b.numbers())
-    }
 }
 
 /// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
@@ -738,7 +719,7 @@ fn two_samples(
         .into_iter()
         .flatten()
         .collect();
-    match compare(a, b) {
+    match stats::difference(&a.values, &b.values) {
         Some(d) => {
             v.test = d.test.name().into();
             v.effect = Some(d.effect);

@@ -26,7 +26,8 @@ enum Command {
     /// Run an experiment (a name from `repro list`, or a path to a manifest):
     /// every run of its grid at one scale, then its table.
     Run(run::RunArgs),
-    /// Render an experiment's table from its runs.csv.
+    /// Render an experiment's table from its runs.csv (writing table.md,
+    /// table.tex, table.csv), and test its claims (claims.md, claims.csv).
     Table(run::TableArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(run::PlotArgs),

@@ -47,6 +47,10 @@ pub struct TableSpec {
     /// More columns: one metric per row, over all of the row's runs.
     #[serde(default)]
     pub extra: Vec<ExtraColumn>,
+    /// A reference row (row-key values, `{algorithm: d-psgd}`): every
+    /// other row gets a row of its differences to it, paired by seed.
+    #[serde(default)]
+    pub reference: Option<BTreeMap<String, Value>>,
 }
 
 /// A column of one metric per table row (the extra-memory column of Table 2).

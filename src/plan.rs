@@ -102,6 +102,11 @@ pub struct PlannedRun {
     pub network: Option<Condition>,
 }
 
+/// The grid key that tells repetitions apart: runs that differ only in it
+/// are seeds of one setting, and are paired across settings by its value
+/// (claims, and a table's differences to its reference row).
+pub const SEED_KEY: &str = "seed";
+
 /// A YAML scalar as a grid point holds it (a string as itself).
 pub fn text(v: &Value) -> String {
     match v {
@@ -633,6 +638,7 @@ mod tests {
                 scale: None,
                 paper: None,
                 extra: Vec::new(),
+                reference: None,
             },
             resolved: String::new(),
         }

@@ -538,15 +538,7 @@ fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecor
     results::write_csv(&out.join("runs.csv"), rows)?;
     let frame = RunsFrame::new(rows)?;
     frames::write_parquet(&out.join("runs.parquet"), frame.export()?)?;
-    let paper = table::load_paper(&m.table)?;
-    let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
-    for (file, text) in [
-        ("table.md", table.markdown()),
-        ("table.tex", table.latex()),
-        ("table.csv", table.csv()?),
-    ] {
-        crate::atomic::write(&out.join(file), text)?;
-    }
+    let table = write_table(m, out, &frame)?;
     println!("{}", table.markdown());
     if let Some(claims) = write_claims(m, out, rows)? {
         println!("{claims}");
@@ -557,6 +549,25 @@ fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecor
         }
     }
     Ok(())
+}
+
+/// Builds the manifest's table from the runs and writes it as table.md,
+/// table.tex and table.csv.
+fn write_table(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    frame: &RunsFrame,
+) -> Result<table::Table> {
+    let paper = table::load_paper(&m.table)?;
+    let table = table::build_table(&m.title, &m.source, &m.table, frame, paper.as_ref())?;
+    for (file, text) in [
+        ("table.md", table.markdown()),
+        ("table.tex", table.latex()),
+        ("table.csv", table.csv()?),
+    ] {
+        crate::atomic::write(&out.join(file), text)?;
+    }
+    Ok(table)
 }
 
 /// Tests the manifest's claims on `rows` and writes claims.md and
@@ -868,14 +879,14 @@ pub fn plot(args: &PlotArgs) -> Result<()> {
     }
 }
 
+/// `repro table`: the table (and the claims' verdicts) from runs.csv,
+/// written beside it and printed.
 pub fn table(args: &TableArgs) -> Result<()> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &[])?;
     let out = out_dir(&args.out, &m.name);
     let rows = results::read_csv(&out.join("runs.csv"))?;
-    let paper = table::load_paper(&m.table)?;
-    let frame = RunsFrame::new(&rows)?;
-    let table = table::build_table(&m.title, &m.source, &m.table, &frame, paper.as_ref())?;
+    let table = write_table(&m, &out, &RunsFrame::new(&rows)?)?;
     let claims = write_claims(&m, &out, &rows)?;
     print!(
         "{}",

@@ -179,6 +179,28 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Difference> {
     })
 }
 
+/// Values, each labelled by the seed of the run it came from.
+pub type Seeded = Vec<(String, f64)>;
+
+/// `mean(a) - mean(b)` for values labelled by their seed: the paired test
+/// when both sides have the same seeds (each once), Welch's otherwise.
+pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference> {
+    let mut sa = a.to_vec();
+    let mut sb = b.to_vec();
+    sa.sort_by(|x, y| x.0.cmp(&y.0));
+    sb.sort_by(|x, y| x.0.cmp(&y.0));
+    let distinct = sa.windows(2).all(|w| w[0].0 != w[1].0);
+    let same_seeds =
+        distinct && sa.len() == sb.len() && sa.iter().zip(&sb).all(|(x, y)| x.0 == y.0);
+    if same_seeds {
+        let (va, vb): (Vec<f64>, Vec<f64>) = sa.iter().zip(&sb).map(|(x, y)| (x.1, y.1)).unzip();
+        paired(&va, &vb)
+    } else {
+        let values = |s: &[(String, f64)]| s.iter().map(|x| x.1).collect::<Vec<_>>();
+        welch(&values(&sa), &values(&sb))
+    }
+}
+
 /// P(X >= k) for X ~ Binomial(n, p), summed exactly.
 pub fn binomial_at_least(k: u64, n: u64, p: f64) -> f64 {
     if k == 0 {

@@ -6,10 +6,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use polars::prelude::{DataFrame, DataType, Expr, col, lit};
+use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
 use crate::frames::{self, RunsFrame};
 use crate::manifest::TableSpec;
+use crate::plan::SEED_KEY;
 use crate::results::{METRICS, csv_rows, csv_text};
 
 /// Checks `spec` against the runs' grid `keys` before anything runs:
@@ -47,6 +48,17 @@ pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, Stri
     if let Some(c) = &spec.cols {
         grid("table.cols".into(), c)?;
     }
+    for k in spec.reference.iter().flat_map(|r| r.keys()) {
+        if !spec.rows.contains(k) {
+            return Err((
+                format!("table.reference.{k}"),
+                format!(
+                    "`{k}` is not a row key; the reference names a row by {}",
+                    spec.rows.join(", ")
+                ),
+            ));
+        }
+    }
     for (i, e) in spec.extra.iter().enumerate() {
         metric(format!("table.extra[{i}].value"), &e.value)?;
         for k in e.relative_to.iter().flat_map(|r| r.keys()) {
@@ -63,6 +75,8 @@ pub struct Table {
     pub source: String,
     /// The metric in the cells.
     pub value: String,
+    /// The reference row's label, when the table has difference rows.
+    pub reference: Option<String>,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
@@ -183,7 +197,7 @@ pub fn build_table(
     let g = Groups::new(spec, runs, paper.filter(|_| spec.paper.is_some()));
     let cells = g.cells()?;
     let extras = g.extras()?;
-    let body = cells
+    let mut body: Vec<Vec<String>> = cells
         .rows
         .iter()
         .map(|rk| {
@@ -201,10 +215,23 @@ pub fn build_table(
             line
         })
         .collect();
+    let reference = match &spec.reference {
+        Some(r) => {
+            let (label, rows) = g.differences(r, &cells)?;
+            let width = body.first().map_or(0, Vec::len);
+            body.extend(rows.into_iter().map(|mut r| {
+                r.resize(width, "-".into());
+                r
+            }));
+            Some(label)
+        }
+        None => None,
+    };
     Ok(Table {
         title: title.to_string(),
         source: source.to_string(),
         value: spec.value.clone(),
+        reference,
         header: g.header(&cells.cols),
         rows: body,
     })
@@ -293,8 +320,10 @@ impl<'a> Groups<'a> {
         let mut aggs = vec![
             col("status")
                 .eq(lit("diverged"))
-                .any(true)
+                .cast(DataType::Float64)
+                .sum()
                 .alias("__diverged"),
+            len().cast(DataType::Float64).alias("__runs"),
             completed.any(true).alias("__completed"),
             done.clone().mean().alias("__mean"),
             done.clone().std(1).alias("__sd"),
@@ -332,15 +361,17 @@ impl<'a> Groups<'a> {
             }
             let bool_at =
                 |n: &str| -> Result<bool> { Ok(groups.column(n)?.bool()?.get(i).unwrap_or(false)) };
-            let ours = if bool_at("__diverged")? {
-                "diverged".to_string()
+            let count = |n: &str| -> Result<usize> {
+                Ok(frames::number_at(&groups, n, i)?.unwrap_or(0.0) as usize)
+            };
+            let ours = if count("__diverged")? > 0 {
+                format!("diverged ({}/{})", count("__diverged")?, count("__runs")?)
             } else if !bool_at("__completed")? {
                 "failed".to_string()
             } else {
-                let n = frames::number_at(&groups, "__n", i)?.unwrap_or(0.0);
                 let mean = frames::number_at(&groups, "__mean", i)?;
                 let sd = frames::number_at(&groups, "__sd", i)?;
-                mean_sd(n as usize, mean, sd)
+                mean_ci(count("__n")?, mean, sd)
             };
             let point = self.point_of(&groups, i)?;
             let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
@@ -430,6 +461,108 @@ impl<'a> Groups<'a> {
         frames::number_at(&mean, "__mean", 0)
     }
 
+    /// The rows of differences to the reference row: for every other row
+    /// and column, its completed runs' values minus the reference's in the
+    /// same column, paired by seed where both ran the same seeds (Welch
+    /// otherwise), as mean ± the half-width of the 95% t interval. The
+    /// reference's label and the rows (row label and one cell a column).
+    fn differences(
+        &self,
+        reference: &BTreeMap<String, yaml_serde::Value>,
+        cells: &Cells,
+    ) -> Result<(String, Vec<Vec<String>>)> {
+        let df = &self.runs.df;
+        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let mut select = self.row_exprs.clone();
+        select.push(
+            match &self.spec.cols {
+                Some(c) => frames::key(df, c),
+                None => lit(""),
+            }
+            .alias("__col"),
+        );
+        select.push(frames::key(df, SEED_KEY).alias("__seed"));
+        select.push(frames::key(df, "run_id").alias("__id"));
+        select.push(value.alias("__v"));
+        let runs = self
+            .runs
+            .lazy()
+            .filter(col("status").eq(lit("completed")))
+            .select(select)
+            .collect()
+            .context("could not select the runs for the table's differences")?;
+        let values = frames::numbers(&runs, "__v")?;
+        let mut by_cell: BTreeMap<(Vec<String>, String), crate::stats::Seeded> = BTreeMap::new();
+        for (i, v) in values.iter().enumerate() {
+            let Some(v) = v.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let seed = match frames::text_at(&runs, "__seed", i)? {
+                s if s.is_empty() => frames::text_at(&runs, "__id", i)?,
+                s => s,
+            };
+            by_cell
+                .entry((self.row_of(&runs, i)?, frames::text_at(&runs, "__col", i)?))
+                .or_default()
+                .push((seed, v));
+        }
+        let wanted: Vec<Option<String>> = self
+            .spec
+            .rows
+            .iter()
+            .map(|k| reference.get(k).map(crate::plan::text))
+            .collect();
+        let base = cells
+            .rows
+            .iter()
+            .find(|rk| {
+                wanted
+                    .iter()
+                    .zip(rk.iter())
+                    .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
+            })
+            .cloned();
+        let label = wanted
+            .iter()
+            .zip(&self.spec.rows)
+            .filter_map(|(w, k)| w.as_ref().map(|w| format!("{k}={w}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(base) = base else {
+            return Ok((format!("{label} (no runs)"), Vec::new()));
+        };
+        let mut rows = Vec::new();
+        for rk in cells.rows.iter().filter(|rk| **rk != base) {
+            let mut line = vec![format!("Δ {} − {}", rk.join(" / "), base.join(" / "))];
+            for ck in &cells.cols {
+                let get = |r: &Vec<String>| {
+                    by_cell
+                        .get(&(r.clone(), ck.clone()))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let text = match crate::stats::difference(&get(rk), &get(&base)) {
+                    Some(d) => {
+                        let (lo, hi) = d.interval(0.05);
+                        let sign = if d.effect > 0.0 { "+" } else { "" };
+                        format!(
+                            "{sign}{} ± {} ({}, n={})",
+                            number(d.effect),
+                            number((hi - lo) / 2.0),
+                            d.test.name(),
+                            d.n_a.min(d.n_b)
+                        )
+                    }
+                    None => "-".into(),
+                };
+                line.push(text);
+                line.extend(self.paper.map(|_| "-".to_string()));
+            }
+            rows.push(line);
+        }
+        Ok((label, rows))
+    }
+
     /// The header: the row keys, each column (and the paper's beside it),
     /// then the extra columns.
     fn header(&self, cols: &[String]) -> Vec<String> {
@@ -469,8 +602,21 @@ impl Table {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "# {}\n\nSource: {}. Cells: `{}` (mean ± sd over seeds; \"diverged\" if a run diverged).\n",
-            self.title, self.source, self.value
+            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over the completed runs (seeds), and their number n; \"diverged (k/n)\" if k of a cell's n runs diverged.{}{}\n",
+            self.title,
+            self.source,
+            self.value,
+            if self.header.iter().any(|h| h.contains("(paper: ")) {
+                " The paper's cells are as printed (mean ± sd)."
+            } else {
+                ""
+            },
+            match &self.reference {
+                Some(r) => format!(
+                    " Rows `Δ a − b`: a's runs minus the reference row's ({r}) in the same column, paired by seed where both ran the same seeds (Welch otherwise), mean ± 95% t half-width."
+                ),
+                None => String::new(),
+            }
         );
         let _ = writeln!(out, "| {} |", self.header.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
@@ -535,13 +681,22 @@ pub(crate) fn number(x: f64) -> String {
     }
 }
 
-/// A cell's text from `n` values' mean and sample sd: "-" for none, the
-/// mean alone for one.
-fn mean_sd(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
+/// A cell's text from `n` values' mean and sample sd: the mean, the
+/// half-width of its 95% t interval and n; "-" for none, no interval for
+/// one.
+fn mean_ci(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
     match (n, mean) {
         (0, _) | (_, None) => "-".into(),
-        (1, Some(m)) => number(m),
-        (_, Some(m)) => format!("{} ± {}", number(m), sd.map_or_else(|| "-".into(), number)),
+        (1, Some(m)) => format!("{} (n=1)", number(m)),
+        (_, Some(m)) => {
+            let half =
+                sd.map(|sd| crate::stats::t_star((n - 1) as f64, 0.05) * sd / (n as f64).sqrt());
+            format!(
+                "{} ± {} (n={n})",
+                number(m),
+                half.map_or_else(|| "-".into(), number)
+            )
+        }
     }
 }
 
@@ -570,6 +725,7 @@ mod tests {
             scale: None,
             paper: None,
             extra,
+            reference: None,
         }
     }
 
@@ -585,8 +741,9 @@ mod tests {
         let md = build_table("T", "S", &spec, &frame, None)
             .unwrap()
             .markdown();
-        assert!(md.contains("| moniqua | 2.000 ± 1.414 |"), "{md}");
-        assert!(md.contains("| dcd,x | diverged |"), "{md}");
+        // mean 2, sd 1.414, half-width 12.706 * 1.414 / sqrt(2) = 12.71
+        assert!(md.contains("| moniqua | 2.000 ± 12.71 (n=2) |"), "{md}");
+        assert!(md.contains("| dcd,x | diverged (1/1) |"), "{md}");
         let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
         insta::assert_snapshot!("table_md", table.markdown());
         insta::assert_snapshot!("table_latex", table.latex());
@@ -630,6 +787,48 @@ mod tests {
         assert_eq!(t.rows[1][2], "-", "no reference runs: no ratio");
     }
 
+    /// Difference rows: each row's runs minus the reference row's, paired
+    /// by seed where the seeds match, Welch's test where they do not.
+    #[test]
+    fn a_reference_row_gives_paired_differences() {
+        let rows = vec![
+            row("d-psgd", "0", "1.0", "completed"),
+            row("d-psgd", "1", "2.0", "completed"),
+            row("d-psgd", "2", "3.0", "completed"),
+            row("moniqua", "0", "1.5", "completed"),
+            row("moniqua", "1", "2.4", "completed"),
+            row("moniqua", "2", "3.6", "completed"),
+            row("choco", "5", "1.0", "completed"),
+            row("choco", "6", "2.0", "completed"),
+        ];
+        let spec = TableSpec {
+            reference: Some([("algorithm".to_string(), "d-psgd".into())].into()),
+            ..by_algorithm(Vec::new())
+        };
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        assert_eq!(t.reference.as_deref(), Some("algorithm=d-psgd"));
+        // differences 0.5, 0.4, 0.6: mean 0.5, sd 0.1, 4.303 * 0.1 / sqrt(3)
+        assert_eq!(
+            t.rows[3],
+            ["Δ moniqua − d-psgd", "+0.5000 ± 0.2484 (paired t, n=3)"]
+        );
+        // other seeds: Welch, 1.5 - 2.0
+        assert!(
+            t.rows[4][1].starts_with("-0.5000 ± ") && t.rows[4][1].contains("Welch t"),
+            "{:?}",
+            t.rows[4]
+        );
+        assert_eq!(t.rows.len(), 5);
+        assert!(t.markdown().contains("paired by seed"));
+        // the reference names a row by its row keys
+        let bad = TableSpec {
+            reference: Some([("seed".to_string(), "0".into())].into()),
+            ..spec
+        };
+        let (path, _) = check_spec(&bad, &["algorithm".into(), "seed".into()]).unwrap_err();
+        assert_eq!(path, "table.reference.seed");
+    }
+
     #[test]
     fn the_papers_numbers_sit_beside_ours() {
         let dir = std::env::temp_dir().join(format!("repro-paper-{}", std::process::id()));
@@ -664,9 +863,13 @@ mod tests {
         )
         .unwrap();
         insta::assert_snapshot!("table_with_paper", t.markdown());
-        assert_eq!(t.rows[0], ["moniqua", "85.00 ± 7.071", "91.08 ± 0.19"]);
-        assert_eq!(t.rows[1], ["dcd", "diverged", "diverge"]);
-        assert_eq!(t.rows[2], ["choco", "70.00", "-"]);
+        // sd 7.071 over 2 runs: half-width 12.706 * 7.071 / sqrt(2) = 63.53
+        assert_eq!(
+            t.rows[0],
+            ["moniqua", "85.00 ± 63.53 (n=2)", "91.08 ± 0.19"]
+        );
+        assert_eq!(t.rows[1], ["dcd", "diverged (1/1)", "diverge"]);
+        assert_eq!(t.rows[2], ["choco", "70.00 (n=1)", "-"]);
         let bad: TableSpec = yaml_serde::from_str(&format!(
             "{{rows: [algorithm], value: final_loss, paper: {{file: {}, keys: {{bits: budget}}, value: acc, label: x}}}}",
             csv.display()

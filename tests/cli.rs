@@ -1891,10 +1891,14 @@ fn status_marks_runs_of_another_commit_or_manifest_stale() {
     // another manifest: every run is stale (its id changed too)
     let said = status(&["--set", "params.lr=0.2"]);
     assert!(said.contains("0 current, 13 stale, 1 missing"), "{said}");
-    // the same runs from an edited manifest that leaves them alone
-    let said = status(&["--set", "title=Renamed"]);
+    // the same runs from an edited manifest that leaves them alone (another
+    // scale's parameter)
+    let said = status(&["--set", "scales.cpu.iterations=7"]);
     assert!(said.contains("0 current, 13 stale, 1 missing"), "{said}");
     assert!(said.contains("planned from manifest"), "{said}");
+    // a new title, table or claim only presents the runs: still current
+    let said = status(&["--set", "title=Renamed", "--set", "table.value=final_loss"]);
+    assert!(said.contains("10 current, 3 stale, 1 missing"), "{said}");
     // the overview has a line per experiment
     let o = repro(&["status"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
