@@ -416,6 +416,16 @@ pub struct FigureSpec {
     /// Logarithmic y axis.
     #[serde(default)]
     pub log_y: bool,
+    /// Logarithmic x axis (curves; a sweep's bandwidth axis is always).
+    #[serde(default)]
+    pub log_x: bool,
+    /// Show only this part of the x axis (`[0, 10]`: the first 10 s); y
+    /// fits what is shown.
+    #[serde(default)]
+    pub x_range: Option<[f64; 2]>,
+    /// The y axis' range (default: the points shown).
+    #[serde(default)]
+    pub y_range: Option<[f64; 2]>,
 }
 
 /// What a figure plots.

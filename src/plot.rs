@@ -19,8 +19,20 @@ pub struct Series {
     /// Runs averaged into it (into each point, for a sweep).
     pub runs: usize,
     pub points: Vec<(f64, f64)>,
+    /// The 95% t interval of the mean over the runs at each x, `(x, lo,
+    /// hi)`, drawn as a shaded band; empty for a single run.
+    pub band: Vec<(f64, f64, f64)>,
     /// Drawn dashed (a bound beside a measurement).
     pub dashed: bool,
+}
+
+/// The half-width of the 95% t interval of a mean of `n` values with
+/// sample sd `sd`; None for fewer than two.
+fn half_width(sd: Option<f64>, n: f64) -> Option<f64> {
+    (n >= 2.0)
+        .then(|| sd.filter(|s| s.is_finite()))
+        .flatten()
+        .map(|sd| crate::stats::t_star(n - 1.0, 0.05) * sd / n.sqrt())
 }
 
 /// One panel of a figure.
@@ -149,6 +161,7 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
                 .mean()
                 .alias("__x"),
             col(curves.y.as_str()).mean().alias("__y"),
+            col(curves.y.as_str()).std(1).alias("__sd"),
             col("run_id")
                 .n_unique()
                 .cast(DataType::Float64)
@@ -185,13 +198,29 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
                         .collect())
                 };
                 let ys = smooth(&column("__y")?, spec.smooth);
+                let xs = column("__x")?;
+                let halves: Vec<f64> = frames::numbers(&line, "__sd")?
+                    .into_iter()
+                    .map(|sd| half_width(sd, runs).unwrap_or(f64::NAN))
+                    .collect();
+                let halves = smooth(&halves, spec.smooth);
+                let shown = |x: &f64| {
+                    x.is_finite() && spec.x_range.is_none_or(|[lo, hi]| (lo..=hi).contains(x))
+                };
                 out.push(Series {
                     label: s.clone(),
                     runs: runs as usize,
-                    points: column("__x")?
-                        .into_iter()
-                        .zip(ys)
-                        .filter(|(x, y)| x.is_finite() && y.is_finite())
+                    points: xs
+                        .iter()
+                        .zip(&ys)
+                        .filter(|(x, y)| shown(x) && y.is_finite())
+                        .map(|(x, y)| (*x, *y))
+                        .collect(),
+                    band: xs
+                        .iter()
+                        .zip(ys.iter().zip(&halves))
+                        .filter(|(x, (y, h))| shown(x) && y.is_finite() && h.is_finite())
+                        .map(|(x, (y, h))| (*x, y - h, y + h))
                         .collect(),
                     dashed: false,
                 });
@@ -205,7 +234,7 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
                 title: p.clone(),
                 x_label: axis_label(&spec.x).into(),
                 y_label: axis_label(&spec.y).into(),
-                log_x: false,
+                log_x: spec.log_x,
                 series: out,
             })
         })
@@ -260,6 +289,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             .group_by([col("__series"), x.alias("__x")])
             .agg([
                 col("__y").mean(),
+                col("__y").std(1).alias("__sd"),
                 col("__bound").mean(),
                 len().cast(DataType::Float64).alias("__n"),
             ])
@@ -267,11 +297,12 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             .collect()
             .context("could not average the sweep's runs")?;
         // the group's columns, read once
-        let (x, y, b, n) = (
+        let (x, y, b, n, sd) = (
             frames::numbers(&points, "__x")?,
             frames::numbers(&points, "__y")?,
             frames::numbers(&points, "__bound")?,
             frames::numbers(&points, "__n")?,
+            frames::numbers(&points, "__sd")?,
         );
         let mut xs: Vec<u64> = x.iter().flatten().map(|v| v.to_bits()).collect();
         xs.sort_unstable();
@@ -281,20 +312,27 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
         }
         let mut series = Vec::new();
         for name in &order {
-            let (mut line, mut bound, mut runs) = (Vec::new(), Vec::new(), 0);
+            let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
             for i in 0..points.height() {
                 if frames::text_at(&points, "__series", i)? != *name {
                     continue;
                 }
                 let xi = x[i].unwrap_or(f64::NAN);
-                runs = runs.max(n[i].unwrap_or(0.0) as usize);
-                line.extend(y[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
+                let ni = n[i].unwrap_or(0.0);
+                runs = runs.max(ni as usize);
+                if let Some(yi) = y[i].filter(|y| y.is_finite()) {
+                    line.push((xi, yi));
+                    if let Some(h) = half_width(sd[i], ni) {
+                        band.push((xi, yi - h, yi + h));
+                    }
+                }
                 bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
             }
             series.push(Series {
                 label: name.clone(),
                 runs,
                 points: line,
+                band,
                 dashed: false,
             });
             if spec.bound.is_some() {
@@ -302,6 +340,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
                     label: format!("{name} (wire bound)"),
                     runs,
                     points: bound,
+                    band: Vec::new(),
                     dashed: true,
                 });
             }
@@ -382,6 +421,27 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(227, 119, 194),
     RGBColor(23, 190, 207),
 ];
+
+/// Series `i`'s marker at `at` (pixels from its anchor): a filled
+/// circle, triangle, square or cross, then the same hollow.
+fn marker<DB: DrawingBackend>(
+    at: (i32, i32),
+    i: usize,
+    color: RGBColor,
+) -> DynElement<'static, DB, (i32, i32)> {
+    let style = if (i / 4).is_multiple_of(2) {
+        color.filled()
+    } else {
+        color.stroke_width(2)
+    };
+    let (x, y) = at;
+    match i % 4 {
+        0 => Circle::new(at, 4, style).into_dyn(),
+        1 => TriangleMarker::new(at, 5, style).into_dyn(),
+        2 => Rectangle::new([(x - 4, y - 4), (x + 4, y + 4)], style).into_dyn(),
+        _ => Cross::new(at, 4, color.stroke_width(2)).into_dyn(),
+    }
+}
 
 /// An image format for figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -495,13 +555,32 @@ fn draw<DB: DrawingBackend>(
         let (x_min, x_max) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(x), b.max(x))
         });
-        let ys = panel
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1));
+        // the bands are part of what is shown
+        let ys = panel.series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.1)
+                .chain(s.band.iter().flat_map(|b| [b.1, b.2]))
+        });
         let (y_min, y_max) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
             (a.min(y), b.max(y))
         });
+        // on a log axis a band reaching 0 or below is cut at the lowest point
+        let floor = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+            .filter(|y| *y > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        let y_min = if spec.log_y && y_min <= 0.0 && floor.is_finite() {
+            floor
+        } else {
+            y_min
+        };
+        let (y_min, y_max) = match spec.y_range {
+            Some([lo, hi]) if lo < hi => (lo, hi),
+            _ => (y_min, y_max),
+        };
         let (x_min, x_max) = if x_min.is_finite() {
             (x_min, x_max.max(x_min * 1.01 + 1e-9))
         } else {
@@ -523,6 +602,8 @@ fn draw<DB: DrawingBackend>(
                 let mut chart = $chart.map_err(|e| err(e.to_string()))?;
                 chart
                     .configure_mesh()
+                    .x_labels(8)
+                    .y_labels(8)
                     .x_desc(panel.x_label.as_str())
                     .y_desc(panel.y_label.as_str())
                     .x_label_formatter(&|v| tick(*v))
@@ -531,16 +612,39 @@ fn draw<DB: DrawingBackend>(
                     .draw()
                     .map_err(|e| err(e.to_string()))?;
                 let mut color_of: Vec<&str> = Vec::new();
+                let (y_lo, y_hi) = (y_min, y_max);
+                let clip = |y: f64| y.clamp(y_lo, y_hi);
+                // the bands first, under every line
                 for s in &panel.series {
-                    // a bound shares its measurement's colour
                     let base = s.label.trim_end_matches(" (wire bound)");
                     let i = color_of.iter().position(|c| *c == base).unwrap_or_else(|| {
                         color_of.push(base);
                         color_of.len() - 1
                     });
+                    if s.band.len() >= 2 {
+                        let outline: Vec<(f64, f64)> = s
+                            .band
+                            .iter()
+                            .map(|b| (b.0, clip(b.2)))
+                            .chain(s.band.iter().rev().map(|b| (b.0, clip(b.1))))
+                            .collect();
+                        let fill = COLORS[i % COLORS.len()].mix(0.18).filled();
+                        chart
+                            .draw_series(std::iter::once(Polygon::new(outline, fill)))
+                            .map_err(|e| err(e.to_string()))?;
+                    }
+                }
+                for s in &panel.series {
+                    // a bound shares its measurement's colour
+                    let base = s.label.trim_end_matches(" (wire bound)");
+                    let i = color_of.iter().position(|c| *c == base).unwrap_or(0);
                     let color = COLORS[i % COLORS.len()];
                     let style = color.stroke_width(2);
-                    let drawn = if s.dashed {
+                    // series beyond the palette's first turn, and bounds, are
+                    // dashed; a marker of its own tells each series apart
+                    // where lines overlap
+                    let dash = s.dashed || i >= COLORS.len() || i % 3 == 2;
+                    let drawn = if dash {
                         chart.draw_series(DashedLineSeries::new(
                             s.points.iter().copied(),
                             6,
@@ -550,14 +654,25 @@ fn draw<DB: DrawingBackend>(
                     } else {
                         chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
                     };
-                    let dashed = s.dashed;
-                    drawn
-                        .map_err(|e| err(e.to_string()))?
-                        .label(s.label.clone())
-                        .legend(move |(x, y)| {
-                            let end = if dashed { x + 8 } else { x + 18 };
-                            PathElement::new(vec![(x, y), (end, y)], style)
-                        });
+                    let drawn = drawn.map_err(|e| err(e.to_string()))?;
+                    drawn.label(s.label.clone()).legend(move |(x, y)| {
+                        let end = if dash { x + 8 } else { x + 18 };
+                        EmptyElement::at((x, y))
+                            + PathElement::new(vec![(0, 0), (end - x, 0)], style)
+                            + marker((9, 0), i, color)
+                    });
+                    if !s.dashed {
+                        let every = (s.points.len() / 8).max(1);
+                        chart
+                            .draw_series(
+                                s.points
+                                    .iter()
+                                    .skip(every / 2)
+                                    .step_by(every)
+                                    .map(|p| EmptyElement::at(*p) + marker((0, 0), i, color)),
+                            )
+                            .map_err(|e| err(e.to_string()))?;
+                    }
                 }
                 chart
                     .configure_series_labels()
@@ -570,12 +685,19 @@ fn draw<DB: DrawingBackend>(
             }};
         }
         let y_pad = (y_max - y_min) * 0.05;
-        let log_y = spec.log_y && y_min > 0.0;
-        let log_x = panel.log_x && x_min > 0.0;
-        let x_lin = if panel.log_x {
-            x_min.min(0.0)
-        } else {
-            0.0f64.min(x_min)
+        // a log axis needs positive values, and a decade to label
+        let log_y = spec.log_y && y_min > 0.0 && y_max >= 10.0 * y_min;
+        let log_x = panel.log_x && x_min > 0.0 && x_max >= 10.0 * x_min;
+        let (x_min, x_max) = match spec.x_range {
+            Some([lo, hi]) if lo < hi && spec.kind == crate::manifest::FigureKind::Curves => {
+                (lo, hi)
+            }
+            _ => (x_min, x_max),
+        };
+        // a linear axis starts at 0 unless the range says otherwise
+        let x_lin = match spec.x_range {
+            Some(_) => x_min,
+            None => x_min.min(0.0),
         }..x_max;
         match (log_x, log_y) {
             (false, false) => {
@@ -667,10 +789,26 @@ mod tests {
             series: "algorithm".into(),
             smooth: 2,
             log_y: false,
+            log_x: false,
+            x_range: None,
+            y_range: None,
         };
         let frame = CurvesFrame::new("train_loss", &curves).unwrap();
         let p = panels(&spec, &frame).unwrap();
         insta::assert_debug_snapshot!("figure_series", p);
+        // the band: 2 -+ t(1) * sd / sqrt(2) for the values 3 and 1
+        let half = 12.7062 * 2f64.sqrt() / 2f64.sqrt();
+        let (x, lo, hi) = p[0].series[0].band[0];
+        assert!(x == 2.0 && (lo - (2.0 - half)).abs() < 1e-3 && (hi - (2.0 + half)).abs() < 1e-3);
+        assert!(p[0].series[1].band.is_empty(), "one run: no band");
+        // an x range shows only its part of each series
+        let first = FigureSpec {
+            x_range: Some([0.0, 4.0]),
+            ..spec.clone()
+        };
+        let cut = panels(&first, &frame).unwrap();
+        assert_eq!(cut[0].series[0].points.len(), 2);
+        assert!(cut[0].series[0].band.iter().all(|b| b.0 <= 4.0));
         let dir = std::env::temp_dir().join(format!("repro-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let svg = dir.join("f.svg");
@@ -742,6 +880,9 @@ mod tests {
             series: "algorithm".into(),
             smooth: 1,
             log_y: true,
+            log_x: false,
+            x_range: None,
+            y_range: None,
         };
         let p = sweep_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();
