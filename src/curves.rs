@@ -148,13 +148,15 @@ pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
 
 /// The `y` values a figure can draw: `train_loss` (every step), or a metric
 /// of the evaluations (every `eval_every` steps).
-pub const CURVE_METRICS: [&str; 6] = [
+pub const CURVE_METRICS: [&str; 8] = [
     "train_loss",
     "test_loss",
     "test_accuracy",
     "avg_test_loss",
     "avg_test_accuracy",
     "consensus_distance",
+    "val_loss",
+    "val_accuracy",
 ];
 
 /// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
@@ -169,6 +171,8 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
         "avg_test_loss" => |e| e.avg_test_loss,
         "avg_test_accuracy" => |e| e.avg_test_accuracy,
         "consensus_distance" => |e| e.consensus_distance,
+        "val_loss" => |e| e.val_loss,
+        "val_accuracy" => |e| e.val_accuracy,
         other => bail!(
             "figure.y `{other}` is not one of {}",
             CURVE_METRICS.join(", ")
@@ -292,6 +296,8 @@ pub(crate) mod tests {
             avg_test_loss: avg,
             avg_test_accuracy: None,
             consensus_distance: None,
+            val_loss: None,
+            val_accuracy: None,
         };
         let mut a = log(0, &[1.0, 1.0], 1.0);
         let mut b = log(1, &[1.0, 1.0], 1.0);

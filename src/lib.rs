@@ -24,3 +24,4 @@ pub mod stats;
 pub mod status;
 pub mod table;
 pub mod train_backend;
+pub mod tune;

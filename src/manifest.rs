@@ -131,6 +131,10 @@ pub struct Manifest {
     /// (`claims.md`, `claims.csv`).
     #[serde(default)]
     pub claims: Vec<ClaimSpec>,
+    /// A tuning protocol run before the grid: each method's settings
+    /// chosen on a validation metric and tuning seeds (`tuning.md`).
+    #[serde(default)]
+    pub tune: Option<TuneSpec>,
     /// The manifest as resolved (overrides applied) without its
     /// [`PRESENTATION`] keys: JSON with sorted keys.
     #[serde(skip)]
@@ -162,6 +166,34 @@ fn sorted_json(value: serde_json::Value) -> serde_json::Value {
         J::Array(a) => J::Array(a.into_iter().map(sorted_json).collect()),
         other => other,
     }
+}
+
+/// The tuning protocol: for every method (a value of grid key `key`), up
+/// to `budget` configurations from its `space` run on the `seeds` (never
+/// the grid's), scored by `metric` on the validation split; the best is
+/// then run on the grid's seeds. Methods without a space run untuned.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneSpec {
+    /// A run metric that selects (`val_accuracy`, or `final_loss` in the
+    /// simulator); never one measured on the test set.
+    pub metric: String,
+    /// Whether a larger metric is better (default: accuracies are).
+    #[serde(default)]
+    pub higher_is_better: Option<bool>,
+    /// Configurations tried per method: the same for every method.
+    pub budget: usize,
+    /// The tuning seeds, disjoint from the grid's `seed` values.
+    pub seeds: Vec<Value>,
+    /// Fraction of the training images held out for the metric (trainer
+    /// runs), in every tuning and final run alike.
+    #[serde(default)]
+    pub validation: Option<f64>,
+    /// Method -> parameter -> the values to try.
+    pub space: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// The grid key naming the methods.
+    #[serde(default = "default_claim_key")]
+    pub key: String,
 }
 
 /// A claim about the results, as a manifest writes it. Exactly one of

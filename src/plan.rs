@@ -224,7 +224,40 @@ pub fn expand_within(
     backend: Backend,
     limits: Limits,
 ) -> Result<Vec<PlannedRun>, DriverError> {
-    let (base, grid) = at_scale(manifest, scale)?;
+    expand_configured(manifest, scale, backend, limits, None, &|_| Vec::new())
+}
+
+/// A configuration a run gets on top of its grid point (a tuning
+/// protocol's): the label its point holds under [`CONFIG_KEY`], and the
+/// parameters it sets after every case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub label: String,
+    pub set: Mapping,
+}
+
+/// The grid key a tuned experiment's runs hold their configuration in.
+pub const CONFIG_KEY: &str = "config";
+
+/// [`expand_within`], with the seed axis replaced by `seeds` when given,
+/// and each point run once per configuration `configs` gives it (once as
+/// it is for none).
+pub fn expand_configured(
+    manifest: &Manifest,
+    scale: &str,
+    backend: Backend,
+    limits: Limits,
+    seeds: Option<&[Value]>,
+    configs: &dyn Fn(&BTreeMap<String, String>) -> Vec<Config>,
+) -> Result<Vec<PlannedRun>, DriverError> {
+    let (mut base, mut grid) = at_scale(manifest, scale)?;
+    if let Some(seeds) = seeds {
+        grid.insert(SEED_KEY.to_string(), seeds.to_vec());
+    }
+    // a tuning protocol's validation split holds in every run alike
+    if let Some(v) = manifest.tune.as_ref().and_then(|t| t.validation) {
+        base.insert(Value::from("validation"), Value::from(v));
+    }
     let size = grid
         .values()
         .fold(1u128, |n, v| n.saturating_mul(v.len() as u128));
@@ -239,10 +272,38 @@ pub fn expand_within(
         .iter()
         .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
         .collect();
-    let runs = cartesian(&grid)
-        .into_iter()
-        .map(|point| resolve(point, &base, &cases, backend, limits))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut runs = Vec::new();
+    for point in cartesian(&grid) {
+        let label: BTreeMap<String, String> =
+            point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+        let configs = configs(&label);
+        if configs.is_empty() {
+            runs.push(resolve(
+                point.clone(),
+                &base,
+                &cases,
+                None,
+                backend,
+                limits,
+            )?);
+        }
+        for c in &configs {
+            runs.push(resolve(
+                point.clone(),
+                &base,
+                &cases,
+                Some(c),
+                backend,
+                limits,
+            )?);
+        }
+        if runs.len() > limits.max_runs {
+            return Err(DriverError::TooManyRuns {
+                runs: runs.len() as u128,
+                max: limits.max_runs,
+            });
+        }
+    }
     let mut seen: BTreeMap<&str, &PlannedRun> = BTreeMap::new();
     for r in &runs {
         if let Some(first) = seen.insert(&r.id, r) {
@@ -388,6 +449,7 @@ fn resolve(
     point: Vec<(String, Value)>,
     base: &Mapping,
     cases: &[&crate::manifest::Case],
+    config: Option<&Config>,
     backend: Backend,
     limits: Limits,
 ) -> Result<PlannedRun, DriverError> {
@@ -406,8 +468,16 @@ fn resolve(
             }
         }
     }
+    if let Some(c) = config {
+        for (k, v) in &c.set {
+            map.insert(k.clone(), v.clone());
+        }
+    }
     let mut label: BTreeMap<String, String> =
         point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
+    if let Some(c) = config {
+        label.insert(CONFIG_KEY.to_string(), c.label.clone());
+    }
     let run = label
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -612,6 +682,7 @@ mod tests {
             shaping: crate::net::ShapingMode::Auto,
             figure: None,
             claims: Vec::new(),
+            tune: None,
             cost: BTreeMap::new(),
             scales: [(
                 "smoke".to_string(),

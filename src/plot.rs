@@ -387,6 +387,8 @@ fn axis_label(key: &str) -> &'static str {
         "epoch" => "epoch",
         "bytes" => "bytes sent per worker",
         "consensus_distance" => "consensus distance",
+        "val_loss" => "validation loss of the averaged model",
+        "val_accuracy" => "validation accuracy of the averaged model",
         "epoch_time_s" => "epoch time (s)",
         "wall_s_total" => "run time (s)",
         "test_loss" => "test loss (local models)",

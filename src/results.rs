@@ -135,6 +135,8 @@ impl RunRecord {
                     ("hash_failures", Cell::Count(s.hash_failures)),
                     ("test_accuracy", Cell::Number(s.test_accuracy)),
                     ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
+                    ("val_loss", Cell::Number(s.val_loss)),
+                    ("val_accuracy", Cell::Number(s.val_accuracy)),
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
@@ -200,7 +202,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 25] = [
+pub const METRICS: [&str; 27] = [
     "status",
     "final_loss",
     "train_loss",
@@ -212,6 +214,8 @@ pub const METRICS: [&str; 25] = [
     "hash_failures",
     "test_accuracy",
     "avg_test_accuracy",
+    "val_loss",
+    "val_accuracy",
     "wall_s",
     "extra_memory_mb",
     "peak_rss_mb",

@@ -14,7 +14,7 @@ use crate::plot::ImageFormat;
 use crate::progress::Progress;
 use crate::results::{self, RunRecord};
 use crate::train_backend::{Launcher, Method, NetContext};
-use crate::{claims, curves, plot, sim_backend, status, table, train_backend};
+use crate::{claims, curves, plot, sim_backend, status, table, train_backend, tune};
 use repro_runlog::Invocation;
 
 /// Options of `repro run`.
@@ -158,7 +158,9 @@ fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Co
 }
 
 /// `repro run`: plans the experiment, then runs it (or prints the plan
-/// with `--dry-run`), then writes its records, table and figure.
+/// with `--dry-run`), then writes its records, table and figure. With a
+/// `tune` section, the tuning runs go first (into `tuning/`), and the grid
+/// runs with each method's chosen configuration.
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
@@ -167,8 +169,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         max_runs: args.max_runs,
         max_workers: args.max_workers,
     };
-    let runs = plan::expand_within(&m, &args.scale, backend, limits)?;
-    check_specs(&m, &path, &runs)?;
+    let mut runs = plan::expand_within(&m, &args.scale, backend, limits)?;
+    check_specs(&m, &path, backend, &runs)?;
+    let tuning = match &m.tune {
+        Some(spec) => Some((
+            spec,
+            tune::tuning_runs(&m, spec, &args.scale, backend, limits)?,
+        )),
+        None => None,
+    };
     let out = out_dir(&args.out, &m.name);
     let launcher = launcher(args, backend)?;
     if args.dry_run {
@@ -183,7 +192,33 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         {
             tcp.check_loaded(&shaped_conditions(&runs, &net))?;
         }
-        dry_run(&m, &args.scale, backend, &runs, &out, &net, &recorder)?;
+        if let Some((_, tuning)) = &tuning {
+            println!(
+                "tuning: {} runs into {}",
+                tuning.len(),
+                out.join("tuning").display()
+            );
+            dry_run(
+                &m,
+                &args.scale,
+                backend,
+                tuning,
+                &out.join("tuning"),
+                &net,
+                &recorder,
+            )?;
+            // the grid's ids follow from the configurations chosen
+            println!(
+                "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
+                runs.len(),
+                out.display()
+            );
+            for r in &runs {
+                println!("  {}", plan::describe(r));
+            }
+        } else {
+            dry_run(&m, &args.scale, backend, &runs, &out, &net, &recorder)?;
+        }
         return Ok(Outcome::AllSucceeded);
     }
     // every MPI or in-process run needs the trainer: say so once, up front
@@ -209,6 +244,113 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     crate::signals::install();
     // one writer per results directory, from here to the last file
     let _lock = crate::atomic::lock(&out)?;
+    let started = Instant::now();
+    let mut failed = 0;
+    if let Some((spec, tuning)) = &tuning {
+        let dir = out.join("tuning");
+        let done = execute(args, &m, backend, tuning, &dir, launcher.clone(), "tuning")?;
+        failed += done.failed;
+        if crate::signals::interrupted() {
+            eprintln!(
+                "interrupted while tuning: kept the finished tuning runs in {}",
+                dir.join("runs.csv").display()
+            );
+            return Ok(Outcome::Interrupted);
+        }
+        // the choice reads the tuning runs of this plan only
+        let planned: Vec<&str> = tuning.iter().map(|r| r.id.as_str()).collect();
+        let these: Vec<RunRecord> = done
+            .merged
+            .into_iter()
+            .filter(|r| planned.contains(&r.run_id.as_str()))
+            .collect();
+        let selection = tune::select(spec, &these);
+        let mut seeds: Vec<String> = runs
+            .iter()
+            .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
+            .collect();
+        seeds.dedup();
+        seeds.sort();
+        seeds.dedup();
+        crate::atomic::write(
+            &out.join("tuning.md"),
+            tune::markdown(&m, spec, &seeds, &selection),
+        )?;
+        crate::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
+        for t in selection.tried.iter().filter(|t| t.chosen) {
+            eprintln!(
+                "tuning chose {} for {}",
+                t.config,
+                t.group
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+        }
+        runs = plan::expand_configured(&m, &args.scale, backend, limits, None, &|p| {
+            selection.chosen_for(spec, p)
+        })?;
+    }
+    let done = execute(args, &m, backend, &runs, &out, launcher, "")?;
+    failed += done.failed;
+    let merged = done.merged;
+    write_results(&m, &out, &merged)?;
+    status::write_provenance(
+        &out,
+        &m,
+        &args.scale,
+        backend,
+        &done.invocation,
+        &runs,
+        &merged,
+    )?;
+    let csv = out.join("runs.csv");
+    if crate::signals::interrupted() {
+        eprintln!(
+            "interrupted: kept the {} runs that finished, and every earlier run, in {}",
+            done.finished,
+            csv.display()
+        );
+        return Ok(Outcome::Interrupted);
+    }
+    let kept = merged.len().saturating_sub(done.ran);
+    eprintln!(
+        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
+        done.ran,
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    );
+    Ok(if failed == 0 {
+        Outcome::AllSucceeded
+    } else {
+        Outcome::SomeFailed
+    })
+}
+
+/// What [`execute`] did.
+struct Executed {
+    /// This invocation's runs merged with the earlier ones of the directory.
+    merged: Vec<RunRecord>,
+    ran: usize,
+    failed: usize,
+    /// Runs that ended (completed or diverged).
+    finished: usize,
+    invocation: Invocation,
+}
+
+/// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
+/// raw/), merging with the runs an earlier invocation left there.
+/// `phase` names them in messages ("tuning"; "" for the grid).
+fn execute(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    backend: Backend,
+    runs: &[PlannedRun],
+    out: &std::path::Path,
+    launcher: Launcher,
+    phase: &str,
+) -> Result<Executed> {
     // an earlier invocation's runs stay unless this one reruns their point
     let runs_csv = out.join("runs.csv");
     let previous = if runs_csv.is_file() {
@@ -217,29 +359,33 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     } else {
         Vec::new()
     };
-    let net = prepare_network(args, &m, backend, &runs, launcher)?;
+    let net = prepare_network(args, m, backend, runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
     eprintln!(
-        "{}: {} runs at scale `{}` -> {}",
+        "{}{}: {} runs at scale `{}` -> {}",
         m.name,
+        if phase.is_empty() {
+            String::new()
+        } else {
+            format!(" ({phase})")
+        },
         runs.len(),
         args.scale,
         out.display()
     );
-    let started = Instant::now();
     let session = Session {
         args,
         backend,
         experiment: &m.name,
-        invocation: status::invocation(&m, &args.scale, backend),
-        out: &out,
+        invocation: status::invocation(m, &args.scale, backend),
+        out,
         net: &net,
         progress: Progress::new(runs.len()),
         done: std::sync::atomic::AtomicUsize::new(0),
         total: runs.len(),
     };
-    let rows = in_parallel(&runs, jobs(args.jobs, backend, &runs, &net), &|r| {
+    let rows = in_parallel(runs, jobs(args.jobs, backend, runs, &net), &|r| {
         session.execute(r)
     });
     session.progress.finish();
@@ -252,45 +398,48 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .count();
     let ran = rows.len();
     let merged = results::merge(previous, rows);
-    write_results(&m, &out, &merged)?;
-    status::write_provenance(
-        &out,
-        &m,
-        &args.scale,
-        backend,
-        &session.invocation,
-        &runs,
-        &merged,
-    )?;
-    let csv = out.join("runs.csv");
-    if crate::signals::interrupted() {
-        eprintln!(
-            "interrupted: kept the {finished} runs that finished, and every earlier run, in {}",
-            csv.display()
-        );
-        return Ok(Outcome::Interrupted);
+    if !phase.is_empty() {
+        results::write_csv(&out.join("runs.csv"), &merged)?;
+        frames::write_parquet(
+            &out.join("runs.parquet"),
+            RunsFrame::new(&merged)?.export()?,
+        )?;
     }
-    let kept = merged.len().saturating_sub(ran);
-    eprintln!(
-        "{ran} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
-        started.elapsed().as_secs_f64(),
-        csv.display()
-    );
-    Ok(if failed == 0 {
-        Outcome::AllSucceeded
-    } else {
-        Outcome::SomeFailed
+    Ok(Executed {
+        merged,
+        ran,
+        failed,
+        finished,
+        invocation: session.invocation,
     })
 }
 
 /// The manifest's table and figure name metrics and grid keys that exist.
-fn check_specs(m: &manifest::Manifest, path: &std::path::Path, runs: &[PlannedRun]) -> Result<()> {
-    let keys: Vec<String> = runs
+fn check_specs(
+    m: &manifest::Manifest,
+    path: &std::path::Path,
+    backend: Backend,
+    runs: &[PlannedRun],
+) -> Result<()> {
+    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
+    if let Some(spec) = &m.tune {
+        tune::check(spec, backend, &points).map_err(|(key, message)| {
+            crate::errors::DriverError::Manifest {
+                path: path.to_path_buf(),
+                key,
+                message,
+            }
+        })?;
+    }
+    // a tuned experiment's runs carry their configuration as a grid key
+    let mut keys: Vec<String> = runs
         .first()
         .map(|r| r.point.keys().cloned().collect())
         .unwrap_or_default();
+    if m.tune.is_some() {
+        keys.push(plan::CONFIG_KEY.to_string());
+    }
     let figure = m.figure.as_ref().map(|f| plot::check_spec(f, &keys));
-    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
     table::check_spec(&m.table, &keys)
         .and(figure.unwrap_or(Ok(())))
         .and(claims::check_specs(&m.claims, &m.table, &points))

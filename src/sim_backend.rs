@@ -35,6 +35,10 @@ pub struct Summary {
     /// Test accuracy of the local models (mean over ranks) and of the averaged model.
     pub test_accuracy: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
+    /// The averaged model on the held-out validation images (trainer runs
+    /// with `validation`), at the last evaluation.
+    pub val_loss: Option<f64>,
+    pub val_accuracy: Option<f64>,
     /// Payload bytes each worker handed to the network (mean over workers).
     pub counted_bytes_per_worker: Option<f64>,
     /// Bytes the kernel's qdisc sent per worker (when shaped).
@@ -390,6 +394,8 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         hash_failures: m.hash_failures,
         test_accuracy: None,
         avg_test_accuracy: None,
+        val_loss: None,
+        val_accuracy: None,
         counted_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
         kernel_bytes_per_worker: None,
         epoch_time_s: None,

@@ -1022,6 +1022,8 @@ fn summarize(
             .sum(),
         test_accuracy: some(last(&|e| Some(e.test_accuracy))),
         avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
+        val_loss: some(last(&|e| e.val_loss)),
+        val_accuracy: some(last(&|e| e.val_accuracy)),
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| l.header.provenance.clone()),

@@ -2062,3 +2062,85 @@ fn table2_claims_are_tested_on_the_committed_runs() {
     assert_eq!(first["verdict"], verdict);
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The tuning protocol end to end (in-process trainer, synthetic images):
+/// the search runs on the tuning seeds with a validation split, every
+/// tuned method gets the same budget, the choice is the best mean
+/// validation accuracy, and the final runs use the chosen configuration on
+/// seeds the search never saw.
+#[test]
+fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
+    let out = temp_out("tune");
+    let o = repro(&["run", "tune-smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let tuning = csv_rows(&out.join("tuning/runs.csv"));
+    assert_eq!(
+        tuning.len(),
+        2 * 2 * 2,
+        "two methods, two configs, two seeds"
+    );
+    let mut per_method: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
+        Default::default();
+    for r in &tuning {
+        assert!(["100", "101"].contains(&r["seed"].as_str()), "{r:?}");
+        assert!(
+            r["val_accuracy"].parse::<f64>().unwrap().is_finite(),
+            "{r:?}"
+        );
+        per_method
+            .entry(r["algorithm"].clone())
+            .or_default()
+            .insert(r["config"].clone());
+    }
+    assert!(per_method.values().all(|c| c.len() == 2), "{per_method:?}");
+    // the best mean validation accuracy of each method, recomputed here
+    let mut best: std::collections::BTreeMap<String, (String, f64)> = Default::default();
+    for (method, configs) in &per_method {
+        for c in configs {
+            let v: Vec<f64> = tuning
+                .iter()
+                .filter(|r| r["algorithm"] == *method && r["config"] == *c)
+                .map(|r| r["val_accuracy"].parse().unwrap())
+                .collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            if best.get(method).is_none_or(|b| mean > b.1) {
+                best.insert(method.clone(), (c.clone(), mean));
+            }
+        }
+    }
+    let chosen = csv_rows(&out.join("tuning.csv"));
+    for (method, (config, _)) in &best {
+        assert!(
+            chosen.iter().any(|r| r["algorithm"] == *method
+                && r["config"] == *config
+                && r["chosen"] == "true"),
+            "{method}: {chosen:?}"
+        );
+    }
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 3 * 3);
+    for r in &runs {
+        assert!(["0", "1", "2"].contains(&r["seed"].as_str()), "{r:?}");
+        let want = best
+            .get(&r["algorithm"])
+            .map_or("untuned", |b| b.0.as_str());
+        assert_eq!(r["config"], want, "{r:?}");
+    }
+    let said = std::fs::read_to_string(out.join("tuning.md")).unwrap();
+    assert!(
+        said.contains("The test set chose nothing") && said.contains("10%"),
+        "{said}"
+    );
+    assert!(out.join("claims.md").is_file());
+    // a manifest that would choose on the test set is refused at plan time
+    let o = repro(&[
+        "run",
+        "tune-smoke",
+        "--set",
+        "tune.metric=avg_test_accuracy",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tune.metric"));
+    let _ = std::fs::remove_dir_all(&out);
+}

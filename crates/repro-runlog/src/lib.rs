@@ -75,6 +75,11 @@ pub struct TrainConfig {
     /// Test images per evaluation (0: all).
     pub eval_samples: usize,
     pub synthetic_samples: usize,
+    /// Fraction of the training images held out as a validation set (0:
+    /// none): the same images for every run of a data set, never trained
+    /// on; evaluations score the averaged model on them (`val_loss`,
+    /// `val_accuracy`), which is what a tuning protocol selects by.
+    pub validation: f64,
     pub seed: u64,
     /// Set by the driver when it launches the run (provenance only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -109,6 +114,7 @@ impl Default for TrainConfig {
             eval_every: 50,
             eval_samples: 1000,
             synthetic_samples: 2000,
+            validation: 0.0,
             seed: 0,
             invocation: None,
         }
@@ -315,6 +321,12 @@ pub struct Eval {
     pub avg_test_loss: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
     pub consensus_distance: Option<f64>,
+    /// The averaged model on the held-out validation images (runs with
+    /// `validation` > 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_loss: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub val_accuracy: Option<f64>,
 }
 
 /// How a run ended.

@@ -84,12 +84,28 @@ pub fn synthetic(samples: usize, seed: u64) -> ImageSet {
 pub(crate) struct Data {
     pub train: ImageSet,
     pub test: ImageSet,
+    /// Training images held out (`validation` > 0), never trained on.
+    pub valid: Option<ImageSet>,
     pub shape: ImageShape,
     pub train_tf: Transform,
     pub test_tf: Transform,
 }
 
 fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
+    let mut data = load_all(cfg)?;
+    if cfg.validation > 0.0 {
+        if cfg.validation >= 1.0 || cfg.validation.is_nan() {
+            return Err(TrainError::Config(format!(
+                "validation {} is not a fraction in (0, 1)",
+                cfg.validation
+            )));
+        }
+        data.valid = Some(data.train.hold_out(cfg.validation));
+    }
+    Ok(data)
+}
+
+fn load_all(cfg: &TrainConfig) -> Result<Data, TrainError> {
     Ok(match cfg.dataset.as_str() {
         "fashion-mnist" => {
             let d = FashionMnist::load(
@@ -100,6 +116,7 @@ fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
             Data {
                 train: d.train,
                 test: d.test,
+                valid: None,
                 shape: ImageShape::FASHION_MNIST,
                 train_tf: Transform::fashion_mnist(),
                 test_tf: Transform::fashion_mnist(),
@@ -114,6 +131,7 @@ fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
             Data {
                 train: d.train,
                 test: d.test,
+                valid: None,
                 shape: ImageShape::CIFAR10,
                 train_tf: Transform::cifar10_train(),
                 test_tf: Transform::cifar10_test(),
@@ -122,6 +140,7 @@ fn load(cfg: &TrainConfig) -> Result<Data, TrainError> {
         "synthetic" => Data {
             train: synthetic(cfg.synthetic_samples, cfg.seed),
             test: synthetic(cfg.synthetic_samples / 4 + 10, cfg.seed + 1),
+            valid: None,
             shape: ImageShape::FASHION_MNIST,
             train_tf: Transform::fashion_mnist(),
             test_tf: Transform::fashion_mnist(),
@@ -151,16 +170,40 @@ pub(crate) fn evaluate(
     rng: &mut Rng,
     device: Device,
 ) -> (f64, f64) {
+    score(model, &data.test, &data.test_tf, samples, rng, device)
+}
+
+/// Loss and accuracy of the model now in `vs` on every held-out validation
+/// image (seen as test images are: no augmentation); None without them.
+pub(crate) fn validate(
+    model: &dyn ModuleT,
+    data: &Data,
+    rng: &mut Rng,
+    device: Device,
+) -> Option<(f64, f64)> {
+    let valid = data.valid.as_ref()?;
+    Some(score(model, valid, &data.test_tf, 0, rng, device))
+}
+
+/// Loss and accuracy on the first `samples` images of `set` (0: all).
+fn score(
+    model: &dyn ModuleT,
+    set: &ImageSet,
+    tf: &crate::data::Transform,
+    samples: usize,
+    rng: &mut Rng,
+    device: Device,
+) -> (f64, f64) {
     let n = if samples == 0 {
-        data.test.len()
+        set.len()
     } else {
-        samples.min(data.test.len())
+        samples.min(set.len())
     };
     let idx: Vec<usize> = (0..n).collect();
     let (mut loss, mut correct) = (0.0, 0.0);
     tch::no_grad(|| {
         for chunk in idx.chunks(500) {
-            let (x, y) = data.test_tf.batch(&data.test, chunk, rng, device);
+            let (x, y) = tf.batch(set, chunk, rng, device);
             let logits = model.forward_t(&x, false);
             loss += logits.cross_entropy_for_logits(&y).double_value(&[]) * chunk.len() as f64;
             correct += logits
@@ -553,6 +596,7 @@ fn eval<T: Transport>(
     let (avg, consensus) = average(t, x)?;
     flat.scatter(&avg)?;
     let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
+    let valid = validate(model, data, rng, device);
     flat.scatter(x)?;
     Ok(Eval {
         iteration,
@@ -563,6 +607,8 @@ fn eval<T: Transport>(
         avg_test_loss: Some(avg_loss),
         avg_test_accuracy: Some(avg_accuracy),
         consensus_distance: Some(consensus),
+        val_loss: valid.map(|v| v.0),
+        val_accuracy: valid.map(|v| v.1),
     })
 }
 

@@ -380,6 +380,8 @@ fn compute(
                         avg_test_loss: None,
                         avg_test_accuracy: None,
                         consensus_distance: None,
+                        val_loss: None,
+                        val_accuracy: None,
                     }),
                 )?;
             }
@@ -417,6 +419,7 @@ fn compute(
         s.flat.scatter(&f.avg)?;
         let (avg_loss, avg_accuracy) =
             evaluate(&*s.model, &s.data, cfg.eval_samples, &mut rng, s.device);
+        let valid = crate::train::validate(&*s.model, &s.data, &mut rng, s.device);
         status = status.after_final([test_loss, avg_loss], done);
         if cfg.eval_every > 0 {
             write_record(
@@ -430,6 +433,8 @@ fn compute(
                     avg_test_loss: Some(avg_loss),
                     avg_test_accuracy: Some(avg_accuracy),
                     consensus_distance: Some(f.consensus),
+                    val_loss: valid.map(|v| v.0),
+                    val_accuracy: valid.map(|v| v.1),
                 }),
             )?;
         }

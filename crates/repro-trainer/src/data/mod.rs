@@ -71,4 +71,75 @@ impl ImageSet {
         let n = self.image_len();
         &self.pixels[i * n..(i + 1) * n]
     }
+
+    /// Moves about `fraction` of the images, at least one, into a returned
+    /// validation set. Which images go is a fixed hash of their index, the
+    /// same in every run and for every seed, so that configurations tuned
+    /// on it are compared on the same images.
+    pub fn hold_out(&mut self, fraction: f64) -> ImageSet {
+        // splitmix64 of the index: uniform in [0, 2^64)
+        let mix = |i: u64| {
+            let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        let cut = (fraction.clamp(0.0, 1.0) * u64::MAX as f64) as u64;
+        let mut held: Vec<bool> = (0..self.len()).map(|i| mix(i as u64) < cut).collect();
+        if !held.iter().any(|h| *h) && !held.is_empty() {
+            held[0] = true;
+        }
+        let n = self.image_len();
+        let mut keep = ImageSet {
+            pixels: Vec::new(),
+            labels: Vec::new(),
+            ..*self
+        };
+        let mut valid = keep.clone();
+        for (i, h) in held.iter().enumerate() {
+            let to = if *h { &mut valid } else { &mut keep };
+            to.pixels
+                .extend_from_slice(&self.pixels[i * n..(i + 1) * n]);
+            to.labels.push(self.labels[i]);
+        }
+        *self = keep;
+        valid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(n: usize) -> ImageSet {
+        ImageSet {
+            pixels: (0..n * 4).map(|i| (i / 4) as u8).collect(),
+            labels: (0..n).map(|i| (i % 10) as u8).collect(),
+            channels: 1,
+            height: 2,
+            width: 2,
+        }
+    }
+
+    /// The held-out images are about the fraction asked, never trained on,
+    /// and the same ones every time.
+    #[test]
+    fn a_validation_set_is_held_out_the_same_way_every_time() {
+        let mut train = set(1000);
+        let valid = train.hold_out(0.1);
+        assert_eq!(train.len() + valid.len(), 1000);
+        assert!((70..130).contains(&valid.len()), "{}", valid.len());
+        // each image (its pixels are its index) is on one side only
+        let firsts = |s: &ImageSet| (0..s.len()).map(|i| s.image(i)[0]).collect::<Vec<u8>>();
+        let (t, v) = (firsts(&train), firsts(&valid));
+        assert!(v.iter().all(|x| !t.contains(x) || train.len() > 256));
+        assert_eq!(valid.pixels.len(), valid.len() * 4);
+        let mut again = set(1000);
+        assert_eq!(again.hold_out(0.1), valid);
+        assert_eq!(again, train);
+        // a tiny set still validates on one image
+        let mut tiny = set(3);
+        assert_eq!(tiny.hold_out(0.01).len(), 1);
+        assert_eq!(tiny.len(), 2);
+    }
 }
