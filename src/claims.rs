@@ -630,19 +630,6 @@ fn test(
             };
             let by_id: BTreeMap<&str, &Vec<crate::curves::CurvePoint>> =
                 all.iter().map(|(r, p)| (r.run_id.as_str(), p)).collect();
-            let reached = |p: &crate::curves::CurvePoint| {
-                if c.higher {
-                    p.value >= *target
-                } else {
-                    p.value <= *target
-                }
-            };
-            let x_of = |p: &crate::curves::CurvePoint| match by.as_str() {
-                "iteration" => Some(p.iteration as f64),
-                "epoch" => Some(p.epoch),
-                "bytes" => p.bytes,
-                _ => Some(p.wall_s),
-            };
             // each run's x at the target; a run that never reached it counts
             // at its last point (a lower bound) and is flagged
             let side = |runs: &[&RunRecord]| {
@@ -652,18 +639,16 @@ fn test(
                 };
                 let mut censored = 0;
                 for r in runs {
-                    let points = by_id.get(r.run_id.as_str());
-                    let hit = points.and_then(|ps| ps.iter().find(|p| reached(p)).and_then(x_of));
-                    let last = points.and_then(|ps| ps.last()).and_then(x_of);
-                    match (hit, last) {
-                        (Some(x), _) => s.values.push((seed_of(r), x)),
-                        (None, Some(x)) => {
+                    let points = by_id
+                        .get(r.run_id.as_str())
+                        .map_or(&[][..], |p| p.as_slice());
+                    match crate::curves::first_reach(points, *target, c.higher, by) {
+                        Ok(x) => s.values.push((seed_of(r), x)),
+                        Err(Some(x)) => {
                             censored += 1;
                             s.values.push((seed_of(r), x));
                         }
-                        (None, None) => {
-                            *s.left_out.entry("without a curve".into()).or_default() += 1
-                        }
+                        Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
                     }
                 }
                 (s, censored)

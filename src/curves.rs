@@ -186,6 +186,39 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     }))
 }
 
+/// Point `p`'s coordinate on axis `x` (one of `plot::CURVE_X`): None for
+/// bytes a file did not record.
+pub fn x_of(p: &CurvePoint, x: &str) -> Option<f64> {
+    match x {
+        "iteration" => Some(p.iteration as f64),
+        "epoch" => Some(p.epoch),
+        "bytes" => p.bytes,
+        _ => Some(p.wall_s),
+    }
+}
+
+/// When a curve first reaches `target` (at or above it when `higher` is
+/// better, at or below otherwise), on axis `x`: `Ok(x)`, or `Err(last)`
+/// with the curve's last x when it never does (None: no points).
+pub fn first_reach(
+    points: &[CurvePoint],
+    target: f64,
+    higher: bool,
+    x: &str,
+) -> Result<f64, Option<f64>> {
+    let reached = |p: &&CurvePoint| {
+        if higher {
+            p.value >= target
+        } else {
+            p.value <= target
+        }
+    };
+    match points.iter().find(reached).and_then(|p| x_of(p, x)) {
+        Some(hit) => Ok(hit),
+        None => Err(points.last().and_then(|p| x_of(p, x))),
+    }
+}
+
 /// The curves of `y` of every run that left logs, in the order of `runs`.
 pub fn load_curves(raw: &Path, runs: &[RunRecord], y: &str) -> Result<Vec<RunCurve>> {
     let mut out = Vec::new();

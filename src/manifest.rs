@@ -458,6 +458,10 @@ pub struct FigureSpec {
     /// The y axis' range (default: the points shown).
     #[serde(default)]
     pub y_range: Option<[f64; 2]>,
+    /// Values of y to reach: targets.md gives each series' x at the first
+    /// point that reaches each (curves).
+    #[serde(default)]
+    pub targets: Vec<f64>,
 }
 
 /// What a figure plots.

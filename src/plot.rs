@@ -380,6 +380,162 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     Ok(panels)
 }
 
+/// One row of a time-to-target table: a series of a panel, one target.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reach {
+    pub panel: String,
+    pub series: String,
+    pub target: f64,
+    /// Runs that reached it, of all the series' runs.
+    pub reached: usize,
+    pub runs: usize,
+    /// Mean x at the first point reaching it over the runs that did, and
+    /// the half-width of its 95% t interval.
+    pub mean: Option<f64>,
+    pub half: Option<f64>,
+}
+
+/// The time (the figure's x) each series takes to reach each of the
+/// figure's `targets` of y: a run's first point at or below the target (at
+/// or above for an accuracy), its mean over the runs that reached it.
+pub fn reaches(spec: &FigureSpec, curves: &[crate::curves::RunCurve]) -> Vec<Reach> {
+    let higher = spec.y.contains("accuracy");
+    let key = |r: &crate::results::RunRecord, k: Option<&String>| {
+        k.and_then(|k| r.point.get(k)).cloned().unwrap_or_default()
+    };
+    let mut order: Vec<(String, String)> = Vec::new();
+    for (r, _) in curves {
+        let g = (key(r, spec.panels.as_ref()), key(r, Some(&spec.series)));
+        if !order.contains(&g) {
+            order.push(g);
+        }
+    }
+    let mut out = Vec::new();
+    for (panel, series) in order {
+        let mine: Vec<&crate::curves::RunCurve> = curves
+            .iter()
+            .filter(|(r, _)| {
+                key(r, spec.panels.as_ref()) == panel && key(r, Some(&spec.series)) == series
+            })
+            .collect();
+        for &target in &spec.targets {
+            // each run's curve smoothed as the figure draws it
+            let hits: Vec<f64> = mine
+                .iter()
+                .filter_map(|(_, p)| {
+                    let values: Vec<f64> = p.iter().map(|q| q.value).collect();
+                    let smoothed: Vec<crate::curves::CurvePoint> = p
+                        .iter()
+                        .zip(smooth(&values, spec.smooth))
+                        .map(|(q, v)| crate::curves::CurvePoint {
+                            value: v,
+                            ..q.clone()
+                        })
+                        .collect();
+                    crate::curves::first_reach(&smoothed, target, higher, &spec.x).ok()
+                })
+                .collect();
+            let m = crate::stats::mean_ci(&hits, 0.05);
+            out.push(Reach {
+                panel: panel.clone(),
+                series: series.clone(),
+                target,
+                reached: hits.len(),
+                runs: mine.len(),
+                mean: (m.n > 0).then_some(m.mean),
+                half: m.half.is_finite().then_some(m.half),
+            });
+        }
+    }
+    out
+}
+
+/// targets.md: one row per panel and series, one column per target.
+pub fn reaches_markdown(title: &str, spec: &FigureSpec, rows: &[Reach]) -> String {
+    let mut s = format!(
+        "# Time to target: {title}\n\n{} at the first point where {} (each run's, a moving average over {} points as the figure draws it) reaches each target ({} it): mean ± the half-width of the 95% t interval over the runs that reached it, and how many of the runs did.\n\n",
+        axis_label(&spec.x),
+        axis_label(&spec.y),
+        spec.smooth.max(1),
+        if spec.y.contains("accuracy") {
+            "at or above"
+        } else {
+            "at or below"
+        }
+    );
+    let head: Vec<String> = spec
+        .targets
+        .iter()
+        .map(|t| format!("{} {}", spec.y, tick(*t)))
+        .collect();
+    let panelled = spec.panels.is_some();
+    s.push_str(&format!(
+        "| {}{} | {} |\n|---|{}{}\n",
+        if panelled { "panel | " } else { "" },
+        spec.series,
+        head.join(" | "),
+        if panelled { "---|" } else { "" },
+        "---|".repeat(head.len())
+    ));
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for r in rows {
+        let g = (r.panel.as_str(), r.series.as_str());
+        if seen.contains(&g) {
+            continue;
+        }
+        seen.push(g);
+        let cells: Vec<String> = rows
+            .iter()
+            .filter(|x| (x.panel.as_str(), x.series.as_str()) == g)
+            .map(|x| match (x.mean, x.half) {
+                (Some(m), Some(h)) => format!(
+                    "{} ± {} ({}/{})",
+                    crate::table::number(m),
+                    crate::table::number(h),
+                    x.reached,
+                    x.runs
+                ),
+                (Some(m), None) => {
+                    format!("{} ({}/{})", crate::table::number(m), x.reached, x.runs)
+                }
+                _ => format!("never (0/{})", x.runs),
+            })
+            .collect();
+        s.push_str(&format!(
+            "| {}{} | {} |\n",
+            if panelled {
+                format!("{} | ", r.panel)
+            } else {
+                String::new()
+            },
+            r.series,
+            cells.join(" | ")
+        ));
+    }
+    s
+}
+
+/// targets.csv: every row unrounded.
+pub fn reaches_csv(rows: &[Reach]) -> Result<String> {
+    let header = [
+        "panel", "series", "target", "reached", "runs", "mean", "ci_half",
+    ]
+    .map(String::from);
+    let opt = |x: Option<f64>| x.map_or_else(String::new, |x| x.to_string());
+    let lines = rows.iter().map(|r| {
+        vec![
+            r.panel.clone(),
+            r.series.clone(),
+            r.target.to_string(),
+            r.reached.to_string(),
+            r.runs.to_string(),
+            opt(r.mean),
+            opt(r.half),
+        ]
+    });
+    crate::results::csv_text(std::iter::once(header.to_vec()).chain(lines))
+}
+
 fn axis_label(key: &str) -> &'static str {
     match key {
         "wall_s" => "wall-clock time (s)",
@@ -794,6 +950,7 @@ mod tests {
             log_x: false,
             x_range: None,
             y_range: None,
+            targets: Vec::new(),
         };
         let frame = CurvesFrame::new("train_loss", &curves).unwrap();
         let p = panels(&spec, &frame).unwrap();
@@ -803,6 +960,22 @@ mod tests {
         let (x, lo, hi) = p[0].series[0].band[0];
         assert!(x == 2.0 && (lo - (2.0 - half)).abs() < 1e-3 && (hi - (2.0 + half)).abs() < 1e-3);
         assert!(p[0].series[1].band.is_empty(), "one run: no band");
+        // time to a target: both moniqua runs first reach 1.5 at 3 s, the
+        // d-psgd runs never do
+        let timed = FigureSpec {
+            targets: vec![1.5],
+            ..spec.clone()
+        };
+        let r = reaches(&timed, &curves);
+        assert_eq!(r.len(), 3);
+        assert_eq!(
+            (r[0].series.as_str(), r[0].mean, r[0].reached, r[0].runs),
+            ("moniqua", Some(3.0), 2, 2)
+        );
+        assert_eq!((r[1].reached, r[1].mean), (0, None));
+        let md = reaches_markdown("T", &timed, &r);
+        assert!(md.contains("| 1mbit | moniqua | 3.000 ± 0 (2/2) |"), "{md}");
+        assert!(md.contains("| 1mbit | d-psgd | never (0/1) |"), "{md}");
         // an x range shows only its part of each series
         let first = FigureSpec {
             x_range: Some([0.0, 4.0]),
@@ -885,6 +1058,7 @@ mod tests {
             log_x: false,
             x_range: None,
             y_range: None,
+            targets: Vec::new(),
         };
         let p = sweep_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();

@@ -890,6 +890,14 @@ fn figure_panels(
     let panels = match spec.kind {
         manifest::FigureKind::Curves => {
             let (curves, from_logs) = run_curves(out, rows, &spec.y)?;
+            if !spec.targets.is_empty() {
+                let reaches = plot::reaches(spec, &curves);
+                crate::atomic::write(
+                    &out.join("targets.md"),
+                    plot::reaches_markdown(&m.title, spec, &reaches),
+                )?;
+                crate::atomic::write(&out.join("targets.csv"), plot::reaches_csv(&reaches)?)?;
+            }
             let frame = CurvesFrame::new(&spec.y, &curves)?;
             if from_logs {
                 curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
