@@ -69,6 +69,13 @@ pub struct ExtraColumn {
     /// `{algorithm: allreduce}` for bytes as a fraction of full-precision SGD's.
     #[serde(default)]
     pub relative_to: Option<BTreeMap<String, String>>,
+    /// Only the runs with these grid values (`{bits: 1}`): one column per
+    /// setting of a key that is not a row key.
+    #[serde(default, rename = "where")]
+    pub select: BTreeMap<String, Value>,
+    /// Multiply by this (100: fractions as percent).
+    #[serde(default)]
+    pub scale: Option<f64>,
 }
 
 /// Where the paper's numbers for a table come from: a CSV in `paper/`.

@@ -64,6 +64,9 @@ pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, Stri
         for k in e.relative_to.iter().flat_map(|r| r.keys()) {
             grid(format!("table.extra[{i}].relative_to.{k}"), k)?;
         }
+        for k in e.select.keys() {
+            grid(format!("table.extra[{i}].where.{k}"), k)?;
+        }
     }
     Ok(())
 }
@@ -387,16 +390,20 @@ impl<'a> Groups<'a> {
     fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
         let df = &self.runs.df;
         let usable = col("status").neq(lit("failed"));
-        let mean_of = |name: &str| {
-            let v = frames::number(df, name);
-            v.clone().filter(usable.clone().and(v.is_finite())).mean()
+        let mean_of = |e: &crate::manifest::ExtraColumn| {
+            let v = frames::number(df, &e.value);
+            let mut keep = usable.clone().and(v.clone().is_finite());
+            for (k, want) in &e.select {
+                keep = keep.and(frames::key(df, k).eq(lit(crate::plan::text(want))));
+            }
+            (v * lit(e.scale.unwrap_or(1.0))).filter(keep).mean()
         };
         let mut aggs: Vec<Expr> = self
             .spec
             .extra
             .iter()
             .enumerate()
-            .map(|(j, e)| mean_of(&e.value).alias(format!("__extra{j}")))
+            .map(|(j, e)| mean_of(e).alias(format!("__extra{j}")))
             .collect();
         aggs.extend(self.firsts());
         let by_row = self
@@ -415,7 +422,8 @@ impl<'a> Groups<'a> {
                 let v = match &e.relative_to {
                     None => v,
                     Some(reference) => match (v, self.reference_mean(&e.value, reference, &rk)?) {
-                        (Some(x), Some(b)) if b != 0.0 => Some(x / b),
+                        // both sides scaled alike
+                        (Some(x), Some(b)) if b != 0.0 => Some(x / (b * e.scale.unwrap_or(1.0))),
                         _ => None,
                     },
                 };
@@ -748,6 +756,17 @@ mod tests {
         insta::assert_snapshot!("table_md", table.markdown());
         insta::assert_snapshot!("table_latex", table.latex());
         insta::assert_snapshot!("table_csv", table.csv().unwrap());
+        // an extra column over the runs of one setting only
+        let seed0 = by_algorithm(vec![crate::manifest::ExtraColumn {
+            value: "final_loss".into(),
+            label: "seed 0".into(),
+            paper: None,
+            relative_to: None,
+            select: [("seed".to_string(), yaml_serde::Value::from(0))].into(),
+            scale: Some(2.0),
+        }]);
+        let t = build_table("T", "S", &seed0, &frame, None).unwrap();
+        assert_eq!(t.rows[0], ["moniqua", "2.000 ± 12.71 (n=2)", "2.000"]);
         let bad = TableSpec {
             value: "accuracy".into(),
             ..spec
@@ -771,6 +790,8 @@ mod tests {
             label: "bytes / allreduce".into(),
             paper: None,
             relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
+            select: BTreeMap::new(),
+            scale: None,
         }]);
         let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
         // mean of the reference's runs: 2000

@@ -206,6 +206,48 @@ fn moniqua_consensus_stays_below_theta_and_hash_catches_small_theta() {
     assert!(small.mismatched() > 0, "theta = 1e-3 must be caught");
 }
 
+/// `hash: count` measures wrap-arounds without acting on them: with a
+/// theta too small, the frames that fail are counted as with `hash: true`,
+/// but every recovery is used, so the models follow the run without a hash
+/// exactly; `hash: true` leaves the failed neighbours out and the models
+/// differ.
+#[test]
+fn a_counting_hash_measures_failures_and_changes_nothing() {
+    let n = 8;
+    let d = 40;
+    let objective = heterogeneous(n, d, 0.2);
+    let ring = Topology::ring(n).unwrap();
+    let cfg = SimConfig {
+        lr: 0.05,
+        seed: 1,
+        ..SimConfig::default()
+    };
+    let x0 = vec![0.0f32; d];
+    let run = |hash: bool, leave_out: bool| {
+        let spec = AlgorithmSpec::Moniqua {
+            codec: MoniquaConfig {
+                bits: 8,
+                theta: 2e-3,
+                hash,
+                leave_out_mismatched: leave_out,
+                ..MoniquaConfig::default()
+            },
+            gamma: 1.0,
+        };
+        let mut sim = Simulator::new(&objective, ring.clone(), &spec, cfg.clone(), &x0).unwrap();
+        sim.run(60).unwrap();
+        (sim.mismatched(), sim.average_model())
+    };
+    let (none, plain) = run(false, true);
+    let (counted, counting) = run(true, false);
+    let (acted, acting) = run(true, true);
+    assert_eq!(none, 0);
+    assert!(counted > 0, "theta 2e-3 wraps");
+    assert!(acted > 0);
+    assert_eq!(counting, plain, "counting changes nothing");
+    assert_ne!(acting, plain, "acting leaves neighbours out");
+}
+
 /// Every algorithm's frame is what it claims: header + dense codes (+ scales).
 #[test]
 fn bytes_per_message_match_the_formula() {

@@ -44,6 +44,11 @@ pub struct MoniquaConfig {
     pub shared_randomness: bool,
     /// Send a hash of the un-modded codes so receivers can verify recovery.
     pub hash: bool,
+    /// What a receiving algorithm does with a recovery that fails the hash:
+    /// leave the neighbour out (true), or count it and use it anyway
+    /// (false: measures failures without changing the algorithm). The codec
+    /// itself only verifies.
+    pub leave_out_mismatched: bool,
     /// Entropy coding of the payload.
     pub compression: Compression,
 }
@@ -58,6 +63,7 @@ impl Default for MoniquaConfig {
             modulus: None,
             shared_randomness: true,
             hash: true,
+            leave_out_mismatched: true,
             compression: Compression::None,
         }
     }
@@ -134,6 +140,7 @@ pub struct MoniquaCodec {
     seed: u64,
     shared_randomness: bool,
     hash: bool,
+    leave_out_mismatched: bool,
     compression: Compression,
 }
 
@@ -153,6 +160,12 @@ impl fmt::Debug for MoniquaCodec {
 }
 
 impl MoniquaCodec {
+    /// Whether a receiver leaves a neighbour whose recovery failed the hash
+    /// out (`MoniquaConfig::leave_out_mismatched`).
+    pub fn leaves_out_mismatched(&self) -> bool {
+        self.leave_out_mismatched
+    }
+
     /// Validates `cfg` and derives `B_theta`. `seed` keys the run's dither.
     pub fn new(cfg: &MoniquaConfig, seed: u64) -> Result<Self, ConfigError> {
         let derived = circle_delta(cfg.bits, cfg.rounding)?;
@@ -204,6 +217,7 @@ impl MoniquaCodec {
             seed,
             shared_randomness: cfg.shared_randomness,
             hash: cfg.hash,
+            leave_out_mismatched: cfg.leave_out_mismatched,
             compression: cfg.compression,
         })
     }

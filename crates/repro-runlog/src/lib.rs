@@ -141,8 +141,11 @@ pub struct Knobs {
     pub theta_warmup: u64,
     /// Moniqua's explicit modulus B (overrides theta).
     pub modulus: Option<f64>,
-    /// Moniqua: send a hash of the codes so receivers can check recovery.
-    pub hash: bool,
+    /// Moniqua: `true` sends a hash of the codes so receivers check each
+    /// recovery and leave a failed one out; `count` sends it and counts
+    /// failures without acting on them (the algorithm as without a hash,
+    /// its silent wrap-arounds measured); `false` sends none.
+    pub hash: HashMode,
     /// Moniqua's and D²'s slack, CHOCO's and DeepSqueeze's consensus step.
     pub gamma: f64,
     /// The baselines' quantizer bucket (values per f32 scale).
@@ -167,7 +170,7 @@ impl Default for Knobs {
             theta: Theta::Value(2.0),
             theta_warmup: 10,
             modulus: None,
-            hash: true,
+            hash: HashMode::Act,
             gamma: 1.0,
             bucket: 1024,
             grid_step: 0.1,
@@ -214,6 +217,57 @@ impl<'de> Deserialize<'de> for Theta {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Theta, E> {
                 match v {
                     "auto" => Ok(Theta::Auto),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// What Moniqua's receivers do with the sender's hash (the `hash` knob:
+/// `false`, `true` or `count`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashMode {
+    /// No hash on the wire.
+    Off,
+    /// Verify every recovery; leave a neighbour that fails out.
+    Act,
+    /// Verify and count failures, but use every recovery as is.
+    Count,
+}
+
+impl HashMode {
+    /// Whether frames carry a hash.
+    pub fn sent(self) -> bool {
+        self != HashMode::Off
+    }
+}
+
+impl Serialize for HashMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            HashMode::Off => s.serialize_bool(false),
+            HashMode::Act => s.serialize_bool(true),
+            HashMode::Count => s.serialize_str("count"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HashMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = HashMode;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true, false or `count`")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<HashMode, E> {
+                Ok(if v { HashMode::Act } else { HashMode::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HashMode, E> {
+                match v {
+                    "count" => Ok(HashMode::Count),
                     other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
                 }
             }
@@ -513,6 +567,25 @@ pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// `hash` reads true, false and `count`, and writes them back as they
+    /// were written (a run id hashes the knobs' JSON).
+    #[test]
+    fn the_hash_knob_has_three_modes() {
+        for (text, mode) in [
+            ("true", HashMode::Act),
+            ("false", HashMode::Off),
+            ("\"count\"", HashMode::Count),
+        ] {
+            let read: HashMode = serde_json::from_str(text).unwrap();
+            assert_eq!(read, mode);
+            assert_eq!(serde_json::to_string(&mode).unwrap(), text);
+        }
+        assert!(serde_json::from_str::<HashMode>("\"sometimes\"").is_err());
+        assert!(HashMode::Count.sent() && !HashMode::Off.sent());
+    }
+
     #[test]
     fn the_host_name_is_the_kernels() {
         let kernel = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
@@ -553,8 +626,6 @@ mod tests {
         let early = Status::Diverged { iteration: 3 };
         assert_eq!(early.clone().after_final([f64::NAN], 9), early);
     }
-
-    use super::*;
 
     fn header() -> Header {
         Header {

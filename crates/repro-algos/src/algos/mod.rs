@@ -197,7 +197,8 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
             Theta::Auto => MoniquaConfig::default().theta,
         },
         modulus: k.modulus,
-        hash: k.hash,
+        hash: k.hash.sent(),
+        leave_out_mismatched: k.hash == repro_runlog::HashMode::Act,
         ..MoniquaConfig::default()
     })
 }

@@ -138,7 +138,7 @@ impl Worker for Moniqua {
             for &v in &verdicts {
                 received.record(v);
             }
-            if received.mismatched > 0 {
+            if received.mismatched > 0 && self.config.leave_out_mismatched {
                 // again without the neighbours whose recovery failed
                 let mut verdict = verdicts.iter();
                 neighbours.retain(|_| verdict.next() != Some(&Verification::Mismatch));
@@ -339,7 +339,7 @@ pub(crate) fn accumulate_verified(
             },
         )?;
         received.record(d.verification);
-        if d.verification == Verification::Mismatch {
+        if d.verification == Verification::Mismatch && codec.leaves_out_mismatched() {
             codec.decode(
                 bytes,
                 local,
