@@ -572,6 +572,13 @@ fn check_algorithm(run: &str, params: &Params, backend: Backend) -> Result<(), D
         Params::Train(c) => &c.algorithm,
     };
     let is_async = repro_algos::ASYNC_ALGORITHM_NAMES.contains(&algorithm.as_str());
+    if algorithm == "allreduce-mpi" && backend != Backend::Mpi {
+        return Err(DriverError::RunParams {
+            run: run.to_string(),
+            key: "algorithm".into(),
+            message: "`allreduce-mpi` sums with the MPI library's MPI_Allreduce: the mpi backend only (`allreduce` is the ring everywhere)".into(),
+        });
+    }
     if is_async && backend != Backend::Mpi {
         return Err(DriverError::RunParams {
             run: run.to_string(),

@@ -2144,3 +2144,54 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("tune.metric"));
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `allreduce-mpi` sums with the library's MPI_Allreduce beside our ring:
+/// on 3 ranks both add in the same order, so the runs agree bit for bit;
+/// the ring hands 2 (n - 1) / n of the buffer per round trip to the
+/// network, MPI_Allreduce the buffer once. With latency the transport
+/// would have to inject, it refuses to run rather than skip the latency.
+#[test]
+fn allreduce_mpi_sums_as_the_ring_does() {
+    let _mpi = mpi_lock();
+    let out = temp_out("allreduce-mpi");
+    let dir = out.to_str().unwrap();
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--set",
+        "grid.algorithm=[allreduce,allreduce-mpi]",
+        "--out",
+        dir,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out.join("runs.csv"));
+    let of = |alg: &str| rows.iter().find(|r| r["algorithm"] == alg).unwrap().clone();
+    let (ring, library) = (of("allreduce"), of("allreduce-mpi"));
+    for k in ["final_loss", "train_loss", "avg_test_accuracy"] {
+        assert_eq!(ring[k], library[k], "{k}");
+    }
+    assert_eq!(library["status"], "completed");
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--set",
+        "grid.algorithm=[allreduce-mpi]",
+        "--set",
+        "params.latency_ms=1",
+        "--out",
+        dir,
+    ]);
+    assert!(!o.status.success());
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        said.contains("bypass the transport's injected latency"),
+        "{said}"
+    );
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert!(
+        rows.iter()
+            .any(|r| r["algorithm"] == "allreduce-mpi" && r["status"] == "failed"),
+        "{rows:?}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -271,6 +271,13 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
             cfg.latency_ms
         )));
     }
+    if cfg.latency_ms > 0.0 && cfg.algorithm == "allreduce-mpi" {
+        return Err(TrainError::Config(
+            "allreduce-mpi: MPI_Allreduce's messages bypass the transport's injected latency; \
+             run it where netem adds the latency, or at 0 ms"
+                .into(),
+        ));
+    }
     if cfg.latency_ms > 0.0 {
         t.set_injected_latency(Some(std::time::Duration::from_secs_f64(
             cfg.latency_ms / 1e3,
@@ -460,7 +467,11 @@ pub fn train<T: Transport>(
                 repro_codec::FullPrecision::default()
                     .decode(&frame, &mut sum)
                     .map_err(repro_algos::AlgoError::from)?;
-                t.all_reduce_sum(&mut sum)?;
+                if cfg.algorithm == "allreduce-mpi" {
+                    t.all_reduce_library(&mut sum)?;
+                } else {
+                    t.all_reduce_sum(&mut sum)?;
+                }
                 summed = Some(sum);
                 (Vec::new(), t.bytes_sent() - before)
             }

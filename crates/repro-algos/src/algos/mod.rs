@@ -215,8 +215,9 @@ pub fn rounding(name: &str) -> Result<Rounding, AlgoError> {
 }
 
 /// The names [`AlgorithmSpec::from_name`] knows.
-pub const ALGORITHM_NAMES: [&str; 16] = [
+pub const ALGORITHM_NAMES: [&str; 17] = [
     "allreduce",
+    "allreduce-mpi",
     "d-psgd",
     "naive",
     "naive-grid",
@@ -269,7 +270,8 @@ impl AlgorithmSpec {
             },
         };
         Ok(match name {
-            "allreduce" => AlgorithmSpec::AllReduce,
+            // the same algorithm; the trainer sums with MPI_Allreduce
+            "allreduce" | "allreduce-mpi" => AlgorithmSpec::AllReduce,
             "d-psgd" => AlgorithmSpec::DPsgd,
             "naive" => AlgorithmSpec::Naive(q),
             "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid {

@@ -48,6 +48,15 @@ pub trait Transport {
     ) -> Result<Vec<Vec<u8>>, TransportError>;
     /// `buf <- sum over ranks of buf`, the same bits on every rank.
     fn all_reduce_sum(&mut self, buf: &mut [f32]) -> Result<(), TransportError>;
+    /// The same sum by the communication library's own all-reduce
+    /// (`MPI_Allreduce`, whatever algorithm it picks), for the
+    /// `allreduce-mpi` baseline. Its messages bypass the injected latency;
+    /// this rank's count grows by the buffer handed over (the library's
+    /// traffic is what the kernel counts). Transports without a library
+    /// collective use [`Transport::all_reduce_sum`].
+    fn all_reduce_library(&mut self, buf: &mut [f32]) -> Result<(), TransportError> {
+        self.all_reduce_sum(buf)
+    }
     /// Every rank's frame (lengths may differ), in rank order.
     fn all_gather(&mut self, frame: &[u8]) -> Result<Vec<Vec<u8>>, TransportError>;
     /// Delays every message by `latency`, as a link's propagation delay
