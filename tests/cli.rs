@@ -2195,3 +2195,37 @@ fn allreduce_mpi_sums_as_the_ring_does() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `pin_cores` pins each worker to one CPU (round robin over the CPUs the
+/// process may use), and the trainer says where each went.
+#[test]
+fn workers_can_be_pinned_to_cores() {
+    let out = temp_out("pin");
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--backend",
+        "in-process",
+        "--set",
+        "params.pin_cores=true",
+        "--set",
+        "grid.algorithm=[d-psgd]",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let raw = std::fs::read_dir(out.join("raw"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let said = std::fs::read_to_string(raw.join("mpirun.stderr")).unwrap();
+    for rank in 0..3 {
+        assert!(
+            said.contains(&format!("rank {rank} pinned to CPU ")),
+            "{said}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -80,6 +80,10 @@ pub struct TrainConfig {
     /// on; evaluations score the averaged model on them (`val_loss`,
     /// `val_accuracy`), which is what a tuning protocol selects by.
     pub validation: f64,
+    /// Pin each rank (each worker thread in process) to one CPU, the
+    /// rank's modulo the CPUs it may use, so ranks sharing few cores do not
+    /// migrate (false: the scheduler places them).
+    pub pin_cores: bool,
     pub seed: u64,
     /// Set by the driver when it launches the run (provenance only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +119,7 @@ impl Default for TrainConfig {
             eval_samples: 1000,
             synthetic_samples: 2000,
             validation: 0.0,
+            pin_cores: false,
             seed: 0,
             invocation: None,
         }

@@ -241,6 +241,11 @@ pub(crate) struct Setup {
 pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup, TrainError> {
     let started = Instant::now();
     let (rank, n) = (t.rank(), t.size());
+    if cfg.pin_cores {
+        let cpu = crate::device::pin_to_core(rank)
+            .map_err(|e| TrainError::Config(format!("pin_cores: {e}")))?;
+        eprintln!("repro-train: rank {rank} pinned to CPU {cpu}");
+    }
     if cfg.workers != 0 && cfg.workers != n {
         return Err(TrainError::Config(if t.backend() == "mpi" {
             format!(
