@@ -494,16 +494,39 @@ fn resolve(
         key: e.path().to_string(),
         message: e.inner().to_string(),
     };
+    // the run's model size: the trainer's model on its images, or the
+    // simulator's dimension
+    let text_of = |k: &str, default: String| {
+        map.get(k)
+            .and_then(|v| v.as_str())
+            .map_or(default, str::to_string)
+    };
+    let ours = match backend {
+        Backend::Sim => Some(
+            map.get("dim")
+                .and_then(Value::as_u64)
+                .unwrap_or(SimParams::default().dim as u64),
+        ),
+        Backend::Mpi | Backend::InProcess => {
+            let d = TrainConfig::default();
+            repro_runlog::model_parameters(
+                &text_of("model", d.model),
+                &text_of("dataset", d.dataset),
+            )
+        }
+    };
     let network = match map.remove("network") {
-        Some(v) => Condition::from_yaml(&v).map_err(|(key, message)| DriverError::RunParams {
-            run: run.clone(),
-            key: if key.is_empty() {
-                "network".into()
-            } else {
-                format!("network.{key}")
-            },
-            message,
-        })?,
+        Some(v) => {
+            Condition::from_yaml(&v, ours).map_err(|(key, message)| DriverError::RunParams {
+                run: run.clone(),
+                key: if key.is_empty() {
+                    "network".into()
+                } else {
+                    format!("network.{key}")
+                },
+                message,
+            })?
+        }
         None => None,
     };
     if let Some(l) = label.get_mut("network") {

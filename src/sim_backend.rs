@@ -481,7 +481,7 @@ mod tests {
         .unwrap();
         let mut slow = planned("moniqua", 0.05);
         let yaml = yaml_serde::from_str("{bandwidth: 1mbit, latency: 5ms}").unwrap();
-        slow.network = crate::net::Condition::from_yaml(&yaml).unwrap();
+        slow.network = crate::net::Condition::from_yaml(&yaml, None).unwrap();
         let shaped = execute(&slow, "x", &Invocation::default(), &dir.join("b.jsonl")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(free.shaping, "none");

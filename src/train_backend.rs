@@ -1124,6 +1124,7 @@ mod tests {
             network: Some(
                 crate::net::Condition::from_yaml(
                     &yaml_serde::from_str("{bandwidth: 100mbit, latency: 1ms}").unwrap(),
+                    None,
                 )
                 .unwrap()
                 .unwrap(),

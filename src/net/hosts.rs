@@ -506,6 +506,7 @@ mod tests {
     fn condition() -> Condition {
         Condition::from_yaml(
             &yaml_serde::from_str("{bandwidth: 100mbit, latency: 0.15ms}").unwrap(),
+            None,
         )
         .unwrap()
         .unwrap()

@@ -201,12 +201,22 @@ struct RawCondition {
     qdisc: RateQdisc,
     #[serde(default)]
     tcp: TcpCongestion,
+    /// The model the bandwidth is stated for (the paper's: `resnet20`):
+    /// the run gets `bandwidth` times its own model's size over this one's,
+    /// so its messages take as long on the wire as the paper's did.
+    #[serde(default)]
+    paper_model: Option<String>,
+    /// The data `paper_model` ran on (default `cifar10`).
+    #[serde(default)]
+    paper_dataset: Option<String>,
 }
 
 impl Condition {
     /// `none`, or a mapping `{bandwidth: 100mbit, latency: 1ms, qdisc: tbf}`
     /// (every key optional). `Ok(None)`: no shaping. Errors name the key.
-    pub fn from_yaml(value: &Value) -> Result<Option<Self>, (String, String)> {
+    /// `ours` is the run's model size in parameters, which a condition with
+    /// `paper_model` scales its bandwidth by.
+    pub fn from_yaml(value: &Value, ours: Option<u64>) -> Result<Option<Self>, (String, String)> {
         if matches!(value, Value::Null) || value.as_str() == Some("none") {
             return Ok(None);
         }
@@ -237,6 +247,38 @@ impl Condition {
             })?,
             None => 0.0,
         };
+        let bandwidth_bps = match (&raw.paper_model, bandwidth_bps) {
+            (None, b) => b,
+            (Some(_), None) => {
+                return Err((
+                    "paper_model".into(),
+                    "scales a bandwidth: give `bandwidth` too".into(),
+                ));
+            }
+            (Some(model), Some(b)) => {
+                let dataset = raw.paper_dataset.as_deref().unwrap_or("cifar10");
+                let theirs = repro_runlog::model_parameters(model, dataset).ok_or_else(|| {
+                    (
+                        "paper_model".to_string(),
+                        format!(
+                            "no parameter count for `{model}` on `{dataset}`; known: {}",
+                            repro_runlog::MODEL_PARAMETERS
+                                .iter()
+                                .map(|(m, d, _)| format!("{m}/{d}"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                })?;
+                let ours = ours.ok_or_else(|| {
+                    (
+                        "paper_model".to_string(),
+                        "the run's model size is unknown, so its bandwidth cannot be scaled".into(),
+                    )
+                })?;
+                Some(b * ours as f64 / theirs as f64)
+            }
+        };
         if bandwidth_bps.is_none() && latency_s == 0.0 {
             return Ok(None);
         }
@@ -245,7 +287,10 @@ impl Condition {
         // are not the default
         let mut parts = Vec::new();
         if let Some(b) = &raw.bandwidth {
-            parts.push(b.trim().to_string());
+            parts.push(match &raw.paper_model {
+                Some(m) => format!("{}@{m}", b.trim()),
+                None => b.trim().to_string(),
+            });
         }
         if let Some(l) = &raw.latency {
             parts.push(l.trim().to_string());
@@ -344,7 +389,32 @@ mod tests {
     use super::*;
 
     fn cond(yaml: &str) -> Result<Option<Condition>, (String, String)> {
-        Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap())
+        Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap(), None)
+    }
+
+    /// A bandwidth stated for the paper's model scales by our model's size:
+    /// LeNet (61,706 parameters) gets 61706 / 269722 of ResNet20's rate,
+    /// so its messages take as long on the wire.
+    #[test]
+    fn a_bandwidth_for_the_papers_model_scales_to_ours() {
+        let yaml = "{bandwidth: 100mbit, latency: 0.15ms, paper_model: resnet20}";
+        let lenet = repro_runlog::model_parameters("lenet", "fashion-mnist");
+        let c = Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap(), lenet)
+            .unwrap()
+            .unwrap();
+        let want = 1e8 * 61_706.0 / 269_722.0;
+        assert!((c.bandwidth_bps.unwrap() - want).abs() < 1e-6, "{c:?}");
+        assert_eq!(c.label, "100mbit@resnet20/0.15ms");
+        let (key, _) = cond(yaml).unwrap_err();
+        assert_eq!(key, "paper_model", "no size of ours to scale by");
+        let (key, m) = cond("{latency: 1ms, paper_model: resnet20}").unwrap_err();
+        assert!(key == "paper_model" && m.contains("bandwidth"), "{m}");
+        let (_, m) = Condition::from_yaml(
+            &yaml_serde::from_str("{bandwidth: 1mbit, paper_model: resnet21}").unwrap(),
+            lenet,
+        )
+        .unwrap_err();
+        assert!(m.contains("no parameter count for `resnet21`"), "{m}");
     }
 
     #[test]

@@ -279,7 +279,7 @@ mod tests {
     }
 
     fn condition(yaml: &str) -> Condition {
-        Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap())
+        Condition::from_yaml(&yaml_serde::from_str(yaml).unwrap(), None)
             .unwrap()
             .unwrap()
     }

@@ -230,6 +230,53 @@ impl<'de> Deserialize<'de> for Theta {
     }
 }
 
+/// Trainable parameters of every model the trainer builds, on each input
+/// shape (`fashion-mnist` stands for its 1x28x28 images, `synthetic`
+/// included; `cifar10` for 3x32x32; VGG16 pools 28x28 images to nothing,
+/// so it runs on CIFAR-10 only): what the driver sizes a network
+/// condition by without building a model. The trainer's tests check every
+/// entry against the model it builds.
+pub const MODEL_PARAMETERS: [(&str, &str, u64); 21] = [
+    ("logistic", "fashion-mnist", 7_850),
+    ("logistic", "cifar10", 30_730),
+    ("mlp", "fashion-mnist", 101_770),
+    ("mlp", "cifar10", 394_634),
+    ("lenet", "fashion-mnist", 61_706),
+    ("lenet", "cifar10", 62_006),
+    ("resnet8", "fashion-mnist", 75_002),
+    ("resnet8", "cifar10", 75_290),
+    ("resnet14", "fashion-mnist", 172_218),
+    ("resnet14", "cifar10", 172_506),
+    ("resnet20", "fashion-mnist", 269_434),
+    ("resnet20", "cifar10", 269_722),
+    ("resnet32", "fashion-mnist", 463_866),
+    ("resnet32", "cifar10", 464_154),
+    ("resnet44", "fashion-mnist", 658_298),
+    ("resnet44", "cifar10", 658_586),
+    ("resnet56", "fashion-mnist", 852_730),
+    ("resnet56", "cifar10", 853_018),
+    ("resnet110", "fashion-mnist", 1_727_674),
+    ("resnet110", "cifar10", 1_727_962),
+    ("vgg16", "cifar10", 14_728_266),
+];
+
+/// The parameters of `model` on `dataset`'s images ([`MODEL_PARAMETERS`]).
+pub fn model_parameters(model: &str, dataset: &str) -> Option<u64> {
+    let model = match model {
+        "vgg16bn" | "vgg16-bn" => "vgg16",
+        m => m,
+    };
+    let shape = if dataset == "cifar10" {
+        "cifar10"
+    } else {
+        "fashion-mnist"
+    };
+    MODEL_PARAMETERS
+        .iter()
+        .find(|(m, d, _)| *m == model && *d == shape)
+        .map(|e| e.2)
+}
+
 /// What Moniqua's receivers do with the sender's hash (the `hash` knob:
 /// `false`, `true` or `count`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

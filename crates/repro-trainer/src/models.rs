@@ -376,6 +376,21 @@ mod tests {
         }
     }
 
+    /// The driver sizes networks from `repro_runlog::MODEL_PARAMETERS`:
+    /// every entry is what the built model has.
+    #[test]
+    fn the_shared_parameter_counts_are_the_models() {
+        for (name, dataset, count) in repro_runlog::MODEL_PARAMETERS {
+            let shape = if dataset == "cifar10" {
+                ImageShape::CIFAR10
+            } else {
+                ImageShape::FASHION_MNIST
+            };
+            let (built, _) = params(ModelSpec::parse(name).unwrap(), shape);
+            assert_eq!(built as u64, count, "{name} on {dataset}");
+        }
+    }
+
     #[test]
     fn every_model_runs_on_its_inputs() {
         for (spec, shape) in [
