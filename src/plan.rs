@@ -52,6 +52,10 @@ pub struct SimParams {
     pub compute_ms: f64,
     /// Write a step record every this many iterations.
     pub log_every: u64,
+    /// Moniqua: check Lemma 2 on the frames of every logged iteration
+    /// (each worker's recovery of each neighbour against the truth):
+    /// `recovery_over_bound` and `wrap_rate` in runs.csv.
+    pub measure_recovery: bool,
 }
 
 impl Default for SimParams {
@@ -77,6 +81,7 @@ impl Default for SimParams {
             latency: None,
             compute_ms: 0.0,
             log_every: 10,
+            measure_recovery: false,
         }
     }
 }

@@ -137,6 +137,8 @@ impl RunRecord {
                     ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
                     ("val_loss", Cell::Number(s.val_loss)),
                     ("val_accuracy", Cell::Number(s.val_accuracy)),
+                    ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
+                    ("wrap_rate", Cell::Number(s.wrap_rate)),
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
@@ -202,7 +204,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 27] = [
+pub const METRICS: [&str; 29] = [
     "status",
     "final_loss",
     "train_loss",
@@ -216,6 +218,8 @@ pub const METRICS: [&str; 27] = [
     "avg_test_accuracy",
     "val_loss",
     "val_accuracy",
+    "recovery_over_bound",
+    "wrap_rate",
     "wall_s",
     "extra_memory_mb",
     "peak_rss_mb",

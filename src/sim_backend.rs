@@ -39,6 +39,11 @@ pub struct Summary {
     /// with `validation`), at the last evaluation.
     pub val_loss: Option<f64>,
     pub val_accuracy: Option<f64>,
+    /// Lemma 2 checked on real frames (simulator, `measure_recovery`): the
+    /// largest recovery error over `delta B`, and the share of recovered
+    /// coordinates beyond it.
+    pub recovery_over_bound: Option<f64>,
+    pub wrap_rate: Option<f64>,
     /// Payload bytes each worker handed to the network (mean over workers).
     pub counted_bytes_per_worker: Option<f64>,
     /// Bytes the kernel's qdisc sent per worker (when shaped).
@@ -245,6 +250,8 @@ fn simulate<'r>(
         consensus: finite(sim.consensus_distance()),
         bytes_sent: sim.total_bytes(),
         hash_failures: steps.hash_failures,
+        recovery_over_bound: steps.recovery.map(|r| r.0),
+        wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
     };
     write_record(
         &mut log,
@@ -317,6 +324,9 @@ struct Steps {
     status: Status,
     grad_norm_sq: Option<f64>,
     hash_failures: u64,
+    /// `measure_recovery`: the largest error over the bound, coordinates
+    /// beyond it, coordinates checked.
+    recovery: Option<(f64, u64, u64)>,
 }
 
 /// Runs the iterations, logging a step record every `log_every`; stops at
@@ -329,11 +339,29 @@ fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Resu
         status: Status::Completed,
         grad_norm_sq: None,
         hash_failures: 0,
+        recovery: None,
     };
     for k in 0..p.iterations {
         // Ctrl-C and SIGTERM stop a run between iterations
         if crate::signals::interrupted() {
             bail!("run interrupted at iteration {k}");
+        }
+        // Lemma 2 on the frames this iteration sends
+        if p.measure_recovery
+            && (k % p.log_every.max(1) == 0 || k + 1 == p.iterations)
+            && let Some(r) = sim.recovery().map_err(anyhow::Error::new)?
+        {
+            let (over, beyond, checked) = out.recovery.unwrap_or((0.0, 0, 0));
+            let ratio = if r.bound > 0.0 {
+                r.max_error / r.bound
+            } else {
+                0.0
+            };
+            out.recovery = Some((
+                over.max(ratio),
+                beyond + r.beyond_bound,
+                checked + r.coordinates,
+            ));
         }
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
         let Some(r) = step else {
@@ -396,6 +424,8 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         avg_test_accuracy: None,
         val_loss: None,
         val_accuracy: None,
+        recovery_over_bound: m.recovery_over_bound,
+        wrap_rate: m.wrap_rate,
         counted_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
         kernel_bytes_per_worker: None,
         epoch_time_s: None,

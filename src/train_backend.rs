@@ -1024,6 +1024,8 @@ fn summarize(
         avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
         val_loss: some(last(&|e| e.val_loss)),
         val_accuracy: some(last(&|e| e.val_accuracy)),
+        recovery_over_bound: None,
+        wrap_rate: None,
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| l.header.provenance.clone()),

@@ -69,7 +69,13 @@ fn theorem1_reproduces_in_the_simulator() {
         let g: f64 = f[col("grad_norm_sq")].parse().unwrap();
         match f[col("algorithm")] {
             "naive-grid" => assert!(g >= bound, "{line}"),
-            "moniqua" => assert!(g < bound / 100.0, "{line}"),
+            "moniqua" => {
+                assert!(g < bound / 100.0, "{line}");
+                // Lemma 2 on its frames: within delta B, nothing wrapped
+                let over: f64 = f[col("recovery_over_bound")].parse().unwrap();
+                assert!(over > 0.0 && over <= 1.0 + 1e-6, "{line}");
+                assert_eq!(f[col("wrap_rate")].parse::<f64>().unwrap(), 0.0, "{line}");
+            }
             other => panic!("unexpected algorithm {other}"),
         }
         // every run left a log with a header and an end line
@@ -79,7 +85,9 @@ fn theorem1_reproduces_in_the_simulator() {
     }
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(
-        table.contains("| algorithm | lr=0.5 | lr=0.1 | lr=0.02 |"),
+        table.contains(
+            "| algorithm | lr=0.5 | lr=0.1 | lr=0.02 | largest recovery error / delta B |"
+        ),
         "{table}"
     );
     // `repro table` renders the same table from runs.csv

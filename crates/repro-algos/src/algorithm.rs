@@ -146,6 +146,24 @@ pub trait Worker: Send {
     fn set_theta(&mut self, _theta: f64) -> Result<(), AlgoError> {
         Ok(())
     }
+
+    /// Moniqua: the frame worker `sender` sends at iteration `k` when its
+    /// model is `model` (the codec is the same on every worker), written to
+    /// `frame`, then recovered against this worker's model into `out`
+    /// (Algorithm 1, line 5); returns Lemma 2's bound on the recovery's
+    /// error, `delta B`, which holds while the two models are closer than
+    /// theta. None for algorithms without modulo recovery (and during
+    /// Moniqua's full-precision warm-up).
+    fn recover(
+        &self,
+        _k: u64,
+        _sender: usize,
+        _model: &[f32],
+        _frame: &mut Vec<u8>,
+        _out: &mut [f32],
+    ) -> Option<Result<f64, AlgoError>> {
+        None
+    }
 }
 
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), AlgoError> {

@@ -35,6 +35,6 @@ pub use errors::{AlgoError, TopologyError, unless_diverged};
 pub use objective::{Objective, Quadratic, Separable};
 pub use optim::Sgd;
 pub use pairwise::{Folded, PairSide};
-pub use sim::{Network, SimConfig, Simulator, StepReport};
+pub use sim::{Network, Recovery, SimConfig, Simulator, StepReport};
 pub use sim_async::{AsyncConfig, AsyncExchange, AsyncReport, AsyncSimulator};
 pub use topology::{Spectrum, Topology};

@@ -76,6 +76,22 @@ pub struct StepReport {
     pub theta: Option<f64>,
 }
 
+/// Lemma 2 measured on one iteration's frames ([`Simulator::recovery`]).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Recovery {
+    /// The largest `|x^_j - x_j|` over every recovered coordinate.
+    pub max_error: f64,
+    /// Lemma 2's bound, `delta B`.
+    pub bound: f64,
+    /// Coordinates recovered, and those whose error exceeded the bound (a
+    /// wrap-around: the models were farther apart than theta).
+    pub coordinates: u64,
+    pub beyond_bound: u64,
+    /// The largest `|x_j - x_i|` between neighbours: Lemma 2 holds below
+    /// theta.
+    pub max_distance: f64,
+}
+
 /// n workers of one algorithm on one objective.
 pub struct Simulator<'o> {
     objective: &'o dyn Objective,
@@ -380,6 +396,40 @@ impl<'o> Simulator<'o> {
     }
 
     /// `max over edges (i, j) of |x_i - x_j|_inf`: what Moniqua's theta bounds.
+    /// Lemma 2 on this iteration's frames: every worker recovers each
+    /// neighbour's frame (encoded from the neighbour's model as its next
+    /// `send` would) against its own model, and the recovery is compared
+    /// with the neighbour's true model. None for algorithms without modulo
+    /// recovery.
+    pub fn recovery(&self) -> Result<Option<Recovery>, AlgoError> {
+        let d = self.objective.dim();
+        let (mut frame, mut out) = (Vec::new(), vec![0.0f32; d]);
+        let mut r = Recovery::default();
+        for i in 0..self.lanes.len() {
+            for &(j, _) in self.topology.neighbours(i) {
+                let truth = self.lanes[j].worker.model();
+                let bound = match self.lanes[i]
+                    .worker
+                    .recover(self.k, j, truth, &mut frame, &mut out)
+                {
+                    None => return Ok(None),
+                    Some(b) => b?,
+                };
+                r.bound = r.bound.max(bound);
+                for ((x, t), local) in out.iter().zip(truth).zip(self.lanes[i].worker.model()) {
+                    let err = f64::from((x - t).abs());
+                    r.max_error = r.max_error.max(err);
+                    r.max_distance = r.max_distance.max(f64::from((t - local).abs()));
+                    r.coordinates += 1;
+                    if err > bound * (1.0 + 1e-6) + 1e-7 {
+                        r.beyond_bound += 1;
+                    }
+                }
+            }
+        }
+        Ok(Some(r))
+    }
+
     pub fn neighbour_distance(&self) -> f64 {
         let mut worst = 0.0f64;
         for i in 0..self.lanes.len() {

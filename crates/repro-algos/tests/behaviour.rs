@@ -248,6 +248,54 @@ fn a_counting_hash_measures_failures_and_changes_nothing() {
     assert_ne!(acting, plain, "acting leaves neighbours out");
 }
 
+/// Lemma 2 on real frames: while neighbours are within theta, every
+/// recovered coordinate is within delta B of the sender's model; with a
+/// theta far too small, coordinates wrap and land beyond the bound. The
+/// bound is delta B: 1/2^8 of B at 8 bits with stochastic rounding.
+#[test]
+fn recovery_errors_respect_lemma_2_within_theta() {
+    let n = 8;
+    let d = 40;
+    let objective = heterogeneous(n, d, 0.2);
+    let ring = Topology::ring(n).unwrap();
+    let cfg = SimConfig {
+        lr: 0.05,
+        seed: 1,
+        ..SimConfig::default()
+    };
+    let x0 = vec![0.0f32; d];
+    let mut sim =
+        Simulator::new(&objective, ring.clone(), &moniqua(8, 0.5), cfg.clone(), &x0).unwrap();
+    let mut worst = 0.0f64;
+    for _ in 0..200 {
+        sim.step().unwrap();
+        let r = sim.recovery().unwrap().unwrap();
+        assert!(r.max_distance < 0.5, "{r:?}");
+        assert_eq!(r.beyond_bound, 0, "{r:?}");
+        assert!(r.max_error <= r.bound * (1.0 + 1e-6), "{r:?}");
+        assert_eq!(r.coordinates, (n * 2 * d) as u64);
+        worst = worst.max(r.max_error / r.bound);
+    }
+    // the bound is nearly met: rounding uses most of it
+    assert!(worst > 0.5, "{worst}");
+    let mut tight = Simulator::new(
+        &objective,
+        ring.clone(),
+        &moniqua(8, 2e-3),
+        cfg.clone(),
+        &x0,
+    )
+    .unwrap();
+    let mut wrapped = 0;
+    for _ in 0..30 {
+        tight.step().unwrap();
+        wrapped += tight.recovery().unwrap().unwrap().beyond_bound;
+    }
+    assert!(wrapped > 0, "theta 2e-3 must wrap");
+    let dpsgd = Simulator::new(&objective, ring, &AlgorithmSpec::DPsgd, cfg, &x0).unwrap();
+    assert!(dpsgd.recovery().unwrap().is_none());
+}
+
 /// Every algorithm's frame is what it claims: header + dense codes (+ scales).
 #[test]
 fn bytes_per_message_match_the_formula() {

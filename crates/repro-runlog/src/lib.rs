@@ -506,6 +506,13 @@ pub struct Metrics {
     pub bytes_sent: u64,
     /// Received frames whose recovery failed the hash, all workers.
     pub hash_failures: u64,
+    /// Lemma 2 checked on the logged iterations' frames (`measure_recovery`):
+    /// the largest recovery error over its bound `delta B`, and the share of
+    /// recovered coordinates beyond the bound (wrap-arounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_over_bound: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrap_rate: Option<f64>,
 }
 
 /// This machine's host name, as the kernel has it (`$HOSTNAME` is a

@@ -178,6 +178,28 @@ impl Worker for Moniqua {
         self.warmup
     }
 
+    fn recover(
+        &self,
+        k: u64,
+        sender: usize,
+        model: &[f32],
+        frame: &mut Vec<u8>,
+        out: &mut [f32],
+    ) -> Option<Result<f64, AlgoError>> {
+        if self.warmup.is_some() {
+            return None;
+        }
+        let recovered = self
+            .codec
+            .encode(model, k, sender as u32, None, frame)
+            .and_then(|_| self.codec.decode(frame, &self.x, DecodeTarget::Out(out)));
+        Some(
+            recovered
+                .map(|_| self.codec.delta() * f64::from(self.codec.modulus()))
+                .map_err(AlgoError::from),
+        )
+    }
+
     fn set_auto_theta(
         &mut self,
         max_step: f32,
