@@ -251,7 +251,11 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
         Some(s) => s,
         None => likely_scale(&m, backend, &recorded),
     };
-    let runs = plan::expand(&m, &scale, backend)?;
+    // a tuned experiment's runs follow from its recorded tuning
+    let runs = match &m.tune {
+        Some(spec) => crate::tune::final_runs(&m, spec, &scale, backend, &out)?,
+        None => plan::expand(&m, &scale, backend)?,
+    };
     let now = invocation(&m, &scale, backend);
     let extra = recorded
         .iter()

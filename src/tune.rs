@@ -209,6 +209,49 @@ pub fn tuning_runs(
         .collect())
 }
 
+/// The grid's runs as a tuned experiment runs them: each method with the
+/// configuration its tuning runs recorded in `out/tuning/runs.csv` choose
+/// (none recorded: its first configuration, which `repro status` then
+/// reports missing). The tuning runs of this plan only count.
+pub fn final_runs(
+    m: &Manifest,
+    spec: &TuneSpec,
+    scale: &str,
+    backend: Backend,
+    out: &std::path::Path,
+) -> Result<Vec<PlannedRun>> {
+    let tuning = tuning_runs(m, spec, scale, backend, Limits::default())?;
+    let csv = out.join("tuning").join("runs.csv");
+    let recorded = if csv.is_file() {
+        crate::results::read_csv(&csv)?
+    } else {
+        Vec::new()
+    };
+    let these: Vec<RunRecord> = recorded
+        .into_iter()
+        .filter(|r| tuning.iter().any(|t| t.id == r.run_id))
+        .collect();
+    let selection = select(spec, &these);
+    Ok(plan::expand_configured(
+        m,
+        scale,
+        backend,
+        Limits::default(),
+        None,
+        &|p| {
+            let chosen = selection.chosen_for(spec, p);
+            if chosen.is_empty() {
+                configs(spec, p.get(&spec.key).map_or("", String::as_str))
+                    .into_iter()
+                    .take(1)
+                    .collect()
+            } else {
+                chosen
+            }
+        },
+    )?)
+}
+
 /// The group a run is chosen within: its grid point without the seed and
 /// the configuration (one method at one setting of the other keys).
 fn group(point: &BTreeMap<String, String>) -> BTreeMap<String, String> {

@@ -2140,6 +2140,17 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
         "{said}"
     );
     assert!(out.join("claims.md").is_file());
+    // the figure averages the three seeds of each method, with a band each
+    let svg = std::fs::read_to_string(out.join("figure.svg")).unwrap();
+    assert_eq!(
+        svg.matches("<polygon opacity=\"0.18\"").count(),
+        3,
+        "one band per method"
+    );
+    // `repro status` plans the grid from the recorded tuning: all current
+    let o = repro(&["status", "tune-smoke", "--out", out.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("9 current, 0 stale, 0 missing"), "{said}");
     // a manifest that would choose on the test set is refused at plan time
     let o = repro(&[
         "run",
