@@ -14,7 +14,7 @@ use crate::net::Condition;
 /// The simulator's objectives (`objective`).
 pub const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
 /// How the simulator splits generated data among the workers (`split`).
-pub const SPLITS: [&str; 2] = ["iid", "by-label"];
+pub const SPLITS: [&str; 3] = ["iid", "by-label", "file-order"];
 
 /// Everything one simulated run needs. Unknown keys are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -56,6 +56,27 @@ pub struct SimParams {
     /// (each worker's recovery of each neighbour against the truth):
     /// `recovery_over_bound` and `wrap_rate` in runs.csv.
     pub measure_recovery: bool,
+    /// A LIBSVM file (plain, `.gz` or `.bz2`) for `logistic` or
+    /// `least-squares` instead of generated data; its dimension is the
+    /// largest feature index. Logistic regression maps its two labels onto
+    /// -1 (the smaller) and +1.
+    pub data: Option<String>,
+    /// `zero`, or `gaussian`: each coordinate N(0, x0_scale^2), drawn from
+    /// `x0_seed` (every worker starts from the same point).
+    pub x0: String,
+    pub x0_scale: f64,
+    pub x0_seed: u64,
+    /// The step-size schedule (`repro_algos::SCHEDULES`): constant, step
+    /// (times 0.1 at each of `milestones`, in epochs), cosine, decay
+    /// (`decay_a / (weight_decay (t + decay_tau))`), bottou
+    /// (`decay_a / (1 + decay_a weight_decay t)`), `t` in iterations, after
+    /// `warmup_epochs`. An epoch is a worker's pass over its shard (data
+    /// objectives) or one iteration (quadratics).
+    pub schedule: String,
+    pub milestones: Vec<f64>,
+    pub warmup_epochs: f64,
+    pub decay_a: f64,
+    pub decay_tau: f64,
 }
 
 impl Default for SimParams {
@@ -82,6 +103,15 @@ impl Default for SimParams {
             compute_ms: 0.0,
             log_every: 10,
             measure_recovery: false,
+            data: None,
+            x0: "zero".into(),
+            x0_scale: 1.0,
+            x0_seed: 0,
+            schedule: "constant".into(),
+            milestones: Vec::new(),
+            warmup_epochs: 0.0,
+            decay_a: 0.0,
+            decay_tau: 0.0,
         }
     }
 }
@@ -653,6 +683,7 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
         for (key, value, allowed) in [
             ("objective", &p.objective, &OBJECTIVES[..]),
             ("split", &p.split, &SPLITS[..]),
+            ("x0", &p.x0, &["zero", "gaussian"][..]),
         ] {
             if !allowed.contains(&value.as_str()) {
                 return Err(bad(
@@ -661,10 +692,39 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
                 ));
             }
         }
+        repro_algos::Schedule::parse(
+            &p.schedule,
+            1.0,
+            &p.milestones,
+            p.decay_a,
+            p.decay_tau,
+            f64::from(p.weight_decay),
+        )
+        .map_err(|m| bad("schedule", m))?;
+        if let Some(path) = &p.data {
+            if !matches!(p.objective.as_str(), "logistic" | "least-squares") {
+                return Err(bad(
+                    "data",
+                    format!(
+                        "a data file is for `logistic` or `least-squares`, not `{}`",
+                        p.objective
+                    ),
+                ));
+            }
+            if !std::path::Path::new(path).is_file() {
+                return Err(bad(
+                    "data",
+                    format!("`{path}` is not a file (a LIBSVM file, plain, .gz or .bz2)"),
+                ));
+            }
+        }
     }
-    // every worker needs a sample of the data sets the plan sizes
+    // every worker needs a sample of the data sets the plan sizes (a data
+    // file is checked when it is read)
     let samples = match params {
-        Params::Sim(p) if matches!(p.objective.as_str(), "logistic" | "least-squares") => {
+        Params::Sim(p)
+            if p.data.is_none() && matches!(p.objective.as_str(), "logistic" | "least-squares") =>
+        {
             Some(("samples", p.samples))
         }
         Params::Train(c) if c.dataset == "synthetic" => {

@@ -91,6 +91,38 @@ fn topology(p: &SimParams) -> Result<Topology> {
     Ok(Topology::by_name(&p.topology, p.workers)?)
 }
 
+/// A LIBSVM file, plain or compressed (by its extension: `.gz`, `.bz2`);
+/// for classification its two labels mapped onto -1 and +1.
+fn read_data(path: &Path, classification: bool) -> Result<Dataset> {
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("could not open the data file {}", path.display()))?;
+    let reader: Box<dyn std::io::Read> = match path.extension().and_then(|e| e.to_str()) {
+        Some("gz") => Box::new(flate2::read::MultiGzDecoder::new(file)),
+        Some("bz2") => Box::new(bzip2::read::MultiBzDecoder::new(file)),
+        _ => Box::new(file),
+    };
+    let mut ds = Dataset::read_libsvm(std::io::BufReader::new(reader))
+        .with_context(|| format!("{} is not a LIBSVM file", path.display()))?;
+    if classification {
+        ds.binary_labels()
+            .with_context(|| format!("{}", path.display()))?;
+    }
+    Ok(ds)
+}
+
+/// The start point every worker shares: zeros, or Gaussian coordinates.
+fn start(p: &SimParams, dim: usize) -> Vec<f32> {
+    match p.x0.as_str() {
+        "gaussian" => {
+            let mut rng = repro_algos::rng::Rng::new(p.x0_seed, 0x5eed);
+            (0..dim)
+                .map(|_| (rng.normal() * p.x0_scale) as f32)
+                .collect()
+        }
+        _ => vec![0.0; dim],
+    }
+}
+
 fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
     let n = p.workers;
     Ok(match p.objective.as_str() {
@@ -113,10 +145,14 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
         }
         "logistic" | "least-squares" => {
             let classification = p.objective == "logistic";
-            let ds = Dataset::generate(p.samples, p.dim, p.noise, classification, p.seed);
+            let ds = match &p.data {
+                Some(path) => read_data(Path::new(path), classification)?,
+                None => Dataset::generate(p.samples, p.dim, p.noise, classification, p.seed),
+            };
             let split = match p.split.as_str() {
                 "iid" => Split::Iid,
                 "by-label" => Split::SortedByLabel,
+                "file-order" => Split::FileOrder,
                 other => bail!(
                     "unknown split `{other}`; use one of {}",
                     crate::plan::SPLITS.join(", ")
@@ -230,14 +266,32 @@ fn simulate<'r>(
         topology(p)?,
         &spec,
         cfg,
-        &vec![0.0; objective.dim()],
+        &start(p, objective.dim()),
     )?;
     let file = std::fs::File::create(log_path)
         .with_context(|| format!("could not create {}", log_path.display()))?;
     let mut log = std::io::BufWriter::new(file);
     write_record(&mut log, &Record::Header(header))?;
-    let steps =
-        iterate(&mut sim, p, &mut log).map_err(|e| e.context(format!("run {} failed", run.id)))?;
+    // an epoch: a worker's pass over its shard (data), else an iteration
+    let per_epoch = match objective.samples() {
+        Some(n) => (n as f64 / p.workers as f64 / p.batch.max(1) as f64).max(1e-12),
+        None => 1.0,
+    };
+    let schedule = repro_algos::LrSchedule {
+        base: f64::from(p.lr),
+        warmup_epochs: p.warmup_epochs,
+        schedule: repro_algos::Schedule::parse(
+            &p.schedule,
+            p.iterations as f64 / per_epoch,
+            &p.milestones,
+            p.decay_a,
+            p.decay_tau,
+            f64::from(p.weight_decay),
+        )
+        .map_err(anyhow::Error::msg)?,
+    };
+    let steps = iterate(&mut sim, p, &schedule, per_epoch, &mut log)
+        .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let final_loss = objective.loss(&sim.average_model());
     let local_loss = (0..p.workers)
         .map(|i| objective.loss(sim.model(i)))
@@ -331,7 +385,13 @@ struct Steps {
 
 /// Runs the iterations, logging a step record every `log_every`; stops at
 /// the first divergence.
-fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Result<Steps> {
+fn iterate(
+    sim: &mut Simulator<'_>,
+    p: &SimParams,
+    schedule: &repro_algos::LrSchedule,
+    per_epoch: f64,
+    log: &mut impl Write,
+) -> Result<Steps> {
     let tail_start = p.iterations - p.iterations / 5;
     let (mut grad_acc, mut grad_count) = (0.0, 0u64);
     let mut logged_bytes = 0u64;
@@ -346,6 +406,8 @@ fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Resu
         if crate::signals::interrupted() {
             bail!("run interrupted at iteration {k}");
         }
+        let epoch = k as f64 / per_epoch;
+        sim.set_lr(schedule.at(epoch, k) as f32);
         // Lemma 2 on the frames this iteration sends
         if p.measure_recovery
             && (k % p.log_every.max(1) == 0 || k + 1 == p.iterations)
@@ -385,7 +447,7 @@ fn iterate(sim: &mut Simulator<'_>, p: &SimParams, log: &mut impl Write) -> Resu
             logged_bytes = through;
             let step = Step {
                 iteration: k,
-                epoch: 0.0,
+                epoch,
                 wall_s: r.time_s,
                 compute_s: p.compute_ms * 1e-3,
                 comm_s: 0.0,

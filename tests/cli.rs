@@ -2248,3 +2248,128 @@ fn workers_can_be_pinned_to_cores() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A LIBSVM file (gzipped, labels 0/1) through the simulator from a
+/// manifest: logistic regression with a decaying step size from a Gaussian
+/// start point, split in file order; epochs count passes over a shard.
+#[test]
+fn a_libsvm_file_runs_through_the_simulator() {
+    use std::io::Write as _;
+    let dir = temp_out("libsvm");
+    std::fs::create_dir_all(&dir).unwrap();
+    let data = dir.join("toy.svm.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&data).unwrap(),
+        flate2::Compression::default(),
+    );
+    for s in 0..200u32 {
+        let x1 = (s % 7) as f32 / 7.0 - 0.5;
+        let x3 = (s % 5) as f32 / 5.0 - 0.4;
+        let label = u32::from(x1 + 0.5 * x3 > 0.0);
+        writeln!(gz, "{label} 1:{x1} 3:{x3} 5:1").unwrap();
+    }
+    gz.finish().unwrap();
+    let manifest = dir.join("convex.yaml");
+    let text = format!(
+        "name: convex-toy
+title: toy
+source: tests
+backend: sim
+scales: {{ smoke: {{}} }}
+grid: {{ algorithm: [d-psgd, choco] }}
+params:
+  workers: 4
+  topology: ring
+  objective: logistic
+  data: {}
+  split: file-order
+  batch: 1
+  weight_decay: 0.01
+  schedule: decay
+  decay_a: 1.0
+  decay_tau: 10
+  x0: gaussian
+  x0_scale: 0.5
+  iterations: 200
+  log_every: 10
+  bits: 4
+  gamma: 0.5
+table: {{ rows: [algorithm], value: final_loss }}
+figure: {{ x: epoch, series: algorithm }}
+",
+        data.display()
+    );
+    std::fs::write(&manifest, text).unwrap();
+    let out = dir.join("out");
+    let o = repro(&[
+        "run",
+        manifest.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["status"], "completed", "{r:?}");
+        let loss: f64 = r["final_loss"].parse().unwrap();
+        // below log 2, where the zero model sits
+        assert!(loss < std::f64::consts::LN_2, "{r:?}");
+    }
+    // 50 samples a worker, batch 1: iteration 10 is epoch 0.2
+    let points = csv_rows(&out.join("curves.csv"));
+    // from the Gaussian start, not from zero (whose loss is log 2 exactly)
+    let first = points.iter().find(|p| p["iteration"] == "0").unwrap();
+    let l0: f64 = first["train_loss"].parse().unwrap();
+    assert!((l0 - std::f64::consts::LN_2).abs() > 1e-3, "{first:?}");
+    let p = points.iter().find(|p| p["iteration"] == "10").unwrap();
+    assert!(
+        (p["epoch"].parse::<f64>().unwrap() - 0.2).abs() < 1e-12,
+        "{p:?}"
+    );
+    // the same set bzip2-compressed reads the same
+    let bz = dir.join("toy.svm.bz2");
+    let plain = {
+        use std::io::Read as _;
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&data).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    let mut enc = bzip2::write::BzEncoder::new(
+        std::fs::File::create(&bz).unwrap(),
+        bzip2::Compression::default(),
+    );
+    enc.write_all(plain.as_bytes()).unwrap();
+    enc.finish().unwrap();
+    let again = dir.join("again");
+    let set = format!("params.data={}", bz.display());
+    let o = repro(&[
+        "run",
+        manifest.to_str().unwrap(),
+        "--set",
+        &set,
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let losses = |rows: &[std::collections::HashMap<String, String>]| {
+        rows.iter()
+            .map(|r| r["final_loss"].clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(losses(&csv_rows(&again.join("runs.csv"))), losses(&rows));
+    // a missing file and a bad schedule are refused before anything runs
+    for (set, says) in [
+        ("params.data=/nonexistent.svm", "`data`"),
+        ("params.decay_a=0", "decay_a > 0"),
+        ("params.x0=ones", "unknown x0"),
+    ] {
+        let o = repro(&["run", manifest.to_str().unwrap(), "--set", set, "--dry-run"]);
+        assert_eq!(o.status.code(), Some(1), "{set}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{set}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,10 @@ pub enum DataError {
     Empty,
     #[error("{workers} workers but only {samples} samples; every worker needs at least one")]
     TooFewSamples { workers: usize, samples: usize },
+    #[error(
+        "logistic regression needs two classes; the labels start {found} (a multi-class set needs a one-vs-rest file)"
+    )]
+    Labels { found: String },
 }
 
 /// Sparse samples in compressed-row form, with one label each.
@@ -147,6 +151,36 @@ impl Dataset {
         self.labels[s]
     }
 
+    /// Maps a two-class data set's labels onto {-1, +1}: the smaller label
+    /// becomes -1 and the larger +1 (LIBSVM's binary sets use {-1, +1},
+    /// {0, 1} or {1, 2}). Returns the two labels as they were; a set with
+    /// one label or more than two is refused.
+    pub fn binary_labels(&mut self) -> Result<(f32, f32), DataError> {
+        let mut seen: Vec<f32> = Vec::new();
+        for &l in &self.labels {
+            if !seen.contains(&l) {
+                seen.push(l);
+                if seen.len() > 2 {
+                    break;
+                }
+            }
+        }
+        seen.sort_by(f32::total_cmp);
+        let [low, high] = seen[..] else {
+            return Err(DataError::Labels {
+                found: seen
+                    .iter()
+                    .map(|l| l.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        };
+        for l in &mut self.labels {
+            *l = if *l == low { -1.0 } else { 1.0 };
+        }
+        Ok((low, high))
+    }
+
     fn row(&self, s: usize) -> (&[u32], &[f32]) {
         let (a, b) = (self.indptr[s], self.indptr[s + 1]);
         (&self.indices[a..b], &self.values[a..b])
@@ -172,6 +206,8 @@ pub enum Split {
     Iid,
     /// Sorted by label, then contiguous shares: workers see different labels.
     SortedByLabel,
+    /// The file's order, in contiguous shares.
+    FileOrder,
 }
 
 /// Sample indices of each worker.
@@ -198,6 +234,7 @@ pub fn split(
         Split::SortedByLabel => {
             order.sort_by(|&a, &b| ds.label(a).total_cmp(&ds.label(b)).then(a.cmp(&b)))
         }
+        Split::FileOrder => {}
     }
     let per = ds.len() as f64 / workers as f64;
     Ok((0..workers)
@@ -263,6 +300,10 @@ impl LinearModel {
 impl Objective for LinearModel {
     fn dim(&self) -> usize {
         self.data.dim()
+    }
+
+    fn samples(&self) -> Option<usize> {
+        Some(self.data.len())
     }
 
     fn workers(&self) -> usize {
@@ -346,7 +387,7 @@ mod tests {
     #[test]
     fn splits_cover_every_sample_once() {
         let ds = Dataset::generate(103, 4, 0.1, true, 1);
-        for how in [Split::Iid, Split::SortedByLabel] {
+        for how in [Split::Iid, Split::SortedByLabel, Split::FileOrder] {
             let shards = split(&ds, 5, how, 3).unwrap();
             let mut all: Vec<usize> = shards.iter().flatten().copied().collect();
             all.sort_unstable();
@@ -361,6 +402,28 @@ mod tests {
             split(&ds, 200, Split::Iid, 0),
             Err(DataError::TooFewSamples { .. })
         ));
+        // file order: contiguous shares as read
+        let shards = split(&ds, 5, Split::FileOrder, 3).unwrap();
+        assert_eq!(shards[0], (0..20).collect::<Vec<_>>());
+    }
+
+    /// Two labels become -1 and +1, smaller first, whatever they were.
+    #[test]
+    fn binary_labels_map_to_plus_minus_one() {
+        let text = "2 1:1\n1 2:1\n2 1:0.5\n";
+        let mut ds = Dataset::read_libsvm(text.as_bytes()).unwrap();
+        assert_eq!(ds.binary_labels().unwrap(), (1.0, 2.0));
+        assert_eq!(
+            (0..3).map(|s| ds.label(s)).collect::<Vec<_>>(),
+            [1.0, -1.0, 1.0]
+        );
+        let mut three = Dataset::read_libsvm("0 1:1\n1 1:1\n2 1:1\n".as_bytes()).unwrap();
+        assert!(matches!(
+            three.binary_labels(),
+            Err(DataError::Labels { .. })
+        ));
+        let mut one = Dataset::read_libsvm("1 1:1\n".as_bytes()).unwrap();
+        assert!(one.binary_labels().is_err());
     }
 
     #[test]

@@ -25,6 +25,11 @@ pub trait Objective: Send + Sync {
     fn separable(&self) -> Option<&dyn Separable> {
         None
     }
+    /// The samples the workers share, for objectives on data (an epoch is a
+    /// worker's pass over its shard); `None` for analytic ones.
+    fn samples(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// An objective whose stochastic gradient at coordinate `j` depends on

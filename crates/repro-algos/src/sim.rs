@@ -430,6 +430,11 @@ impl<'o> Simulator<'o> {
         Ok(Some(r))
     }
 
+    /// Sets the step size of the coming iterations (a schedule's).
+    pub fn set_lr(&mut self, lr: f32) {
+        self.cfg.lr = lr;
+    }
+
     pub fn neighbour_distance(&self) -> f64 {
         let mut worst = 0.0f64;
         for i in 0..self.lanes.len() {

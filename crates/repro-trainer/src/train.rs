@@ -25,9 +25,9 @@ use thiserror::Error;
 
 use crate::data::{Cifar10, FashionMnist, ImageSet, Partition, Transform, partition};
 use crate::models::{ImageShape, ModelSpec};
-use crate::schedule::{LrSchedule, Schedule};
 use crate::transport::{Transport, TransportError};
 use crate::{FlatParams, TrainerError};
+use repro_algos::{LrSchedule, Schedule};
 
 /// A training run that could not start or failed.
 #[derive(Debug, Error)]
@@ -319,17 +319,15 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
     let schedule = LrSchedule {
         base: cfg.lr,
         warmup_epochs: cfg.warmup_epochs,
-        schedule: match cfg.schedule.as_str() {
-            "constant" => Schedule::Constant,
-            "cosine" => Schedule::Cosine {
-                epochs: cfg.iterations as f64 * cfg.batch as f64 / shard.len() as f64,
-            },
-            "step" => Schedule::Step {
-                milestones: cfg.milestones.clone(),
-                gamma: 0.1,
-            },
-            other => return Err(TrainError::Config(format!("unknown schedule `{other}`"))),
-        },
+        schedule: Schedule::parse(
+            &cfg.schedule,
+            cfg.iterations as f64 * cfg.batch as f64 / shard.len() as f64,
+            &cfg.milestones,
+            0.0,
+            0.0,
+            f64::from(cfg.weight_decay),
+        )
+        .map_err(TrainError::Config)?,
     };
     let sgd = Sgd {
         momentum: cfg.momentum,
@@ -421,7 +419,7 @@ pub fn train<T: Transport>(
     let mut done = 0;
     for k in 0..cfg.iterations {
         let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
-        let lr = schedule.at(epoch) as f32;
+        let lr = schedule.at(epoch, k) as f32;
         let t0 = now(t, &started);
         flat.scatter(worker.model())?;
         vs.trainable_variables()

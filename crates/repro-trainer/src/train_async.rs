@@ -303,7 +303,7 @@ fn compute(
         let mut epoch = 0.0;
         for k in 0..cfg.iterations {
             epoch = (k as f64 * cfg.batch as f64) / s.shard.len() as f64;
-            let lr = s.schedule.at(epoch) as f32;
+            let lr = s.schedule.at(epoch, k) as f32;
             let t0 = Instant::now();
             snapshot.copy_from_slice(&shared.x.lock().unwrap_or_else(|p| p.into_inner()));
             let waited = t0.elapsed().as_secs_f64();
