@@ -148,7 +148,7 @@ pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
 
 /// The `y` values a figure can draw: `train_loss` (every step), or a metric
 /// of the evaluations (every `eval_every` steps).
-pub const CURVE_METRICS: [&str; 8] = [
+pub const CURVE_METRICS: [&str; 10] = [
     "train_loss",
     "test_loss",
     "test_accuracy",
@@ -157,6 +157,8 @@ pub const CURVE_METRICS: [&str; 8] = [
     "consensus_distance",
     "val_loss",
     "val_accuracy",
+    "objective",
+    "subopt",
 ];
 
 /// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
@@ -166,13 +168,15 @@ pub const CURVE_METRICS: [&str; 8] = [
 pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     let pick: fn(&repro_runlog::Eval) -> Option<f64> = match y {
         "train_loss" => return Ok(curve(logs)),
-        "test_loss" => |e| Some(e.test_loss),
-        "test_accuracy" => |e| Some(e.test_accuracy),
+        "test_loss" => |e| e.test_loss,
+        "test_accuracy" => |e| e.test_accuracy,
         "avg_test_loss" => |e| e.avg_test_loss,
         "avg_test_accuracy" => |e| e.avg_test_accuracy,
         "consensus_distance" => |e| e.consensus_distance,
         "val_loss" => |e| e.val_loss,
         "val_accuracy" => |e| e.val_accuracy,
+        "objective" => |e| e.objective,
+        "subopt" => |e| e.subopt,
         other => bail!(
             "figure.y `{other}` is not one of {}",
             CURVE_METRICS.join(", ")
@@ -324,13 +328,15 @@ pub(crate) mod tests {
             iteration,
             epoch: iteration as f64 / 10.0,
             wall_s: iteration as f64,
-            test_loss: loss,
-            test_accuracy: 0.5,
+            test_loss: Some(loss),
+            test_accuracy: Some(0.5),
             avg_test_loss: avg,
             avg_test_accuracy: None,
             consensus_distance: None,
             val_loss: None,
             val_accuracy: None,
+            objective: None,
+            subopt: None,
         };
         let mut a = log(0, &[1.0, 1.0], 1.0);
         let mut b = log(1, &[1.0, 1.0], 1.0);

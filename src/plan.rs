@@ -77,6 +77,10 @@ pub struct SimParams {
     pub warmup_epochs: f64,
     pub decay_a: f64,
     pub decay_tau: f64,
+    /// Evaluate every this many epochs (0: at the end only): `f(x_bar)` on
+    /// the whole training set, `f(x_bar) - f*` where `f*` is known (data
+    /// objectives), and the consensus distance, as the log's evaluations.
+    pub eval_every: f64,
 }
 
 impl Default for SimParams {
@@ -112,6 +116,7 @@ impl Default for SimParams {
             warmup_epochs: 0.0,
             decay_a: 0.0,
             decay_tau: 0.0,
+            eval_every: 0.0,
         }
     }
 }

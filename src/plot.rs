@@ -545,6 +545,8 @@ fn axis_label(key: &str) -> &'static str {
         "consensus_distance" => "consensus distance",
         "val_loss" => "validation loss of the averaged model",
         "val_accuracy" => "validation accuracy of the averaged model",
+        "objective" => "f(averaged model)",
+        "subopt" => "f(averaged model) - f*",
         "epoch_time_s" => "epoch time (s)",
         "wall_s_total" => "run time (s)",
         "test_loss" => "test loss (local models)",

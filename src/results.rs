@@ -139,6 +139,7 @@ impl RunRecord {
                     ("val_accuracy", Cell::Number(s.val_accuracy)),
                     ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
                     ("wrap_rate", Cell::Number(s.wrap_rate)),
+                    ("subopt", Cell::Number(s.subopt)),
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
@@ -204,7 +205,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 29] = [
+pub const METRICS: [&str; 30] = [
     "status",
     "final_loss",
     "train_loss",
@@ -220,6 +221,7 @@ pub const METRICS: [&str; 29] = [
     "val_accuracy",
     "recovery_over_bound",
     "wrap_rate",
+    "subopt",
     "wall_s",
     "extra_memory_mb",
     "peak_rss_mb",

@@ -1008,7 +1008,7 @@ fn summarize(
             "completed".into()
         },
         final_loss: some(last(&|e| e.avg_test_loss)),
-        local_loss: some(last(&|e| Some(e.test_loss))),
+        local_loss: some(last(&|e| e.test_loss)),
         grad_norm_sq: None,
         consensus: some(last(&|e| e.consensus_distance)),
         bytes: logs
@@ -1020,12 +1020,13 @@ fn summarize(
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.hash_failures))
             .sum(),
-        test_accuracy: some(last(&|e| Some(e.test_accuracy))),
+        test_accuracy: some(last(&|e| e.test_accuracy)),
         avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
         val_loss: some(last(&|e| e.val_loss)),
         val_accuracy: some(last(&|e| e.val_accuracy)),
         recovery_over_bound: None,
         wrap_rate: None,
+        subopt: None,
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| l.header.provenance.clone()),

@@ -2292,10 +2292,11 @@ params:
   x0_scale: 0.5
   iterations: 200
   log_every: 10
+  eval_every: 1
   bits: 4
   gamma: 0.5
-table: {{ rows: [algorithm], value: final_loss }}
-figure: {{ x: epoch, series: algorithm }}
+table: {{ rows: [algorithm], value: subopt }}
+figure: {{ x: epoch, y: subopt, series: algorithm, log_y: true }}
 ",
         data.display()
     );
@@ -2316,16 +2317,46 @@ figure: {{ x: epoch, series: algorithm }}
         // below log 2, where the zero model sits
         assert!(loss < std::f64::consts::LN_2, "{r:?}");
     }
-    // 50 samples a worker, batch 1: iteration 10 is epoch 0.2
+    // f(x_bar) - f* per epoch (50 samples a worker, batch 1: every 50
+    // iterations), positive and falling; f* cached beside the data
     let points = csv_rows(&out.join("curves.csv"));
+    let d: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p["algorithm"] == "d-psgd")
+        .map(|p| (p["epoch"].parse().unwrap(), p["subopt"].parse().unwrap()))
+        .collect();
+    assert_eq!(
+        d.iter().map(|p| p.0).collect::<Vec<_>>(),
+        [1.0, 2.0, 3.0, 4.0],
+        "{d:?}"
+    );
+    assert!(d.iter().all(|p| p.1 > 0.0) && d[3].1 < d[0].1, "{d:?}");
+    let end: f64 = rows.iter().find(|r| r["algorithm"] == "d-psgd").unwrap()["subopt"]
+        .parse()
+        .unwrap();
+    assert!((end - d[3].1).abs() < 1e-9, "{end} vs {d:?}");
+    let cache = |p: &Path| -> f64 {
+        let text = std::fs::read_to_string(format!("{}.fstar.json", p.display())).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert!(json["grad_inf"].as_f64().unwrap() <= 1e-10, "{json}");
+        json["fstar"].as_f64().unwrap()
+    };
+    let fstar = cache(&data);
+    assert!(fstar > 0.0 && fstar < std::f64::consts::LN_2);
     // from the Gaussian start, not from zero (whose loss is log 2 exactly)
-    let first = points.iter().find(|p| p["iteration"] == "0").unwrap();
-    let l0: f64 = first["train_loss"].parse().unwrap();
-    assert!((l0 - std::f64::consts::LN_2).abs() > 1e-3, "{first:?}");
-    let p = points.iter().find(|p| p["iteration"] == "10").unwrap();
+    let log = std::fs::read_dir(out.join("raw"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .path();
+    let parsed = repro_runlog::read_log(std::fs::read_to_string(&log).unwrap().as_bytes()).unwrap();
+    let l0 = parsed.steps[0].train_loss;
+    assert!((l0 - std::f64::consts::LN_2).abs() > 1e-3, "{l0}");
     assert!(
-        (p["epoch"].parse::<f64>().unwrap() - 0.2).abs() < 1e-12,
-        "{p:?}"
+        (parsed.steps[1].epoch - 0.2).abs() < 1e-12,
+        "{:?}",
+        parsed.steps[1]
     );
     // the same set bzip2-compressed reads the same
     let bz = dir.join("toy.svm.bz2");
@@ -2360,6 +2391,7 @@ figure: {{ x: epoch, series: algorithm }}
             .collect::<Vec<_>>()
     };
     assert_eq!(losses(&csv_rows(&again.join("runs.csv"))), losses(&rows));
+    assert_eq!(cache(&bz), fstar, "the same optimum from the bzip2 copy");
     // a missing file and a bad schedule are refused before anything runs
     for (set, says) in [
         ("params.data=/nonexistent.svm", "`data`"),

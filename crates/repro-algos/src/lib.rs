@@ -16,6 +16,7 @@ pub mod compress;
 pub mod data;
 mod errors;
 pub mod flat;
+pub mod minimize;
 pub mod objective;
 pub mod optim;
 pub mod pairwise;

@@ -30,6 +30,18 @@ pub trait Objective: Send + Sync {
     fn samples(&self) -> Option<usize> {
         None
     }
+    /// `f(x)` computed in f64 throughout where the objective can (data
+    /// objectives: what `f(x_bar) - f*` is measured with), else [`loss`].
+    ///
+    /// [`loss`]: Objective::loss
+    fn loss_f64(&self, x: &[f32]) -> f64 {
+        self.loss(x)
+    }
+    /// `f*` to high precision, where the objective can compute it (L-BFGS
+    /// in f64 on the whole data set); `None` otherwise.
+    fn optimum(&self) -> Option<crate::minimize::Minimum> {
+        None
+    }
 }
 
 /// An objective whose stochastic gradient at coordinate `j` depends on

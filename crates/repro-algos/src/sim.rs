@@ -430,6 +430,11 @@ impl<'o> Simulator<'o> {
         Ok(Some(r))
     }
 
+    /// The objective the workers minimize.
+    pub fn objective(&self) -> &'o dyn Objective {
+        self.objective
+    }
+
     /// Sets the step size of the coming iterations (a schedule's).
     pub fn set_lr(&mut self, lr: f32) {
         self.cfg.lr = lr;

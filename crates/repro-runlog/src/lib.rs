@@ -422,8 +422,12 @@ pub struct Eval {
     pub iteration: u64,
     pub epoch: f64,
     pub wall_s: f64,
-    pub test_loss: f64,
-    pub test_accuracy: f64,
+    /// The local model on the test set (trainer); absent in the
+    /// simulator's evaluations, which have no test set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_loss: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_accuracy: Option<f64>,
     pub avg_test_loss: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
     pub consensus_distance: Option<f64>,
@@ -433,6 +437,12 @@ pub struct Eval {
     pub val_loss: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub val_accuracy: Option<f64>,
+    /// The simulator's objective at the averaged model, `f(x_bar)` on the
+    /// whole training set, and its suboptimality `f(x_bar) - f*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subopt: Option<f64>,
 }
 
 /// How a run ended.
@@ -513,6 +523,9 @@ pub struct Metrics {
     pub recovery_over_bound: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrap_rate: Option<f64>,
+    /// `f(x_bar) - f*` at the end, where `f*` is known (data objectives).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subopt: Option<f64>,
 }
 
 /// This machine's host name, as the kernel has it (`$HOSTNAME` is a

@@ -533,7 +533,7 @@ pub fn train<T: Transport>(
                 cfg, &*model, &flat, &*worker, &data, t, &mut rng, done, epoch, &started,
             )?;
             if done == cfg.iterations {
-                status = status.after_final([e.test_loss].into_iter().chain(e.avg_test_loss), done);
+                status = status.after_final(e.test_loss.into_iter().chain(e.avg_test_loss), done);
             }
             write_record(&mut log, &Record::Eval(e))?;
         }
@@ -616,13 +616,15 @@ fn eval<T: Transport>(
         iteration,
         epoch,
         wall_s: now(t, started),
-        test_loss,
-        test_accuracy,
+        test_loss: Some(test_loss),
+        test_accuracy: Some(test_accuracy),
         avg_test_loss: Some(avg_loss),
         avg_test_accuracy: Some(avg_accuracy),
         consensus_distance: Some(consensus),
         val_loss: valid.map(|v| v.0),
         val_accuracy: valid.map(|v| v.1),
+        objective: None,
+        subopt: None,
     })
 }
 
