@@ -137,7 +137,17 @@ pub fn check(
         );
     }
     for method in spec.space.keys() {
-        if !points.iter().any(|p| p.get(&spec.key) == Some(method)) {
+        // with `algorithm` as the key any algorithm the suite knows is fine
+        // (a subset rerun plans only some); otherwise a value of the grid
+        let known = if spec.key == "algorithm" {
+            repro_algos::ALGORITHM_NAMES
+                .iter()
+                .chain(&repro_algos::ASYNC_ALGORITHM_NAMES)
+                .any(|a| a == method)
+        } else {
+            points.iter().any(|p| p.get(&spec.key) == Some(method))
+        };
+        if !known {
             return err(
                 &format!("space.{method}"),
                 format!(

@@ -14,8 +14,9 @@ pub struct Minimum {
 }
 
 /// Minimizes `f` (which returns `f(x)` and writes `grad f(x)`) from `x0`
-/// until `max |grad f| <= tol` or `max_iter` iterations, keeping the last
-/// `memory` curvature pairs.
+/// until `max |grad f| <= tol`, or five iterations in a row decrease `f` by
+/// less than f64 resolves (1e-15 of it), or `max_iter` iterations; it keeps
+/// the last ten curvature pairs.
 pub fn lbfgs(
     f: impl Fn(&[f64], &mut [f64]) -> f64,
     x0: Vec<f64>,
@@ -32,7 +33,10 @@ pub fn lbfgs(
     let (mut s_hist, mut y_hist): (Vec<Vec<f64>>, Vec<Vec<f64>>) = (Vec::new(), Vec::new());
     let (mut next, mut g_next) = (vec![0.0; d], vec![0.0; d]);
     let mut iterations = 0;
-    while iterations < max_iter && inf(&g) > tol {
+    // iterations in a row whose decrease f64 can no longer resolve: the
+    // gradient is then as small as this precision allows
+    let mut stalled = 0;
+    while iterations < max_iter && inf(&g) > tol && stalled < 5 {
         iterations += 1;
         // two-loop recursion: the direction -H g
         let mut q = g.clone();
@@ -68,7 +72,7 @@ pub fn lbfgs(
         // backtracking until the Armijo condition holds
         let mut step = 1.0;
         let mut accepted = false;
-        for _ in 0..60 {
+        for _ in 0..40 {
             for ((n, xi), qi) in next.iter_mut().zip(&x).zip(&q) {
                 *n = xi - step * qi;
             }
@@ -76,6 +80,11 @@ pub fn lbfgs(
             if v <= value + 1e-4 * step * slope {
                 accepted = v.is_finite();
                 if accepted {
+                    stalled = if value - v <= 1e-15 * value.abs() {
+                        stalled + 1
+                    } else {
+                        0
+                    };
                     value = v;
                 }
                 break;
