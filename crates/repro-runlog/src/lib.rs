@@ -165,6 +165,11 @@ pub struct Knobs {
     /// ends (1: as is; 0: auto, `1 / (1 + omega)` for the quantizer's
     /// relative error omega).
     pub compressor_scale: f64,
+    /// The baselines' compressor (naive, DCD, ECD, CHOCO, DeepSqueeze):
+    /// `stochastic` (`bits` per value, a scale per `bucket`), `qsgd`
+    /// (`levels` per value, norm-scaled per `bucket`) or `full` (f32: no
+    /// compression, where each must equal D-PSGD).
+    pub compressor: String,
 }
 
 impl Default for Knobs {
@@ -182,6 +187,7 @@ impl Default for Knobs {
             period: 4,
             levels: 7,
             compressor_scale: 1.0,
+            compressor: "stochastic".into(),
         }
     }
 }

@@ -244,11 +244,20 @@ impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
         let moniqua = moniqua_config(k)?;
-        let q = CompressorSpec::Stochastic(StochasticConfig {
-            bits: k.bits,
-            bucket: k.bucket,
-            ..StochasticConfig::default()
-        });
+        let q = match k.compressor.as_str() {
+            "stochastic" => CompressorSpec::Stochastic(StochasticConfig {
+                bits: k.bits,
+                bucket: k.bucket,
+                ..StochasticConfig::default()
+            }),
+            "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(k.levels, k.bucket)),
+            "full" => CompressorSpec::Full,
+            other => {
+                return Err(AlgoError::Invalid(format!(
+                    "unknown compressor `{other}`; set `compressor` to stochastic, qsgd or full"
+                )));
+            }
+        };
         if !(k.compressor_scale >= 0.0 && k.compressor_scale.is_finite()) {
             return Err(AlgoError::Invalid(format!(
                 "compressor_scale must be positive (1: none, 0: auto), got {}",
@@ -318,5 +327,43 @@ impl AlgorithmSpec {
                 )));
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `compressor` knob picks the baselines' compressor; Moniqua and
+    /// D-PSGD ignore it; an unknown one names the knob.
+    #[test]
+    fn the_compressor_knob_picks_the_baselines_compressor() {
+        let with = |c: &str| Knobs {
+            compressor: c.into(),
+            levels: 15,
+            bucket: 64,
+            ..Knobs::default()
+        };
+        assert_eq!(
+            AlgorithmSpec::from_name("dcd", &with("full")).unwrap(),
+            AlgorithmSpec::Dcd(CompressorSpec::Full)
+        );
+        assert_eq!(
+            AlgorithmSpec::from_name("ecd", &with("qsgd")).unwrap(),
+            AlgorithmSpec::Ecd(CompressorSpec::Norm(NormConfig::qsgd(15, 64)))
+        );
+        assert!(matches!(
+            AlgorithmSpec::from_name("choco", &with("stochastic")).unwrap(),
+            AlgorithmSpec::Choco {
+                compressor: CompressorSpec::Stochastic(_),
+                ..
+            }
+        ));
+        assert_eq!(
+            AlgorithmSpec::from_name("d-psgd", &with("full")).unwrap(),
+            AlgorithmSpec::DPsgd
+        );
+        let e = AlgorithmSpec::from_name("dcd", &with("top-k")).unwrap_err();
+        assert!(e.to_string().contains("`compressor`"), "{e}");
     }
 }
