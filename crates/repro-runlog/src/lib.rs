@@ -170,6 +170,10 @@ pub struct Knobs {
     /// (`levels` per value, norm-scaled per `bucket`) or `full` (f32: no
     /// compression, where each must equal D-PSGD).
     pub compressor: String,
+    /// `qsgd`: divide by `tau = 1 + min(d / s^2, sqrt(d) / s)` (`d` the
+    /// bucket, `s` the levels), Koloskova et al.'s biased QSGD, which is a
+    /// contraction where the unbiased one is not.
+    pub biased: bool,
 }
 
 impl Default for Knobs {
@@ -188,6 +192,7 @@ impl Default for Knobs {
             levels: 7,
             compressor_scale: 1.0,
             compressor: "stochastic".into(),
+            biased: false,
         }
     }
 }

@@ -250,6 +250,14 @@ impl AlgorithmSpec {
                 bucket: k.bucket,
                 ..StochasticConfig::default()
             }),
+            "qsgd" if k.biased => {
+                let (d, s) = (k.bucket as f64, f64::from(k.levels));
+                let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
+                CompressorSpec::Scaled {
+                    inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(k.levels, k.bucket))),
+                    factor: (1.0 / tau) as f32,
+                }
+            }
             "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(k.levels, k.bucket)),
             "full" => CompressorSpec::Full,
             other => {
@@ -362,6 +370,20 @@ mod tests {
         assert_eq!(
             AlgorithmSpec::from_name("d-psgd", &with("full")).unwrap(),
             AlgorithmSpec::DPsgd
+        );
+        // biased QSGD: divided by tau = 1 + min(64 / 225, 8 / 15) = 1.2844
+        let biased = Knobs {
+            biased: true,
+            ..with("qsgd")
+        };
+        let AlgorithmSpec::Dcd(CompressorSpec::Scaled { factor, .. }) =
+            AlgorithmSpec::from_name("dcd", &biased).unwrap()
+        else {
+            panic!("biased qsgd is scaled");
+        };
+        assert!(
+            (f64::from(factor) - 1.0 / (1.0 + 64.0 / 225.0)).abs() < 1e-6,
+            "{factor}"
         );
         let e = AlgorithmSpec::from_name("dcd", &with("top-k")).unwrap_err();
         assert!(e.to_string().contains("`compressor`"), "{e}");
