@@ -469,6 +469,10 @@ pub struct FigureSpec {
     /// point that reaches each (curves).
     #[serde(default)]
     pub targets: Vec<f64>,
+    /// Curves: draw the panels again against each of these x as well
+    /// (`[bytes]`: suboptimality per epoch and per byte sent).
+    #[serde(default)]
+    pub also_x: Vec<String>,
 }
 
 /// What a figure plots.

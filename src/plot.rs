@@ -92,6 +92,9 @@ pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, Str
                 grid("figure.panels", p)?;
             }
             one_of("figure.x", &spec.x, &CURVE_X)?;
+            for (i, x) in spec.also_x.iter().enumerate() {
+                one_of(&format!("figure.also_x[{i}]"), x, &CURVE_X)?;
+            }
             one_of("figure.y", &spec.y, &CURVE_METRICS)?;
         }
         crate::manifest::FigureKind::Sweep => {
@@ -953,6 +956,7 @@ mod tests {
             x_range: None,
             y_range: None,
             targets: Vec::new(),
+            also_x: Vec::new(),
         };
         let frame = CurvesFrame::new("train_loss", &curves).unwrap();
         let p = panels(&spec, &frame).unwrap();
@@ -1061,6 +1065,7 @@ mod tests {
             x_range: None,
             y_range: None,
             targets: Vec::new(),
+            also_x: Vec::new(),
         };
         let p = sweep_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();

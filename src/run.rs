@@ -903,7 +903,23 @@ fn figure_panels(
                 curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
                 frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
             }
-            plot::panels(spec, &frame)?
+            let mut panels = plot::panels(spec, &frame)?;
+            // the same panels against each further x
+            for x in &spec.also_x {
+                let other = manifest::FigureSpec {
+                    x: x.clone(),
+                    x_range: None,
+                    ..spec.clone()
+                };
+                for mut p in plot::panels(&other, &frame)? {
+                    p.title = match p.title.is_empty() {
+                        true => format!("against {x}"),
+                        false => format!("{} against {x}", p.title),
+                    };
+                    panels.push(p);
+                }
+            }
+            panels
         }
         manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
     };

@@ -2296,7 +2296,7 @@ params:
   bits: 4
   gamma: 0.5
 table: {{ rows: [algorithm], value: subopt }}
-figure: {{ x: epoch, y: subopt, series: algorithm, log_y: true }}
+figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true }}
 ",
         data.display()
     );
@@ -2341,6 +2341,9 @@ figure: {{ x: epoch, y: subopt, series: algorithm, log_y: true }}
         assert!(json["grad_inf"].as_f64().unwrap() <= 1e-8, "{json}");
         json["fstar"].as_f64().unwrap()
     };
+    // the figure per epoch, and again per byte sent
+    let svg = std::fs::read_to_string(out.join("figure.svg")).unwrap();
+    assert!(svg.contains("against bytes") && svg.contains("bytes sent per worker"));
     let fstar = cache(&data);
     assert!(fstar > 0.0 && fstar < std::f64::consts::LN_2);
     // from the Gaussian start, not from zero (whose loss is log 2 exactly)
