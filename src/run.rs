@@ -1084,11 +1084,20 @@ pub fn list() -> Result<()> {
                     .scales
                     .keys()
                     .map(|s| match plan::expand(&m, s, m.backend) {
-                        Ok(runs) => format!(
-                            "{s}: {} runs{}",
-                            runs.len(),
-                            m.cost.get(s).map(|c| format!(", {c}")).unwrap_or_default()
-                        ),
+                        Ok(runs) => {
+                            // a tuned experiment runs its search first
+                            let tuning = m.tune.as_ref().and_then(|t| {
+                                tune::tuning_runs(&m, t, s, m.backend, plan::Limits::default()).ok()
+                            });
+                            format!(
+                                "{s}: {} runs{}{}",
+                                runs.len(),
+                                tuning
+                                    .map(|t| format!(" after {} tuning runs", t.len()))
+                                    .unwrap_or_default(),
+                                m.cost.get(s).map(|c| format!(", {c}")).unwrap_or_default()
+                            )
+                        }
                         Err(_) => format!("{s}: invalid"),
                     })
                     .collect();

@@ -331,10 +331,14 @@ fn every_shipped_manifest_is_valid() {
         "table2",
         "figure1",
         "tang2018-epoch-time",
+        "tune-smoke",
+        "convex",
     ] {
         assert!(text.contains(name), "{name} missing from {text}");
     }
     assert!(text.contains("cpu: 28 runs, about 7.5 min"), "{text}");
+    // a tuned experiment's search counts too
+    assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
 }
 
 #[test]
