@@ -14,7 +14,7 @@ use crate::manifest::{ClaimSpec, TableSpec};
 use crate::plan::{self, SEED_KEY};
 use crate::results::{Kind as Column, METRICS, RunRecord, csv_text, kind};
 use crate::stats::{self, Difference};
-use crate::table::number;
+use crate::table::{number, short};
 
 /// What a claim says, resolved from its spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -370,6 +370,18 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The verdict of an exact test: `p` is the claim's one-sided p-value,
+    /// `against` the opposite claim's.
+    fn of_exact_test(p: f64, against: f64, level: f64) -> Self {
+        if stats::below(p, level) {
+            Outcome::Supported
+        } else if stats::below(against, level) {
+            Outcome::Contradicted
+        } else {
+            Outcome::NotSupported
+        }
+    }
+
     pub fn word(self) -> &'static str {
         match self {
             Outcome::Supported => "supported",
@@ -585,13 +597,7 @@ fn test(
                 let p = stats::fisher_greater(ka, na, kb, nb);
                 let against = stats::fisher_greater(kb, nb, ka, na);
                 v.p = Some(p);
-                v.outcome = if stats::below(p, c.spec.level) {
-                    Outcome::Supported
-                } else if stats::below(against, c.spec.level) {
-                    Outcome::Contradicted
-                } else {
-                    Outcome::NotSupported
-                };
+                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
             } else {
                 v.test = format!(
                     "exact binomial against {}% (one-sided)",
@@ -602,13 +608,7 @@ fn test(
                 let p = stats::binomial_at_least(ka, na, *rate);
                 let against = stats::binomial_at_most(ka, na, *rate);
                 v.p = Some(p);
-                v.outcome = if stats::below(p, c.spec.level) {
-                    Outcome::Supported
-                } else if stats::below(against, c.spec.level) {
-                    Outcome::Contradicted
-                } else {
-                    Outcome::NotSupported
-                };
+                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
                 // the fewest runs that could support it, all diverging
                 let needed = (c.spec.level.ln() / rate.ln()).floor() as u64 + 1;
                 if v.outcome != Outcome::Supported && na < needed {
@@ -720,17 +720,6 @@ fn two_samples(
         )),
     }
     v.note = notes.join("; ");
-}
-
-/// A number as a person writes it: up to four significant digits, no
-/// trailing zeros (`1`, `0.5`, `50`).
-fn short(x: f64) -> String {
-    let s = number(x);
-    if s.contains('.') && !s.contains('e') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
 }
 
 /// A signed number for an effect.

@@ -566,12 +566,7 @@ fn tick(v: f64) -> String {
     if v.is_finite() && v != 0.0 && !(1e-3..1e5).contains(&v.abs()) {
         return format!("{v:.1e}");
     }
-    let s = crate::table::number(v);
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    crate::table::short(v)
 }
 
 const COLORS: [RGBColor; 8] = [

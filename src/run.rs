@@ -257,19 +257,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             );
             return Ok(Outcome::Interrupted);
         }
-        // the choice reads the tuning runs of this plan only
-        let planned: Vec<&str> = tuning.iter().map(|r| r.id.as_str()).collect();
-        let these: Vec<RunRecord> = done
-            .merged
-            .into_iter()
-            .filter(|r| planned.contains(&r.run_id.as_str()))
-            .collect();
-        let selection = tune::select(spec, &these);
+        let selection = tune::select_planned(spec, tuning, &done.merged);
         let mut seeds: Vec<String> = runs
             .iter()
             .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
             .collect();
-        seeds.dedup();
         seeds.sort();
         seeds.dedup();
         crate::atomic::write(

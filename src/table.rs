@@ -689,6 +689,17 @@ pub(crate) fn number(x: f64) -> String {
     }
 }
 
+/// A number as a person writes it: [`number`] without trailing zeros
+/// (`1`, `0.5`, `50`).
+pub(crate) fn short(x: f64) -> String {
+    let s = number(x);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// A cell's text from `n` values' mean and sample sd: the mean, the
 /// half-width of its 95% t interval and n; "-" for none, no interval for
 /// one.

@@ -14,7 +14,7 @@ use yaml_serde::{Mapping, Value};
 use crate::manifest::{Backend, Manifest, TuneSpec};
 use crate::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 use crate::results::{Kind, METRICS, RunRecord, csv_text, kind};
-use crate::table::number;
+use crate::table::{number, short};
 
 /// The configurations method `method` is tried in: the cartesian product
 /// of its space (a config's label is its `key=value` pairs), cut to the
@@ -237,11 +237,7 @@ pub fn final_runs(
     } else {
         Vec::new()
     };
-    let these: Vec<RunRecord> = recorded
-        .into_iter()
-        .filter(|r| tuning.iter().any(|t| t.id == r.run_id))
-        .collect();
-    let selection = select(spec, &these);
+    let selection = select_planned(spec, &tuning, &recorded);
     Ok(plan::expand_configured(
         m,
         scale,
@@ -311,6 +307,17 @@ impl Selection {
             .filter(|c| c.label == t.config)
             .collect()
     }
+}
+
+/// [`select`] over the recorded runs that belong to the search `tuning`:
+/// runs an earlier search left in the same directory do not choose.
+pub fn select_planned(spec: &TuneSpec, tuning: &[PlannedRun], recorded: &[RunRecord]) -> Selection {
+    let these: Vec<RunRecord> = recorded
+        .iter()
+        .filter(|r| tuning.iter().any(|t| t.id == r.run_id))
+        .cloned()
+        .collect();
+    select(spec, &these)
 }
 
 /// Chooses each group's configuration from the tuning runs: the best mean
@@ -409,7 +416,7 @@ pub fn markdown(m: &Manifest, spec: &TuneSpec, final_seeds: &[String], s: &Selec
         match spec.validation {
             Some(v) => format!(
                 " on a validation split of {}% of the training images, held out of training in every run",
-                number(v * 100.0).trim_end_matches('0').trim_end_matches('.')
+                short(v * 100.0)
             ),
             None => String::new(),
         },
