@@ -1,9 +1,11 @@
 //! The compressors the baselines apply to what they send: the paper's
 //! "identical quantizer" (unbiased stochastic rounding with a per-bucket
-//! scale), full precision, and the fixed-grid quantizer of Theorem 1.
+//! scale), QSGD and TernGrad, top-k and random-k, full precision, and the
+//! fixed-grid quantizer of Theorem 1.
 
 use repro_codec::{
-    CodecError, FullPrecision, NormCodec, NormConfig, StochasticCodec, StochasticConfig,
+    CodecError, FullPrecision, NormCodec, NormConfig, SparseCodec, SparseConfig, StochasticCodec,
+    StochasticConfig,
 };
 
 use crate::AlgoError;
@@ -21,6 +23,8 @@ pub enum CompressorSpec {
     Grid { step: f32 },
     /// Norm-scaled sign + level codes: QSGD (L2) or TernGrad (Linf, 1 level).
     Norm(NormConfig),
+    /// Top-k or random-k: `k` values and their indices.
+    Sparse(SparseConfig),
     /// Another compressor's output multiplied by `factor` on both ends:
     /// `Q(v) / (1 + omega)` turns an unbiased quantizer with variance
     /// `omega |v|^2` into the contraction CHOCO and DeepSqueeze need
@@ -38,6 +42,7 @@ pub enum Compressor {
     Stochastic(StochasticCodec),
     Grid { step: f32, seed: u64 },
     Norm(NormCodec),
+    Sparse(SparseCodec),
     Scaled { inner: Box<Compressor>, factor: f32 },
 }
 
@@ -64,6 +69,7 @@ impl Compressor {
                 Compressor::Grid { step: *step, seed }
             }
             CompressorSpec::Norm(cfg) => Compressor::Norm(NormCodec::new(cfg, seed)?),
+            CompressorSpec::Sparse(cfg) => Compressor::Sparse(SparseCodec::new(cfg, seed)?),
             CompressorSpec::Scaled { inner, factor } => {
                 if !(*factor > 0.0 && factor.is_finite()) {
                     return Err(AlgoError::Invalid(format!(
@@ -113,6 +119,9 @@ impl Compressor {
             Compressor::Norm(c) => {
                 c.encode(v, k, sender, own, out)?;
             }
+            Compressor::Sparse(c) => {
+                c.encode(v, k, sender, own, out)?;
+            }
             Compressor::Scaled { inner, factor } => {
                 let mut own = own;
                 inner.encode(v, k, sender, own.as_deref_mut(), out)?;
@@ -131,6 +140,7 @@ impl Compressor {
             Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
             Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
             Compressor::Norm(c) => c.decode(bytes, out).map(drop),
+            Compressor::Sparse(c) => c.decode(bytes, out).map(drop),
             Compressor::Scaled { inner, factor } => {
                 inner.decode(bytes, out)?;
                 out.iter_mut().for_each(|o| *o *= *factor);

@@ -35,6 +35,10 @@ def main():
         "moniqua8": frame(1, 8, 70, 0, packed(70, 8), modulus=4.03),
         "stochastic5": frame(2, 5, 20, 7, struct.pack("<3f", 1.0, 0.5, 2.0) + packed(20, 5)),
         "stochastic1": frame(2, 1, 9, 1024, struct.pack("<f", 0.25) + packed(9, 1)),
+        # QSGD with 32767 levels: 16-bit codes
+        "norm16": frame(3, 16, 9, 7, struct.pack("<2f", 1.0, 0.5) + packed(9, 16), modulus=32767.0),
+        # top-k of 10 values: indices 1, 4, 9 in 4 bits each, then 3 f32
+        "sparse": frame(4, 4, 10, 3, bytes([0x41, 0x09]) + struct.pack("<3f", 1.0, -2.0, 0.5)),
     }
     for name, data in seeds.items():
         with open(os.path.join(OUT, name), "wb") as f:

@@ -40,12 +40,21 @@ pub enum ConfigError {
     },
     /// QSGD / TernGrad levels out of range.
     #[error(
-        "levels must be in 1..=127 (so a sign and level fit 8 bits), got {levels}; fix `levels`"
+        "levels must be in 1..=32767 (so a sign and level fit 16 bits), got {levels}; fix `levels`"
     )]
     InvalidLevels { levels: u32 },
     /// Bucket size zero.
     #[error("bucket size must be at least 1; set `bucket`")]
     InvalidBucket,
+    /// A sparsifier that keeps nothing, or a fraction outside (0, 1].
+    #[error("a sparsifier keeps {what}; set `k` to at least 1 or `fraction` in (0, 1]")]
+    InvalidKeep { what: String },
+    /// Top-k has no unbiased form.
+    #[error(
+        "top-k keeps the largest values, so it is biased by construction; \
+         set `biased: true`, or use `random-k` for an unbiased sparsifier"
+    )]
+    UnbiasedTopK,
     /// zstd level out of range.
     #[error("zstd level {level} is outside 1..=22; fix `zstd_level`")]
     InvalidZstdLevel { level: i32 },
@@ -73,6 +82,8 @@ pub enum FrameError {
     TooLong { len: u32, max: u32 },
     #[error("stochastic frame has bucket size 0")]
     ZeroBucket,
+    #[error("sparse frame keeps {kept} of its {len} values")]
+    SparseCount { kept: u32, len: u32 },
     #[error("frame body is {got} bytes but its header announces {expected}")]
     BodyLength { expected: usize, got: usize },
     #[error("frame has {extra} bytes after its body")]
@@ -126,6 +137,16 @@ pub enum CodecError {
     CorruptScale { bucket: usize, scale: f32 },
     #[error("frame code in bucket {bucket} is above the codec's {levels} levels")]
     CorruptCode { bucket: usize, levels: u32 },
+    #[error(
+        "sparse frame entry {entry} has index {index}: indices must increase and stay below {len}"
+    )]
+    CorruptIndex {
+        entry: usize,
+        index: u32,
+        len: usize,
+    },
+    #[error("sparse frame entry {entry} has value {value}, not a finite number")]
+    CorruptValue { entry: usize, value: f32 },
     #[error("zstd compression failed: {reason}")]
     Compress { reason: String },
     #[error(

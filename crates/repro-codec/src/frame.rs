@@ -6,11 +6,11 @@
 //! | 0 | 2 | magic `b"MQ"` |
 //! | 2 | 1 | format version ([`FORMAT_VERSION`]) |
 //! | 3 | 1 | payload kind ([`Kind`]) |
-//! | 4 | 1 | bits per value (32 for `f32`) |
+//! | 4 | 1 | bits per value (32 for `f32`), per index (sparse) |
 //! | 5 | 1 | flags: bit 0 hash present, bit 1 body zstd-compressed |
 //! | 6 | 2 | reserved, zero |
 //! | 8 | 4 | number of values `len` |
-//! | 12 | 4 | bucket size (stochastic payloads), else 0 |
+//! | 12 | 4 | bucket size (stochastic, norm), values kept (sparse), else 0 |
 //! | 16 | 8 | iteration |
 //! | 24 | 4 | sender rank |
 //! | 28 | 4 | body length in bytes as sent (after compression) |
@@ -49,6 +49,16 @@ pub enum Kind {
     /// Norm-scaled sign + level codes (QSGD, TernGrad): `ceil(len / bucket)`
     /// f32 norms, then `len` codes; the header's parameter field holds `s`.
     Norm = 3,
+    /// A sparsifier's output (top-k, random-k): the header's bucket field
+    /// holds the count `k` kept, the body `k` strictly increasing indices
+    /// of [`index_bits`]`(len)` bits each, then their `k` f32 values. The
+    /// other `len - k` values are zero.
+    Sparse = 4,
+}
+
+/// Bits of one index into `len` values: enough for `len - 1`, at least 1.
+pub fn index_bits(len: usize) -> u32 {
+    (usize::BITS - len.saturating_sub(1).leading_zeros()).max(1)
 }
 
 impl Kind {
@@ -58,6 +68,7 @@ impl Kind {
             1 => Ok(Kind::Moniqua),
             2 => Ok(Kind::Stochastic),
             3 => Ok(Kind::Norm),
+            4 => Ok(Kind::Sparse),
             found => Err(FrameError::UnknownKind { found }),
         }
     }
@@ -69,6 +80,7 @@ impl Kind {
             Kind::Moniqua => "moniqua",
             Kind::Stochastic => "stochastic",
             Kind::Norm => "norm",
+            Kind::Sparse => "sparse",
         }
     }
 }
@@ -175,7 +187,10 @@ impl FrameHeader {
         let bits_ok = match kind {
             Kind::F32 => bits == 32,
             Kind::Moniqua | Kind::Stochastic => (1..=8).contains(&bits),
-            Kind::Norm => (2..=8).contains(&bits),
+            // a sign and up to 15 bits of level (QSGD's s <= 32767)
+            Kind::Norm => (2..=16).contains(&bits),
+            // checked against len below
+            Kind::Sparse => (1..=32).contains(&bits),
         };
         if !bits_ok {
             return Err(FrameError::BadBits {
@@ -198,6 +213,17 @@ impl FrameHeader {
         let bucket = u32_at(12);
         if matches!(kind, Kind::Stochastic | Kind::Norm) && bucket == 0 {
             return Err(FrameError::ZeroBucket);
+        }
+        if kind == Kind::Sparse {
+            if u32::from(bits) != index_bits(len as usize) {
+                return Err(FrameError::BadBits {
+                    bits,
+                    kind: kind.name(),
+                });
+            }
+            if bucket > len {
+                return Err(FrameError::SparseCount { kept: bucket, len });
+            }
         }
         let hash = u64_at(36);
         Ok(FrameHeader {
@@ -223,6 +249,8 @@ pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
         Kind::Stochastic | Kind::Norm => {
             4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits)
         }
+        // bucket is the count kept
+        Kind::Sparse => crate::pack::packed_len(bucket, bits) + 4 * bucket,
     }
 }
 

@@ -5,8 +5,8 @@
 
 use crate::frame::{FrameHeader, read_frame};
 use crate::{
-    Compression, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Norm, NormCodec,
-    NormConfig, Rounding, StochasticCodec, StochasticConfig,
+    Compression, DecodeTarget, FullPrecision, Keep, MoniquaCodec, MoniquaConfig, Norm, NormCodec,
+    NormConfig, Rounding, Select, SparseCodec, SparseConfig, StochasticCodec, StochasticConfig,
 };
 
 /// Decodes `data` as every codec's frame at every bit width: no input may
@@ -46,7 +46,13 @@ pub fn frame_decode(data: &[u8]) {
             }
         }
     }
-    for (norm, levels, bucket) in [(Norm::L2, 1, 1), (Norm::L2, 127, 7), (Norm::Linf, 1, 1024)] {
+    for (norm, levels, bucket) in [
+        (Norm::L2, 1, 1),
+        (Norm::L2, 127, 7),
+        (Norm::Linf, 1, 1024),
+        (Norm::L2, 255, 64),
+        (Norm::L2, 32_767, 7),
+    ] {
         let cfg = NormConfig {
             norm,
             levels,
@@ -54,6 +60,22 @@ pub fn frame_decode(data: &[u8]) {
             compression: Compression::None,
         };
         if let Ok(codec) = NormCodec::new(&cfg, 0) {
+            let _ = codec.decode(data, &mut out);
+        }
+    }
+    for (select, keep, unbiased) in [
+        (Select::Top, Keep::Count(1), false),
+        (Select::Top, Keep::Count(3), false),
+        (Select::Random, Keep::Fraction(0.5), true),
+        (Select::Random, Keep::Fraction(1.0), false),
+    ] {
+        let cfg = SparseConfig {
+            select,
+            keep,
+            unbiased,
+            compression: Compression::None,
+        };
+        if let Ok(codec) = SparseCodec::new(&cfg, 0) {
             let _ = codec.decode(data, &mut out);
         }
     }

@@ -9,6 +9,8 @@
 //!   stochastic rounding with shared randomness, optional hash verification.
 //! - [`StochasticCodec`]: the baselines' unbiased stochastic rounding over
 //!   `[-s, s]` with a per-bucket f32 scale.
+//! - [`NormCodec`]: QSGD and TernGrad (norm-scaled sign and level codes).
+//! - [`SparseCodec`]: top-k and random-k, indices and values on the wire.
 //! - [`FullPrecision`]: f32 pass-through.
 //! - [`frame`]: the 44-byte header and body layout; [`pack`]: dense bit packing.
 //!
@@ -44,6 +46,7 @@ mod moniqua;
 mod norm;
 pub mod pack;
 mod round;
+mod sparse;
 /// The SIMD levels and their dispatch (the `repro-simd` crate).
 pub use repro_simd as simd;
 mod stochastic;
@@ -61,4 +64,5 @@ pub use moniqua::{
 pub use norm::{Norm, NormCodec, NormConfig};
 pub use round::Rounding;
 pub use simd::Prefetch;
+pub use sparse::{Keep, Select, SparseCodec, SparseConfig};
 pub use stochastic::{DEFAULT_BUCKET, StochasticCodec, StochasticConfig};

@@ -4,7 +4,7 @@
 //! Per bucket, with scale `m = |v|_2` (QSGD) or `m = |v|_inf` (TernGrad) and
 //! `s` levels, value `v_i` becomes `sign(v_i) * m * l_i / s` where
 //! `l_i = floor(s |v_i| / m + u)`: unbiased. A code is the level in the low
-//! bits and the sign above it: `1 + ceil(log2(s + 1))` bits. TernGrad is
+//! bits and the sign above it: `1 + ceil(log2(s + 1))` bits, at most 16. TernGrad is
 //! `Linf` with `s = 1`: the values `{-m, 0, m}` in 2 bits.
 
 use crate::dither::Dither;
@@ -26,7 +26,7 @@ pub enum Norm {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NormConfig {
     pub norm: Norm,
-    /// Levels `s` (1 for TernGrad); at most 127 so that a code fits 8 bits.
+    /// Levels `s` (1 for TernGrad); at most 32767 so that a code fits 16 bits.
     pub levels: u32,
     /// Values per norm.
     pub bucket: usize,
@@ -66,7 +66,7 @@ pub struct NormCodec {
 
 impl NormCodec {
     pub fn new(cfg: &NormConfig, seed: u64) -> Result<Self, ConfigError> {
-        if !(1..=127).contains(&cfg.levels) {
+        if !(1..=32_767).contains(&cfg.levels) {
             return Err(ConfigError::InvalidLevels { levels: cfg.levels });
         }
         if cfg.bucket == 0 || u32::try_from(cfg.bucket).is_err() {
@@ -259,8 +259,25 @@ mod tests {
                 assert!(*o == 0.0 || o.signum() == x.signum());
             }
         }
+        // more than 127 levels: codes wider than a byte
+        for (levels, bits) in [(128, 9), (255, 9), (256, 10), (32_767, 16)] {
+            let c = NormCodec::new(&NormConfig::qsgd(levels, 64), 1).unwrap();
+            assert_eq!(c.bits(), bits, "{levels} levels");
+            c.encode(&v, 3, 2, Some(&mut own), &mut f).unwrap();
+            assert_eq!(f.len(), c.frame_len(250));
+            assert_eq!(f.len(), 44 + 4 * 4 + (250 * bits as usize).div_ceil(8));
+            c.decode(&f, &mut out).unwrap();
+            assert_eq!(out, own);
+            for (k, (vb, ob)) in v.chunks(64).zip(out.chunks(64)).enumerate() {
+                let norm = vb.iter().map(|x| x * x).sum::<f32>().sqrt();
+                for (x, o) in vb.iter().zip(ob) {
+                    let err = (x - o).abs();
+                    assert!(err <= norm / levels as f32 + 1e-5, "bucket {k}: {err}");
+                }
+            }
+        }
         assert!(matches!(
-            NormCodec::new(&NormConfig::qsgd(200, 10), 0),
+            NormCodec::new(&NormConfig::qsgd(32_768, 10), 0),
             Err(ConfigError::InvalidLevels { .. })
         ));
     }

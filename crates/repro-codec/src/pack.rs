@@ -4,6 +4,10 @@
 //! of the stream is bit `j % 8` of byte `j / 8`. Eight values make exactly `b`
 //! bytes, so the packer works on groups of eight, and a stream of `n` values is
 //! `ceil(n * b / 8)` bytes; unused high bits of the last byte are zero.
+//!
+//! Widths 1 to 8 carry the quantizers' codes and have fast paths; widths 9
+//! to 32 (QSGD with more than 127 levels, a sparsifier's indices) go
+//! through one bit accumulator with the same layout.
 
 /// Bytes needed for `n` values of `bits` bits each.
 pub fn packed_len(n: usize, bits: u32) -> usize {
@@ -128,20 +132,57 @@ pub(crate) fn unpack_tail(bytes: &[u8], bits: u32, out: &mut [u32]) {
     }
 }
 
+/// Widths 9 to 32: a 64-bit accumulator that never holds more than 39 bits.
+fn pack_wide(codes: &[u32], bits: u32, out: &mut [u8]) {
+    let mask = (1u64 << bits) - 1;
+    let (mut acc, mut held, mut o) = (0u64, 0u32, 0usize);
+    for &c in codes {
+        acc |= (u64::from(c) & mask) << held;
+        held += bits;
+        while held >= 8 {
+            out[o] = acc as u8;
+            acc >>= 8;
+            held -= 8;
+            o += 1;
+        }
+    }
+    if held > 0 {
+        out[o] = acc as u8;
+    }
+}
+
+fn unpack_wide(bytes: &[u8], bits: u32, out: &mut [u32]) {
+    let mask = (1u64 << bits) - 1;
+    let (mut acc, mut held, mut i) = (0u64, 0u32, 0usize);
+    for c in out.iter_mut() {
+        while held < bits {
+            acc |= u64::from(bytes[i]) << held;
+            held += 8;
+            i += 1;
+        }
+        *c = (acc & mask) as u32;
+        acc >>= bits;
+        held -= bits;
+    }
+}
+
 /// Packs the low `bits` bits of each code into `out`, which must be exactly
 /// `packed_len(codes.len(), bits)` bytes. Higher bits of the codes are ignored.
 ///
 /// # Panics
-/// If `bits` is not in 1..=8 or `out` has the wrong length (caller bugs, not
+/// If `bits` is not in 1..=32 or `out` has the wrong length (caller bugs, not
 /// input errors: frames are validated before they reach the unpacker).
 #[inline(always)]
 pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
-    assert!((1..=8).contains(&bits), "bits must be in 1..=8");
+    assert!((1..=32).contains(&bits), "bits must be in 1..=32");
     assert_eq!(
         out.len(),
         packed_len(codes.len(), bits),
         "packed buffer length"
     );
+    if bits > 8 {
+        return pack_wide(codes, bits, out);
+    }
     let full = codes.len() / 8 * 8;
     let split = full / 8 * bits as usize;
     let (head, tail) = out.split_at_mut(split);
@@ -168,12 +209,15 @@ pub fn pack(codes: &[u32], bits: u32, out: &mut [u8]) {
 /// As [`pack`].
 #[inline(always)]
 pub fn unpack(bytes: &[u8], bits: u32, out: &mut [u32]) {
-    assert!((1..=8).contains(&bits), "bits must be in 1..=8");
+    assert!((1..=32).contains(&bits), "bits must be in 1..=32");
     assert_eq!(
         bytes.len(),
         packed_len(out.len(), bits),
         "packed buffer length"
     );
+    if bits > 8 {
+        return unpack_wide(bytes, bits, out);
+    }
     let full = out.len() / 8 * 8;
     let split = full / 8 * bits as usize;
     let (head, tail) = bytes.split_at(split);
@@ -217,10 +261,12 @@ mod tests {
 
     #[test]
     fn round_trip_every_width_and_odd_lengths() {
-        for bits in 1..=8u32 {
+        for bits in 1..=32u32 {
             for n in [0usize, 1, 7, 8, 9, 15, 17, 1001] {
                 let codes: Vec<u32> = (0..n as u32)
-                    .map(|i| i.wrapping_mul(2_654_435_761) >> (32 - bits))
+                    .map(|i| {
+                        ((u64::from(i.wrapping_mul(2_654_435_761)) << 32) >> (64 - bits)) as u32
+                    })
                     .collect();
                 let mut bytes = vec![0u8; packed_len(n, bits)];
                 pack(&codes, bits, &mut bytes);
@@ -234,7 +280,7 @@ mod tests {
     #[test]
     fn every_width_keeps_the_documented_bit_layout() {
         // bit j of the stream is bit j % 8 of byte j / 8, whatever path packs it
-        for bits in 1..=8u32 {
+        for bits in 1..=32u32 {
             for n in [8usize, 32, 40, 64, 72, 1000] {
                 let codes: Vec<u32> = (0..n as u32)
                     .map(|i| i.wrapping_mul(2_654_435_761))

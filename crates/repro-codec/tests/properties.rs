@@ -3,7 +3,7 @@
 //! decoding that never panics.
 
 use proptest::prelude::*;
-use repro_codec::frame::{self, HEADER_LEN, read_frame};
+use repro_codec::frame::HEADER_LEN;
 use repro_codec::pack::{pack, packed_len, unpack};
 use repro_codec::{
     Compression, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding,
@@ -102,12 +102,12 @@ proptest! {
 
     /// Packing round-trips for every width and length.
     #[test]
-    fn packing_round_trips(bits in 1u32..=8, codes in proptest::collection::vec(any::<u32>(), 0..500)) {
+    fn packing_round_trips(bits in 1u32..=32, codes in proptest::collection::vec(any::<u32>(), 0..500)) {
         let mut bytes = vec![0u8; packed_len(codes.len(), bits)];
         pack(&codes, bits, &mut bytes);
         let mut back = vec![0u32; codes.len()];
         unpack(&bytes, bits, &mut back);
-        let mask = (1u32 << bits) - 1;
+        let mask = ((1u64 << bits) - 1) as u32;
         for (a, b) in codes.iter().zip(&back) {
             prop_assert_eq!(a & mask, *b);
         }
@@ -156,7 +156,7 @@ proptest! {
     /// No input makes frame parsing or any decoder panic.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
-        decode_everything(&bytes);
+        repro_codec::fuzzing::frame_decode(&bytes);
     }
 
     /// Nor does a valid frame with arbitrary corruption: header fields that
@@ -195,12 +195,50 @@ proptest! {
         if truncate {
             frame.truncate(cut.index(frame.len() + 1));
         }
-        decode_everything(&frame);
+        repro_codec::fuzzing::frame_decode(&frame);
     }
 
     /// Full precision is bit-exact.
     #[test]
-    fn full_precision_round_trip(x in proptest::collection::vec(any::<f32>(), 0..500)) {
+    fn sparsifiers_round_trip_and_contract(
+        v in proptest::collection::vec(-1e3f32..1e3, 1..300),
+        k in 1u32..40,
+        top in any::<bool>(),
+        iteration in 0u64..1000,
+    ) {
+        use repro_codec::{Keep, Select, SparseCodec, SparseConfig};
+        let cfg = SparseConfig {
+            select: if top { Select::Top } else { Select::Random },
+            keep: Keep::Count(k),
+            unbiased: false,
+            compression: Compression::None,
+        };
+        let c = SparseCodec::new(&cfg, 5).unwrap();
+        let (mut f, mut own, mut out) = (Vec::new(), vec![0f32; v.len()], vec![1f32; v.len()]);
+        c.encode(&v, iteration, 3, Some(&mut own), &mut f).unwrap();
+        prop_assert_eq!(f.len(), c.frame_len(v.len()));
+        c.decode(&f, &mut out).unwrap();
+        prop_assert_eq!(&out, &own);
+        let kept = c.kept(v.len());
+        prop_assert_eq!(kept, (k as usize).min(v.len()));
+        // every output is the input or zero
+        for (o, x) in out.iter().zip(&v) {
+            prop_assert!(*o == *x || *o == 0.0);
+        }
+        let err: f64 = out.iter().zip(&v).map(|(o, x)| f64::from(o - x).powi(2)).sum();
+        let norm: f64 = v.iter().map(|x| f64::from(*x).powi(2)).sum();
+        if top {
+            // top-k: the k largest, so at most (1 - k/d) of the squared norm is lost
+            let bound = (1.0 - kept as f64 / v.len() as f64) * norm;
+            prop_assert!(err <= bound * (1.0 + 1e-9) + 1e-9, "{} > {}", err, bound);
+            let smallest_kept = out.iter().filter(|o| **o != 0.0).fold(f32::INFINITY, |m, o| m.min(o.abs()));
+            let largest_dropped = out.iter().zip(&v).filter(|(o, _)| **o == 0.0).fold(0.0f32, |m, (_, x)| m.max(x.abs()));
+            prop_assert!(kept == v.len() || smallest_kept == f32::INFINITY || largest_dropped <= smallest_kept);
+        }
+    }
+
+    #[test]
+        fn full_precision_round_trip(x in proptest::collection::vec(any::<f32>(), 0..500)) {
         let mut frame = Vec::new();
         FullPrecision::default().encode(&x, 0, 0, &mut frame).unwrap();
         let mut out = vec![0.0; x.len()];
@@ -209,46 +247,6 @@ proptest! {
             prop_assert_eq!(a.to_bits(), b.to_bits());
         }
     }
-}
-
-/// Runs every decoder over `bytes` with buffers of the length the header
-/// claims (when it parses) so that decoding gets past the length checks.
-fn decode_everything(bytes: &[u8]) {
-    let _ = read_frame(bytes, frame::DEFAULT_MAX_LEN);
-    let claimed = frame::FrameHeader::parse(bytes, 1 << 16)
-        .map(|h| h.len as usize)
-        .unwrap_or(0);
-    let local = vec![0.5f32; claimed];
-    let mut out = vec![0.0f32; claimed];
-    for bits in [3, 8] {
-        let cfg = MoniquaConfig {
-            bits,
-            ..MoniquaConfig::default()
-        };
-        let _ =
-            MoniquaCodec::new(&cfg, 0)
-                .unwrap()
-                .decode(bytes, &local, DecodeTarget::Out(&mut out));
-    }
-    for (bits, bucket) in [(5, 7), (8, 1024)] {
-        let cfg = StochasticConfig {
-            bits,
-            bucket,
-            compression: Compression::None,
-        };
-        let _ = StochasticCodec::new(&cfg, 0)
-            .unwrap()
-            .decode(bytes, &mut out);
-    }
-    for cfg in [
-        repro_codec::NormConfig::terngrad(7),
-        repro_codec::NormConfig::qsgd(100, 64),
-    ] {
-        let _ = repro_codec::NormCodec::new(&cfg, 0)
-            .unwrap()
-            .decode(bytes, &mut out);
-    }
-    let _ = FullPrecision::default().decode(bytes, &mut out);
 }
 
 /// Stochastic rounding is unbiased: averaged over many iterations (fresh

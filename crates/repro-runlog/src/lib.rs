@@ -159,7 +159,8 @@ pub struct Knobs {
     pub grid_step: f64,
     /// PSGD / PQASGD period, RSGD chunks.
     pub period: u64,
-    /// QSGD levels.
+    /// QSGD levels `s` (1..=32767); 0: the most that fit `bits` with the
+    /// sign, `2^(bits - 1) - 1`.
     pub levels: u32,
     /// CHOCO and DeepSqueeze: their compressor's output times this on both
     /// ends (1: as is; 0: auto, `1 / (1 + omega)` for the quantizer's
@@ -167,13 +168,21 @@ pub struct Knobs {
     pub compressor_scale: f64,
     /// The baselines' compressor (naive, DCD, ECD, CHOCO, DeepSqueeze):
     /// `stochastic` (`bits` per value, a scale per `bucket`), `qsgd`
-    /// (`levels` per value, norm-scaled per `bucket`) or `full` (f32: no
-    /// compression, where each must equal D-PSGD).
+    /// (`levels` per value, norm-scaled per `bucket`), `top-k` or
+    /// `random-k` (`k` values or a `fraction` of them, with their indices)
+    /// or `full` (f32: no compression, where each must equal D-PSGD).
     pub compressor: String,
     /// `qsgd`: divide by `tau = 1 + min(d / s^2, sqrt(d) / s)` (`d` the
     /// bucket, `s` the levels), Koloskova et al.'s biased QSGD, which is a
-    /// contraction where the unbiased one is not.
+    /// contraction where the unbiased one is not. `random-k`: keep the
+    /// values as they are (a contraction); unbiased, they are scaled by
+    /// `d / k`. `top-k` is biased by construction and needs `true`.
     pub biased: bool,
+    /// `top-k` / `random-k`: values kept per message (0: use `fraction`).
+    pub k: u64,
+    /// `top-k` / `random-k`: the fraction of values kept, in (0, 1] (0:
+    /// use `k`).
+    pub fraction: f64,
 }
 
 impl Default for Knobs {
@@ -193,6 +202,8 @@ impl Default for Knobs {
             compressor_scale: 1.0,
             compressor: "stochastic".into(),
             biased: false,
+            k: 0,
+            fraction: 0.0,
         }
     }
 }

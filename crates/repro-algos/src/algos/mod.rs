@@ -22,7 +22,9 @@ pub use moniqua::Moniqua;
 pub use periodic::Periodic;
 pub use rotating::Rotating;
 
-use repro_codec::{MoniquaCodec, MoniquaConfig, NormConfig, Rounding, StochasticConfig};
+use repro_codec::{
+    Keep, MoniquaCodec, MoniquaConfig, NormConfig, Rounding, Select, SparseConfig, StochasticConfig,
+};
 pub use repro_runlog::{Knobs, Theta};
 
 use crate::algorithm::Worker;
@@ -203,6 +205,21 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
     })
 }
 
+/// QSGD's levels `s`: the `levels` knob, or with `levels: 0` the most that
+/// fit `bits` bits with the sign, `2^(bits - 1) - 1` (QSGD at 2, 4, 8 bits:
+/// 1, 7, 127 levels).
+pub fn qsgd_levels(k: &Knobs) -> Result<u32, AlgoError> {
+    match k.levels {
+        0 if (2..=16).contains(&k.bits) => Ok((1 << (k.bits - 1)) - 1),
+        0 => Err(AlgoError::Invalid(format!(
+            "`levels: 0` takes QSGD's levels from `bits`, which must be in 2..=16 \
+             (a sign and at least one level), got {}",
+            k.bits
+        ))),
+        s => Ok(s),
+    }
+}
+
 /// The `rounding` knob.
 pub fn rounding(name: &str) -> Result<Rounding, AlgoError> {
     match name {
@@ -244,6 +261,7 @@ impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
         let moniqua = moniqua_config(k)?;
+        let levels = qsgd_levels(k)?;
         let q = match k.compressor.as_str() {
             "stochastic" => CompressorSpec::Stochastic(StochasticConfig {
                 bits: k.bits,
@@ -251,21 +269,49 @@ impl AlgorithmSpec {
                 ..StochasticConfig::default()
             }),
             "qsgd" if k.biased => {
-                let (d, s) = (k.bucket as f64, f64::from(k.levels));
+                let (d, s) = (k.bucket as f64, f64::from(levels));
                 let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
                 CompressorSpec::Scaled {
-                    inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(k.levels, k.bucket))),
+                    inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket))),
                     factor: (1.0 / tau) as f32,
                 }
             }
-            "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(k.levels, k.bucket)),
+            "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
+            "top-k" | "random-k" => CompressorSpec::Sparse(SparseConfig {
+                select: if k.compressor == "top-k" {
+                    Select::Top
+                } else {
+                    Select::Random
+                },
+                keep: match (k.k, k.fraction) {
+                    (n @ 1.., 0.0) => Keep::Count(u32::try_from(n).map_err(|_| {
+                        AlgoError::Invalid(format!(
+                            "`k` is {n}, above the 2^32 - 1 values a frame holds"
+                        ))
+                    })?),
+                    (0, f) if f != 0.0 => Keep::Fraction(f),
+                    _ => {
+                        return Err(AlgoError::Invalid(format!(
+                            "compressor `{}` keeps `k` values or a `fraction` of them: set exactly one (k = {}, fraction = {})",
+                            k.compressor, k.k, k.fraction
+                        )));
+                    }
+                },
+                unbiased: !k.biased,
+                compression: repro_codec::Compression::None,
+            }),
             "full" => CompressorSpec::Full,
             other => {
                 return Err(AlgoError::Invalid(format!(
-                    "unknown compressor `{other}`; set `compressor` to stochastic, qsgd or full"
+                    "unknown compressor `{other}`; set `compressor` to stochastic, qsgd, top-k, random-k or full"
                 )));
             }
         };
+        // a sparsifier's own checks (top-k unbiased, a fraction out of
+        // range) at plan time
+        if let CompressorSpec::Sparse(cfg) = &q {
+            repro_codec::SparseCodec::new(cfg, 0)?;
+        }
         if !(k.compressor_scale >= 0.0 && k.compressor_scale.is_finite()) {
             return Err(AlgoError::Invalid(format!(
                 "compressor_scale must be positive (1: none, 0: auto), got {}",
@@ -323,7 +369,7 @@ impl AlgorithmSpec {
             },
             "rsgd" => AlgorithmSpec::Rotating { chunks: k.period },
             "qsgd" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
-                k.levels, k.bucket,
+                levels, k.bucket,
             ))),
             "terngrad" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(
                 NormConfig::terngrad(k.bucket),
@@ -385,7 +431,74 @@ mod tests {
             (f64::from(factor) - 1.0 / (1.0 + 64.0 / 225.0)).abs() < 1e-6,
             "{factor}"
         );
-        let e = AlgorithmSpec::from_name("dcd", &with("top-k")).unwrap_err();
+        // levels from bits: 2, 4, 8 bits are 1, 7, 127 levels in 2, 4, 8 bits
+        for (bits, levels) in [(2, 1), (4, 7), (8, 127), (16, 32_767)] {
+            let from_bits = Knobs {
+                bits,
+                levels: 0,
+                ..with("qsgd")
+            };
+            assert_eq!(
+                AlgorithmSpec::from_name("ecd", &from_bits).unwrap(),
+                AlgorithmSpec::Ecd(CompressorSpec::Norm(NormConfig::qsgd(levels, 64)))
+            );
+            let c = repro_codec::NormCodec::new(&NormConfig::qsgd(levels, 64), 0).unwrap();
+            assert_eq!(c.bits(), bits);
+        }
+        let one_bit = Knobs {
+            bits: 1,
+            levels: 0,
+            ..with("qsgd")
+        };
+        let e = AlgorithmSpec::from_name("ecd", &one_bit).unwrap_err();
+        assert!(e.to_string().contains("`levels: 0`"), "{e}");
+        let e = AlgorithmSpec::from_name("dcd", &with("sign")).unwrap_err();
         assert!(e.to_string().contains("`compressor`"), "{e}");
+    }
+
+    /// `top-k` and `random-k` take `k` or a `fraction` (exactly one);
+    /// `biased` picks random-k's form; top-k refuses to be unbiased.
+    #[test]
+    fn sparsifier_knobs() {
+        let sparse = |c: &str, k: u64, fraction: f64, biased: bool| {
+            AlgorithmSpec::from_name(
+                "choco",
+                &Knobs {
+                    compressor: c.into(),
+                    k,
+                    fraction,
+                    biased,
+                    ..Knobs::default()
+                },
+            )
+        };
+        let spec = |a: Result<AlgorithmSpec, AlgoError>| match a.unwrap() {
+            AlgorithmSpec::Choco {
+                compressor: CompressorSpec::Sparse(cfg),
+                ..
+            } => cfg,
+            other => panic!("{other:?}"),
+        };
+        let top = spec(sparse("top-k", 10, 0.0, true));
+        assert_eq!(
+            (top.select, top.keep, top.unbiased),
+            (Select::Top, Keep::Count(10), false)
+        );
+        let rand = spec(sparse("random-k", 0, 0.25, false));
+        assert_eq!(
+            (rand.select, rand.keep, rand.unbiased),
+            (Select::Random, Keep::Fraction(0.25), true)
+        );
+        assert!(!spec(sparse("random-k", 3, 0.0, true)).unbiased);
+        for (c, k, f, biased, says) in [
+            ("top-k", 0, 0.0, true, "exactly one"),
+            ("top-k", 5, 0.5, true, "exactly one"),
+            ("top-k", 5, 0.0, false, "biased: true"),
+            ("random-k", 0, 1.5, false, "fraction"),
+            ("random-k", 1 << 33, 0.0, false, "2^32"),
+        ] {
+            let e = sparse(c, k, f, biased).unwrap_err().to_string();
+            assert!(e.contains(says), "{c} k={k} fraction={f}: {e}");
+        }
     }
 }
