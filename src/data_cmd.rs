@@ -1,9 +1,16 @@
 //! `repro data fetch <dataset>`: downloads a data set from its official
-//! source, verifies it (MD5 of every download, then the files' sizes) and
-//! unpacks what the trainer reads. Safe to rerun: what is already there and
-//! verified is kept; a download goes to a `.part` file that is renamed into
-//! place only after its checksum matched, so an interrupted or corrupt
-//! download never looks like data.
+//! source, verifies it (MD5 or SHA-256 of every download, then the files'
+//! sizes) and unpacks what the trainer reads. Safe to rerun: what is
+//! already there and verified is kept; a download goes to a `.part` file
+//! that is renamed into place only after its checksum matched, so an
+//! interrupted or corrupt download never looks like data.
+//!
+//! The LIBSVM sets (`epsilon`, or any file with `libsvm --url --sha256`)
+//! stay compressed: the simulator reads `.bz2` and `.gz` directly.
+//! `epsilon-like` is no download: a generated set of epsilon's width,
+//! written as LIBSVM text, that the CPU-scale convex benchmark reads
+//! through the same path (`repro run` writes it when a manifest names it
+//! and it is missing).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -11,6 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use md5::{Digest, Md5};
+use sha2::Sha256;
 
 /// Options of `repro data`.
 #[derive(Debug, Args)]
@@ -33,6 +41,15 @@ pub enum Dataset {
     /// Fashion-MNIST (the CPU-scale experiments; Debian also ships it as
     /// the package `dataset-fashion-mnist`).
     FashionMnist,
+    /// LIBSVM's epsilon (normalized), training and test sets: 400,000 and
+    /// 100,000 dense samples of 2,000 features, bzip2 (about 12 GB as text).
+    Epsilon,
+    /// A generated stand-in of epsilon's width, written here: 20,000 unit
+    /// samples of 2,000 dense features, labels from a planted model with
+    /// noise (the CPU-scale convex benchmark).
+    EpsilonLike,
+    /// Any LIBSVM file: `--url` and its `--sha256`.
+    Libsvm,
 }
 
 #[derive(Debug, Args)]
@@ -50,13 +67,71 @@ struct FetchArgs {
     /// only; the unpacked batches are still checked).
     #[arg(long, requires = "url")]
     md5: Option<String>,
+    /// The file's SHA-256 (`libsvm`: required, with `--url`).
+    #[arg(long, requires = "url")]
+    sha256: Option<String>,
 }
 
-/// One file to download: where from, its MD5, its name on disk.
+/// A file's checksum, as a lowercase hex digest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sum {
+    Md5(String),
+    Sha256(String),
+}
+
+impl Sum {
+    fn name(&self) -> &'static str {
+        match self {
+            Sum::Md5(_) => "MD5",
+            Sum::Sha256(_) => "SHA-256",
+        }
+    }
+
+    fn hex(&self) -> &str {
+        match self {
+            Sum::Md5(h) | Sum::Sha256(h) => h,
+        }
+    }
+
+    fn hasher(&self) -> Hasher {
+        match self {
+            Sum::Md5(_) => Hasher::Md5(Md5::new()),
+            Sum::Sha256(_) => Hasher::Sha256(Sha256::new()),
+        }
+    }
+
+    /// Whether the file at `path` has this checksum.
+    fn matches(&self, path: &Path) -> bool {
+        file_sum(path, self).ok().as_deref() == Some(self.hex())
+    }
+}
+
+enum Hasher {
+    Md5(Md5),
+    Sha256(Sha256),
+}
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::Md5(h) => h.update(bytes),
+            Hasher::Sha256(h) => h.update(bytes),
+        }
+    }
+
+    fn finish(self) -> String {
+        match self {
+            Hasher::Md5(h) => hex(&h.finalize()),
+            Hasher::Sha256(h) => hex(&h.finalize()),
+        }
+    }
+}
+
+/// One file to download: where from, its checksum, its name on disk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Download {
     pub url: String,
-    pub md5: String,
+    pub sum: Sum,
     pub file: String,
     /// The most bytes the file may have: a larger answer is refused, and a
     /// body that goes past it is cut off (a wrong URL, or a hostile server,
@@ -117,22 +192,70 @@ const FASHION_FILES: [(&str, &str); 4] = [
     ),
 ];
 
+/// LIBSVM's binary data sets.
+const LIBSVM_URL: &str = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/";
+/// epsilon's two files and their SHA-256 (LIBSVM publishes none; these two
+/// are the ones two independent benchmark suites pin, and agree on).
+const EPSILON_FILES: [(&str, &str, u64); 2] = [
+    (
+        "epsilon_normalized.bz2",
+        "aff916d4f97f18d286558ca088d2a9f7e1fcee9376539a5aa6ef5b7ef9dfa978",
+        6_000_000_000,
+    ),
+    (
+        "epsilon_normalized.t.bz2",
+        "cb299295ad11e200696eaa3050f5d8cf700eaa9c65e6aa859bda959f8669458b",
+        1_500_000_000,
+    ),
+];
+
+/// Where a data set goes unless `--dir` says otherwise.
+pub fn default_dir(dataset: Dataset) -> PathBuf {
+    PathBuf::from(match dataset {
+        Dataset::Cifar10 => "data/cifar10",
+        Dataset::FashionMnist => "data/fashion-mnist",
+        Dataset::Epsilon => "data/epsilon",
+        Dataset::EpsilonLike => "data/epsilon-like",
+        Dataset::Libsvm => "data/libsvm",
+    })
+}
+
+/// A mirror or a file named on the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Source<'a> {
+    pub url: Option<&'a str>,
+    pub md5: Option<&'a str>,
+    pub sha256: Option<&'a str>,
+}
+
 /// `repro data ...`.
 pub fn run(args: &DataArgs) -> Result<()> {
     match &args.command {
         DataCommand::Fetch(f) => {
-            let dir = f.dir.clone().unwrap_or_else(|| match f.dataset {
-                Dataset::Cifar10 => PathBuf::from("data/cifar10"),
-                Dataset::FashionMnist => PathBuf::from("data/fashion-mnist"),
-            });
-            let path = fetch(f.dataset, &dir, f.url.as_deref(), f.md5.as_deref())?;
+            let dir = f.dir.clone().unwrap_or_else(|| default_dir(f.dataset));
+            let source = Source {
+                url: f.url.as_deref(),
+                md5: f.md5.as_deref(),
+                sha256: f.sha256.as_deref(),
+            };
+            let path = fetch(f.dataset, &dir, source)?;
             println!("{}", path.display());
             eprintln!(
-                "ready: set `data_dir: {}` (and `dataset: {}`) in a manifest's params or with --set",
-                path.display(),
+                "ready: {}",
                 match f.dataset {
-                    Dataset::Cifar10 => "cifar10",
-                    Dataset::FashionMnist => "fashion-mnist",
+                    Dataset::Cifar10 | Dataset::FashionMnist => format!(
+                        "set `data_dir: {}` (and `dataset: {}`) in a manifest's params or with --set",
+                        path.display(),
+                        if f.dataset == Dataset::Cifar10 {
+                            "cifar10"
+                        } else {
+                            "fashion-mnist"
+                        }
+                    ),
+                    _ => format!(
+                        "set `data: {}` (a simulator run with `objective: logistic`) in a manifest's params or with --set",
+                        path.display()
+                    ),
                 }
             );
             Ok(())
@@ -140,13 +263,9 @@ pub fn run(args: &DataArgs) -> Result<()> {
     }
 }
 
-/// Fetches `dataset` into `dir`; returns the directory the trainer reads.
-pub fn fetch(
-    dataset: Dataset,
-    dir: &Path,
-    url: Option<&str>,
-    md5: Option<&str>,
-) -> Result<PathBuf> {
+/// Fetches `dataset` into `dir`; returns what a manifest names: the
+/// directory the trainer reads, or the LIBSVM file the simulator reads.
+pub fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     match dataset {
         Dataset::Cifar10 => {
@@ -156,14 +275,14 @@ pub fn fetch(
                 return Ok(out);
             }
             let d = Download {
-                url: url.unwrap_or(CIFAR_URL).to_string(),
-                md5: md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase(),
+                url: source.url.unwrap_or(CIFAR_URL).to_string(),
+                sum: Sum::Md5(source.md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase()),
                 file: "cifar-10-binary.tar.gz".into(),
                 // the archive is 170,498,071 bytes
                 max_bytes: 200_000_000,
             };
             let archive = dir.join(&d.file);
-            if file_md5(&archive).ok().as_deref() != Some(d.md5.as_str()) {
+            if !d.sum.matches(&archive) {
                 download(&d, &archive, Patience::default())?;
             }
             extract_cifar(&archive, &out)?;
@@ -171,38 +290,235 @@ pub fn fetch(
             Ok(out)
         }
         Dataset::FashionMnist => {
-            let base = url.unwrap_or(FASHION_URL);
-            let base = if base.ends_with('/') {
-                base.to_string()
-            } else {
-                format!("{base}/")
-            };
+            let base = directory_url(source.url.unwrap_or(FASHION_URL));
             for (file, sum) in FASHION_FILES {
-                let path = dir.join(file);
-                if file_md5(&path).ok().as_deref() == Some(sum) {
-                    eprintln!("{} is already there (MD5 verified)", path.display());
-                    continue;
-                }
-                download(
-                    &Download {
-                        url: format!("{base}{file}"),
-                        md5: sum.to_string(),
-                        file: file.to_string(),
-                        // the largest file is 26,421,880 bytes
-                        max_bytes: 32 << 20,
-                    },
-                    &path,
-                    Patience::default(),
-                )?;
+                let d = Download {
+                    url: format!("{base}{file}"),
+                    sum: Sum::Md5(sum.to_string()),
+                    file: file.to_string(),
+                    // the largest file is 26,421,880 bytes
+                    max_bytes: 32 << 20,
+                };
+                fetch_file(&d, &dir.join(file))?;
             }
             Ok(dir.to_path_buf())
+        }
+        Dataset::Epsilon => {
+            let base = directory_url(source.url.unwrap_or(LIBSVM_URL));
+            for (file, sum, max_bytes) in EPSILON_FILES {
+                let d = Download {
+                    url: format!("{base}{file}"),
+                    sum: Sum::Sha256(sum.to_string()),
+                    file: file.to_string(),
+                    max_bytes,
+                };
+                fetch_file(&d, &dir.join(file))?;
+            }
+            Ok(dir.join(EPSILON_FILES[0].0))
+        }
+        Dataset::EpsilonLike => {
+            let path = dir.join(EPSILON_LIKE_FILE);
+            generate_epsilon_like(&path, &EPSILON_LIKE)?;
+            Ok(path)
+        }
+        Dataset::Libsvm => {
+            let (Some(url), Some(sha256)) = (source.url, source.sha256) else {
+                bail!(
+                    "`repro data fetch libsvm` fetches any LIBSVM file: give its --url and its --sha256 \
+                     (e.g. --url {LIBSVM_URL}rcv1_train.binary.bz2 --sha256 <64 hex digits>)"
+                );
+            };
+            let sha256 = sha256.to_ascii_lowercase();
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                bail!("--sha256 `{sha256}` is not 64 hex digits");
+            }
+            let file = url
+                .rsplit('/')
+                .next()
+                .filter(|f| !f.is_empty() && !f.starts_with('.'))
+                .with_context(|| format!("{url} names no file"))?;
+            let d = Download {
+                url: url.to_string(),
+                sum: Sum::Sha256(sha256),
+                file: file.to_string(),
+                max_bytes: 20_000_000_000,
+            };
+            let path = dir.join(file);
+            fetch_file(&d, &path)?;
+            Ok(path)
         }
     }
 }
 
-fn file_md5(path: &Path) -> Result<String> {
+fn directory_url(base: &str) -> String {
+    if base.ends_with('/') {
+        base.to_string()
+    } else {
+        format!("{base}/")
+    }
+}
+
+/// Downloads `d` to `path` unless a file with its checksum is there.
+fn fetch_file(d: &Download, path: &Path) -> Result<()> {
+    if d.sum.matches(path) {
+        eprintln!(
+            "{} is already there ({} verified)",
+            path.display(),
+            d.sum.name()
+        );
+        return Ok(());
+    }
+    download(d, path, Patience::default())
+}
+
+/// A data file `repro data fetch` writes where it is by default.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Known {
+    /// Generated here.
+    Generated(Generated),
+    /// Downloaded by `repro data fetch <this>`.
+    Fetched(Dataset),
+}
+
+/// What `path` is when it is where `repro data fetch` puts a data file
+/// (relative to the working directory).
+pub fn known(path: &Path) -> Option<Known> {
+    if let Some(g) = generated_at(path) {
+        return Some(Known::Generated(g));
+    }
+    (path == default_dir(Dataset::Epsilon).join(EPSILON_FILES[0].0))
+        .then_some(Known::Fetched(Dataset::Epsilon))
+}
+
+/// Writes every generated data set that `runs` read and that is missing
+/// (`dry_run`: says which it would write).
+pub fn prepare<'a>(
+    runs: impl IntoIterator<Item = &'a crate::plan::PlannedRun>,
+    dry_run: bool,
+) -> Result<()> {
+    let mut done = std::collections::BTreeSet::new();
+    for r in runs {
+        let crate::plan::Params::Sim(p) = &r.params else {
+            continue;
+        };
+        let Some(path) = p.data.as_deref().map(Path::new) else {
+            continue;
+        };
+        if path.is_file() || !done.insert(path.to_path_buf()) {
+            continue;
+        }
+        match known(path) {
+            Some(Known::Generated(g)) if dry_run => println!(
+                "would write {} first: {} generated samples x {} features",
+                path.display(),
+                g.samples,
+                g.dim
+            ),
+            Some(Known::Generated(g)) => generate_epsilon_like(path, &g)?,
+            Some(Known::Fetched(d)) => {
+                let name = d.to_possible_value().map(|v| v.get_name().to_string());
+                let message = format!(
+                    "{} is missing: run `repro data fetch {}` first",
+                    path.display(),
+                    name.unwrap_or_default()
+                );
+                if dry_run {
+                    println!("{message}");
+                } else {
+                    bail!("{message}");
+                }
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// The generated stand-in for epsilon: its shape, its generator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Generated {
+    pub samples: usize,
+    pub dim: usize,
+    /// Label noise: `sign(x.w + noise N(0, 1))` before normalizing.
+    pub noise: f32,
+    pub seed: u64,
+}
+
+/// epsilon's width and a CPU-sized number of samples.
+pub const EPSILON_LIKE: Generated = Generated {
+    samples: 20_000,
+    dim: 2_000,
+    noise: 0.5,
+    seed: 2019,
+};
+const EPSILON_LIKE_FILE: &str = "epsilon_like.libsvm.gz";
+
+/// The generated set `path` names when it is where `repro data fetch
+/// epsilon-like` writes (relative to the working directory): what `repro
+/// run` generates when a manifest names it and it is missing.
+fn generated_at(path: &Path) -> Option<Generated> {
+    (path == default_dir(Dataset::EpsilonLike).join(EPSILON_LIKE_FILE)).then_some(EPSILON_LIKE)
+}
+
+/// Writes `g`'s samples (Gaussian, then scaled to unit norm, as epsilon's
+/// are) to `path` as gzipped LIBSVM text, through a temporary file, and
+/// reads it back to check the shape. Kept when it is there and whole.
+pub fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
+    let shape_ok = |p: &Path| -> Result<()> {
+        let f = std::fs::File::open(p)?;
+        let ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+            flate2::read::MultiGzDecoder::new(f),
+        ))?;
+        if ds.len() != g.samples || ds.dim() != g.dim {
+            bail!(
+                "{} has {} samples of {} features, expected {} of {}",
+                p.display(),
+                ds.len(),
+                ds.dim(),
+                g.samples,
+                g.dim
+            );
+        }
+        Ok(())
+    };
+    if path.is_file() && shape_ok(path).is_ok() {
+        eprintln!("{} is already there (shape verified)", path.display());
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("could not create {}", parent.display()))?;
+    }
+    eprintln!(
+        "writing {}: {} samples x {} features (generated; about {} MB)",
+        path.display(),
+        g.samples,
+        g.dim,
+        g.samples * g.dim * 7 / 1_000_000
+    );
+    let mut ds = repro_algos::data::Dataset::generate(g.samples, g.dim, g.noise, true, g.seed);
+    ds.normalize_rows();
+    let part = path.with_extension("part");
+    let result = (|| -> Result<()> {
+        let f = std::fs::File::create(&part)
+            .with_context(|| format!("could not create {}", part.display()))?;
+        let mut gz =
+            flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+        ds.write_libsvm(&mut gz)
+            .with_context(|| format!("could not write {}", part.display()))?;
+        gz.finish()?.flush()?;
+        shape_ok(&part)?;
+        std::fs::rename(&part, path).with_context(|| format!("could not write {}", path.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&part);
+    }
+    result
+}
+
+fn file_sum(path: &Path, sum: &Sum) -> Result<String> {
     let mut f = std::fs::File::open(path)?;
-    let mut h = Md5::new();
+    let mut h = sum.hasher();
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = f.read(&mut buf)?;
@@ -211,7 +527,7 @@ fn file_md5(path: &Path) -> Result<String> {
         }
         h.update(&buf[..n]);
     }
-    Ok(hex(&h.finalize()))
+    Ok(h.finish())
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -248,7 +564,7 @@ pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
         std::fs::File::create(&part)
             .with_context(|| format!("could not create {}", part.display()))?,
     );
-    let mut h = Md5::new();
+    let mut h = d.sum.hasher();
     let mut buf = vec![0u8; 1 << 16];
     let mut received = 0u64;
     loop {
@@ -281,14 +597,19 @@ pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
         .with_context(|| format!("could not write {}", part.display()))?;
     drop(out);
     bar.finish();
-    let got = hex(&h.finalize());
-    if got != d.md5 {
+    let got = h.finish();
+    if got != d.sum.hex() {
         let _ = std::fs::remove_file(&part);
         bail!(
-            "{} is corrupt: MD5 {got}, expected {} (removed; run the command again, or pass \
-             --md5 for a mirror that repacked the file)",
+            "{} is corrupt: {} {got}, expected {} (removed; run the command again, or pass \
+             --{} for a mirror that repacked the file)",
             d.url,
-            d.md5
+            d.sum.name(),
+            d.sum.hex(),
+            match d.sum {
+                Sum::Md5(_) => "md5",
+                Sum::Sha256(_) => "sha256",
+            }
         );
     }
     std::fs::rename(&part, dest).with_context(|| format!("could not write {}", dest.display()))
@@ -413,6 +734,14 @@ mod tests {
         tar.into_inner().unwrap().finish().unwrap()
     }
 
+    fn mirror<'a>(url: &'a str, md5: Option<&'a str>) -> Source<'a> {
+        Source {
+            url: Some(url),
+            md5,
+            sha256: None,
+        }
+    }
+
     fn tmp(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("repro-data-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
@@ -425,13 +754,13 @@ mod tests {
         let sum = hex(&Md5::digest(&body));
         let url = serve(body, 1);
         let dir = tmp("ok");
-        let out = fetch(Dataset::Cifar10, &dir, Some(&url), Some(&sum)).unwrap();
+        let out = fetch(Dataset::Cifar10, &dir, mirror(&url, Some(&sum))).unwrap();
         assert_eq!(out, dir.join("cifar-10-batches-bin"));
         verify_cifar(&out).unwrap();
         assert!(!out.join("readme.html").exists());
         assert!(dir.join("cifar-10-binary.tar.gz").exists());
         // a second fetch finds it there and downloads nothing (the server is gone)
-        fetch(Dataset::Cifar10, &dir, Some(&url), Some(&sum)).unwrap();
+        fetch(Dataset::Cifar10, &dir, mirror(&url, Some(&sum))).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -439,7 +768,7 @@ mod tests {
     fn a_corrupt_download_is_an_error_and_leaves_nothing_behind() {
         let url = serve(b"not an archive".to_vec(), 1);
         let dir = tmp("bad");
-        let err = fetch(Dataset::Cifar10, &dir, Some(&url), None)
+        let err = fetch(Dataset::Cifar10, &dir, mirror(&url, None))
             .unwrap_err()
             .to_string();
         assert!(err.contains("corrupt") && err.contains(CIFAR_MD5), "{err}");
@@ -460,7 +789,7 @@ mod tests {
         let url = format!("http://127.0.0.1:{port}/x.tar.gz");
         let err = format!(
             "{:#}",
-            fetch(Dataset::Cifar10, &dir, Some(&url), None).unwrap_err()
+            fetch(Dataset::Cifar10, &dir, mirror(&url, None)).unwrap_err()
         );
         assert!(err.contains(&url) && err.contains("online"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
@@ -488,7 +817,7 @@ mod tests {
     fn small(url: String, max_bytes: u64) -> Download {
         Download {
             url,
-            md5: "0".repeat(32),
+            sum: Sum::Md5("0".repeat(32)),
             file: "f".into(),
             max_bytes,
         }
@@ -570,6 +899,124 @@ mod tests {
         let err = format!("{:#}", extract_cifar(&archive, &out).unwrap_err());
         assert!(err.contains("data_batch_1.bin has 30730001 bytes"), "{err}");
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A LIBSVM file by URL and SHA-256: fetched, kept compressed, read by
+    /// the simulator's reader; a wrong checksum leaves nothing; epsilon's
+    /// pinned checksums refuse a mirror that serves something else.
+    #[test]
+    fn libsvm_files_are_fetched_by_sha256() {
+        let text = "+1 1:0.5 2:-1\n-1 2:0.25\n";
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(text.as_bytes()).unwrap();
+        let body = bz.finish().unwrap();
+        let sum = hex(&Sha256::digest(&body));
+        let url = serve(body.clone(), 1).replace("cifar-10-binary.tar.gz", "tiny.bz2");
+        let dir = tmp("libsvm");
+        let source = Source {
+            url: Some(&url),
+            md5: None,
+            sha256: Some(&sum),
+        };
+        let path = fetch(Dataset::Libsvm, &dir, source).unwrap();
+        assert_eq!(path, dir.join("tiny.bz2"));
+        let ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+            bzip2::read::MultiBzDecoder::new(std::fs::File::open(&path).unwrap()),
+        ))
+        .unwrap();
+        assert_eq!((ds.len(), ds.dim()), (2, 2));
+        // there and verified: no second download (the server is gone)
+        fetch(Dataset::Libsvm, &dir, source).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let url = serve(body, 1).replace("cifar-10-binary.tar.gz", "tiny.bz2");
+        let wrong = "ab".repeat(32);
+        let err = format!(
+            "{:#}",
+            fetch(
+                Dataset::Libsvm,
+                &dir,
+                Source {
+                    sha256: Some(&wrong),
+                    url: Some(&url),
+                    ..source
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("corrupt: SHA-256") && err.contains(&sum),
+            "{err}"
+        );
+        assert!(!dir.join("tiny.bz2").exists() && !dir.join("tiny.part").exists());
+        let err = fetch(Dataset::Libsvm, &dir, Source::default()).unwrap_err();
+        assert!(err.to_string().contains("--url and its --sha256"), "{err}");
+
+        let url = serve(b"not epsilon".to_vec(), 1);
+        let base = url.trim_end_matches("cifar-10-binary.tar.gz");
+        let err = format!(
+            "{:#}",
+            fetch(
+                Dataset::Epsilon,
+                &dir,
+                Source {
+                    url: Some(base),
+                    ..Source::default()
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("epsilon_normalized.bz2 is corrupt") && err.contains(EPSILON_FILES[0].1),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The generated stand-in: written once as gzipped LIBSVM text of the
+    /// asked shape (unit rows, two labels), kept when whole, rewritten when
+    /// not.
+    #[test]
+    fn a_generated_set_is_written_once_and_checked() {
+        let dir = tmp("generated");
+        let path = dir.join("g.libsvm.gz");
+        let g = Generated {
+            samples: 30,
+            dim: 12,
+            noise: 0.5,
+            seed: 1,
+        };
+        generate_epsilon_like(&path, &g).unwrap();
+        let read = || {
+            let mut ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+                flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap()),
+            ))
+            .unwrap();
+            let labels = ds.binary_labels().unwrap();
+            (ds, labels)
+        };
+        let (ds, labels) = read();
+        assert_eq!((ds.len(), ds.dim(), labels), (30, 12, (-1.0, 1.0)));
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        generate_epsilon_like(&path, &g).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            modified
+        );
+        // a truncated file is written again
+        std::fs::write(&path, b"").unwrap();
+        generate_epsilon_like(&path, &g).unwrap();
+        assert_eq!(read().0, ds);
+        assert!(matches!(
+            known(Path::new("data/epsilon-like/epsilon_like.libsvm.gz")),
+            Some(Known::Generated(EPSILON_LIKE))
+        ));
+        assert_eq!(
+            known(Path::new("data/epsilon/epsilon_normalized.bz2")),
+            Some(Known::Fetched(Dataset::Epsilon))
+        );
+        assert!(known(Path::new("elsewhere/epsilon_like.libsvm.gz")).is_none());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -716,7 +716,10 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
                     ),
                 ));
             }
-            if !std::path::Path::new(path).is_file() {
+            let file = std::path::Path::new(path);
+            // a set `repro data fetch` knows: generated, or asked for
+            // before the first run (`data_cmd::prepare`)
+            if !file.is_file() && crate::data_cmd::known(file).is_none() {
                 return Err(bad(
                     "data",
                     format!("`{path}` is not a file (a LIBSVM file, plain, .gz or .bz2)"),

@@ -180,6 +180,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     };
     let out = out_dir(&args.out, &m.name);
     let launcher = launcher(args, backend)?;
+    // generated data sets the runs read, written before the first run
+    crate::data_cmd::prepare(
+        runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
+        args.dry_run,
+    )?;
     if args.dry_run {
         let recorder = std::sync::Arc::new(crate::net::DryRun::planning());
         let net = net_context(args, &m, launcher, Box::new(recorder.clone()));

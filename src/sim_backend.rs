@@ -93,6 +93,31 @@ fn topology(p: &SimParams) -> Result<Topology> {
     Ok(Topology::by_name(&p.topology, p.workers)?)
 }
 
+/// [`read_data`], parsed once per process: a grid's runs on one file (the
+/// same path, size and modification time) share the parse, each run a
+/// copy.
+fn read_data_once(path: &Path, classification: bool) -> Result<Dataset> {
+    type Key = (std::path::PathBuf, u64, Option<std::time::SystemTime>, bool);
+    static LAST: std::sync::Mutex<Option<(Key, Dataset)>> = std::sync::Mutex::new(None);
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("could not open the data file {}", path.display()))?;
+    let key: Key = (
+        path.to_path_buf(),
+        meta.len(),
+        meta.modified().ok(),
+        classification,
+    );
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, ds)) = last.as_ref()
+        && *k == key
+    {
+        return Ok(ds.clone());
+    }
+    let ds = read_data(path, classification)?;
+    *last = Some((key, ds.clone()));
+    Ok(ds)
+}
+
 /// A LIBSVM file, plain or compressed (by its extension: `.gz`, `.bz2`);
 /// for classification its two labels mapped onto -1 and +1.
 fn read_data(path: &Path, classification: bool) -> Result<Dataset> {
@@ -227,7 +252,7 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
         "logistic" | "least-squares" => {
             let classification = p.objective == "logistic";
             let ds = match &p.data {
-                Some(path) => read_data(Path::new(path), classification)?,
+                Some(path) => read_data_once(Path::new(path), classification)?,
                 None => Dataset::generate(p.samples, p.dim, p.noise, classification, p.seed),
             };
             let split = match p.split.as_str() {

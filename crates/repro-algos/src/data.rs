@@ -131,6 +131,44 @@ impl Dataset {
         ds
     }
 
+    /// Writes the set as LIBSVM text, one sample per line, every stored
+    /// value in the shortest form that reads back to the same f32 (so
+    /// [`Dataset::read_libsvm`] returns this set exactly when its last
+    /// feature is stored in some sample).
+    pub fn write_libsvm(&self, mut w: impl std::io::Write) -> std::io::Result<()> {
+        let mut line = String::new();
+        for s in 0..self.len() {
+            use std::fmt::Write as _;
+            line.clear();
+            let _ = write!(line, "{}", self.labels[s]);
+            let (idx, val) = self.row(s);
+            for (&i, &v) in idx.iter().zip(val) {
+                let _ = write!(line, " {}:{v}", i + 1);
+            }
+            line.push('\n');
+            w.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// Scales every sample to unit Euclidean norm (as LIBSVM's
+    /// `epsilon_normalized` is); an all-zero sample stays zero.
+    pub fn normalize_rows(&mut self) {
+        for s in 0..self.len() {
+            let (a, b) = (self.indptr[s], self.indptr[s + 1]);
+            let norm = self.values[a..b]
+                .iter()
+                .map(|&v| f64::from(v).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            if norm > 0.0 {
+                self.values[a..b]
+                    .iter_mut()
+                    .for_each(|v| *v = (f64::from(*v) / norm) as f32);
+            }
+        }
+    }
+
     /// Number of samples.
     pub fn len(&self) -> usize {
         self.labels.len()
@@ -421,6 +459,34 @@ mod tests {
         assert_eq!(ds.row(1), (&[1u32][..], &[0.2f32][..]));
         assert_eq!(ds.label(2), 0.0);
         assert_eq!(ds.dot(0, &[2.0, 0.0, 1.0]), -0.25);
+    }
+
+    #[test]
+    fn written_libsvm_reads_back_exactly() {
+        let mut ds = Dataset::generate(40, 7, 0.5, true, 3);
+        ds.normalize_rows();
+        for s in 0..ds.len() {
+            let norm: f64 = ds.row(s).1.iter().map(|&v| f64::from(v).powi(2)).sum();
+            assert!((norm - 1.0).abs() < 1e-6, "{norm}");
+        }
+        let mut text = Vec::new();
+        ds.write_libsvm(&mut text).unwrap();
+        let back = Dataset::read_libsvm(&text[..]).unwrap();
+        assert_eq!(back, ds);
+        let first = String::from_utf8(text).unwrap();
+        let first = first.lines().next().unwrap();
+        assert!(
+            first.starts_with("1 1:") || first.starts_with("-1 1:"),
+            "{first}"
+        );
+        assert_eq!(first.split(' ').count(), 8);
+        let sparse = Dataset::read_libsvm(SAMPLE.as_bytes()).unwrap();
+        let mut text = Vec::new();
+        sparse.write_libsvm(&mut text).unwrap();
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "1 1:0.5 3:-1.25\n-1 2:0.2\n0 3:4\n"
+        );
     }
 
     #[test]
