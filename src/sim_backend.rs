@@ -25,7 +25,10 @@ pub struct Summary {
     pub final_loss: Option<f64>,
     /// `mean_i f(x_i)` at the end.
     pub local_loss: Option<f64>,
-    /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run.
+    /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run:
+    /// at every iteration for an analytic objective, at each step record
+    /// for a data objective (where it is a full pass over the data per
+    /// worker).
     pub grad_norm_sq: Option<f64>,
     pub consensus: Option<f64>,
     pub bytes: u64,
@@ -505,6 +508,9 @@ fn iterate(
     // iterations between evaluations (none: at the end only)
     let eval_gap = (p.eval_every > 0.0).then(|| (p.eval_every * per_epoch).round().max(1.0) as u64);
     let tail_start = p.iterations - p.iterations / 5;
+    // a full gradient of a data objective is a pass over every sample:
+    // every iteration would cost iterations x workers x samples x dim
+    let data_objective = sim.objective().samples().is_some();
     let (mut grad_acc, mut grad_count) = (0.0, 0u64);
     let mut logged_bytes = 0u64;
     let mut out = Steps {
@@ -547,11 +553,12 @@ fn iterate(
             out.status = Status::Diverged { iteration: k };
             break;
         }
-        if k >= tail_start {
+        let record = k % p.log_every.max(1) == 0 || k + 1 == p.iterations;
+        if k >= tail_start && (record || !data_objective) {
             grad_acc += (0..p.workers).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / p.workers as f64;
             grad_count += 1;
         }
-        if k % p.log_every.max(1) == 0 || k + 1 == p.iterations {
+        if record {
             // the mean worker's bytes since the previous record, so that the
             // records add up to what each worker sent, as a rank's do
             let through = (sim.total_bytes() as f64 / p.workers.max(1) as f64).round() as u64;
