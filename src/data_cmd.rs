@@ -494,7 +494,7 @@ pub fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
         path.display(),
         g.samples,
         g.dim,
-        g.samples * g.dim * 7 / 1_000_000
+        g.samples * g.dim * 11 / 1_000_000
     );
     let mut ds = repro_algos::data::Dataset::generate(g.samples, g.dim, g.noise, true, g.seed);
     ds.normalize_rows();
