@@ -333,6 +333,7 @@ fn every_shipped_manifest_is_valid() {
         "tang2018-epoch-time",
         "tune-smoke",
         "convex",
+        "convex-sparse",
     ] {
         assert!(text.contains(name), "{name} missing from {text}");
     }
