@@ -29,7 +29,8 @@ pub struct DataArgs {
 
 #[derive(Debug, Subcommand)]
 enum DataCommand {
-    /// Download and verify a data set (needs internet; CIFAR-10 is 163 MB).
+    /// Download and verify a data set (needs internet; CIFAR-10 is 163 MB,
+    /// epsilon 3 GB), or write the generated `epsilon-like`.
     Fetch(FetchArgs),
 }
 
@@ -55,12 +56,13 @@ pub enum Dataset {
 #[derive(Debug, Args)]
 struct FetchArgs {
     dataset: Dataset,
-    /// Where to put it (default: data/cifar10 or data/fashion-mnist); give
-    /// the same directory as `data_dir` in a manifest.
+    /// Where to put it (default: data/<dataset>); give the same directory
+    /// as `data_dir` (images) or the file as `data` (LIBSVM) in a manifest.
     #[arg(long)]
     dir: Option<PathBuf>,
     /// A mirror instead of the official source: the archive's URL for
-    /// CIFAR-10, the directory URL holding the four files for Fashion-MNIST.
+    /// CIFAR-10, the directory URL holding the files for Fashion-MNIST and
+    /// epsilon; the file's URL for `libsvm`.
     #[arg(long)]
     url: Option<String>,
     /// The mirror's MD5 when it differs from the official one (CIFAR-10

@@ -74,6 +74,7 @@ impl AlgoError {
             AlgoError::Codec(
                 repro_codec::CodecError::NonFinite { .. }
                     | repro_codec::CodecError::OutOfRange { .. }
+                    | repro_codec::CodecError::Overflow { .. }
             )
         )
     }
@@ -87,6 +88,11 @@ mod tests {
     fn only_a_rejected_model_is_divergence() {
         let nan = AlgoError::Codec(repro_codec::CodecError::NonFinite { count: 1, first: 0 });
         assert_eq!(unless_diverged::<u8>(Err(nan)).unwrap(), None);
+        let overflow = AlgoError::Codec(repro_codec::CodecError::Overflow {
+            what: "a bucket's norm",
+            at: 0,
+        });
+        assert_eq!(unless_diverged::<u8>(Err(overflow)).unwrap(), None);
         assert_eq!(unless_diverged(Ok(3)).unwrap(), Some(3));
         let bug = AlgoError::Invalid("x".into());
         assert!(unless_diverged::<u8>(Err(bug)).is_err());

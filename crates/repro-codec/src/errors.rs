@@ -147,6 +147,11 @@ pub enum CodecError {
     },
     #[error("sparse frame entry {entry} has value {value}, not a finite number")]
     CorruptValue { entry: usize, value: f32 },
+    #[error(
+        "input values are finite but {what} overflows f32 (first at bucket or index {at}): \
+         the model has diverged"
+    )]
+    Overflow { what: &'static str, at: usize },
     #[error("zstd compression failed: {reason}")]
     Compress { reason: String },
     #[error(

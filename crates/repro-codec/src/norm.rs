@@ -127,6 +127,12 @@ impl NormCodec {
                     .sqrt() as f32,
                 Norm::Linf => vb.iter().fold(0.0f32, |m, &x| m.max(x.abs())),
             };
+            if !m.is_finite() {
+                return Err(CodecError::Overflow {
+                    what: "a bucket's norm",
+                    at: k,
+                });
+            }
             scales[4 * k..4 * k + 4].copy_from_slice(&m.to_le_bytes());
             let inv = if m > 0.0 { s / m } else { 0.0 };
             for (j, (c, &x)) in cb.iter_mut().zip(vb).enumerate() {
@@ -276,6 +282,17 @@ mod tests {
                 }
             }
         }
+        // finite values whose norm is beyond f32: a diverged model, not a
+        // frame its receivers would refuse
+        let huge = [3e38f32, 3e38, 1.0];
+        let c = NormCodec::new(&NormConfig::qsgd(7, 2), 1).unwrap();
+        assert_eq!(
+            c.encode(&huge, 0, 0, None, &mut f),
+            Err(CodecError::Overflow {
+                what: "a bucket's norm",
+                at: 0
+            })
+        );
         assert!(matches!(
             NormCodec::new(&NormConfig::qsgd(32_768, 10), 0),
             Err(ConfigError::InvalidLevels { .. })

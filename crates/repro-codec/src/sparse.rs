@@ -168,8 +168,14 @@ impl SparseCodec {
         }
         let idx = self.select(v, iteration, sender);
         let k = idx.len();
-        let bits = index_bits(v.len());
         let factor = self.factor(v.len());
+        if let Some(&at) = idx.iter().find(|&&i| !(v[i as usize] * factor).is_finite()) {
+            return Err(CodecError::Overflow {
+                what: "a value times d / k",
+                at: at as usize,
+            });
+        }
+        let bits = index_bits(v.len());
         let start = frame::begin_frame(out, packed_len(k, bits) + 4 * k);
         let (packed, values) = out[start..].split_at_mut(packed_len(k, bits));
         pack(&idx, bits, packed);
@@ -384,5 +390,11 @@ mod tests {
         ));
         c.decode(&f, &mut out).unwrap();
         assert_eq!(out, [1.0, 0.0, 0.0, 2.0, 0.0]);
+        // unbiased random-k scales by d / k: beyond f32 it is an overflow
+        let r = codec(Select::Random, Keep::Count(1), true);
+        assert!(matches!(
+            r.encode(&[3e38f32; 4], 0, 0, None, &mut f),
+            Err(CodecError::Overflow { .. })
+        ));
     }
 }
