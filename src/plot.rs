@@ -691,6 +691,28 @@ pub fn render(
 }
 
 /// Draws the panels on any plotters backend.
+/// Every series label of the figure (a bound counts as its measurement),
+/// each panel's order kept: a label missing from the list goes right after
+/// the label before it in its panel. A series keeps one colour and marker
+/// in every panel, including panels where others are missing.
+fn series_order(panels: &[Panel]) -> Vec<&str> {
+    let mut order: Vec<&str> = Vec::new();
+    for panel in panels {
+        let mut at = 0;
+        for s in &panel.series {
+            let base = s.label.trim_end_matches(" (wire bound)");
+            match order.iter().position(|l| *l == base) {
+                Some(i) => at = i + 1,
+                None => {
+                    order.insert(at, base);
+                    at += 1;
+                }
+            }
+        }
+    }
+    order
+}
+
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, plotters::coord::Shift>,
     path: &Path,
@@ -705,6 +727,7 @@ fn draw<DB: DrawingBackend>(
         .titled(title, ("sans-serif", 22))
         .map_err(|e| err(e.to_string()))?;
     let areas = root.split_evenly((rows, cols));
+    let color_of = series_order(panels);
     for (panel, area) in panels.iter().zip(&areas) {
         let xs = panel
             .series
@@ -769,16 +792,12 @@ fn draw<DB: DrawingBackend>(
                     .label_style(("sans-serif", 13))
                     .draw()
                     .map_err(|e| err(e.to_string()))?;
-                let mut color_of: Vec<&str> = Vec::new();
                 let (y_lo, y_hi) = (y_min, y_max);
                 let clip = |y: f64| y.clamp(y_lo, y_hi);
                 // the bands first, under every line
                 for s in &panel.series {
                     let base = s.label.trim_end_matches(" (wire bound)");
-                    let i = color_of.iter().position(|c| *c == base).unwrap_or_else(|| {
-                        color_of.push(base);
-                        color_of.len() - 1
-                    });
+                    let i = color_of.iter().position(|c| *c == base).unwrap_or(0);
                     if s.band.len() >= 2 {
                         let outline: Vec<(f64, f64)> = s
                             .band
@@ -896,6 +915,36 @@ mod tests {
                 .collect(),
             metrics: BTreeMap::new(),
         }
+    }
+
+    /// A series keeps its colour in a panel where another is missing (all
+    /// of DCD's runs diverged at 2 bits in convex).
+    #[test]
+    fn a_series_keeps_its_place_across_panels() {
+        let panel = |labels: &[&str]| Panel {
+            title: String::new(),
+            x_label: String::new(),
+            y_label: String::new(),
+            log_x: false,
+            series: labels
+                .iter()
+                .map(|l| Series {
+                    label: (*l).into(),
+                    runs: 1,
+                    points: Vec::new(),
+                    band: Vec::new(),
+                    dashed: false,
+                })
+                .collect(),
+        };
+        let panels = [
+            panel(&["d-psgd", "choco", "ecd", "moniqua"]),
+            panel(&["d-psgd", "choco", "dcd", "ecd", "moniqua (wire bound)"]),
+        ];
+        assert_eq!(
+            series_order(&panels),
+            ["d-psgd", "choco", "dcd", "ecd", "moniqua"]
+        );
     }
 
     #[test]
