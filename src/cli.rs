@@ -8,7 +8,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use crate::{data_cmd, demo, doctor, net_cmd, run, status};
 
@@ -32,7 +32,7 @@ enum Command {
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(run::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
-    List,
+    List(run::ListArgs),
     /// Whether an experiment's recorded runs are current (this build, this
     /// manifest), stale or missing; every experiment if none is named.
     Status(status::StatusArgs),
@@ -46,6 +46,59 @@ enum Command {
     Net(net_cmd::NetArgs),
     /// Data sets: `repro data fetch cifar10` downloads and verifies one.
     Data(data_cmd::DataArgs),
+    /// Print a shell completion script: `repro completions bash >
+    /// ~/.local/share/bash-completion/completions/repro`.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff), or with --out write one per command.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+struct CompletionsArgs {
+    shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+struct ManArgs {
+    /// Write repro.1 and repro-<command>.1 into this directory (e.g.
+    /// ~/.local/share/man/man1) instead of printing repro.1.
+    #[arg(long, value_name = "DIR")]
+    out: Option<std::path::PathBuf>,
+}
+
+/// The completion script for `shell`, from the same definitions the
+/// parser uses.
+fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "repro", &mut std::io::stdout());
+    Ok(())
+}
+
+/// The man pages, from the same definitions the parser uses.
+fn man(args: &ManArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let cmd = Cli::command();
+    let Some(dir) = &args.out else {
+        clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+        return Ok(());
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let mut pages = vec![("repro.1".to_string(), cmd.clone())];
+    for sub in cmd.get_subcommands() {
+        // clap names are &'static (its `string` feature is off); a
+        // handful of short names for one command's lifetime
+        let name: &'static str = Box::leak(format!("repro-{}", sub.get_name()).into_boxed_str());
+        pages.push((format!("{name}.1"), sub.clone().name(name)));
+    }
+    for (file, page) in pages {
+        let mut text = Vec::new();
+        clap_mangen::Man::new(page).render(&mut text)?;
+        let path = dir.join(&file);
+        crate::atomic::write(&path, text)
+            .with_context(|| format!("could not write {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(())
 }
 
 /// Runs `repro` with this process's arguments.
@@ -55,12 +108,14 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => run::plot(&args).map(|()| run::Outcome::AllSucceeded),
-        Command::List => run::list().map(|()| run::Outcome::AllSucceeded),
+        Command::List(args) => run::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Status(args) => status::status(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Net(args) => net_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Data(args) => data_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Completions(args) => completions(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Man(args) => man(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {
         Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,

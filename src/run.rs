@@ -1,5 +1,6 @@
 //! `repro run`, `repro table`, `repro list`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -23,6 +24,10 @@ pub struct RunArgs {
     /// Experiment name (see `repro list`) or path to a manifest.
     #[arg(default_value = "smoke")]
     pub experiment: String,
+    /// Manifest overrides as Hydra writes them, `params.lr=0.05`: the same
+    /// as `--set params.lr=0.05` (applied before the `--set` ones).
+    #[arg(value_name = "KEY=VALUE")]
+    pub assignments: Vec<String>,
     /// smoke (seconds), cpu (minutes on a laptop) or paper.
     #[arg(long, default_value = "smoke")]
     pub scale: String,
@@ -71,6 +76,24 @@ pub struct RunArgs {
     /// Refuse a run with more workers than this.
     #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_workers)]
     pub max_workers: usize,
+}
+
+impl RunArgs {
+    /// The experiment and every override: the `KEY=VALUE` arguments, then
+    /// `--set`. `repro run lr=0.1` (no experiment named) is smoke with that
+    /// override.
+    pub fn experiment_and_overrides(&self) -> (String, Vec<String>) {
+        let mut overrides = self.assignments.clone();
+        let experiment =
+            if self.experiment.contains('=') && !std::path::Path::new(&self.experiment).exists() {
+                overrides.insert(0, self.experiment.clone());
+                "smoke".to_string()
+            } else {
+                self.experiment.clone()
+            };
+        overrides.extend(self.overrides.iter().cloned());
+        (experiment, overrides)
+    }
 }
 
 /// `--launcher`.
@@ -162,8 +185,9 @@ fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Co
 /// `tune` section, the tuning runs go first (into `tuning/`), and the grid
 /// runs with each method's chosen configuration.
 pub fn run(args: &RunArgs) -> Result<Outcome> {
-    let path = manifest::locate(&args.experiment)?;
-    let m = manifest::load(&path, &args.overrides)?;
+    let (experiment, overrides) = args.experiment_and_overrides();
+    let path = manifest::locate(&experiment)?;
+    let m = manifest::load(&path, &overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
     let limits = plan::Limits {
         max_runs: args.max_runs,
@@ -1073,51 +1097,118 @@ pub fn table(args: &TableArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn list() -> Result<()> {
+/// Options of `repro list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// One JSON document instead of text: every experiment with its
+    /// path, title, source, backend and, per scale, the runs it plans.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One scale of an experiment in `repro list`: its runs, or why it is
+/// invalid.
+#[derive(Debug, serde::Serialize)]
+struct ListedScale {
+    runs: Option<usize>,
+    tuning_runs: Option<usize>,
+    cost: Option<String>,
+    error: Option<String>,
+}
+
+/// `repro list`.
+pub fn list(args: &ListArgs) -> Result<()> {
+    let mut listed = Vec::new();
     for path in manifest::all_manifests()? {
-        match manifest::load(&path, &[]) {
-            Ok(m) => {
-                let scales: Vec<String> = m
-                    .scales
-                    .keys()
-                    .map(|s| match plan::expand(&m, s, m.backend) {
-                        Ok(runs) => {
-                            // a tuned experiment runs its search first
-                            let tuning = m.tune.as_ref().and_then(|t| {
-                                tune::tuning_runs(&m, t, s, m.backend, plan::Limits::default()).ok()
-                            });
-                            format!(
-                                "{s}: {} runs{}{}",
-                                runs.len(),
-                                tuning
-                                    .map(|t| format!(" after {} tuning runs", t.len()))
-                                    .unwrap_or_default(),
-                                m.cost.get(s).map(|c| format!(", {c}")).unwrap_or_default()
-                            )
-                        }
-                        Err(_) => format!("{s}: invalid"),
-                    })
-                    .collect();
-                let shaped = m.backend == Backend::Mpi
-                    && m.shaping != ShapingMode::None
-                    && m.grid.contains_key("network");
-                println!(
-                    "{:<20} {}\n{:<20} {}\n{:<20} {}{}",
-                    m.name,
-                    m.title,
-                    "",
-                    m.source,
-                    "",
-                    scales.join("; "),
-                    if shaped {
-                        "; shapes the network (root)"
-                    } else {
-                        ""
-                    }
-                );
+        let m = match manifest::load(&path, &[]) {
+            Ok(m) => m,
+            Err(e) => {
+                if args.json {
+                    listed.push(serde_json::json!({
+                        "path": path.display().to_string(),
+                        "error": format!("{e:#}"),
+                    }));
+                } else {
+                    println!("{:<20} invalid manifest: {e}", path.display());
+                }
+                continue;
             }
-            Err(e) => println!("{:<20} invalid manifest: {e}", path.display()),
+        };
+        let scales: BTreeMap<String, ListedScale> = m
+            .scales
+            .keys()
+            .map(|s| {
+                let cost = m.cost.get(s).cloned();
+                let listed = match plan::expand(&m, s, m.backend) {
+                    // a tuned experiment runs its search first
+                    Ok(runs) => ListedScale {
+                        runs: Some(runs.len()),
+                        tuning_runs: m.tune.as_ref().and_then(|t| {
+                            tune::tuning_runs(&m, t, s, m.backend, plan::Limits::default())
+                                .ok()
+                                .map(|t| t.len())
+                        }),
+                        cost,
+                        error: None,
+                    },
+                    Err(e) => ListedScale {
+                        runs: None,
+                        tuning_runs: None,
+                        cost,
+                        error: Some(format!("{e:#}")),
+                    },
+                };
+                (s.clone(), listed)
+            })
+            .collect();
+        let shaped = m.backend == Backend::Mpi
+            && m.shaping != ShapingMode::None
+            && m.grid.contains_key("network");
+        if args.json {
+            listed.push(serde_json::json!({
+                "name": m.name,
+                "path": path.display().to_string(),
+                "title": m.title,
+                "source": m.source,
+                "backend": format!("{:?}", m.backend).to_lowercase(),
+                "shapes_network": shaped,
+                "scales": scales,
+            }));
+            continue;
         }
+        let text: Vec<String> = scales
+            .iter()
+            .map(|(s, l)| match l.runs {
+                Some(runs) => format!(
+                    "{s}: {runs} runs{}{}",
+                    l.tuning_runs
+                        .map(|t| format!(" after {t} tuning runs"))
+                        .unwrap_or_default(),
+                    l.cost
+                        .as_ref()
+                        .map(|c| format!(", {c}"))
+                        .unwrap_or_default()
+                ),
+                None => format!("{s}: invalid"),
+            })
+            .collect();
+        println!(
+            "{:<20} {}\n{:<20} {}\n{:<20} {}{}",
+            m.name,
+            m.title,
+            "",
+            m.source,
+            "",
+            text.join("; "),
+            if shaped {
+                "; shapes the network (root)"
+            } else {
+                ""
+            }
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
     }
     Ok(())
 }

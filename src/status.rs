@@ -32,6 +32,10 @@ pub struct StatusArgs {
     /// Where its results are (default: results/<experiment>)
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// One JSON document instead of text: the build, and each run's id,
+    /// grid point, state and reason (or each experiment's counts).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A planned run's state in the results directory.
@@ -51,6 +55,16 @@ impl Freshness {
             Freshness::Current => "current",
             Freshness::Stale(_) => "stale",
             Freshness::Missing(_) => "missing",
+        }
+    }
+}
+
+impl Freshness {
+    /// Why a run is stale or missing (empty when current).
+    pub fn reason(&self) -> &str {
+        match self {
+            Freshness::Current => "",
+            Freshness::Stale(why) | Freshness::Missing(why) => why,
         }
     }
 }
@@ -277,9 +291,17 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
 }
 
 /// `repro status`: every planned run of one experiment, or a line per
-/// experiment.
+/// experiment; `--json` says the same as one document.
 pub fn status(args: &StatusArgs) -> Result<()> {
-    println!("build: {}", repro_build::VERSION);
+    let build = serde_json::json!({
+        "version": repro_build::VERSION,
+        "source": repro_build::BUILD.source,
+        "git_commit": repro_build::BUILD.commit,
+        "git_dirty": repro_build::BUILD.dirty,
+    });
+    if !args.json {
+        println!("build: {}", repro_build::VERSION);
+    }
     if let Some(name) = &args.experiment {
         let path = manifest::locate(name)?;
         let Checked {
@@ -288,11 +310,34 @@ pub fn status(args: &StatusArgs) -> Result<()> {
             states,
             extra,
         } = check(&path, args)?;
+        let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
+        let c = counts(&words);
+        if args.json {
+            let runs: Vec<serde_json::Value> = states
+                .iter()
+                .map(|(r, f)| {
+                    serde_json::json!({
+                        "id": r.id,
+                        "point": r.point,
+                        "state": f.word(),
+                        "reason": f.reason(),
+                    })
+                })
+                .collect();
+            let json = serde_json::json!({
+                "build": build,
+                "experiment": m.name,
+                "scale": scale,
+                "runs": runs,
+                "counts": c,
+                "recorded_not_planned": extra,
+            });
+            println!("{}", serde_json::to_string_pretty(&json)?);
+            return Ok(());
+        }
         for (r, f) in &states {
             println!("  {}  {:<40}  {f}", r.id, plan::describe(r));
         }
-        let words: Vec<Freshness> = states.into_iter().map(|(_, f)| f).collect();
-        let c = counts(&words);
         println!(
             "{} at scale `{scale}`: {} current, {} stale, {} missing{}",
             m.name,
@@ -310,6 +355,7 @@ pub fn status(args: &StatusArgs) -> Result<()> {
     if args.out.is_some() {
         anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
     }
+    let mut experiments = Vec::new();
     for path in manifest::all_manifests()? {
         match check(&path, args) {
             Ok(Checked {
@@ -320,13 +366,29 @@ pub fn status(args: &StatusArgs) -> Result<()> {
             }) => {
                 let words: Vec<Freshness> = states.into_iter().map(|(_, f)| f).collect();
                 let c = counts(&words);
-                println!(
-                    "{:<24} {:<6} {:>4} current {:>4} stale {:>4} missing",
-                    m.name, scale, c["current"], c["stale"], c["missing"]
-                );
+                if args.json {
+                    experiments.push(serde_json::json!({
+                        "experiment": m.name,
+                        "scale": scale,
+                        "counts": c,
+                    }));
+                } else {
+                    println!(
+                        "{:<24} {:<6} {:>4} current {:>4} stale {:>4} missing",
+                        m.name, scale, c["current"], c["stale"], c["missing"]
+                    );
+                }
             }
+            Err(e) if args.json => experiments.push(serde_json::json!({
+                "path": path.display().to_string(),
+                "error": format!("{e:#}"),
+            })),
             Err(e) => println!("{:<24} error: {e:#}", path.display()),
         }
+    }
+    if args.json {
+        let json = serde_json::json!({ "build": build, "experiments": experiments });
+        println!("{}", serde_json::to_string_pretty(&json)?);
     }
     Ok(())
 }

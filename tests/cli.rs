@@ -342,6 +342,75 @@ fn every_shipped_manifest_is_valid() {
     assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
 }
 
+/// The conventions of a CLI: completion scripts for three shells and man
+/// pages generated from the parser's own definitions, `--json` for `list`
+/// and `status`, and Hydra's `KEY=VALUE` arguments as `--set`.
+#[test]
+fn completions_man_pages_json_and_key_value_arguments() {
+    let text = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = repro(&["completions", shell]);
+        assert!(o.status.success(), "{shell}");
+        let script = text(&o);
+        for word in ["run", "status", "completions", "scale", "dry-run"] {
+            assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+    }
+    assert_eq!(repro(&["completions", "tcsh"]).status.code(), Some(2));
+
+    let o = repro(&["man"]);
+    assert!(o.status.success());
+    let page = text(&o);
+    assert!(page.contains(".TH repro 1"), "{page}");
+    assert!(
+        page.contains("completions") && page.contains("status"),
+        "{page}"
+    );
+    let dir = temp_out("man");
+    let o = repro(&["man", "--out", dir.to_str().unwrap()]);
+    assert!(o.status.success());
+    let run_page = std::fs::read_to_string(dir.join("repro-run.1")).unwrap();
+    assert!(
+        run_page.contains(".TH repro-run 1") && run_page.contains("dry\\-run"),
+        "{run_page}"
+    );
+    assert!(dir.join("repro.1").is_file() && dir.join("repro-data.1").is_file());
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let o = repro(&["list", "--json"]);
+    assert!(o.status.success());
+    let listed: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let convex = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "convex")
+        .expect("convex listed");
+    assert_eq!(convex["scales"]["cpu"]["runs"], 54);
+    assert_eq!(convex["scales"]["cpu"]["tuning_runs"], 162);
+    assert_eq!(convex["backend"], "sim");
+
+    let out = temp_out("status-json");
+    let o = repro(&["status", "smoke", "--out", out.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(status["counts"]["missing"], 14);
+    assert_eq!(status["runs"][0]["state"], "missing");
+    assert_eq!(status["runs"][0]["reason"], "never run");
+    assert!(status["build"]["source"].is_string());
+    let o = repro(&["status", "--json"]);
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(all["experiments"].as_array().unwrap().len() >= 8);
+
+    // Hydra's `KEY=VALUE` is `--set KEY=VALUE`, with or without an
+    // experiment named before it
+    let plan = |args: &[&str]| text(&repro(args));
+    let set = plan(&["run", "smoke", "--set", "params.lr=0.123", "--dry-run"]);
+    assert_ne!(set, plan(&["run", "smoke", "--dry-run"]));
+    assert_eq!(set, plan(&["run", "smoke", "params.lr=0.123", "--dry-run"]));
+    assert_eq!(set, plan(&["run", "params.lr=0.123", "--dry-run"]));
+}
+
 #[test]
 fn bad_input_is_a_clear_error_with_exit_code_1() {
     for (args, needle) in [
