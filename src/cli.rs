@@ -17,6 +17,12 @@ use crate::{data_cmd, demo, doctor, net_cmd, run, status};
 #[derive(Debug, Parser)]
 #[command(name = "repro", version = repro_build::VERSION, about, long_about = None)]
 struct Cli {
+    /// Say nothing on stderr but errors: no progress, no per-run lines.
+    #[arg(long, short, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Also print each run's resolved parameters as it starts.
+    #[arg(long, short, global = true)]
+    verbose: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -104,6 +110,13 @@ fn man(args: &ManArgs) -> anyhow::Result<()> {
 /// Runs `repro` with this process's arguments.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    crate::progress::set_verbosity(if cli.quiet {
+        crate::progress::Verbosity::Quiet
+    } else if cli.verbose {
+        crate::progress::Verbosity::Verbose
+    } else {
+        crate::progress::Verbosity::Normal
+    });
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),

@@ -7,6 +7,39 @@ use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+/// How much `repro` says on stderr, set once from `--quiet` / `--verbose`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Errors only: no progress, no per-run lines, no summary.
+    Quiet,
+    Normal,
+    /// Also each run's resolved parameters as it starts.
+    Verbose,
+}
+
+static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
+/// Sets how much `repro` says (once, from the command line).
+pub fn set_verbosity(v: Verbosity) {
+    VERBOSITY.store(v as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How much `repro` says.
+pub fn verbosity() -> Verbosity {
+    match VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => Verbosity::Quiet,
+        1 => Verbosity::Normal,
+        _ => Verbosity::Verbose,
+    }
+}
+
+/// Prints a note on stderr unless `--quiet`.
+pub fn note(msg: &str) {
+    if verbosity() > Verbosity::Quiet {
+        eprintln!("{msg}");
+    }
+}
+
 /// Seconds between plain progress lines of one run.
 const PLAIN_EVERY: Duration = Duration::from_secs(30);
 
@@ -19,7 +52,7 @@ pub struct Progress {
 impl Progress {
     /// Bars on a terminal, plain lines elsewhere.
     pub fn new(total_runs: usize) -> Self {
-        if !std::io::stderr().is_terminal() {
+        if !std::io::stderr().is_terminal() || verbosity() == Verbosity::Quiet {
             return Self { bars: None };
         }
         let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
@@ -38,6 +71,9 @@ impl Progress {
 
     /// A line of output above the bars.
     pub fn line(&self, msg: &str) {
+        if verbosity() == Verbosity::Quiet {
+            return;
+        }
         match &self.bars {
             Some((multi, _)) => {
                 if multi.println(msg).is_err() {
@@ -101,7 +137,7 @@ impl RunProgress {
         match &self.bar {
             Some(bar) => bar.set_position(done),
             None => {
-                if self.last_line.elapsed() >= PLAIN_EVERY {
+                if self.last_line.elapsed() >= PLAIN_EVERY && verbosity() > Verbosity::Quiet {
                     self.last_line = Instant::now();
                     eprintln!("  {}: {done}/{} iterations", self.label, self.total);
                 }

@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// Refuse a run with more workers than this.
     #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_workers)]
     pub max_workers: usize,
+    /// Print a JSON summary on stdout at the end (runs by status, the
+    /// files written) instead of the table and claims.
+    #[arg(long)]
+    pub json: bool,
 }
 
 impl RunArgs {
@@ -259,13 +263,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         let user = train_backend::RankUser::for_launcher(&launcher);
         train_backend::check_trainer_build(&train_backend::train_binary()?, user)?;
         match user {
-            Some(u) => eprintln!(
+            Some(u) => crate::progress::note(&format!(
                 "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
                 u.uid, u.gid
-            ),
-            None if crate::doctor::is_root() && launcher.is_local() => eprintln!(
+            )),
+            None if crate::doctor::is_root() && launcher.is_local() => crate::progress::note(
                 "note: ranks run as root: the driver runs as root and SUDO_UID names no other user \
-                 (run through sudo to have them run as you)"
+                 (run through sudo to have them run as you)",
             ),
             None => {}
         }
@@ -299,7 +303,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         )?;
         crate::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
         for t in selection.tried.iter().filter(|t| t.chosen) {
-            eprintln!(
+            crate::progress::note(&format!(
                 "tuning chose {} for {}",
                 t.config,
                 t.group
@@ -307,7 +311,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     .map(|(k, v)| format!("{k}={v}"))
                     .collect::<Vec<_>>()
                     .join(" ")
-            );
+            ));
         }
         runs = plan::expand_configured(&m, &args.scale, backend, limits, None, &|p| {
             selection.chosen_for(spec, p)
@@ -316,7 +320,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     let done = execute(args, &m, backend, &runs, &out, launcher, "")?;
     failed += done.failed;
     let merged = done.merged;
-    write_results(&m, &out, &merged)?;
+    let quiet = crate::progress::verbosity() == crate::progress::Verbosity::Quiet;
+    let figures = write_results(&m, &out, &merged, !args.json && !quiet)?;
     status::write_provenance(
         &out,
         &m,
@@ -336,12 +341,43 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         return Ok(Outcome::Interrupted);
     }
     let kept = merged.len().saturating_sub(done.ran);
-    eprintln!(
+    crate::progress::note(&format!(
         "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
         done.ran,
         started.elapsed().as_secs_f64(),
         csv.display()
-    );
+    ));
+    if args.json {
+        let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+        for r in &merged {
+            *by_status.entry(r.status().to_string()).or_default() += 1;
+        }
+        let file = |name: &str| {
+            let p = out.join(name);
+            p.is_file().then(|| p.display().to_string())
+        };
+        let json = serde_json::json!({
+            "experiment": m.name,
+            "scale": args.scale,
+            "backend": format!("{backend:?}").to_lowercase(),
+            "out": out.display().to_string(),
+            "ran": done.ran,
+            "failed": failed,
+            "kept_earlier": kept,
+            "wall_s": started.elapsed().as_secs_f64(),
+            "runs_by_status": by_status,
+            "files": {
+                "runs_csv": file("runs.csv"),
+                "runs_parquet": file("runs.parquet"),
+                "table": file("table.md"),
+                "claims": file("claims.md"),
+                "tuning": file("tuning.md"),
+                "provenance": file("provenance.json"),
+                "figures": figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            },
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
+    }
     Ok(if failed == 0 {
         Outcome::AllSucceeded
     } else {
@@ -383,7 +419,7 @@ fn execute(
     let net = prepare_network(args, m, backend, runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
-    eprintln!(
+    crate::progress::note(&format!(
         "{}{}: {} runs at scale `{}` -> {}",
         m.name,
         if phase.is_empty() {
@@ -394,7 +430,7 @@ fn execute(
         runs.len(),
         args.scale,
         out.display()
-    );
+    ));
     let session = Session {
         args,
         backend,
@@ -634,6 +670,14 @@ impl Session<'_> {
             plan::Params::Train(c) => c.iterations,
             plan::Params::Sim(p) => p.iterations,
         };
+        if crate::progress::verbosity() == crate::progress::Verbosity::Verbose {
+            let params = match &r.params {
+                plan::Params::Train(c) => serde_json::to_string(c),
+                plan::Params::Sim(p) => serde_json::to_string(p),
+            };
+            self.progress
+                .line(&format!("{}: {}", r.id, params.unwrap_or_default()));
+        }
         let mut bar = self
             .progress
             .run(&format!("{} {}", r.id, plan::describe(r)), iterations);
@@ -704,21 +748,30 @@ impl Session<'_> {
 
 /// Writes runs.csv, runs.parquet, the table in three formats (printing
 /// the Markdown) and the figure, from the run records.
-fn write_results(m: &manifest::Manifest, out: &std::path::Path, rows: &[RunRecord]) -> Result<()> {
+/// Returns the figure's files.
+fn write_results(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    print: bool,
+) -> Result<Vec<PathBuf>> {
     results::write_csv(&out.join("runs.csv"), rows)?;
     let frame = RunsFrame::new(rows)?;
     frames::write_parquet(&out.join("runs.parquet"), frame.export()?)?;
     let table = write_table(m, out, &frame)?;
-    println!("{}", table.markdown());
-    if let Some(claims) = write_claims(m, out, rows)? {
+    if print {
+        println!("{}", table.markdown());
+    }
+    if let Some(claims) = write_claims(m, out, rows)?
+        && print
+    {
         println!("{claims}");
     }
-    if let Some(paths) = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])? {
-        for p in paths {
-            eprintln!("figure: {}", p.display());
-        }
+    let paths = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])?.unwrap_or_default();
+    for p in &paths {
+        crate::progress::note(&format!("figure: {}", p.display()));
     }
-    Ok(())
+    Ok(paths)
 }
 
 /// Builds the manifest's table from the runs and writes it as table.md,

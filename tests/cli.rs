@@ -402,6 +402,30 @@ fn completions_man_pages_json_and_key_value_arguments() {
     let all: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(all["experiments"].as_array().unwrap().len() >= 8);
 
+    // --quiet says nothing, --json prints only the summary on stdout,
+    // --verbose adds each run's resolved parameters
+    let out = temp_out("quiet");
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success());
+    assert!(
+        o.stdout.is_empty() && o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(csv_rows(&out.join("runs.csv")).len(), 14);
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap(), "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(summary["ran"], 14);
+    assert_eq!(summary["runs_by_status"]["completed"], 14);
+    assert_eq!(summary["failed"], 0);
+    let table = summary["files"]["table"].as_str().unwrap();
+    assert!(Path::new(table).is_file());
+    assert_eq!(summary["files"]["figures"].as_array().unwrap().len(), 2);
+    let o = repro(&["-v", "run", "smoke", "--out", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("\"algorithm\":\"allreduce\""), "{err}");
+    std::fs::remove_dir_all(&out).unwrap();
+
     // Hydra's `KEY=VALUE` is `--set KEY=VALUE`, with or without an
     // experiment named before it
     let plan = |args: &[&str]| text(&repro(args));
