@@ -435,6 +435,41 @@ fn completions_man_pages_json_and_key_value_arguments() {
     assert_eq!(set, plan(&["run", "params.lr=0.123", "--dry-run"]));
 }
 
+/// The worked example of extending (docs/extending.md): CHOCO-SGD and
+/// DeepSqueeze with top-k and random-k through the driver, tuned and run
+/// on three seeds. Each sends a sparse frame of 49 bytes (44-byte header,
+/// one 6-bit index into 50 values, one f32) to each of two neighbours per
+/// iteration, where D-PSGD sends 244 (50 f32).
+#[test]
+fn the_sparsifier_example_runs_through_the_driver() {
+    let out = temp_out("convex-sparse");
+    let o = repro(&[
+        "-q",
+        "run",
+        "convex-sparse",
+        "scales.smoke.iterations=100",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 18);
+    let per_run = |frame: u64| (100 * 8 * 2 * frame).to_string();
+    for r in &rows {
+        assert_eq!(r["status"], "completed", "{r:?}");
+        let want = if r["algorithm"] == "d-psgd" {
+            per_run(44 + 4 * 50)
+        } else {
+            per_run(44 + 1 + 4)
+        };
+        assert_eq!(r["bytes"], want, "{r:?}");
+        let subopt: f64 = r["subopt"].parse().unwrap();
+        assert!(subopt.is_finite() && subopt > 0.0, "{r:?}");
+    }
+    assert!(out.join("tuning.md").is_file() && out.join("figure.svg").is_file());
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn bad_input_is_a_clear_error_with_exit_code_1() {
     for (args, needle) in [
