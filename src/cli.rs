@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-use crate::{data_cmd, demo, doctor, net_cmd, run, status};
+use crate::{data_cmd, demo, doctor, net_cmd, report, run, status};
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.
@@ -57,6 +57,9 @@ enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), or with --out write one per command.
     Man(ManArgs),
+    /// Write results/index.html: every experiment's table, claims, tuning,
+    /// figure and provenance on one static page, readable offline.
+    Report(report::ReportArgs),
 }
 
 #[derive(Debug, Args)]
@@ -129,6 +132,7 @@ pub fn main() -> ExitCode {
         Command::Data(args) => data_cmd::run(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Completions(args) => completions(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Man(args) => man(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Report(args) => report::report(&args).map(|()| run::Outcome::AllSucceeded),
     };
     match result {
         Ok(run::Outcome::AllSucceeded) => ExitCode::SUCCESS,

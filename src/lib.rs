@@ -16,6 +16,7 @@ pub mod net_cmd;
 pub mod plan;
 pub mod plot;
 pub mod progress;
+pub mod report;
 pub mod results;
 pub mod run;
 pub mod signals;
