@@ -254,6 +254,15 @@ pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
     }
 }
 
+/// The header's value count for `len` values: a frame holds at most
+/// 2^32 - 1.
+pub(crate) fn value_count(len: usize) -> Result<u32, crate::CodecError> {
+    u32::try_from(len).map_err(|_| crate::CodecError::TooLong {
+        len,
+        max: u32::MAX as usize,
+    })
+}
+
 /// Appends a header placeholder to `out` and returns the body's start offset.
 /// The encoder writes the raw body after it, then calls [`finish_frame`].
 ///

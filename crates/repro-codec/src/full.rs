@@ -25,10 +25,7 @@ impl FullPrecision {
         sender: u32,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
-            len: x.len(),
-            max: u32::MAX as usize,
-        })?;
+        let len = frame::value_count(x.len())?;
         let start = frame::begin_frame(out, 4 * x.len());
         for (dst, v) in out[start..].chunks_exact_mut(4).zip(x) {
             dst.copy_from_slice(&v.to_le_bytes());

@@ -315,10 +315,7 @@ impl MoniquaCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
-            len: x.len(),
-            max: u32::MAX as usize,
-        })?;
+        let len = frame::value_count(x.len())?;
         if let Some(own) = own.as_deref() {
             check_len("local biased term buffer", x.len(), own.len())?;
         }
@@ -545,10 +542,7 @@ impl BlockUpdate {
         neighbours: &[(&[u8], f32)],
         next: Option<&mut Vec<u8>>,
     ) -> Result<Option<Self>, CodecError> {
-        u32::try_from(len).map_err(|_| CodecError::TooLong {
-            len,
-            max: u32::MAX as usize,
-        })?;
+        frame::value_count(len)?;
         let expect = codec.expect(len);
         let mut plain = !codec.hash;
         for &(bytes, _) in neighbours {

@@ -100,10 +100,7 @@ impl NormCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = u32::try_from(v.len()).map_err(|_| CodecError::TooLong {
-            len: v.len(),
-            max: u32::MAX as usize,
-        })?;
+        let len = frame::value_count(v.len())?;
         if let Some(own) = own.as_deref() {
             check_len("dequantized output buffer", v.len(), own.len())?;
         }

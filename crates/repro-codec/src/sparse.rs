@@ -156,10 +156,7 @@ impl SparseCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = u32::try_from(v.len()).map_err(|_| CodecError::TooLong {
-            len: v.len(),
-            max: u32::MAX as usize,
-        })?;
+        let len = frame::value_count(v.len())?;
         if let Some(own) = own.as_deref() {
             check_len("dequantized output buffer", v.len(), own.len())?;
         }
@@ -364,24 +361,24 @@ mod tests {
         let mut out = [0.0f32; 5];
         // 5 values: 3-bit indices 0 and 3 in one byte (0b011_000)
         assert_eq!(f[44], 0b0001_1000);
-        let mut swapped = f.clone();
-        swapped[44] = 0b0000_0011; // 3 then 0
-        assert!(matches!(
-            c.decode(&swapped, &mut out),
-            Err(CodecError::CorruptIndex { entry: 1, .. })
-        ));
-        let mut repeated = f.clone();
-        repeated[44] = 0b0001_1011; // 3 then 3
-        assert!(matches!(
-            c.decode(&repeated, &mut out),
-            Err(CodecError::CorruptIndex { entry: 1, .. })
-        ));
-        let mut beyond = f.clone();
-        beyond[44] = 0b0011_0000; // 0 then 6
-        assert!(matches!(
-            c.decode(&beyond, &mut out),
-            Err(CodecError::CorruptIndex { index: 6, .. })
-        ));
+        // (indices byte, the entry refused, its index)
+        for (byte, entry, index) in [
+            (0b0000_0011, 1, 0), // 3 then 0
+            (0b0001_1011, 1, 3), // 3 then 3
+            (0b0011_0000, 1, 6), // 0 then 6, beyond 5 values
+        ] {
+            let mut bad = f.clone();
+            bad[44] = byte;
+            assert_eq!(
+                c.decode(&bad, &mut out),
+                Err(CodecError::CorruptIndex {
+                    entry,
+                    index,
+                    len: 5
+                }),
+                "{byte:#010b}"
+            );
+        }
         let mut nan = f.clone();
         nan[45..49].copy_from_slice(&f32::NAN.to_le_bytes());
         assert!(matches!(

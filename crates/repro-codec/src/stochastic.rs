@@ -88,10 +88,7 @@ impl StochasticCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = u32::try_from(x.len()).map_err(|_| CodecError::TooLong {
-            len: x.len(),
-            max: u32::MAX as usize,
-        })?;
+        let len = frame::value_count(x.len())?;
         if let Some(own) = own.as_deref() {
             check_len("dequantized output buffer", x.len(), own.len())?;
         }
