@@ -100,16 +100,9 @@ fn topology(p: &SimParams) -> Result<Topology> {
 /// same path, size and modification time) share the parse, each run a
 /// copy.
 fn read_data_once(path: &Path, classification: bool) -> Result<Dataset> {
-    type Key = (std::path::PathBuf, u64, Option<std::time::SystemTime>, bool);
+    type Key = (FileKey, bool);
     static LAST: std::sync::Mutex<Option<(Key, Dataset)>> = std::sync::Mutex::new(None);
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("could not open the data file {}", path.display()))?;
-    let key: Key = (
-        path.to_path_buf(),
-        meta.len(),
-        meta.modified().ok(),
-        classification,
-    );
+    let key: Key = (file_key(path)?, classification);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((k, ds)) = last.as_ref()
         && *k == key
@@ -119,6 +112,34 @@ fn read_data_once(path: &Path, classification: bool) -> Result<Dataset> {
     let ds = read_data(path, classification)?;
     *last = Some((key, ds.clone()));
     Ok(ds)
+}
+
+/// A data file as the per-process caches know it: the same path, size and
+/// modification time are the same bytes.
+type FileKey = (std::path::PathBuf, u64, Option<std::time::SystemTime>);
+
+fn file_key(path: &Path) -> Result<FileKey> {
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("could not open the data file {}", path.display()))?;
+    Ok((path.to_path_buf(), meta.len(), meta.modified().ok()))
+}
+
+/// The xxh3 of a data file's bytes (f*'s cache key), read once per process
+/// as [`read_data_once`] parses it once.
+fn file_hash_once(path: &Path) -> Result<u64> {
+    static LAST: std::sync::Mutex<Option<(FileKey, u64)>> = std::sync::Mutex::new(None);
+    let key = file_key(path)?;
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, hash)) = last.as_ref()
+        && *k == key
+    {
+        return Ok(*hash);
+    }
+    let bytes =
+        std::fs::read(path).with_context(|| format!("could not read {}", path.display()))?;
+    let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
+    *last = Some((key, hash));
+    Ok(hash)
 }
 
 /// A LIBSVM file, plain or compressed (by its extension: `.gz`, `.bz2`);
@@ -151,16 +172,10 @@ fn optimum(p: &SimParams, objective: &dyn Objective) -> Result<Option<f64>> {
     }
     let key = match &p.data {
         Some(path) => {
-            let bytes = std::fs::read(path).with_context(|| format!("could not read {path}"))?;
+            let hash = file_hash_once(Path::new(path))?;
             Some((
                 std::path::PathBuf::from(format!("{path}.fstar.json")),
-                format!(
-                    "{:016x}:{}:{}:{}",
-                    xxhash_rust::xxh3::xxh3_64(&bytes),
-                    p.objective,
-                    p.weight_decay,
-                    p.split
-                ),
+                format!("{hash:016x}:{}:{}:{}", p.objective, p.weight_decay, p.split),
             ))
         }
         None => None,
