@@ -13,11 +13,13 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use polars::io::parquet::write::KeyValueMetadata;
 use polars::prelude::{
     Column, CompatLevel, DataFrame, DataType, Expr, IntoColumn, IntoLazy, LazyFrame, NamedFrom,
-    ParquetReader, ParquetWriter, SchemaExt, SerReader, Series, col, lit,
+    SchemaExt, Series, col, lit,
 };
+use polars_io::SerReader;
+use polars_io::parquet::read::ParquetReader;
+use polars_io::parquet::write::{KeyValueMetadata, ParquetWriter};
 
 use crate::curves::{CurvePoint, RunCurve};
 use crate::results::{self, Cell, Kind, RunRecord, kind};
