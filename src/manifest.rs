@@ -120,6 +120,16 @@ pub struct Manifest {
     /// Scale name -> what a run of it costs, as measured (`repro list` shows it).
     #[serde(default)]
     pub cost: BTreeMap<String, String>,
+    /// The scale `repro run` uses when `--scale` is not given (default: smoke).
+    #[serde(default)]
+    pub default_scale: Option<String>,
+    /// Experiments `repro run` runs after this one, at the same scale, each
+    /// into a directory of this one's results named after it.
+    #[serde(default)]
+    pub then: Vec<String>,
+    /// What to run next, printed after the results (the full-size command).
+    #[serde(default)]
+    pub next: Option<String>,
     /// Grid key -> values; every combination is a run.
     #[serde(default)]
     pub grid: BTreeMap<String, Vec<Value>>,
@@ -159,7 +169,17 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub const PRESENTATION: [&str; 6] = ["title", "source", "cost", "table", "figure", "claims"];
+pub const PRESENTATION: [&str; 9] = [
+    "title",
+    "source",
+    "cost",
+    "default_scale",
+    "then",
+    "next",
+    "table",
+    "figure",
+    "claims",
+];
 
 /// `value` as JSON with every object's keys sorted.
 fn sorted_json(value: serde_json::Value) -> serde_json::Value {
@@ -383,6 +403,33 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
             message: format!(
                 "`{}` is not a plain name: use letters, digits, `-` and `_` (it names a directory under results/)",
                 manifest.name.escape_default()
+            ),
+        });
+    }
+    if let Some(scale) = &manifest.default_scale
+        && !manifest.scales.contains_key(scale)
+    {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "default_scale".into(),
+            message: format!(
+                "`{scale}` is not one of the manifest's scales ({})",
+                manifest
+                    .scales
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    if let Some(name) = manifest.then.iter().find(|n| !is_plain_name(n)) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "then".into(),
+            message: format!(
+                "`{}` is not an experiment's name (see `repro list`)",
+                name.escape_default()
             ),
         });
     }

@@ -787,6 +787,9 @@ mod tests {
             claims: Vec::new(),
             tune: None,
             cost: BTreeMap::new(),
+            default_scale: None,
+            then: Vec::new(),
+            next: None,
             scales: [(
                 "smoke".to_string(),
                 yaml_serde::from_str("{iterations: 5}").unwrap(),

@@ -18,19 +18,23 @@ use crate::train_backend::{Launcher, Method, NetContext};
 use crate::{claims, curves, plot, sim_backend, status, table, train_backend, tune};
 use repro_runlog::Invocation;
 
+/// The experiment `repro run` runs when none is named.
+pub const DEFAULT_EXPERIMENT: &str = "quickstart";
+
 /// Options of `repro run`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct RunArgs {
     /// Experiment name (see `repro list`) or path to a manifest.
-    #[arg(default_value = "smoke")]
+    #[arg(default_value = DEFAULT_EXPERIMENT)]
     pub experiment: String,
     /// Manifest overrides as Hydra writes them, `params.lr=0.05`: the same
     /// as `--set params.lr=0.05` (applied before the `--set` ones).
     #[arg(value_name = "KEY=VALUE")]
     pub assignments: Vec<String>,
-    /// smoke (seconds), cpu (minutes on a laptop) or paper.
-    #[arg(long, default_value = "smoke")]
-    pub scale: String,
+    /// smoke (seconds), cpu (minutes on a laptop) or paper (default: the
+    /// manifest's `default_scale`, else smoke).
+    #[arg(long)]
+    pub scale: Option<String>,
     /// Override any manifest key, e.g. `--set params.lr=0.05` or `--set grid.seed=[0,1]`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
@@ -84,14 +88,14 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The experiment and every override: the `KEY=VALUE` arguments, then
-    /// `--set`. `repro run lr=0.1` (no experiment named) is smoke with that
-    /// override.
+    /// `--set`. `repro run lr=0.1` (no experiment named) is the default
+    /// experiment with that override.
     pub fn experiment_and_overrides(&self) -> (String, Vec<String>) {
         let mut overrides = self.assignments.clone();
         let experiment =
             if self.experiment.contains('=') && !std::path::Path::new(&self.experiment).exists() {
                 overrides.insert(0, self.experiment.clone());
-                "smoke".to_string()
+                DEFAULT_EXPERIMENT.to_string()
             } else {
                 self.experiment.clone()
             };
@@ -184,29 +188,92 @@ fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Co
     out
 }
 
-/// `repro run`: plans the experiment, then runs it (or prints the plan
-/// with `--dry-run`), then writes its records, table and figure. With a
-/// `tune` section, the tuning runs go first (into `tuning/`), and the grid
-/// runs with each method's chosen configuration.
+fn limits(args: &RunArgs) -> plan::Limits {
+    plan::Limits {
+        max_runs: args.max_runs,
+        max_workers: args.max_workers,
+    }
+}
+
+/// `repro run`: runs the experiment (see [`run_experiment`]), then the
+/// experiments its manifest names in `then`, at the same scale, each into a
+/// directory of the first one's results; then prints the manifest's `next`.
+/// Every experiment is planned before the first run starts.
 pub fn run(args: &RunArgs) -> Result<Outcome> {
     let (experiment, overrides) = args.experiment_and_overrides();
     let path = manifest::locate(&experiment)?;
     let m = manifest::load(&path, &overrides)?;
+    let scale = args
+        .scale
+        .clone()
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string());
+    let out = out_dir(&args.out, &m.name);
     let backend = args.backend.unwrap_or(m.backend);
-    let limits = plan::Limits {
-        max_runs: args.max_runs,
-        max_workers: args.max_workers,
-    };
-    let mut runs = plan::expand_within(&m, &args.scale, backend, limits)?;
-    check_specs(&m, &path, backend, &runs)?;
+    plan::expand_within(&m, &scale, backend, limits(args))?;
+    let mut then = Vec::new();
+    for name in &m.then {
+        let p = manifest::locate(name)
+            .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
+        let c = manifest::load(&p, &[])?;
+        plan::expand_within(&c, &scale, c.backend, limits(args)).with_context(|| {
+            format!(
+                "{}: `then` runs `{name}` at scale `{scale}`",
+                path.display()
+            )
+        })?;
+        then.push((p, c));
+    }
+    let (mut outcome, mut summary) = run_experiment(args, &path, &m, &scale, backend, &out)?;
+    let mut summaries = Vec::new();
+    for (p, c) in &then {
+        if outcome == Outcome::Interrupted {
+            break;
+        }
+        let (o, s) = run_experiment(args, p, c, &scale, c.backend, &out.join(&c.name))?;
+        if outcome == Outcome::AllSucceeded {
+            outcome = o;
+        }
+        summaries.extend(s);
+    }
+    let quiet = crate::progress::verbosity() == crate::progress::Verbosity::Quiet;
+    if let Some(next) = &m.next
+        && !args.json
+        && !args.dry_run
+        && !quiet
+        && outcome != Outcome::Interrupted
+    {
+        println!("Next: {}", next.trim());
+    }
+    if let Some(s) = &mut summary {
+        if !m.then.is_empty() {
+            s["then"] = serde_json::Value::Array(summaries);
+        }
+        println!("{}", serde_json::to_string_pretty(s)?);
+    }
+    Ok(outcome)
+}
+
+/// Plans one experiment at `scale`, then runs it into `out` (or prints the
+/// plan with `--dry-run`), then writes its records, table and figure. With
+/// a `tune` section, the tuning runs go first (into `tuning/`), and the
+/// grid runs with each method's chosen configuration. With `--json`, the
+/// run's summary (not printed).
+fn run_experiment(
+    args: &RunArgs,
+    path: &std::path::Path,
+    m: &manifest::Manifest,
+    scale: &str,
+    backend: Backend,
+    out: &std::path::Path,
+) -> Result<(Outcome, Option<serde_json::Value>)> {
+    let limits = limits(args);
+    let mut runs = plan::expand_within(m, scale, backend, limits)?;
+    check_specs(m, path, backend, &runs)?;
     let tuning = match &m.tune {
-        Some(spec) => Some((
-            spec,
-            tune::tuning_runs(&m, spec, &args.scale, backend, limits)?,
-        )),
+        Some(spec) => Some((spec, tune::tuning_runs(m, spec, scale, backend, limits)?)),
         None => None,
     };
-    let out = out_dir(&args.out, &m.name);
     let launcher = launcher(args, backend)?;
     // generated data sets the runs read, written before the first run
     crate::data_cmd::prepare(
@@ -215,7 +282,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     )?;
     if args.dry_run {
         let recorder = std::sync::Arc::new(crate::net::DryRun::planning());
-        let net = net_context(args, &m, launcher, Box::new(recorder.clone()));
+        let net = net_context(args, m, launcher, Box::new(recorder.clone()));
         // a congestion control this kernel has not loaded fails the real
         // run before anything starts; a dry run says so too
         if backend == Backend::Mpi
@@ -232,8 +299,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 out.join("tuning").display()
             );
             dry_run(
-                &m,
-                &args.scale,
+                m,
+                scale,
                 backend,
                 tuning,
                 &out.join("tuning"),
@@ -250,9 +317,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                 println!("  {}", plan::describe(r));
             }
         } else {
-            dry_run(&m, &args.scale, backend, &runs, &out, &net, &recorder)?;
+            dry_run(m, scale, backend, &runs, out, &net, &recorder)?;
         }
-        return Ok(Outcome::AllSucceeded);
+        return Ok((Outcome::AllSucceeded, None));
     }
     // every MPI or in-process run needs the trainer: say so once, up front
     if matches!(backend, Backend::Mpi | Backend::InProcess)
@@ -276,19 +343,28 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     }
     crate::signals::install();
     // one writer per results directory, from here to the last file
-    let _lock = crate::atomic::lock(&out)?;
+    let _lock = crate::atomic::lock(out)?;
     let started = Instant::now();
     let mut failed = 0;
     if let Some((spec, tuning)) = &tuning {
         let dir = out.join("tuning");
-        let done = execute(args, &m, backend, tuning, &dir, launcher.clone(), "tuning")?;
+        let done = execute(
+            args,
+            m,
+            scale,
+            backend,
+            tuning,
+            &dir,
+            launcher.clone(),
+            "tuning",
+        )?;
         failed += done.failed;
         if crate::signals::interrupted() {
             eprintln!(
                 "interrupted while tuning: kept the finished tuning runs in {}",
                 dir.join("runs.csv").display()
             );
-            return Ok(Outcome::Interrupted);
+            return Ok((Outcome::Interrupted, None));
         }
         let selection = tune::select_planned(spec, tuning, &done.merged);
         let mut seeds: Vec<String> = runs
@@ -299,7 +375,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         seeds.dedup();
         crate::atomic::write(
             &out.join("tuning.md"),
-            tune::markdown(&m, spec, &seeds, &selection),
+            tune::markdown(m, spec, &seeds, &selection),
         )?;
         crate::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
         for t in selection.tried.iter().filter(|t| t.chosen) {
@@ -313,24 +389,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
                     .join(" ")
             ));
         }
-        runs = plan::expand_configured(&m, &args.scale, backend, limits, None, &|p| {
+        runs = plan::expand_configured(m, scale, backend, limits, None, &|p| {
             selection.chosen_for(spec, p)
         })?;
     }
-    let done = execute(args, &m, backend, &runs, &out, launcher, "")?;
+    let done = execute(args, m, scale, backend, &runs, out, launcher, "")?;
     failed += done.failed;
     let merged = done.merged;
     let quiet = crate::progress::verbosity() == crate::progress::Verbosity::Quiet;
-    let figures = write_results(&m, &out, &merged, !args.json && !quiet)?;
-    status::write_provenance(
-        &out,
-        &m,
-        &args.scale,
-        backend,
-        &done.invocation,
-        &runs,
-        &merged,
-    )?;
+    let figures = write_results(m, out, &merged, !args.json && !quiet)?;
+    status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
     let csv = out.join("runs.csv");
     if crate::signals::interrupted() {
         eprintln!(
@@ -338,7 +406,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             done.finished,
             csv.display()
         );
-        return Ok(Outcome::Interrupted);
+        return Ok((Outcome::Interrupted, None));
     }
     let kept = merged.len().saturating_sub(done.ran);
     crate::progress::note(&format!(
@@ -347,42 +415,43 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         started.elapsed().as_secs_f64(),
         csv.display()
     ));
-    if args.json {
-        let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
-        for r in &merged {
-            *by_status.entry(r.status().to_string()).or_default() += 1;
-        }
-        let file = |name: &str| {
-            let p = out.join(name);
-            p.is_file().then(|| p.display().to_string())
-        };
-        let json = serde_json::json!({
-            "experiment": m.name,
-            "scale": args.scale,
-            "backend": format!("{backend:?}").to_lowercase(),
-            "out": out.display().to_string(),
-            "ran": done.ran,
-            "failed": failed,
-            "kept_earlier": kept,
-            "wall_s": started.elapsed().as_secs_f64(),
-            "runs_by_status": by_status,
-            "files": {
-                "runs_csv": file("runs.csv"),
-                "runs_parquet": file("runs.parquet"),
-                "table": file("table.md"),
-                "claims": file("claims.md"),
-                "tuning": file("tuning.md"),
-                "provenance": file("provenance.json"),
-                "figures": figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-            },
-        });
-        println!("{}", serde_json::to_string_pretty(&json)?);
-    }
-    Ok(if failed == 0 {
+    let outcome = if failed == 0 {
         Outcome::AllSucceeded
     } else {
         Outcome::SomeFailed
-    })
+    };
+    if !args.json {
+        return Ok((outcome, None));
+    }
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &merged {
+        *by_status.entry(r.status().to_string()).or_default() += 1;
+    }
+    let file = |name: &str| {
+        let p = out.join(name);
+        p.is_file().then(|| p.display().to_string())
+    };
+    let json = serde_json::json!({
+        "experiment": m.name,
+        "scale": scale,
+        "backend": format!("{backend:?}").to_lowercase(),
+        "out": out.display().to_string(),
+        "ran": done.ran,
+        "failed": failed,
+        "kept_earlier": kept,
+        "wall_s": started.elapsed().as_secs_f64(),
+        "runs_by_status": by_status,
+        "files": {
+            "runs_csv": file("runs.csv"),
+            "runs_parquet": file("runs.parquet"),
+            "table": file("table.md"),
+            "claims": file("claims.md"),
+            "tuning": file("tuning.md"),
+            "provenance": file("provenance.json"),
+            "figures": figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        },
+    });
+    Ok((outcome, Some(json)))
 }
 
 /// What [`execute`] did.
@@ -399,9 +468,11 @@ struct Executed {
 /// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
 /// raw/), merging with the runs an earlier invocation left there.
 /// `phase` names them in messages ("tuning"; "" for the grid).
+#[allow(clippy::too_many_arguments)]
 fn execute(
     args: &RunArgs,
     m: &manifest::Manifest,
+    scale: &str,
     backend: Backend,
     runs: &[PlannedRun],
     out: &std::path::Path,
@@ -428,14 +499,14 @@ fn execute(
             format!(" ({phase})")
         },
         runs.len(),
-        args.scale,
+        scale,
         out.display()
     ));
     let session = Session {
         args,
         backend,
         experiment: &m.name,
-        invocation: status::invocation(m, &args.scale, backend),
+        invocation: status::invocation(m, scale, backend),
         out,
         net: &net,
         progress: Progress::new(runs.len()),
@@ -1225,6 +1296,8 @@ pub fn list(args: &ListArgs) -> Result<()> {
                 "source": m.source,
                 "backend": format!("{:?}", m.backend).to_lowercase(),
                 "shapes_network": shaped,
+                "default_scale": m.default_scale,
+                "then": m.then,
                 "scales": scales,
             }));
             continue;
@@ -1233,7 +1306,12 @@ pub fn list(args: &ListArgs) -> Result<()> {
             .iter()
             .map(|(s, l)| match l.runs {
                 Some(runs) => format!(
-                    "{s}: {runs} runs{}{}",
+                    "{s}{}: {runs} runs{}{}",
+                    if m.default_scale.as_ref() == Some(s) {
+                        " (default)"
+                    } else {
+                        ""
+                    },
                     l.tuning_runs
                         .map(|t| format!(" after {t} tuning runs"))
                         .unwrap_or_default(),
@@ -1246,7 +1324,7 @@ pub fn list(args: &ListArgs) -> Result<()> {
             })
             .collect();
         println!(
-            "{:<20} {}\n{:<20} {}\n{:<20} {}{}",
+            "{:<20} {}\n{:<20} {}\n{:<20} {}{}{}",
             m.name,
             m.title,
             "",
@@ -1257,6 +1335,11 @@ pub fn list(args: &ListArgs) -> Result<()> {
                 "; shapes the network (root)"
             } else {
                 ""
+            },
+            if m.then.is_empty() {
+                String::new()
+            } else {
+                format!("; then {}", m.then.join(", "))
             }
         );
     }

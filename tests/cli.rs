@@ -90,16 +90,126 @@ fn theorem1_reproduces_in_the_simulator() {
         ),
         "{table}"
     );
-    // `repro table` renders the same table from runs.csv
+    // `repro table` renders the same table from runs.csv, then the claims
     let t = repro(&["table", "theorem1", "--out", out.to_str().unwrap()]);
     assert!(t.status.success());
-    assert_eq!(String::from_utf8_lossy(&t.stdout), table);
+    let said = String::from_utf8_lossy(&t.stdout);
+    assert!(said.starts_with(&table), "{said}");
+    assert_eq!(said.matches("**supported**").count(), 3, "{said}");
+}
+
+/// The main job: `repro run` with no experiment named plans the quickstart
+/// at its default scale, then Theorem 1 at the same scale. Its smoke scale
+/// runs end to end here (in-process workers, synthetic images): the table
+/// beside the paper's numbers, the claims' verdicts, the figure, Theorem
+/// 1's runs in a directory of the quickstart's, and the full-size command.
+#[test]
+fn quickstart_is_the_default_and_runs_end_to_end() {
+    let stdout = |o: &Output| String::from_utf8_lossy(&o.stdout).to_string();
+    let o = repro(&["run", "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan = stdout(&o);
+    assert!(
+        plan.contains("quickstart: ")
+            && plan.contains("at scale `cpu`, 15 runs (backend in-process)"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("theorem1: ") && plan.contains("at scale `cpu`, 18 runs (backend sim)"),
+        "{plan}"
+    );
+    // `--scale` still wins, for both
+    let plan = stdout(&repro(&["run", "--scale", "smoke", "--dry-run"]));
+    assert_eq!(plan.matches("at scale `smoke`").count(), 2, "{plan}");
+    // a default scale the manifest lacks, or a `then` that is no
+    // experiment, is refused at plan time, naming the key
+    for (args, said) in [
+        (
+            &["--set", "default_scale=huge"][..],
+            "default_scale`: `huge` is not one of the manifest's scales",
+        ),
+        (&["--set", "then=[nosuch]"], "`then` names `nosuch`"),
+        (
+            &["--scale", "paper", "--set", "scales.paper={iterations: 10}"],
+            "`then` runs `theorem1` at scale `paper`",
+        ),
+        (&["--scale", "paper"], "has no scale `paper`"),
+    ] {
+        let o = repro(&[&["run", "--dry-run"], args].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(said), "{args:?}: {err}");
+    }
+
+    let out = temp_out("quickstart");
+    let o = repro(&[
+        "run",
+        "quickstart",
+        "--scale",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let said = stdout(&o);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{said}\n{err}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 15);
+    // the table beside the paper's Table 2, and the claims tested
+    assert!(
+        said.contains("| algorithm | bits=1 (measured) | bits=1 (paper: ResNet20 on CIFAR-10) |"),
+        "{said}"
+    );
+    assert!(
+        said.contains("| moniqua | ") && said.contains("| 91.08 ± 0.19 |"),
+        "{said}"
+    );
+    assert!(
+        said.contains("| dcd | ") && said.contains("| diverge |"),
+        "{said}"
+    );
+    assert!(
+        said.contains("moniqua has a higher avg_test_accuracy than choco"),
+        "{said}"
+    );
+    assert!(out.join("claims.md").is_file() && out.join("figure.svg").is_file());
+    assert!(
+        err.contains(&format!("figure: {}", out.join("figure.svg").display())),
+        "{err}"
+    );
+    // then Theorem 1, in a directory of the quickstart's, its table printed
+    let theorem1 = csv_rows(&out.join("theorem1").join("runs.csv"));
+    assert_eq!(theorem1.len(), 18);
+    assert!(
+        said.contains("| algorithm | lr=0.5 | lr=0.1 | lr=0.02 |"),
+        "{said}"
+    );
+    // and, last, what to run next
+    let next = said.lines().last().unwrap_or_default();
+    assert!(
+        next.starts_with("Next: ") && next.contains("repro run table2 --scale cpu"),
+        "{said}"
+    );
+    // the JSON summary holds both experiments
+    let o = repro(&[
+        "run",
+        "quickstart",
+        "--scale",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["experiment"], "quickstart");
+    assert_eq!(json["then"][0]["experiment"], "theorem1");
+    assert_eq!(json["then"][0]["ran"], 18);
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
-fn smoke_is_the_default_and_every_algorithm_completes() {
+fn smoke_runs_every_algorithm() {
     let out = temp_out("smoke");
-    let o = repro(&["run", "--out", out.to_str().unwrap()]);
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 14);
@@ -325,6 +435,7 @@ fn every_shipped_manifest_is_valid() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(!text.contains("invalid"), "{text}");
     for name in [
+        "quickstart",
         "smoke",
         "theorem1",
         "mpi-smoke",
@@ -338,6 +449,7 @@ fn every_shipped_manifest_is_valid() {
         assert!(text.contains(name), "{name} missing from {text}");
     }
     assert!(text.contains("cpu: 28 runs, about 7.5 min"), "{text}");
+    assert!(text.contains("cpu (default): 15 runs"), "{text}");
     // a tuned experiment's search counts too
     assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
 }
@@ -432,7 +544,10 @@ fn completions_man_pages_json_and_key_value_arguments() {
     let set = plan(&["run", "smoke", "--set", "params.lr=0.123", "--dry-run"]);
     assert_ne!(set, plan(&["run", "smoke", "--dry-run"]));
     assert_eq!(set, plan(&["run", "smoke", "params.lr=0.123", "--dry-run"]));
-    assert_eq!(set, plan(&["run", "params.lr=0.123", "--dry-run"]));
+    assert_eq!(
+        plan(&["run", "quickstart", "params.lr=0.123", "--dry-run"]),
+        plan(&["run", "params.lr=0.123", "--dry-run"])
+    );
 }
 
 /// The worked example of extending (docs/extending.md): CHOCO-SGD and
