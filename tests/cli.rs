@@ -111,7 +111,7 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let plan = stdout(&o);
     assert!(
         plan.contains("quickstart: ")
-            && plan.contains("at scale `cpu`, 15 runs (backend in-process)"),
+            && plan.contains("at scale `cpu`, 25 runs (backend in-process)"),
         "{plan}"
     );
     assert!(
@@ -449,7 +449,7 @@ fn every_shipped_manifest_is_valid() {
         assert!(text.contains(name), "{name} missing from {text}");
     }
     assert!(text.contains("cpu: 28 runs, about 7.5 min"), "{text}");
-    assert!(text.contains("cpu (default): 15 runs"), "{text}");
+    assert!(text.contains("cpu (default): 25 runs"), "{text}");
     // a tuned experiment's search counts too
     assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
 }
