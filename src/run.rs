@@ -159,8 +159,9 @@ pub struct TableArgs {
     pub out: Option<PathBuf>,
 }
 
-/// Whether every run of an experiment succeeded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether every run of an experiment succeeded (ordered: the worse of
+/// two outcomes is the larger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Outcome {
     AllSucceeded,
     SomeFailed,
@@ -231,9 +232,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             break;
         }
         let (o, s) = run_experiment(args, p, c, &scale, c.backend, &out.join(&c.name))?;
-        if outcome == Outcome::AllSucceeded {
-            outcome = o;
-        }
+        outcome = outcome.max(o);
         summaries.extend(s);
     }
     let quiet = crate::progress::verbosity() == crate::progress::Verbosity::Quiet;
@@ -1347,4 +1346,20 @@ pub fn list(args: &ListArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&listed)?);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    /// `repro run` reports the worst outcome of an experiment and those
+    /// its `then` runs: a failure outranks success, an interruption both.
+    #[test]
+    fn the_worse_outcome_wins() {
+        use Outcome::*;
+        assert_eq!(AllSucceeded.max(SomeFailed), SomeFailed);
+        assert_eq!(SomeFailed.max(AllSucceeded), SomeFailed);
+        assert_eq!(SomeFailed.max(Interrupted), Interrupted);
+        assert_eq!(Interrupted.max(AllSucceeded), Interrupted);
+    }
 }
