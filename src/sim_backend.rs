@@ -419,10 +419,7 @@ fn simulate<'r>(
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let final_loss = objective.loss(&sim.average_model());
     let subopt = fstar.map(|f| objective.loss_f64(&sim.average_model()) - f);
-    let local_loss = (0..p.workers)
-        .map(|i| objective.loss(sim.model(i)))
-        .sum::<f64>()
-        / p.workers as f64;
+    let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
     let metrics = Metrics {
         final_loss: finite(final_loss),
         local_loss: finite(local_loss),
@@ -571,7 +568,7 @@ fn iterate(
         }
         let record = k % p.log_every.max(1) == 0 || k + 1 == p.iterations;
         if k >= tail_start && (!data_objective || k + 1 == p.iterations) {
-            grad_acc += (0..p.workers).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / p.workers as f64;
+            grad_acc += sim.grad_norms_sq().iter().sum::<f64>() / p.workers as f64;
             grad_count += 1;
         }
         if record {

@@ -383,16 +383,41 @@ impl<'o> Simulator<'o> {
     /// `max_i |x_i - x_bar|_inf`.
     pub fn consensus_distance(&self) -> f64 {
         let avg = self.average_model();
-        self.lanes
-            .iter()
-            .flat_map(|l| {
-                l.worker
-                    .model()
-                    .iter()
-                    .zip(&avg)
-                    .map(|(x, a)| f64::from((x - a).abs()))
-            })
-            .fold(0.0, f64::max)
+        self.per_worker(|x| {
+            x.iter()
+                .zip(&avg)
+                .map(|(x, a)| f64::from((x - a).abs()))
+                .fold(0.0, f64::max)
+        })
+        .into_iter()
+        .fold(0.0, f64::max)
+    }
+
+    /// `f(x_i)` of every worker's model, in worker order.
+    pub fn worker_losses(&self) -> Vec<f64> {
+        self.per_worker(|x| self.objective.loss(x))
+    }
+
+    /// `|grad f(x_i)|^2` of every worker's model, in worker order.
+    pub fn grad_norms_sq(&self) -> Vec<f64> {
+        self.per_worker(|x| {
+            let mut g = vec![0.0f32; x.len()];
+            self.objective.full_gradient(x, &mut g);
+            g.iter().map(|&v| f64::from(v) * f64::from(v)).sum()
+        })
+    }
+
+    /// `f` of every worker's model, in worker order, on the simulator's
+    /// threads (each model is one task: O(n d) work spread over them).
+    fn per_worker<R: Send>(&self, f: impl Fn(&[f32]) -> R + Sync) -> Vec<R> {
+        use rayon::prelude::*;
+        let models: Vec<&[f32]> = self.lanes.iter().map(|l| l.worker.model()).collect();
+        match &self.pool {
+            Some(pool) if models.len() > 1 => {
+                pool.install(|| models.par_iter().map(|x| f(x)).collect())
+            }
+            _ => models.iter().map(|x| f(x)).collect(),
+        }
     }
 
     /// `max over edges (i, j) of |x_i - x_j|_inf`: what Moniqua's theta bounds.
@@ -455,14 +480,6 @@ impl<'o> Simulator<'o> {
             }
         }
         worst
-    }
-
-    /// `|grad f(x_i)|^2` of worker `i`'s model (global objective, no noise).
-    pub fn grad_norm_sq(&self, i: usize) -> f64 {
-        let mut g = vec![0.0f32; self.objective.dim()];
-        self.objective
-            .full_gradient(self.lanes[i].worker.model(), &mut g);
-        g.iter().map(|&v| f64::from(v) * f64::from(v)).sum()
     }
 
     /// Bytes put on links so far, all workers.

@@ -71,7 +71,7 @@ fn theorem1_naive_quantization_stalls_where_moniqua_converges() {
             let mut acc = 0.0;
             for _ in 0..measured {
                 sim.step().unwrap();
-                acc += (0..n).map(|i| sim.grad_norm_sq(i)).sum::<f64>() / n as f64;
+                acc += sim.grad_norms_sq().iter().sum::<f64>() / n as f64;
             }
             mean_sq.push(acc / measured as f64);
         }
