@@ -141,6 +141,7 @@ impl RunRecord {
                     ("wrap_rate", Cell::Number(s.wrap_rate)),
                     ("subopt", Cell::Number(s.subopt)),
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
+                    ("metrics_s", Cell::Number(s.metrics_s)),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
                     ("epoch_time_s", Cell::Number(s.epoch_time_s)),
@@ -205,7 +206,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 30] = [
+pub const METRICS: [&str; 31] = [
     "status",
     "final_loss",
     "train_loss",
@@ -223,6 +224,7 @@ pub const METRICS: [&str; 30] = [
     "wrap_rate",
     "subopt",
     "wall_s",
+    "metrics_s",
     "extra_memory_mb",
     "peak_rss_mb",
     "epoch_time_s",

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
@@ -57,6 +58,8 @@ pub struct Summary {
     pub shaping: String,
     /// Seconds the run took on this host (for MPI: mpirun from start to exit).
     pub wall_s: f64,
+    /// Of those, seconds spent computing metrics (simulator runs).
+    pub metrics_s: Option<f64>,
     /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
     pub extra_memory_mb: Option<f64>,
     /// Peak resident memory of the largest rank, MB.
@@ -341,7 +344,7 @@ pub fn execute(
     invocation: &Invocation,
     log_path: &Path,
 ) -> Result<Summary> {
-    let started = std::time::Instant::now();
+    let started = Instant::now();
     if let Some(dir) = log_path.parent() {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("could not create {}", dir.display()))?;
@@ -415,8 +418,11 @@ fn simulate<'r>(
         )
         .map_err(anyhow::Error::msg)?,
     };
+    let started = Instant::now();
     let steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
+    let iterations_s = started.elapsed().as_secs_f64() - steps.metrics_s;
+    let summing = Instant::now();
     let final_loss = objective.loss(&sim.average_model());
     let subopt = fstar.map(|f| objective.loss_f64(&sim.average_model()) - f);
     let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
@@ -430,6 +436,8 @@ fn simulate<'r>(
         recovery_over_bound: steps.recovery.map(|r| r.0),
         wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
         subopt: subopt.and_then(finite),
+        iterations_s: Some(iterations_s),
+        metrics_s: Some(steps.metrics_s + summing.elapsed().as_secs_f64()),
     };
     write_record(
         &mut log,
@@ -505,6 +513,8 @@ struct Steps {
     /// `measure_recovery`: the largest error over the bound, coordinates
     /// beyond it, coordinates checked.
     recovery: Option<(f64, u64, u64)>,
+    /// Host seconds spent computing metrics between iterations.
+    metrics_s: f64,
 }
 
 /// Runs the iterations, logging a step record every `log_every`; stops at
@@ -531,6 +541,7 @@ fn iterate(
         grad_norm_sq: None,
         hash_failures: 0,
         recovery: None,
+        metrics_s: 0.0,
     };
     for k in 0..p.iterations {
         // Ctrl-C and SIGTERM stop a run between iterations
@@ -540,6 +551,7 @@ fn iterate(
         let epoch = k as f64 / per_epoch;
         sim.set_lr(schedule.at(epoch, k) as f32);
         // Lemma 2 on the frames this iteration sends
+        let measuring = Instant::now();
         if p.measure_recovery
             && (k % p.log_every.max(1) == 0 || k + 1 == p.iterations)
             && let Some(r) = sim.recovery().map_err(anyhow::Error::new)?
@@ -556,6 +568,7 @@ fn iterate(
                 checked + r.coordinates,
             ));
         }
+        out.metrics_s += measuring.elapsed().as_secs_f64();
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
         let Some(r) = step else {
             out.status = Status::Diverged { iteration: k };
@@ -567,6 +580,7 @@ fn iterate(
             break;
         }
         let record = k % p.log_every.max(1) == 0 || k + 1 == p.iterations;
+        let measuring = Instant::now();
         if k >= tail_start && (!data_objective || k + 1 == p.iterations) {
             grad_acc += sim.grad_norms_sq().iter().sum::<f64>() / p.workers as f64;
             grad_count += 1;
@@ -610,6 +624,7 @@ fn iterate(
             };
             write_record(&mut *log, &Record::Eval(eval))?;
         }
+        out.metrics_s += measuring.elapsed().as_secs_f64();
     }
     out.grad_norm_sq = (grad_count > 0).then(|| grad_acc / grad_count as f64);
     Ok(out)
@@ -648,6 +663,7 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         train_loss: None,
         comm_fraction: None,
         wall_s,
+        metrics_s: m.metrics_s,
         extra_memory_mb: None,
         peak_rss_mb: None,
         shaping,
@@ -697,6 +713,19 @@ mod tests {
         assert_eq!(s.consensus, m.consensus);
         assert_eq!(s.bytes, m.bytes_sent);
         assert!(m.bytes_sent > 0);
+        // the run's host time, split: iterations and metrics, both
+        // measured, together within the run's wall time
+        let (iterations_s, metrics_s) = (m.iterations_s.unwrap(), m.metrics_s.unwrap());
+        assert!(
+            iterations_s > 0.0 && metrics_s > 0.0,
+            "{iterations_s} {metrics_s}"
+        );
+        assert!(
+            iterations_s + metrics_s <= s.wall_s,
+            "{iterations_s} {metrics_s} {}",
+            s.wall_s
+        );
+        assert_eq!(s.metrics_s, m.metrics_s);
         let mut edited = log.clone();
         if let Some(e) = edited.end.as_mut() {
             e.metrics.as_mut().unwrap().final_loss = Some(42.0);

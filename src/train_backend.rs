@@ -1032,6 +1032,7 @@ fn summarize(
         provenance: logs.first().map(|l| l.header.provenance.clone()),
         shaping,
         wall_s,
+        metrics_s: None,
         extra_memory_mb: some(mean(
             logs.iter()
                 .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)

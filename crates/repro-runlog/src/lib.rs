@@ -548,6 +548,13 @@ pub struct Metrics {
     /// `f(x_bar) - f*` at the end, where `f*` is known (data objectives).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subopt: Option<f64>,
+    /// Seconds on this host spent in the iterations, and in computing the
+    /// metrics (evaluations, recovery checks, the gradient-norm tail and
+    /// this end record's numbers): the run's cost, split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics_s: Option<f64>,
 }
 
 /// This machine's host name, as the kernel has it (`$HOSTNAME` is a
