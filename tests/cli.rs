@@ -141,14 +141,18 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     }
 
     let out = temp_out("quickstart");
-    let o = repro(&[
-        "run",
-        "quickstart",
-        "--scale",
-        "smoke",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = |extra: &[&str]| {
+        let at = [
+            "run",
+            "quickstart",
+            "--scale",
+            "smoke",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        repro(&[&at[..], extra].concat())
+    };
+    let o = run(&[]);
     let said = stdout(&o);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{said}\n{err}");
@@ -190,15 +194,7 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
         "{said}"
     );
     // the JSON summary holds both experiments
-    let o = repro(&[
-        "run",
-        "quickstart",
-        "--scale",
-        "smoke",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
+    let o = run(&["--json"]);
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(json["experiment"], "quickstart");
     assert_eq!(json["then"][0]["experiment"], "theorem1");
