@@ -81,6 +81,9 @@ pub struct SimParams {
     /// the whole training set, `f(x_bar) - f*` where `f*` is known (data
     /// objectives), and the consensus distance, as the log's evaluations.
     pub eval_every: f64,
+    /// Threads for the run's workers and per-worker metrics (1: the run's
+    /// own thread; 0: every core). Results do not depend on it.
+    pub threads: usize,
 }
 
 impl Default for SimParams {
@@ -117,6 +120,7 @@ impl Default for SimParams {
             decay_a: 0.0,
             decay_tau: 0.0,
             eval_every: 0.0,
+            threads: 1,
         }
     }
 }

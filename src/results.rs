@@ -141,6 +141,7 @@ impl RunRecord {
                     ("wrap_rate", Cell::Number(s.wrap_rate)),
                     ("subopt", Cell::Number(s.subopt)),
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
+                    ("setup_s", Cell::Number(s.setup_s)),
                     ("metrics_s", Cell::Number(s.metrics_s)),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
@@ -206,7 +207,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 31] = [
+pub const METRICS: [&str; 32] = [
     "status",
     "final_loss",
     "train_loss",
@@ -224,6 +225,7 @@ pub const METRICS: [&str; 31] = [
     "wrap_rate",
     "subopt",
     "wall_s",
+    "setup_s",
     "metrics_s",
     "extra_memory_mb",
     "peak_rss_mb",

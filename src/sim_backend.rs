@@ -58,7 +58,9 @@ pub struct Summary {
     pub shaping: String,
     /// Seconds the run took on this host (for MPI: mpirun from start to exit).
     pub wall_s: f64,
-    /// Of those, seconds spent computing metrics (simulator runs).
+    /// Of those, seconds spent setting up and computing metrics
+    /// (simulator runs).
+    pub setup_s: Option<f64>,
     pub metrics_s: Option<f64>,
     /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
     pub extra_memory_mb: Option<f64>,
@@ -384,6 +386,7 @@ fn simulate<'r>(
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
     };
+    let began = Instant::now();
     let objective = objective(p)?;
     let fstar = optimum(p, objective.as_ref())?;
     let spec = algorithm(p)?;
@@ -418,6 +421,12 @@ fn simulate<'r>(
         )
         .map_err(anyhow::Error::msg)?,
     };
+    let threads = match p.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    };
+    sim.set_threads(threads)?;
+    let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
     let steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
@@ -436,6 +445,7 @@ fn simulate<'r>(
         recovery_over_bound: steps.recovery.map(|r| r.0),
         wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
         subopt: subopt.and_then(finite),
+        setup_s: Some(setup_s),
         iterations_s: Some(iterations_s),
         metrics_s: Some(steps.metrics_s + summing.elapsed().as_secs_f64()),
     };
@@ -663,6 +673,7 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         train_loss: None,
         comm_fraction: None,
         wall_s,
+        setup_s: m.setup_s,
         metrics_s: m.metrics_s,
         extra_memory_mb: None,
         peak_rss_mb: None,
@@ -715,17 +726,18 @@ mod tests {
         assert!(m.bytes_sent > 0);
         // the run's host time, split: iterations and metrics, both
         // measured, together within the run's wall time
-        let (iterations_s, metrics_s) = (m.iterations_s.unwrap(), m.metrics_s.unwrap());
-        assert!(
-            iterations_s > 0.0 && metrics_s > 0.0,
-            "{iterations_s} {metrics_s}"
+        let (setup_s, iterations_s, metrics_s) = (
+            m.setup_s.unwrap(),
+            m.iterations_s.unwrap(),
+            m.metrics_s.unwrap(),
         );
+        assert!(setup_s > 0.0 && iterations_s > 0.0 && metrics_s > 0.0);
         assert!(
-            iterations_s + metrics_s <= s.wall_s,
-            "{iterations_s} {metrics_s} {}",
+            setup_s + iterations_s + metrics_s <= s.wall_s,
+            "{m:?} {}",
             s.wall_s
         );
-        assert_eq!(s.metrics_s, m.metrics_s);
+        assert_eq!((s.setup_s, s.metrics_s), (m.setup_s, m.metrics_s));
         let mut edited = log.clone();
         if let Some(e) = edited.end.as_mut() {
             e.metrics.as_mut().unwrap().final_loss = Some(42.0);
@@ -737,6 +749,33 @@ mod tests {
         // a diverged run: no final loss, status diverged
         let s = execute(&planned("d-psgd", 1e6), "x", &Invocation::default(), &path).unwrap();
         assert_eq!(s.status, "diverged");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `threads` sizes the simulator's pool and changes no number.
+    #[test]
+    fn the_thread_count_changes_no_number() {
+        let dir = std::env::temp_dir().join(format!("repro-sim-threads-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut two = planned("moniqua", 0.05);
+        if let Params::Sim(p) = &mut two.params {
+            p.threads = 2;
+        }
+        let run = |r: &PlannedRun, name: &str| {
+            let s = execute(r, "x", &Invocation::default(), &dir.join(name)).unwrap();
+            (
+                s.status,
+                s.final_loss,
+                s.local_loss,
+                s.grad_norm_sq,
+                s.consensus,
+                s.bytes,
+            )
+        };
+        assert_eq!(
+            run(&planned("moniqua", 0.05), "a.jsonl"),
+            run(&two, "b.jsonl")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1032,6 +1032,7 @@ fn summarize(
         provenance: logs.first().map(|l| l.header.provenance.clone()),
         shaping,
         wall_s,
+        setup_s: None,
         metrics_s: None,
         extra_memory_mb: some(mean(
             logs.iter()

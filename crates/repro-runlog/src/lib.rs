@@ -548,9 +548,12 @@ pub struct Metrics {
     /// `f(x_bar) - f*` at the end, where `f*` is known (data objectives).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subopt: Option<f64>,
-    /// Seconds on this host spent in the iterations, and in computing the
-    /// metrics (evaluations, recovery checks, the gradient-norm tail and
-    /// this end record's numbers): the run's cost, split.
+    /// Seconds on this host spent setting the run up (objective, data,
+    /// f*, workers), in the iterations, and in computing the metrics
+    /// (evaluations, recovery checks, the gradient-norm tail and this end
+    /// record's numbers): the run's cost, split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
