@@ -261,16 +261,22 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
             0.0,
         )),
         "quadratic" => {
-            let targets = (0..n)
-                .map(|i| {
+            // worker i's target depends on (7 i + 3 j) mod 11, so on i mod
+            // 11 only: at most 11 distinct targets, each stored once
+            let targets = (0..n.min(11))
+                .map(|t| {
                     (0..p.dim)
                         .map(|j| {
-                            p.heterogeneity * (2.0 * ((i * 7 + j * 3) % 11) as f32 / 10.0 - 1.0)
+                            p.heterogeneity * (2.0 * ((t * 7 + j * 3) % 11) as f32 / 10.0 - 1.0)
                         })
                         .collect()
                 })
                 .collect();
-            Box::new(Quadratic::heterogeneous(targets, p.noise))
+            Box::new(Quadratic::shared(
+                targets,
+                (0..n).map(|i| i % 11).collect(),
+                p.noise,
+            ))
         }
         "logistic" | "least-squares" => {
             let classification = p.objective == "logistic";

@@ -88,9 +88,10 @@ pub trait Separable: Sync {
 /// deviation `sigma` per coordinate. Homogeneous when all `b_i` are equal.
 #[derive(Debug, Clone)]
 pub struct Quadratic {
-    /// One minimizer per worker, or one shared by all (homogeneous).
+    /// The distinct minimizers, each stored once.
     targets: Vec<Vec<f32>>,
-    workers: usize,
+    /// Worker `i`'s minimizer is `targets[of_worker[i]]`.
+    of_worker: Vec<usize>,
     mean: Vec<f32>,
     /// The mean in f64, and `1/n sum_i |b_i - mean|^2`: the loss in closed
     /// form, `(|x - mean|^2 + spread) / 2`, costs O(d) instead of O(n d).
@@ -102,12 +103,35 @@ pub struct Quadratic {
 impl Quadratic {
     /// Every worker has the same minimizer `b`, stored once.
     pub fn homogeneous(n: usize, b: Vec<f32>, sigma: f32) -> Self {
-        // the mean as `heterogeneous` computes it from n copies, bit for bit
-        let mean = average(std::iter::repeat_n(b.as_slice(), n), b.len());
-        let (mean64, spread) = mean_and_spread(std::slice::from_ref(&b));
+        Self::shared(vec![b], vec![0; n], sigma)
+    }
+
+    /// Worker `i` has minimizer `targets[i]`; the global minimizer is their mean.
+    pub fn heterogeneous(targets: Vec<Vec<f32>>, sigma: f32) -> Self {
+        let n = targets.len();
+        Self::shared(targets, (0..n).collect(), sigma)
+    }
+
+    /// Worker `i` has minimizer `targets[of_worker[i]]`: n workers, each
+    /// distinct minimizer stored once. The same objective, bit for bit, as
+    /// `heterogeneous` with every worker's copy.
+    pub fn shared(targets: Vec<Vec<f32>>, of_worker: Vec<usize>, sigma: f32) -> Self {
+        let d = targets.first().map_or(0, Vec::len);
+        assert!(
+            targets.iter().all(|t| t.len() == d),
+            "all targets need dimension {d}"
+        );
+        assert!(
+            of_worker.iter().all(|&t| t < targets.len()),
+            "every worker needs one of the {} targets",
+            targets.len()
+        );
+        let per_worker = || of_worker.iter().map(|&t| targets[t].as_slice());
+        let mean = average(per_worker(), d);
+        let (mean64, spread) = mean_and_spread(per_worker(), d);
         Self {
-            targets: vec![b],
-            workers: n,
+            targets,
+            of_worker,
             mean,
             mean64,
             spread,
@@ -117,30 +141,7 @@ impl Quadratic {
 
     /// Worker `i`'s minimizer.
     fn target(&self, worker: usize) -> &[f32] {
-        if self.targets.len() == 1 {
-            &self.targets[0]
-        } else {
-            &self.targets[worker]
-        }
-    }
-
-    /// Worker `i` has minimizer `targets[i]`; the global minimizer is their mean.
-    pub fn heterogeneous(targets: Vec<Vec<f32>>, sigma: f32) -> Self {
-        let d = targets.first().map_or(0, Vec::len);
-        assert!(
-            targets.iter().all(|t| t.len() == d),
-            "all targets need dimension {d}"
-        );
-        let mean = average(targets.iter().map(Vec::as_slice), d);
-        let (mean64, spread) = mean_and_spread(&targets);
-        Self {
-            workers: targets.len(),
-            targets,
-            mean,
-            mean64,
-            spread,
-            sigma,
-        }
+        &self.targets[self.of_worker[worker]]
     }
 
     /// The global minimizer.
@@ -155,7 +156,7 @@ impl Objective for Quadratic {
     }
 
     fn workers(&self) -> usize {
-        self.workers
+        self.of_worker.len()
     }
 
     fn gradient(&self, worker: usize, x: &[f32], rng: &mut Rng, g: &mut [f32]) -> f64 {
@@ -186,22 +187,24 @@ impl Objective for Quadratic {
     }
 }
 
-/// The targets' mean in f64 and `1/n sum_i |b_i - mean|^2` (n copies of one
-/// target give the same as that target alone: its mean is itself).
-fn mean_and_spread(targets: &[Vec<f32>]) -> (Vec<f64>, f64) {
-    let d = targets.first().map_or(0, Vec::len);
-    let n = targets.len().max(1) as f64;
+/// The workers' minimizers' mean in f64 and `1/n sum_i |b_i - mean|^2`.
+fn mean_and_spread<'a>(
+    per_worker: impl Iterator<Item = &'a [f32]> + Clone,
+    d: usize,
+) -> (Vec<f64>, f64) {
     let mut mean = vec![0.0f64; d];
-    for b in targets {
+    let mut n = 0usize;
+    for b in per_worker.clone() {
+        n += 1;
         for (m, &v) in mean.iter_mut().zip(b) {
             *m += f64::from(v);
         }
     }
+    let n = n.max(1) as f64;
     for m in &mut mean {
         *m /= n;
     }
-    let spread = targets
-        .iter()
+    let spread = per_worker
         .map(|b| {
             b.iter()
                 .zip(&mean)
@@ -349,6 +352,34 @@ mod tests {
                 (closed - direct).abs() <= 1e-12 * direct,
                 "{closed} vs {direct}"
             );
+        }
+    }
+
+    /// Workers sharing a few distinct minimizers give the objective that
+    /// every worker's own copy gives, bit for bit.
+    #[test]
+    fn shared_targets_behave_as_every_workers_copy() {
+        let (n, d) = (23, 129);
+        let distinct: Vec<Vec<f32>> = (0..5)
+            .map(|t| {
+                (0..d)
+                    .map(|j| ((t * 7 + j * 3) % 11) as f32 / 10.0 - 0.4)
+                    .collect()
+            })
+            .collect();
+        let of_worker: Vec<usize> = (0..n).map(|i| (i * 3) % 5).collect();
+        let copies: Vec<Vec<f32>> = of_worker.iter().map(|&t| distinct[t].clone()).collect();
+        let shared = Quadratic::shared(distinct, of_worker, 0.2);
+        let each = Quadratic::heterogeneous(copies, 0.2);
+        assert_eq!(shared.workers(), n);
+        assert_eq!(shared.minimizer(), each.minimizer());
+        let x: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin()).collect();
+        assert_eq!(shared.loss(&x).to_bits(), each.loss(&x).to_bits());
+        for w in [0, 4, 22] {
+            let (mut g1, mut g2) = (vec![0.0; d], vec![0.0; d]);
+            let l1 = shared.gradient(w, &x, &mut Rng::new(5, w as u64), &mut g1);
+            let l2 = each.gradient(w, &x, &mut Rng::new(5, w as u64), &mut g2);
+            assert_eq!((g1, l1.to_bits()), (g2, l2.to_bits()), "worker {w}");
         }
     }
 
