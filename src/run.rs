@@ -211,27 +211,28 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .unwrap_or_else(|| "smoke".to_string());
     let out = out_dir(&args.out, &m.name);
     let backend = args.backend.unwrap_or(m.backend);
-    plan::expand_within(&m, &scale, backend, limits(args))?;
+    let runs = plan::expand_within(&m, &scale, backend, limits(args))?;
     let mut then = Vec::new();
     for name in &m.then {
         let p = manifest::locate(name)
             .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
         let c = manifest::load(&p, &[])?;
-        plan::expand_within(&c, &scale, c.backend, limits(args)).with_context(|| {
+        let runs = plan::expand_within(&c, &scale, c.backend, limits(args)).with_context(|| {
             format!(
                 "{}: `then` runs `{name}` at scale `{scale}`",
                 path.display()
             )
         })?;
-        then.push((p, c));
+        then.push((p, c, runs));
     }
-    let (mut outcome, mut summary) = run_experiment(args, &path, &m, &scale, backend, &out)?;
+    let (mut outcome, mut summary) = run_experiment(args, &path, &m, &scale, backend, runs, &out)?;
     let mut summaries = Vec::new();
-    for (p, c) in &then {
+    for (p, c, runs) in then {
         if outcome == Outcome::Interrupted {
             break;
         }
-        let (o, s) = run_experiment(args, p, c, &scale, c.backend, &out.join(&c.name))?;
+        let out = out.join(&c.name);
+        let (o, s) = run_experiment(args, &p, &c, &scale, c.backend, runs, &out)?;
         outcome = outcome.max(o);
         summaries.extend(s);
     }
@@ -253,8 +254,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
     Ok(outcome)
 }
 
-/// Plans one experiment at `scale`, then runs it into `out` (or prints the
-/// plan with `--dry-run`), then writes its records, table and figure. With
+/// Runs one experiment's planned `runs` at `scale` into `out` (or prints
+/// the plan with `--dry-run`), then writes its records, table and figure. With
 /// a `tune` section, the tuning runs go first (into `tuning/`), and the
 /// grid runs with each method's chosen configuration. With `--json`, the
 /// run's summary (not printed).
@@ -264,10 +265,10 @@ fn run_experiment(
     m: &manifest::Manifest,
     scale: &str,
     backend: Backend,
+    mut runs: Vec<PlannedRun>,
     out: &std::path::Path,
 ) -> Result<(Outcome, Option<serde_json::Value>)> {
     let limits = limits(args);
-    let mut runs = plan::expand_within(m, scale, backend, limits)?;
     check_specs(m, path, backend, &runs)?;
     let tuning = match &m.tune {
         Some(spec) => Some((spec, tune::tuning_runs(m, spec, scale, backend, limits)?)),
