@@ -105,18 +105,21 @@ fn topology(p: &SimParams) -> Result<Topology> {
 /// same path, size and modification time) share the parse, each run a
 /// copy.
 fn read_data_once(path: &Path, classification: bool) -> Result<Dataset> {
-    type Key = (FileKey, bool);
-    static LAST: std::sync::Mutex<Option<(Key, Dataset)>> = std::sync::Mutex::new(None);
-    let key: Key = (file_key(path)?, classification);
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((k, ds)) = last.as_ref()
-        && *k == key
-    {
-        return Ok(ds.clone());
-    }
-    let ds = read_data(path, classification)?;
-    *last = Some((key, ds.clone()));
-    Ok(ds)
+    static LAST: Last<(FileKey, bool), Dataset> = std::sync::Mutex::new(None);
+    once(&LAST, (file_key(path)?, classification), || {
+        read_data(path, classification)
+    })
+}
+
+/// The xxh3 of a data file's bytes (f*'s cache key), read once per process
+/// as [`read_data_once`] parses it once.
+fn file_hash_once(path: &Path) -> Result<u64> {
+    static LAST: Last<FileKey, u64> = std::sync::Mutex::new(None);
+    once(&LAST, file_key(path)?, || {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("could not read {}", path.display()))?;
+        Ok(xxhash_rust::xxh3::xxh3_64(&bytes))
+    })
 }
 
 /// A data file as the per-process caches know it: the same path, size and
@@ -129,22 +132,24 @@ fn file_key(path: &Path) -> Result<FileKey> {
     Ok((path.to_path_buf(), meta.len(), meta.modified().ok()))
 }
 
-/// The xxh3 of a data file's bytes (f*'s cache key), read once per process
-/// as [`read_data_once`] parses it once.
-fn file_hash_once(path: &Path) -> Result<u64> {
-    static LAST: std::sync::Mutex<Option<(FileKey, u64)>> = std::sync::Mutex::new(None);
-    let key = file_key(path)?;
-    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((k, hash)) = last.as_ref()
+/// A per-process cache of the last value made, under its key.
+type Last<K, V> = std::sync::Mutex<Option<(K, V)>>;
+
+/// `last`'s value when its key is `key`, else `make()`, kept for next time.
+fn once<K: PartialEq, V: Clone>(
+    last: &Last<K, V>,
+    key: K,
+    make: impl FnOnce() -> Result<V>,
+) -> Result<V> {
+    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((k, v)) = last.as_ref()
         && *k == key
     {
-        return Ok(*hash);
+        return Ok(v.clone());
     }
-    let bytes =
-        std::fs::read(path).with_context(|| format!("could not read {}", path.display()))?;
-    let hash = xxhash_rust::xxh3::xxh3_64(&bytes);
-    *last = Some((key, hash));
-    Ok(hash)
+    let v = make()?;
+    *last = Some((key, v.clone()));
+    Ok(v)
 }
 
 /// A LIBSVM file, plain or compressed (by its extension: `.gz`, `.bz2`);
