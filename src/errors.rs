@@ -48,6 +48,15 @@ pub enum DriverError {
         keys: String,
     },
     #[error(
+        "exclude[{index}].{key}: {problem}; an exclusion removes the grid points with these values (grid keys: {keys})"
+    )]
+    Exclude {
+        index: usize,
+        key: String,
+        problem: String,
+        keys: String,
+    },
+    #[error(
         "cases[{index}].when.{key}: `{value}` is no {key} a run can have, so the case would never apply (known: {values})"
     )]
     CaseValue {

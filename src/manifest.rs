@@ -136,6 +136,10 @@ pub struct Manifest {
     /// Parameters shared by every run.
     #[serde(default)]
     pub params: Mapping,
+    /// Grid points left out: each entry's values (`{algorithm: d-psgd,
+    /// bits: 8}`) remove every point that has them all.
+    #[serde(default)]
+    pub exclude: Vec<BTreeMap<String, Value>>,
     /// Parameters for some grid points only (a hyper-parameter tuned per
     /// algorithm), applied after the grid point.
     #[serde(default)]
@@ -478,11 +482,14 @@ pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FigureSpec {
-    /// `curves` (a metric of the logs' steps against x) or `sweep` (a
-    /// runs.csv metric against the network condition's bandwidth and latency).
+    /// `curves` (a metric of the logs' steps against x), `sweep` (a
+    /// runs.csv metric against the network condition's bandwidth and
+    /// latency) or `scaling` (a runs.csv metric against another:
+    /// `iteration_s` against `coordinates`, log-log).
     #[serde(default)]
     pub kind: FigureKind,
-    /// curves: `wall_s` (seconds), `iteration` or `epoch`; sweep: unused.
+    /// curves: `wall_s` (seconds), `iteration` or `epoch`; scaling: a
+    /// column of runs.csv; sweep: unused.
     #[serde(default = "default_x")]
     pub x: String,
     /// curves: `train_loss`; sweep: a column of runs.csv (`epoch_time_s`).
@@ -502,7 +509,7 @@ pub struct FigureSpec {
     /// Logarithmic y axis.
     #[serde(default)]
     pub log_y: bool,
-    /// Logarithmic x axis (curves; a sweep's bandwidth axis is always).
+    /// Logarithmic x axis (curves, scaling; a sweep's bandwidth axis is always).
     #[serde(default)]
     pub log_x: bool,
     /// Show only this part of the x axis (`[0, 10]`: the first 10 s); y
@@ -529,6 +536,7 @@ pub enum FigureKind {
     #[default]
     Curves,
     Sweep,
+    Scaling,
 }
 
 fn default_x() -> String {

@@ -318,6 +318,13 @@ pub fn expand_configured(
         .collect();
     let mut runs = Vec::new();
     for point in cartesian(&grid) {
+        let excluded = manifest.exclude.iter().any(|e| {
+            e.iter()
+                .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want))
+        });
+        if excluded {
+            continue;
+        }
         let label: BTreeMap<String, String> =
             point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
         let configs = configs(&label);
@@ -462,6 +469,25 @@ fn at_scale(
                     values: known.copied().collect::<Vec<_>>().join(", "),
                 });
             }
+        }
+    }
+    // an exclusion names grid keys and values the grid has (a typo would
+    // silently exclude nothing); a scale's smaller axis may lack a value
+    for (index, e) in manifest.exclude.iter().enumerate() {
+        for (key, want) in e {
+            let problem = match manifest.grid.get(key) {
+                None => "not a grid key".to_string(),
+                Some(values) if !values.contains(want) => {
+                    format!("`{}` is not one of the grid's values", text(want))
+                }
+                Some(_) => continue,
+            };
+            return Err(DriverError::Exclude {
+                index,
+                key: key.clone(),
+                problem,
+                keys: grid.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
         }
     }
     Ok((base, grid))
@@ -794,6 +820,7 @@ mod tests {
             default_scale: None,
             then: Vec::new(),
             next: None,
+            exclude: Vec::new(),
             scales: [(
                 "smoke".to_string(),
                 yaml_serde::from_str("{iterations: 5}").unwrap(),
@@ -822,6 +849,33 @@ mod tests {
                 reference: None,
             },
             resolved: String::new(),
+        }
+    }
+
+    /// An exclusion removes exactly the points with all its values, and
+    /// one naming a key or value the grid lacks is refused at plan time.
+    #[test]
+    fn exclusions_remove_matching_points_and_name_typos() {
+        let mut m = manifest();
+        m.exclude = vec![yaml_serde::from_str("{algorithm: moniqua, seed: 1}").unwrap()];
+        let runs = expand(&m, "smoke", Backend::Sim).unwrap();
+        assert_eq!(runs.len(), 5);
+        assert!(
+            !runs
+                .iter()
+                .any(|r| r.point["algorithm"] == "moniqua" && r.point["seed"] == "1")
+        );
+        assert!(runs.iter().any(|r| r.point["seed"] == "1"));
+        for (bad, says) in [
+            ("{algo: moniqua}", "exclude[0].algo: not a grid key"),
+            (
+                "{seed: 9}",
+                "exclude[0].seed: `9` is not one of the grid's values",
+            ),
+        ] {
+            m.exclude = vec![yaml_serde::from_str(bad).unwrap()];
+            let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
+            assert!(err.contains(says), "{err}");
         }
     }
 

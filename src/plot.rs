@@ -104,6 +104,16 @@ pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, Str
                 one_of("figure.bound", b, &crate::results::METRICS)?;
             }
         }
+        crate::manifest::FigureKind::Scaling => {
+            if let Some(p) = &spec.panels {
+                grid("figure.panels", p)?;
+            }
+            one_of("figure.x", &spec.x, &crate::results::METRICS)?;
+            one_of("figure.y", &spec.y, &crate::results::METRICS)?;
+            if let Some(b) = &spec.bound {
+                one_of("figure.bound", b, &crate::results::METRICS)?;
+            }
+        }
     }
     Ok(())
 }
@@ -250,27 +260,12 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
 /// two or more latencies; one series per value of `series`; seeds averaged.
 pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
-    if df.column(&spec.series).is_err() {
-        bail!("figure.series `{}` is not a grid key", spec.series);
-    }
-    let series = frames::key(df, &spec.series);
-    let nan = |e: Expr| e.fill_null(lit(f64::NAN));
-    let done = runs
-        .lazy()
-        .filter(col("status").eq(lit("completed")))
-        .select([
-            series.clone().alias("__series"),
-            frames::number(df, "bandwidth_bps").alias("__bw"),
-            frames::number(df, "latency_s")
-                .fill_null(lit(0.0))
-                .alias("__lat"),
-            nan(frames::number(df, &spec.y)).alias("__y"),
-            nan(match &spec.bound {
-                Some(b) => frames::number(df, b),
-                None => lit(f64::NAN),
-            })
-            .alias("__bound"),
-        ]);
+    let done = completed(spec, runs)?.with_columns([
+        frames::number(df, "bandwidth_bps").alias("__bw"),
+        frames::number(df, "latency_s")
+            .fill_null(lit(0.0))
+            .alias("__lat"),
+    ]);
     let order = in_order(done.clone(), col("__series"))?;
     let distinct = |name: &str| -> Result<Vec<f64>> {
         let d = done
@@ -284,103 +279,188 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
         Ok(frames::numbers(&d, name)?.into_iter().flatten().collect())
     };
     let mut panels = Vec::new();
-    // one panel: the runs `keep` selects, `x` against y, seeds averaged
-    let mut add = |title: String, x_label: &str, log_x: bool, keep: Expr, x: Expr| -> Result<()> {
-        let points = done
-            .clone()
-            .filter(keep)
-            .group_by([col("__series"), x.alias("__x")])
-            .agg([
-                col("__y").mean(),
-                col("__y").std(1).alias("__sd"),
-                col("__bound").mean(),
-                len().cast(DataType::Float64).alias("__n"),
-            ])
-            .sort(["__x"], Default::default())
-            .collect()
-            .context("could not average the sweep's runs")?;
-        // the group's columns, read once
-        let (x, y, b, n, sd) = (
-            frames::numbers(&points, "__x")?,
-            frames::numbers(&points, "__y")?,
-            frames::numbers(&points, "__bound")?,
-            frames::numbers(&points, "__n")?,
-            frames::numbers(&points, "__sd")?,
-        );
-        let mut xs: Vec<u64> = x.iter().flatten().map(|v| v.to_bits()).collect();
-        xs.sort_unstable();
-        xs.dedup();
-        if xs.len() < 2 {
-            return Ok(());
-        }
-        let mut series = Vec::new();
-        for name in &order {
-            let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
-            for i in 0..points.height() {
-                if frames::text_at(&points, "__series", i)? != *name {
-                    continue;
-                }
-                let xi = x[i].unwrap_or(f64::NAN);
-                let ni = n[i].unwrap_or(0.0);
-                runs = runs.max(ni as usize);
-                if let Some(yi) = y[i].filter(|y| y.is_finite()) {
-                    line.push((xi, yi));
-                    if let Some(h) = half_width(sd[i], ni) {
-                        band.push((xi, yi - h, yi + h));
-                    }
-                }
-                bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
-            }
-            series.push(Series {
-                label: name.clone(),
-                runs,
-                points: line,
-                band,
-                dashed: false,
-            });
-            if spec.bound.is_some() {
-                series.push(Series {
-                    label: format!("{name} (wire bound)"),
-                    runs,
-                    points: bound,
-                    band: Vec::new(),
-                    dashed: true,
-                });
-            }
-        }
-        panels.push(Panel {
-            title,
-            x_label: x_label.into(),
-            y_label: axis_label(&spec.y).into(),
-            log_x,
-            series,
-        });
-        Ok(())
-    };
     // epoch time against bandwidth, one panel per latency ...
     for l in distinct("__lat")? {
-        add(
+        panels.extend(metric_panel(
+            spec,
+            &done,
+            &order,
             format!("latency {} ms", l * 1e3),
-            "bandwidth (Mbit/s)",
-            true,
+            ("bandwidth (Mbit/s)", true),
             col("__lat").eq(lit(l)).and(col("__bw").is_not_null()),
             col("__bw") / lit(1e6),
-        )?;
+        )?);
     }
     // ... and against latency, one panel per bandwidth
     for b in distinct("__bw")? {
-        add(
+        panels.extend(metric_panel(
+            spec,
+            &done,
+            &order,
             format!("bandwidth {} Mbit/s", b / 1e6),
-            "latency (ms)",
-            false,
+            ("latency (ms)", false),
             col("__bw").eq(lit(b)),
             col("__lat") * lit(1e3),
-        )?;
+        )?);
     }
     if panels.is_empty() {
         bail!("a sweep figure needs runs at two or more bandwidths or latencies");
     }
     Ok(panels)
+}
+
+/// A scaling figure: runs.csv column `y` against column `x` (both axes
+/// logarithmic when the spec asks), one panel per value of `panels`, seeds
+/// averaged; the `bound` column dashed beside each series.
+pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
+    let df = &runs.df;
+    let panel = match &spec.panels {
+        Some(k) => frames::key(df, k),
+        None => lit(""),
+    };
+    let done = completed(spec, runs)?.with_columns([
+        panel.alias("__panel"),
+        frames::number(df, &spec.x).alias("__xv"),
+    ]);
+    let order = in_order(done.clone(), col("__series"))?;
+    let mut panels = Vec::new();
+    for p in in_order(done.clone(), col("__panel"))? {
+        let title = match &spec.panels {
+            Some(k) => format!("{k} = {p}"),
+            None => String::new(),
+        };
+        panels.extend(metric_panel(
+            spec,
+            &done,
+            &order,
+            title,
+            (axis_label(&spec.x), spec.log_x),
+            col("__panel").eq(lit(p.as_str())),
+            col("__xv"),
+        )?);
+    }
+    if panels.is_empty() {
+        bail!(
+            "a scaling figure needs completed runs at two or more values of `{}`",
+            spec.x
+        );
+    }
+    Ok(panels)
+}
+
+/// The completed runs of a runs.csv figure: the series key, `y` and the
+/// bound as numbers (NaN where a run has none).
+fn completed(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
+    let df = &runs.df;
+    if df.column(&spec.series).is_err() {
+        bail!("figure.series `{}` is not a grid key", spec.series);
+    }
+    let nan = |e: Expr| e.fill_null(lit(f64::NAN));
+    Ok(runs
+        .lazy()
+        .filter(col("status").eq(lit("completed")))
+        .with_columns([
+            frames::key(df, &spec.series).alias("__series"),
+            nan(frames::number(df, &spec.y)).alias("__y"),
+            nan(match &spec.bound {
+                Some(b) => frames::number(df, b),
+                None => lit(f64::NAN),
+            })
+            .alias("__bound"),
+        ]))
+}
+
+/// One panel of a runs.csv figure: the runs of `done` that `keep`
+/// selects, `x` against y, seeds averaged, a series per value of the
+/// series key in `order` (and its bound dashed); `None` with fewer than
+/// two values of x.
+fn metric_panel(
+    spec: &FigureSpec,
+    done: &LazyFrame,
+    order: &[String],
+    title: String,
+    (x_label, log_x): (&str, bool),
+    keep: Expr,
+    x: Expr,
+) -> Result<Option<Panel>> {
+    let points = done
+        .clone()
+        .filter(keep)
+        .group_by([col("__series"), x.alias("__x")])
+        .agg([
+            col("__y").mean(),
+            col("__y").std(1).alias("__sd"),
+            col("__bound").mean(),
+            len().cast(DataType::Float64).alias("__n"),
+        ])
+        .sort(["__x"], Default::default())
+        .collect()
+        .context("could not average the figure's runs")?;
+    // the group's columns, read once
+    let (x, y, b, n, sd) = (
+        frames::numbers(&points, "__x")?,
+        frames::numbers(&points, "__y")?,
+        frames::numbers(&points, "__bound")?,
+        frames::numbers(&points, "__n")?,
+        frames::numbers(&points, "__sd")?,
+    );
+    let mut xs: Vec<u64> = x.iter().flatten().map(|v| v.to_bits()).collect();
+    xs.sort_unstable();
+    xs.dedup();
+    if xs.len() < 2 {
+        return Ok(None);
+    }
+    let mut series = Vec::new();
+    for name in order {
+        let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for i in 0..points.height() {
+            if frames::text_at(&points, "__series", i)? != *name {
+                continue;
+            }
+            let xi = x[i].unwrap_or(f64::NAN);
+            let ni = n[i].unwrap_or(0.0);
+            runs = runs.max(ni as usize);
+            if let Some(yi) = y[i].filter(|y| y.is_finite()) {
+                line.push((xi, yi));
+                if let Some(h) = half_width(sd[i], ni) {
+                    band.push((xi, yi - h, yi + h));
+                }
+            }
+            bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
+        }
+        series.push(Series {
+            label: name.clone(),
+            runs,
+            points: line,
+            band,
+            dashed: false,
+        });
+        if let Some(b) = &spec.bound {
+            series.push(Series {
+                label: format!("{name} ({})", bound_label(b)),
+                runs,
+                points: bound,
+                band: Vec::new(),
+                dashed: true,
+            });
+        }
+    }
+    Ok(Some(Panel {
+        title,
+        x_label: x_label.into(),
+        y_label: axis_label(&spec.y).into(),
+        log_x,
+        series,
+    }))
+}
+
+/// How a figure's bound column is named in its legend.
+fn bound_label(column: &str) -> &str {
+    match column {
+        "wire_bound_epoch_s" => "wire bound",
+        "stream_s" => "reading every model once",
+        other => other,
+    }
 }
 
 /// One row of a time-to-target table: a series of a panel, one target.
@@ -551,6 +631,10 @@ fn axis_label(key: &str) -> &'static str {
         "objective" => "f(averaged model)",
         "subopt" => "f(averaged model) - f*",
         "epoch_time_s" => "epoch time (s)",
+        "iteration_s" => "seconds per iteration (host)",
+        "coordinates" => "coordinates of all models (n d)",
+        "peak_rss_mb" => "peak resident memory (MB)",
+        "memory_mb" => "planned memory (MB)",
         "wall_s_total" => "run time (s)",
         "test_loss" => "test loss (local models)",
         "test_accuracy" => "test accuracy (local models)",

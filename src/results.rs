@@ -104,6 +104,21 @@ impl RunRecord {
         self.metrics.get("status").map_or("", Cell::text)
     }
 
+    /// The record of a run refused at plan time for the `memory_mb` it
+    /// would need.
+    pub fn refused(run: &crate::plan::PlannedRun, memory_mb: f64) -> RunRecord {
+        let mut metrics = BTreeMap::from([
+            ("status".into(), Cell::Text(REFUSED.into())),
+            ("memory_mb".into(), Cell::Number(Some(memory_mb))),
+        ]);
+        metrics.extend(condition_cells(run.network.as_ref()));
+        RunRecord {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics,
+        }
+    }
+
     /// The record of a run this invocation did not finish (interrupted).
     pub fn not_run(run: &crate::plan::PlannedRun) -> RunRecord {
         RunRecord {
@@ -143,8 +158,15 @@ impl RunRecord {
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
                     ("setup_s", Cell::Number(s.setup_s)),
                     ("metrics_s", Cell::Number(s.metrics_s)),
+                    ("iteration_s", Cell::Number(s.iteration_s)),
+                    ("stream_s", Cell::Number(s.stream_s)),
+                    ("stream_ratio", Cell::Number(s.stream_ratio())),
+                    ("overhead", Cell::Number(s.overhead())),
+                    ("coordinates", Cell::Number(s.coordinates)),
                     ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
+                    ("memory_mb", Cell::Number(s.memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
+                    ("peak_over_memory", Cell::Number(s.peak_over_memory())),
                     ("epoch_time_s", Cell::Number(s.epoch_time_s)),
                     ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
                     (
@@ -207,7 +229,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 32] = [
+pub const METRICS: [&str; 39] = [
     "status",
     "final_loss",
     "train_loss",
@@ -227,8 +249,15 @@ pub const METRICS: [&str; 32] = [
     "wall_s",
     "setup_s",
     "metrics_s",
+    "iteration_s",
+    "stream_s",
+    "stream_ratio",
+    "overhead",
+    "coordinates",
     "extra_memory_mb",
+    "memory_mb",
     "peak_rss_mb",
+    "peak_over_memory",
     "epoch_time_s",
     "wire_bound_epoch_s",
     "time_over_bound",
@@ -346,6 +375,10 @@ pub fn merge(previous: Vec<RunRecord>, new: Vec<RunRecord>) -> Vec<RunRecord> {
 
 /// The status of a run an interrupted invocation did not reach.
 pub const NOT_RUN: &str = "not run (interrupted)";
+
+/// The status of a run refused at plan time: it would need more memory
+/// than the machine has (its `memory_mb` says how much).
+pub const REFUSED: &str = "refused";
 
 /// Writes runs.csv: `run_id`, the grid keys (sorted), then [`columns`].
 pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {

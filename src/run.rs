@@ -84,6 +84,13 @@ pub struct RunArgs {
     /// files written) instead of the table and claims.
     #[arg(long)]
     pub json: bool,
+    /// Memory the runs may hold, GB (default: what the kernel has
+    /// available when the plan is made, MemAvailable). A simulator run
+    /// whose plan needs more (models, replicas, frames, objective; shared
+    /// by --jobs) is refused before anything runs and recorded as
+    /// `refused` with what it needs.
+    #[arg(long, value_name = "GB")]
+    pub max_memory: Option<f64>,
 }
 
 impl RunArgs {
@@ -306,6 +313,7 @@ fn run_experiment(
                 &out.join("tuning"),
                 &net,
                 &recorder,
+                &refusals(args, tuning)?,
             )?;
             // the grid's ids follow from the configurations chosen
             println!(
@@ -317,7 +325,8 @@ fn run_experiment(
                 println!("  {}", plan::describe(r));
             }
         } else {
-            dry_run(m, scale, backend, &runs, out, &net, &recorder)?;
+            let refused = refusals(args, &runs)?;
+            dry_run(m, scale, backend, &runs, out, &net, &recorder, &refused)?;
         }
         return Ok((Outcome::AllSucceeded, None));
     }
@@ -512,6 +521,7 @@ fn execute(
         progress: Progress::new(runs.len()),
         done: std::sync::atomic::AtomicUsize::new(0),
         total: runs.len(),
+        refused: refusals(args, runs)?,
     };
     let rows = in_parallel(runs, jobs(args.jobs, backend, runs, &net), &|r| {
         session.execute(r)
@@ -640,6 +650,66 @@ fn prepare_network(
     Ok(net)
 }
 
+/// The memory each run may hold, bytes, and where the figure came from:
+/// `--max-memory`, else what the kernel has available now (MemAvailable),
+/// shared by `--jobs` runs at a time; `None` where neither is known.
+fn memory_budget(args: &RunArgs) -> Option<(u64, String)> {
+    let jobs = args.jobs.max(1) as u64;
+    let (bytes, what) = match args.max_memory {
+        Some(gb) => ((gb * 1e9) as u64, format!("--max-memory {gb}")),
+        None => {
+            let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+            let kb: u64 = info
+                .lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            (kb * 1024, "available (MemAvailable)".to_string())
+        }
+    };
+    let per_job = if jobs > 1 {
+        format!("{what}, shared by --jobs {jobs}")
+    } else {
+        what
+    };
+    Some((bytes / jobs, per_job))
+}
+
+/// The simulator runs whose planned memory exceeds [`memory_budget`]:
+/// run id -> MB it would need. Each is named before anything runs.
+fn refusals(args: &RunArgs, runs: &[PlannedRun]) -> Result<BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    let Some((budget, what)) = memory_budget(args) else {
+        return Ok(out);
+    };
+    for r in runs {
+        let plan::Params::Sim(p) = &r.params else {
+            continue;
+        };
+        let need = sim_backend::footprint(p)?;
+        if need.total() > budget {
+            crate::progress::note(&format!(
+                "refused: {} {} would need {:.1} GB ({:.1} MB per worker: model {:.1}, state {:.1}, \
+                 frames {:.1}, optimizer {:.1}; objective {:.1} MB); {:.1} GB {what}",
+                r.id,
+                plan::describe(r),
+                need.total() as f64 / 1e9,
+                need.per_worker() as f64 / 1e6,
+                need.model as f64 / 1e6,
+                need.state as f64 / 1e6,
+                need.frames as f64 / 1e6,
+                need.optimizer as f64 / 1e6,
+                need.objective as f64 / 1e6,
+                budget as f64 / 1e9,
+            ));
+            out.insert(r.id.clone(), need.total() as f64 / 1e6);
+        }
+    }
+    Ok(out)
+}
+
 /// How many runs go at once. Shaped MPI runs go one at a time: each
 /// builds a network of namespaces on one subnet, and concurrent jobs would
 /// distort the times they measure. Other concurrent runs share the cores,
@@ -696,12 +766,25 @@ struct Session<'a> {
     progress: Progress,
     done: std::sync::atomic::AtomicUsize,
     total: usize,
+    /// Runs refused at plan time, and the MB each would need.
+    refused: BTreeMap<String, f64>,
 }
 
 impl Session<'_> {
     /// Runs `r` (or summarizes it from an earlier invocation's logs) and
     /// reports it: its record, `failed` if it produced no summary.
     fn execute(&self, r: &PlannedRun) -> RunRecord {
+        if let Some(&mb) = self.refused.get(&r.id) {
+            let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            self.progress.line(&format!(
+                "[{n}/{}] {} {}: refused (needs {:.1} GB)",
+                self.total,
+                r.id,
+                plan::describe(r),
+                mb / 1e3
+            ));
+            return RunRecord::refused(r, mb);
+        }
         // a run that finished in an earlier invocation (same id: the same
         // resolved config) is summarized from its logs with --resume, and
         // also once Ctrl-C / SIGTERM stops this invocation, so an
@@ -798,8 +881,22 @@ impl Session<'_> {
                 return;
             }
         };
+        // a simulator run's cost: per iteration, against reading every
+        // model once, and its peak memory against the plan's
+        let cost = match (s.iteration_s, s.stream_ratio(), s.peak_rss_mb) {
+            (Some(t), Some(ratio), peak) => format!(
+                ", {:.3} ms/iteration ({ratio:.2}x reading every model once){}",
+                t * 1e3,
+                peak.map_or(String::new(), |p| format!(
+                    ", peak {:.2} GB (plan {:.2} GB)",
+                    p / 1e3,
+                    s.memory_mb.unwrap_or(f64::NAN) / 1e3
+                ))
+            ),
+            _ => String::new(),
+        };
         self.progress.line(&format!(
-            "[{n}/{total}] {} {}: {} in {secs:.1}s (final_loss {}, {} bytes)",
+            "[{n}/{total}] {} {}: {} in {secs:.1}s (final_loss {}, {} bytes{cost})",
             r.id,
             plan::describe(r),
             s.status,
@@ -892,6 +989,7 @@ fn yaml_text(v: &yaml_serde::Value) -> String {
 
 /// `--dry-run`: the plan, and for MPI runs the exact commands (network
 /// setup and mpirun) each run would execute.
+#[allow(clippy::too_many_arguments)]
 fn dry_run(
     m: &manifest::Manifest,
     scale: &str,
@@ -900,6 +998,7 @@ fn dry_run(
     out: &std::path::Path,
     net: &NetContext,
     recorder: &crate::net::DryRun,
+    refused: &BTreeMap<String, f64>,
 ) -> Result<()> {
     let invocation = status::invocation(m, scale, backend);
     let mut text = String::new();
@@ -954,10 +1053,21 @@ fn dry_run(
         train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
     let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
     for r in runs {
-        outln!("  {}  {}", r.id, plan::describe(r));
-        if !matches!(r.params, plan::Params::Train(_)) {
+        if let plan::Params::Sim(p) = &r.params {
+            let need = sim_backend::footprint(p)?.total() as f64 / 1e9;
+            let refused = if refused.contains_key(&r.id) {
+                ": refused"
+            } else {
+                ""
+            };
+            outln!(
+                "  {}  {}  (memory {need:.3} GB{refused})",
+                r.id,
+                plan::describe(r)
+            );
             continue;
         }
+        outln!("  {}  {}", r.id, plan::describe(r));
         // the real run's code, with every command recorded instead of run
         recorder.take();
         // the job runs in a working directory that replaces raw/<id> at its end
@@ -1067,6 +1177,7 @@ fn figure_panels(
             panels
         }
         manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
+        manifest::FigureKind::Scaling => plot::scaling_panels(spec, &RunsFrame::new(rows)?)?,
     };
     Ok(Some((spec.clone(), panels)))
 }

@@ -62,6 +62,16 @@ pub struct Summary {
     /// (simulator runs).
     pub setup_s: Option<f64>,
     pub metrics_s: Option<f64>,
+    /// Host seconds per iteration (simulator runs), and the seconds to
+    /// read every worker's model once on the same threads, its reference.
+    pub iteration_s: Option<f64>,
+    pub stream_s: Option<f64>,
+    /// The memory the plan expected the run to hold, MB (simulator runs),
+    /// and the process's resident memory when the run started.
+    pub memory_mb: Option<f64>,
+    pub base_rss_mb: Option<f64>,
+    /// Coordinates of every worker's model together, n d (simulator runs).
+    pub coordinates: Option<f64>,
     /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
     pub extra_memory_mb: Option<f64>,
     /// Peak resident memory of the largest rank, MB.
@@ -86,6 +96,26 @@ impl Summary {
     /// kernel / counted bytes, when both are known.
     pub fn kernel_over_counted(&self) -> Option<f64> {
         finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)
+    }
+
+    /// Host time per iteration over the time to read every model once
+    /// (simulator runs): how far an iteration is from the memory traffic
+    /// it cannot avoid.
+    pub fn stream_ratio(&self) -> Option<f64> {
+        finite(self.iteration_s? / self.stream_s?)
+    }
+
+    /// The share of the run's host time spent outside the iterations:
+    /// set-up and metrics (simulator runs).
+    pub fn overhead(&self) -> Option<f64> {
+        let (setup, metrics) = (self.setup_s?, self.metrics_s?);
+        finite((setup + metrics) / self.wall_s)
+    }
+
+    /// The resident memory the run added at its peak over what the plan
+    /// expected it to hold.
+    pub fn peak_over_memory(&self) -> Option<f64> {
+        finite((self.peak_rss_mb? - self.base_rss_mb?) / self.memory_mb?)
     }
 
     /// Whether the kernel's bytes disagree with the counted ones beyond
@@ -313,6 +343,91 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
     })
 }
 
+/// The threads a run's simulator uses (`threads`: 0 is every core).
+fn threads(p: &SimParams) -> usize {
+    match p.threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// What run `p` will hold in memory, by part, known before anything is
+/// built: the plan refuses a run that does not fit. The objective's part
+/// counts the quadratics' targets (at most 11 distinct, see [`objective`])
+/// and their means, and generated data; a data file's set is not counted.
+pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
+    let topology = topology(p)?;
+    let degree = (0..p.workers)
+        .map(|i| topology.neighbours(i).len())
+        .max()
+        .unwrap_or(0);
+    let vector = 4 * p.dim as u64;
+    let objective = match p.objective.as_str() {
+        // the distinct targets, the mean in f32 and in f64
+        "quadratic" => (p.workers.min(11) as u64 + 3) * vector,
+        "theorem1" => 4 * vector,
+        _ if p.data.is_none() => {
+            // dense generated samples: an index and a value per coordinate,
+            // a row pointer, a label and a shard index per sample
+            p.samples as u64 * (8 * p.dim as u64 + 20)
+        }
+        _ => 0,
+    };
+    Ok(algorithm(p)?.footprint(&repro_algos::Shape {
+        workers: p.workers,
+        dim: p.dim,
+        degree,
+        threads: threads(p).min(p.workers.max(1)),
+        momentum: p.momentum > 0.0,
+        objective,
+    }))
+}
+
+/// Runs measured for their peak memory at once in this process: a peak is
+/// a run's own only when no other started or ran while it did.
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static STARTED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A run's peak resident memory, measured from its start.
+struct PeakMeter {
+    /// The process's resident memory at the start; `None` where the peak
+    /// could not be reset.
+    base: Option<u64>,
+    alone: bool,
+    generation: u64,
+}
+
+impl PeakMeter {
+    fn start() -> Self {
+        use std::sync::atomic::Ordering::SeqCst;
+        let alone = IN_FLIGHT.fetch_add(1, SeqCst) == 0;
+        let generation = STARTED.fetch_add(1, SeqCst) + 1;
+        let base = repro_runlog::reset_peak_rss()
+            .then(|| repro_runlog::resident_bytes("VmRSS"))
+            .flatten();
+        Self {
+            base,
+            alone,
+            generation,
+        }
+    }
+
+    /// The process's peak since the start, when this run was the only one
+    /// running all along.
+    fn peak(&self) -> Option<u64> {
+        let alone =
+            self.alone && STARTED.load(std::sync::atomic::Ordering::SeqCst) == self.generation;
+        self.base.filter(|_| alone)?;
+        repro_runlog::resident_bytes("VmHWM")
+    }
+}
+
+impl Drop for PeakMeter {
+    fn drop(&mut self) {
+        IN_FLIGHT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
     Ok(AlgorithmSpec::from_name(&p.algorithm, &p.knobs)?)
 }
@@ -378,6 +493,7 @@ pub fn execute(
     Ok(summarize(
         &written,
         p.workers,
+        p.dim,
         started.elapsed().as_secs_f64(),
         if run.network.is_some() || p.bandwidth.is_some() || p.latency.is_some() {
             "sim (virtual clock)".into()
@@ -398,6 +514,8 @@ fn simulate<'r>(
         bail!("run {} is not a simulator run", run.id);
     };
     let began = Instant::now();
+    let memory = footprint(p)?;
+    let meter = PeakMeter::start();
     let objective = objective(p)?;
     let fstar = optimum(p, objective.as_ref())?;
     let spec = algorithm(p)?;
@@ -432,11 +550,7 @@ fn simulate<'r>(
         )
         .map_err(anyhow::Error::msg)?,
     };
-    let threads = match p.threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    };
-    sim.set_threads(threads)?;
+    sim.set_threads(threads(p))?;
     let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
     let steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
@@ -459,6 +573,14 @@ fn simulate<'r>(
         setup_s: Some(setup_s),
         iterations_s: Some(iterations_s),
         metrics_s: Some(steps.metrics_s + summing.elapsed().as_secs_f64()),
+        // the median of three reads of every model, after the metrics
+        stream_s: {
+            let mut t: Vec<f64> = (0..3).map(|_| sim.stream_time()).collect();
+            t.sort_by(f64::total_cmp);
+            Some(t[1])
+        },
+        memory_bytes: Some(memory.total()),
+        base_rss_bytes: meter.base,
     };
     write_record(
         &mut log,
@@ -468,7 +590,7 @@ fn simulate<'r>(
             iterations: p.iterations,
             transport_bytes_sent: None,
             extra_memory_bytes: None,
-            peak_rss_bytes: None,
+            peak_rss_bytes: meter.peak(),
             metrics: Some(metrics),
         }),
     )?;
@@ -653,7 +775,13 @@ fn iterate(
 
 /// A simulator run's summary from its log (`wall_s`: seconds it took on
 /// this host). A log without final metrics (a run cut short) has none.
-pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: String) -> Summary {
+pub fn summarize(
+    log: &repro_runlog::Log,
+    workers: usize,
+    dim: usize,
+    wall_s: f64,
+    shaping: String,
+) -> Summary {
     let end = log.end.as_ref();
     let m = end.and_then(|e| e.metrics.clone()).unwrap_or_default();
     Summary {
@@ -686,8 +814,21 @@ pub fn summarize(log: &repro_runlog::Log, workers: usize, wall_s: f64, shaping: 
         wall_s,
         setup_s: m.setup_s,
         metrics_s: m.metrics_s,
+        iteration_s: m
+            .iterations_s
+            .zip(end.map(|e| match e.status {
+                // a diverged run stopped after this iteration
+                Status::Diverged { iteration } => iteration + 1,
+                _ => e.iterations,
+            }))
+            .filter(|(_, k)| *k > 0)
+            .map(|(s, k)| s / k as f64),
+        stream_s: m.stream_s,
+        memory_mb: m.memory_bytes.map(|b| b as f64 / 1e6),
+        base_rss_mb: m.base_rss_bytes.map(|b| b as f64 / 1e6),
+        coordinates: Some(workers as f64 * dim as f64),
         extra_memory_mb: None,
-        peak_rss_mb: None,
+        peak_rss_mb: end.and_then(|e| e.peak_rss_bytes).map(|b| b as f64 / 1e6),
         shaping,
         provenance: Some(log.header.provenance.clone()),
     }
@@ -754,7 +895,7 @@ mod tests {
             e.metrics.as_mut().unwrap().final_loss = Some(42.0);
         }
         assert_eq!(
-            summarize(&edited, 4, 0.0, "none".into()).final_loss,
+            summarize(&edited, 4, 20, 0.0, "none".into()).final_loss,
             Some(42.0)
         );
         // a diverged run: no final loss, status diverged
@@ -830,7 +971,7 @@ mod tests {
 {"type":"end","status":"completed","wall_s":1.5,"iterations":10}
 "#;
         let log = repro_runlog::read_log(v1.as_bytes()).unwrap();
-        let s = summarize(&log, 4, 0.0, "none".into());
+        let s = summarize(&log, 4, 20, 0.0, "none".into());
         assert_eq!(s.final_loss, None, "missing, not zero");
         assert_eq!(s.virtual_s, Some(1.5));
         assert_eq!(s.status, "completed");

@@ -148,6 +148,14 @@ pub fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocation) -> 
     match r.status() {
         "failed" => Freshness::Missing("failed".into()),
         NOT_RUN => Freshness::Missing("interrupted before it ran".into()),
+        results::REFUSED => Freshness::Missing(format!(
+            "refused: it needs {:.1} GB",
+            r.metrics
+                .get("memory_mb")
+                .and_then(Cell::number)
+                .unwrap_or(f64::NAN)
+                / 1e3
+        )),
         _ => judge(&text(r, "source"), &text(r, "manifest_hash"), now),
     }
 }

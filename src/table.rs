@@ -328,6 +328,11 @@ impl<'a> Groups<'a> {
                 .alias("__diverged"),
             len().cast(DataType::Float64).alias("__runs"),
             completed.any(true).alias("__completed"),
+            // a run refused at plan time: the memory it would have needed
+            frames::number(df, "memory_mb")
+                .filter(col("status").eq(lit(crate::results::REFUSED)))
+                .max()
+                .alias("__refused_mb"),
             done.clone().mean().alias("__mean"),
             done.clone().std(1).alias("__sd"),
             done.count().cast(DataType::Float64).alias("__n"),
@@ -369,6 +374,10 @@ impl<'a> Groups<'a> {
             };
             let ours = if count("__diverged")? > 0 {
                 format!("diverged ({}/{})", count("__diverged")?, count("__runs")?)
+            } else if !bool_at("__completed")?
+                && let Some(mb) = frames::number_at(&groups, "__refused_mb", i)?
+            {
+                format!("refused: needs {:.1} GB", mb / 1e3)
             } else if !bool_at("__completed")? {
                 "failed".to_string()
             } else {

@@ -1034,6 +1034,11 @@ fn summarize(
         wall_s,
         setup_s: None,
         metrics_s: None,
+        iteration_s: None,
+        stream_s: None,
+        memory_mb: None,
+        base_rss_mb: None,
+        coordinates: None,
         extra_memory_mb: some(mean(
             logs.iter()
                 .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)

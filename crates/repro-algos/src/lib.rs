@@ -16,6 +16,7 @@ pub mod compress;
 pub mod data;
 mod errors;
 pub mod flat;
+pub mod memory;
 pub mod minimize;
 pub mod objective;
 pub mod optim;
@@ -34,6 +35,7 @@ pub use algos::{
 pub use compress::{Compressor, CompressorSpec};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError, unless_diverged};
+pub use memory::{Footprint, Shape};
 pub use objective::{Objective, Quadratic, Separable};
 pub use optim::Sgd;
 pub use pairwise::{Folded, PairSide};

@@ -407,6 +407,24 @@ impl<'o> Simulator<'o> {
         })
     }
 
+    /// Seconds to read every worker's model once on the simulator's
+    /// threads: the reference an iteration is held against (an iteration
+    /// reads and writes every model at least once).
+    pub fn stream_time(&self) -> f64 {
+        let t = std::time::Instant::now();
+        let sums = self.per_worker(|x| {
+            let mut lanes = [0.0f32; 16];
+            for chunk in x.chunks_exact(16) {
+                for (l, &v) in lanes.iter_mut().zip(chunk) {
+                    *l += v;
+                }
+            }
+            lanes
+        });
+        std::hint::black_box(sums);
+        t.elapsed().as_secs_f64()
+    }
+
     /// `f` of every worker's model, in worker order, on the simulator's
     /// threads (each model is one task: O(n d) work spread over them).
     fn per_worker<R: Send>(&self, f: impl Fn(&[f32]) -> R + Sync) -> Vec<R> {

@@ -558,6 +558,18 @@ pub struct Metrics {
     pub iterations_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_s: Option<f64>,
+    /// Seconds to read every worker's model once on the run's threads,
+    /// measured after the iterations: the reference an iteration's time
+    /// is held against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_s: Option<f64>,
+    /// The bytes the plan expected the run to hold (models, state, frames,
+    /// scratch, objective), and the resident memory the process held when
+    /// the run started (the peak, in the end record, includes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_rss_bytes: Option<u64>,
 }
 
 /// This machine's host name, as the kernel has it (`$HOSTNAME` is a
@@ -569,6 +581,24 @@ pub fn host_name() -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown".into())
+}
+
+/// A field of this process's `/proc/self/status` in kB (`VmHWM`: the
+/// peak resident memory, `VmRSS`: now), as bytes; `None` off Linux.
+pub fn resident_bytes(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status
+        .lines()
+        .find(|l| l.strip_prefix(field).is_some_and(|r| r.starts_with(':')))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// Resets this process's peak resident memory (`VmHWM`) to what it holds
+/// now (`5` into `/proc/self/clear_refs`), so a later peak is of the work
+/// since; `false` where the kernel refuses.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 
 /// `Some(v)` when `v` is a number, `None` for NaN and infinities: how a

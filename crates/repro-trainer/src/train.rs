@@ -568,10 +568,7 @@ pub(crate) fn peak_rss_bytes(backend: &str) -> Option<u64> {
     if backend != "mpi" {
         return None;
     }
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    repro_runlog::resident_bytes("VmHWM")
 }
 
 /// The averaged model and the consensus distance

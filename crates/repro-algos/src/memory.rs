@@ -1,0 +1,270 @@
+//! What a simulated run holds in memory, known before anything is built: the
+//! driver refuses a run that does not fit at plan time, and writes this
+//! estimate beside the peak it measured (`repro run sim-scale`).
+//!
+//! The parts, per worker: the model, the algorithm's state beyond it
+//! (replicas, estimates, error memory, buffers a worker keeps between
+//! calls), its frames (the one sent and, where the simulator encodes the
+//! next one early, that one), and the simulator's optimizer buffers; per
+//! thread, the scratch vectors a call borrows (`scratch.rs`); once, the
+//! objective. Each algorithm's count of vectors mirrors its file in
+//! `algos/`; `cli::a_simulator_run_measures_its_peak_memory` holds the sum
+//! against the resident memory a real run reaches.
+
+use crate::algos::AlgorithmSpec;
+use crate::compress::CompressorSpec;
+use repro_codec::Keep;
+use repro_codec::frame::{HEADER_LEN, Kind, index_bits, raw_body_len};
+
+/// Bytes a simulated run holds, by part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Footprint {
+    pub workers: u64,
+    pub threads: u64,
+    /// Per worker: the model.
+    pub model: u64,
+    /// Per worker: state beyond the model (replicas, estimates, ...).
+    pub state: u64,
+    /// Per worker: frame buffers.
+    pub frames: u64,
+    /// Per worker: momentum, and the step where `send` reads it.
+    pub optimizer: u64,
+    /// Per thread: scratch vectors.
+    pub scratch: u64,
+    /// Once: the objective (targets, data).
+    pub objective: u64,
+}
+
+impl Footprint {
+    /// Bytes per worker: model, state, frames and optimizer buffers.
+    pub fn per_worker(&self) -> u64 {
+        self.model + self.state + self.frames + self.optimizer
+    }
+
+    /// Bytes of the whole run.
+    pub fn total(&self) -> u64 {
+        self.workers * self.per_worker() + self.threads * self.scratch + self.objective
+    }
+}
+
+/// The run's shape: what the footprint depends on besides the algorithm.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shape {
+    pub workers: usize,
+    pub dim: usize,
+    /// The most neighbours any worker has.
+    pub degree: usize,
+    pub threads: usize,
+    pub momentum: bool,
+    /// Bytes the objective holds.
+    pub objective: u64,
+}
+
+/// Bytes of a frame of `d` values through `c` (uncompressed: zstd, where
+/// a frame asks for it, only shrinks it).
+fn compressor_frame(c: &CompressorSpec, d: usize) -> u64 {
+    let bytes = match c {
+        CompressorSpec::Full | CompressorSpec::Grid { .. } => {
+            HEADER_LEN + raw_body_len(Kind::F32, 32, d, 0)
+        }
+        CompressorSpec::Stochastic(cfg) => {
+            HEADER_LEN + raw_body_len(Kind::Stochastic, cfg.bits, d, cfg.bucket)
+        }
+        CompressorSpec::Norm(cfg) => {
+            // a sign and the level's bits
+            let bits = 1 + (32 - cfg.levels.leading_zeros());
+            HEADER_LEN + raw_body_len(Kind::Norm, bits, d, cfg.bucket)
+        }
+        CompressorSpec::Sparse(cfg) => {
+            let k = match cfg.keep {
+                Keep::Count(k) => (k as usize).min(d),
+                Keep::Fraction(f) => ((f * d as f64).ceil() as usize).clamp(1, d.max(1)),
+            };
+            HEADER_LEN + raw_body_len(Kind::Sparse, index_bits(d), d, k)
+        }
+        CompressorSpec::Scaled { inner, .. } => return compressor_frame(inner, d),
+    };
+    bytes as u64
+}
+
+impl AlgorithmSpec {
+    /// Vectors of the model's length a worker keeps beyond its model, and
+    /// those it borrows per call from its thread's scratch, for a worker
+    /// with `degree` neighbours.
+    fn vectors(&self, degree: usize) -> (usize, usize) {
+        match self {
+            // own step, sum, decode buffer
+            AlgorithmSpec::AllReduce | AlgorithmSpec::QuantizedGradient(_) => (3, 0),
+            // accumulator and decode buffer, borrowed
+            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(_) => (0, 2),
+            // the update out of place when hashed, else in place
+            AlgorithmSpec::Moniqua { codec, .. } => (0, usize::from(codec.hash)),
+            // a replica per neighbour, accumulator, decode buffer
+            AlgorithmSpec::Dcd(_) => (degree + 2, 0),
+            // its own estimate and one per neighbour, accumulator, decode buffer
+            AlgorithmSpec::Ecd(_) => (degree + 3, 0),
+            // x^_i and s_i; the difference and decode buffer borrowed
+            AlgorithmSpec::Choco { .. } => (2, 2),
+            // error memory, accumulator, decode buffer
+            AlgorithmSpec::DeepSqueeze { .. } => (3, 0),
+            // previous model, previous step, half step, accumulator, decode buffer
+            AlgorithmSpec::D2 { .. } | AlgorithmSpec::MoniquaD2 { .. } => (5, 0),
+            // synchronized model, accumulator, decode buffer, own change
+            AlgorithmSpec::Periodic { .. } => (4, 0),
+            AlgorithmSpec::Rotating { .. } => (0, 0),
+        }
+    }
+
+    /// Bytes of one frame of a model of `d` coordinates.
+    pub fn frame_bytes(&self, d: usize) -> u64 {
+        match self {
+            AlgorithmSpec::AllReduce | AlgorithmSpec::DPsgd | AlgorithmSpec::D2 { .. } => {
+                compressor_frame(&CompressorSpec::Full, d)
+            }
+            AlgorithmSpec::Moniqua { codec, .. } | AlgorithmSpec::MoniquaD2 { codec, .. } => {
+                // the packed codes (the hash is in the header)
+                (HEADER_LEN + raw_body_len(Kind::Moniqua, codec.bits, d, 0)) as u64
+            }
+            AlgorithmSpec::Naive(c)
+            | AlgorithmSpec::Dcd(c)
+            | AlgorithmSpec::Ecd(c)
+            | AlgorithmSpec::QuantizedGradient(c)
+            | AlgorithmSpec::Choco { compressor: c, .. }
+            | AlgorithmSpec::DeepSqueeze { compressor: c, .. }
+            | AlgorithmSpec::Periodic { compressor: c, .. } => compressor_frame(c, d),
+            AlgorithmSpec::Rotating { .. } => compressor_frame(&CompressorSpec::Full, d),
+        }
+    }
+
+    /// Whether `send` leaves the local step alone, so the simulator sends
+    /// first and keeps the next frame early (see `Worker::send_reads_delta`).
+    fn sends_without_step(&self) -> bool {
+        matches!(
+            self,
+            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(_) | AlgorithmSpec::Moniqua { .. }
+        )
+    }
+
+    /// What a simulated run of this algorithm holds, by part.
+    pub fn footprint(&self, shape: &Shape) -> Footprint {
+        let vector = 4 * shape.dim as u64;
+        let (kept, borrowed) = self.vectors(shape.degree);
+        let fused = self.sends_without_step();
+        // fused: the frame sent and the next one, encoded early; else the
+        // frame and the step, which `send` reads
+        let frames = self.frame_bytes(shape.dim) * if fused { 2 } else { 1 };
+        let optimizer = vector * (u64::from(shape.momentum) + u64::from(!fused));
+        // a fused worker that is not a block at a time takes its step from
+        // the thread's scratch
+        let whole_step =
+            fused && !matches!(self, AlgorithmSpec::Moniqua { codec, .. } if !codec.hash);
+        Footprint {
+            workers: shape.workers as u64,
+            threads: shape.threads.max(1) as u64,
+            model: vector,
+            state: vector * kept as u64,
+            frames,
+            optimizer,
+            scratch: vector * (borrowed + usize::from(whole_step)) as u64,
+            objective: shape.objective,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Quadratic, SimConfig, Simulator, Topology};
+    use repro_codec::{MoniquaConfig, StochasticConfig};
+
+    /// The frame size the footprint counts is the size the codecs write.
+    #[test]
+    fn frame_bytes_are_the_frames_sent() {
+        let (n, d) = (4, 5000);
+        let objective = Quadratic::homogeneous(n, vec![0.1; d], 0.0);
+        let q = CompressorSpec::Stochastic(StochasticConfig {
+            bits: 2,
+            ..StochasticConfig::default()
+        });
+        for spec in [
+            AlgorithmSpec::DPsgd,
+            AlgorithmSpec::Moniqua {
+                codec: MoniquaConfig {
+                    bits: 1,
+                    modulus: Some(0.5),
+                    hash: false,
+                    ..MoniquaConfig::default()
+                },
+                gamma: 1.0,
+            },
+            AlgorithmSpec::Moniqua {
+                codec: MoniquaConfig {
+                    bits: 8,
+                    ..MoniquaConfig::default()
+                },
+                gamma: 1.0,
+            },
+            AlgorithmSpec::Choco {
+                compressor: q.clone(),
+                gamma: 0.5,
+            },
+            AlgorithmSpec::Dcd(q),
+        ] {
+            let mut sim = Simulator::new(
+                &objective,
+                Topology::ring(n).unwrap(),
+                &spec,
+                SimConfig::default(),
+                &vec![0.0; d],
+            )
+            .unwrap();
+            let r = sim.step().unwrap();
+            assert!(
+                r.frame_bytes
+                    .iter()
+                    .all(|&b| b as u64 == spec.frame_bytes(d)),
+                "{}: {:?} against {}",
+                spec.name(),
+                r.frame_bytes,
+                spec.frame_bytes(d)
+            );
+        }
+    }
+
+    /// The parts add up, and the algorithms order as Table 1 of the paper
+    /// has them: Moniqua holds no more than D-PSGD, CHOCO two vectors more.
+    #[test]
+    fn footprints_add_up_and_order_as_table_1() {
+        let shape = Shape {
+            workers: 1024,
+            dim: 1_000_000,
+            degree: 2,
+            threads: 2,
+            momentum: false,
+            objective: 14 * 4_000_000,
+        };
+        let moniqua = AlgorithmSpec::Moniqua {
+            codec: MoniquaConfig {
+                bits: 1,
+                modulus: Some(0.5),
+                hash: false,
+                ..MoniquaConfig::default()
+            },
+            gamma: 1.0,
+        };
+        let choco = AlgorithmSpec::Choco {
+            compressor: CompressorSpec::Full,
+            gamma: 0.5,
+        };
+        let [m, p, c] = [&moniqua, &AlgorithmSpec::DPsgd, &choco].map(|s| s.footprint(&shape));
+        assert_eq!(
+            m.total(),
+            1024 * (4_000_000 + 2 * (44 + 125_000)) + 14 * 4_000_000
+        );
+        assert_eq!(m.state, 0);
+        assert!(m.per_worker() < p.per_worker());
+        assert_eq!(c.state, 2 * 4_000_000);
+        // D-PSGD: the model and two full-precision frames
+        assert_eq!(p.per_worker(), 4_000_000 + 2 * (44 + 4_000_000));
+    }
+}
