@@ -471,16 +471,22 @@ fn at_scale(
             }
         }
     }
-    // an exclusion names grid keys and values the grid has (a typo would
-    // silently exclude nothing); a scale's smaller axis may lack a value
+    // an exclusion names grid keys, and an algorithm a run can have (a
+    // typo would silently exclude nothing); other values may be absent, as
+    // in a subset rerun (`--set grid.bits=[1]`)
     for (index, e) in manifest.exclude.iter().enumerate() {
         for (key, want) in e {
-            let problem = match manifest.grid.get(key) {
-                None => "not a grid key".to_string(),
-                Some(values) if !values.contains(want) => {
-                    format!("`{}` is not one of the grid's values", text(want))
-                }
-                Some(_) => continue,
+            let problem = if !grid.contains_key(key) {
+                "not a grid key".to_string()
+            } else if key == "algorithm"
+                && !repro_algos::ALGORITHM_NAMES
+                    .iter()
+                    .chain(&repro_algos::ASYNC_ALGORITHM_NAMES)
+                    .any(|a| *a == text(want))
+            {
+                format!("`{}` is no algorithm", text(want))
+            } else {
+                continue;
             };
             return Err(DriverError::Exclude {
                 index,
@@ -853,7 +859,8 @@ mod tests {
     }
 
     /// An exclusion removes exactly the points with all its values, and
-    /// one naming a key or value the grid lacks is refused at plan time.
+    /// one naming a key the grid lacks, or no algorithm, is refused at plan
+    /// time.
     #[test]
     fn exclusions_remove_matching_points_and_name_typos() {
         let mut m = manifest();
@@ -869,8 +876,8 @@ mod tests {
         for (bad, says) in [
             ("{algo: moniqua}", "exclude[0].algo: not a grid key"),
             (
-                "{seed: 9}",
-                "exclude[0].seed: `9` is not one of the grid's values",
+                "{algorithm: monqua}",
+                "exclude[0].algorithm: `monqua` is no algorithm",
             ),
         ] {
             m.exclude = vec![yaml_serde::from_str(bad).unwrap()];

@@ -289,6 +289,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             ("bandwidth (Mbit/s)", true),
             col("__lat").eq(lit(l)).and(col("__bw").is_not_null()),
             col("__bw") / lit(1e6),
+            false,
         )?);
     }
     // ... and against latency, one panel per bandwidth
@@ -301,6 +302,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
             ("latency (ms)", false),
             col("__bw").eq(lit(b)),
             col("__lat") * lit(1e3),
+            false,
         )?);
     }
     if panels.is_empty() {
@@ -311,7 +313,8 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
 
 /// A scaling figure: runs.csv column `y` against column `x` (both axes
 /// logarithmic when the spec asks), one panel per value of `panels`, seeds
-/// averaged; the `bound` column dashed beside each series.
+/// averaged; the `bound` column, the same for every series at an x (the
+/// time to read every model once), one dashed line.
 pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
     let panel = match &spec.panels {
@@ -337,14 +340,11 @@ pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>>
             (axis_label(&spec.x), spec.log_x),
             col("__panel").eq(lit(p.as_str())),
             col("__xv"),
+            true,
         )?);
     }
-    if panels.is_empty() {
-        bail!(
-            "a scaling figure needs completed runs at two or more values of `{}`",
-            spec.x
-        );
-    }
+    // none with fewer than two values of x (a one-size rerun): the
+    // caller draws no figure
     Ok(panels)
 }
 
@@ -372,8 +372,10 @@ fn completed(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
 
 /// One panel of a runs.csv figure: the runs of `done` that `keep`
 /// selects, `x` against y, seeds averaged, a series per value of the
-/// series key in `order` (and its bound dashed); `None` with fewer than
-/// two values of x.
+/// series key in `order` (and its bound dashed, or with `one_bound` the
+/// bound's mean over every series at each x as one line); `None` with
+/// fewer than two values of x.
+#[allow(clippy::too_many_arguments)]
 fn metric_panel(
     spec: &FigureSpec,
     done: &LazyFrame,
@@ -382,6 +384,7 @@ fn metric_panel(
     (x_label, log_x): (&str, bool),
     keep: Expr,
     x: Expr,
+    one_bound: bool,
 ) -> Result<Option<Panel>> {
     let points = done
         .clone()
@@ -435,7 +438,7 @@ fn metric_panel(
             band,
             dashed: false,
         });
-        if let Some(b) = &spec.bound {
+        if let Some(b) = spec.bound.as_ref().filter(|_| !one_bound) {
             series.push(Series {
                 label: format!("{name} ({})", bound_label(b)),
                 runs,
@@ -444,6 +447,33 @@ fn metric_panel(
                 dashed: true,
             });
         }
+    }
+    if let Some(column) = spec.bound.as_ref().filter(|_| one_bound) {
+        // every series' runs at an x, averaged
+        let mut at: Vec<(f64, f64, usize)> = Vec::new();
+        for (xi, bi) in x.iter().zip(&b) {
+            let (Some(xi), Some(bi)) = (*xi, bi.filter(|v| v.is_finite())) else {
+                continue;
+            };
+            match at.iter_mut().find(|(v, _, _)| *v == xi) {
+                Some((_, sum, k)) => {
+                    *sum += bi;
+                    *k += 1;
+                }
+                None => at.push((xi, bi, 1)),
+            }
+        }
+        at.sort_by(|a, b| a.0.total_cmp(&b.0));
+        series.push(Series {
+            label: bound_label(column).to_string(),
+            runs: n.iter().flatten().map(|&v| v as usize).sum(),
+            points: at
+                .into_iter()
+                .map(|(xi, sum, k)| (xi, sum / k as f64))
+                .collect(),
+            band: Vec::new(),
+            dashed: true,
+        });
     }
     Ok(Some(Panel {
         title,
@@ -1210,6 +1240,80 @@ mod tests {
                 .unwrap()
                 .contains("bandwidth (Mbit/s)")
         );
+    }
+
+    /// A scaling figure: a panel per value of the panel key, each series
+    /// y against x with seeds averaged and points in x order, and the bound
+    /// one dashed line averaged over the series at each x.
+    #[test]
+    fn scaling_figures_draw_y_against_x_with_one_reference() {
+        use crate::results::Cell;
+        let row = |alg: &str, bits: &str, n: &str, seed: &str, x: f64, t: f64, s: f64| RunRecord {
+            run_id: format!("{alg}{bits}{n}{seed}"),
+            point: [
+                ("algorithm", alg),
+                ("bits", bits),
+                ("workers", n),
+                ("seed", seed),
+            ]
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect(),
+            metrics: [("coordinates", x), ("iteration_s", t), ("stream_s", s)]
+                .iter()
+                .map(|(k, v)| ((*k).into(), Cell::Number(Some(*v))))
+                .chain([("status".into(), Cell::Text("completed".into()))])
+                .collect(),
+        };
+        let rows = vec![
+            row("moniqua", "1", "64", "0", 6.4e6, 0.004, 0.002),
+            row("moniqua", "1", "8", "0", 8e5, 0.0006, 0.0002),
+            row("moniqua", "1", "8", "1", 8e5, 0.0008, 0.0004),
+            row("d-psgd", "1", "8", "0", 8e5, 0.002, 0.0003),
+            row("d-psgd", "1", "64", "0", 6.4e6, 0.02, 0.002),
+            // one size only: no panel
+            row("moniqua", "8", "8", "0", 8e5, 0.001, 0.0003),
+        ];
+        let spec = FigureSpec {
+            kind: FigureKind::Scaling,
+            x: "coordinates".into(),
+            y: "iteration_s".into(),
+            bound: Some("stream_s".into()),
+            panels: Some("bits".into()),
+            series: "algorithm".into(),
+            smooth: 1,
+            log_y: true,
+            log_x: true,
+            x_range: None,
+            y_range: None,
+            targets: Vec::new(),
+            also_x: Vec::new(),
+        };
+        let p = scaling_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p[0].title, "bits = 1");
+        let labels: Vec<&str> = p[0].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["moniqua", "d-psgd", "reading every model once"]);
+        let close = |a: &[(f64, f64)], b: &[(f64, f64)]| {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|(p, q)| p.0 == q.0 && (p.1 - q.1).abs() < 1e-12)
+        };
+        assert!(
+            close(&p[0].series[0].points, &[(8e5, 0.0007), (6.4e6, 0.004)]),
+            "{p:?}"
+        );
+        assert!(
+            close(&p[0].series[1].points, &[(8e5, 0.002), (6.4e6, 0.02)]),
+            "{p:?}"
+        );
+        // 8e5: moniqua's seeds average 0.0003, d-psgd's 0.0003; 6.4e6: 0.002
+        assert!(
+            close(&p[0].series[2].points, &[(8e5, 0.0003), (6.4e6, 0.002)]),
+            "{p:?}"
+        );
+        assert!(p[0].series[2].dashed && p[0].log_x);
     }
 
     /// Decodes a PNG and checks its size, that it is mostly white (a

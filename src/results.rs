@@ -158,6 +158,7 @@ impl RunRecord {
                     ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
                     ("setup_s", Cell::Number(s.setup_s)),
                     ("metrics_s", Cell::Number(s.metrics_s)),
+                    ("summary_s", Cell::Number(s.summary_s)),
                     ("iteration_s", Cell::Number(s.iteration_s)),
                     ("stream_s", Cell::Number(s.stream_s)),
                     ("stream_ratio", Cell::Number(s.stream_ratio())),
@@ -229,7 +230,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 39] = [
+pub const METRICS: [&str; 40] = [
     "status",
     "final_loss",
     "train_loss",
@@ -249,6 +250,7 @@ pub const METRICS: [&str; 39] = [
     "wall_s",
     "setup_s",
     "metrics_s",
+    "summary_s",
     "iteration_s",
     "stream_s",
     "stream_ratio",

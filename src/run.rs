@@ -1177,7 +1177,17 @@ fn figure_panels(
             panels
         }
         manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
-        manifest::FigureKind::Scaling => plot::scaling_panels(spec, &RunsFrame::new(rows)?)?,
+        manifest::FigureKind::Scaling => {
+            let panels = plot::scaling_panels(spec, &RunsFrame::new(rows)?)?;
+            if panels.is_empty() {
+                crate::progress::note(&format!(
+                    "no figure: its runs have fewer than two values of `{}`",
+                    spec.x
+                ));
+                return Ok(None);
+            }
+            panels
+        }
     };
     Ok(Some((spec.clone(), panels)))
 }

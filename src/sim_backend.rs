@@ -62,6 +62,8 @@ pub struct Summary {
     /// (simulator runs).
     pub setup_s: Option<f64>,
     pub metrics_s: Option<f64>,
+    /// Of the metrics, seconds spent on the end-of-run summary.
+    pub summary_s: Option<f64>,
     /// Host seconds per iteration (simulator runs), and the seconds to
     /// read every worker's model once on the same threads, its reference.
     pub iteration_s: Option<f64>,
@@ -105,11 +107,11 @@ impl Summary {
         finite(self.iteration_s? / self.stream_s?)
     }
 
-    /// The share of the run's host time spent outside the iterations:
-    /// set-up and metrics (simulator runs).
+    /// The share of the run's host time spent setting it up and
+    /// summarizing it at its end (simulator runs); the metrics between
+    /// iterations are `metrics_s` less `summary_s`.
     pub fn overhead(&self) -> Option<f64> {
-        let (setup, metrics) = (self.setup_s?, self.metrics_s?);
-        finite((setup + metrics) / self.wall_s)
+        finite((self.setup_s? + self.summary_s?) / self.wall_s)
     }
 
     /// The resident memory the run added at its peak over what the plan
@@ -379,6 +381,7 @@ pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
         degree,
         threads: threads(p).min(p.workers.max(1)),
         momentum: p.momentum > 0.0,
+        separable: matches!(p.objective.as_str(), "quadratic" | "theorem1"),
         objective,
     }))
 }
@@ -402,6 +405,14 @@ impl PeakMeter {
         use std::sync::atomic::Ordering::SeqCst;
         let alone = IN_FLIGHT.fetch_add(1, SeqCst) == 0;
         let generation = STARTED.fetch_add(1, SeqCst) + 1;
+        // what earlier runs freed goes back to the kernel first, so the
+        // base is this process's live memory and the run's peak its own
+        #[cfg(target_env = "gnu")]
+        #[allow(unsafe_code)]
+        // SAFETY: malloc_trim only returns free heap pages to the kernel
+        unsafe {
+            libc::malloc_trim(0);
+        }
         let base = repro_runlog::reset_peak_rss()
             .then(|| repro_runlog::resident_bytes("VmRSS"))
             .flatten();
@@ -557,14 +568,24 @@ fn simulate<'r>(
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let iterations_s = started.elapsed().as_secs_f64() - steps.metrics_s;
     let summing = Instant::now();
-    let final_loss = objective.loss(&sim.average_model());
-    let subopt = fstar.map(|f| objective.loss_f64(&sim.average_model()) - f);
+    // the last iteration's evaluation already averaged the models
+    let (avg, consensus) = match steps.last_eval {
+        Some(last) => last,
+        None => {
+            let avg = sim.average_model();
+            let consensus = sim.consensus_distance_to(&avg);
+            (avg, consensus)
+        }
+    };
+    let final_loss = objective.loss(&avg);
+    let subopt = fstar.map(|f| objective.loss_f64(&avg) - f);
     let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
+    let summary_s = summing.elapsed().as_secs_f64();
     let metrics = Metrics {
         final_loss: finite(final_loss),
         local_loss: finite(local_loss),
         grad_norm_sq: steps.grad_norm_sq.and_then(finite),
-        consensus: finite(sim.consensus_distance()),
+        consensus: finite(consensus),
         bytes_sent: sim.total_bytes(),
         hash_failures: steps.hash_failures,
         recovery_over_bound: steps.recovery.map(|r| r.0),
@@ -572,7 +593,8 @@ fn simulate<'r>(
         subopt: subopt.and_then(finite),
         setup_s: Some(setup_s),
         iterations_s: Some(iterations_s),
-        metrics_s: Some(steps.metrics_s + summing.elapsed().as_secs_f64()),
+        metrics_s: Some(steps.metrics_s + summary_s),
+        summary_s: Some(summary_s),
         // the median of three reads of every model, after the metrics
         stream_s: {
             let mut t: Vec<f64> = (0..3).map(|_| sim.stream_time()).collect();
@@ -658,6 +680,9 @@ struct Steps {
     recovery: Option<(f64, u64, u64)>,
     /// Host seconds spent computing metrics between iterations.
     metrics_s: f64,
+    /// The evaluation after the last iteration: the averaged model and
+    /// the consensus distance, which the summary reuses.
+    last_eval: Option<(Vec<f32>, f64)>,
 }
 
 /// Runs the iterations, logging a step record every `log_every`; stops at
@@ -685,6 +710,7 @@ fn iterate(
         hash_failures: 0,
         recovery: None,
         metrics_s: 0.0,
+        last_eval: None,
     };
     for k in 0..p.iterations {
         // Ctrl-C and SIGTERM stop a run between iterations
@@ -750,6 +776,7 @@ fn iterate(
         let done = k + 1;
         if eval_gap.is_some_and(|g| done % g == 0) || done == p.iterations {
             let avg = sim.average_model();
+            let consensus = sim.consensus_distance_to(&avg);
             let objective = sim.objective().loss_f64(&avg);
             let eval = repro_runlog::Eval {
                 iteration: done,
@@ -759,13 +786,16 @@ fn iterate(
                 test_accuracy: None,
                 avg_test_loss: None,
                 avg_test_accuracy: None,
-                consensus_distance: finite(sim.consensus_distance()),
+                consensus_distance: finite(consensus),
                 val_loss: None,
                 val_accuracy: None,
                 objective: finite(objective),
                 subopt: fstar.and_then(|f| finite(objective - f)),
             };
             write_record(&mut *log, &Record::Eval(eval))?;
+            if done == p.iterations {
+                out.last_eval = Some((avg, consensus));
+            }
         }
         out.metrics_s += measuring.elapsed().as_secs_f64();
     }
@@ -814,6 +844,7 @@ pub fn summarize(
         wall_s,
         setup_s: m.setup_s,
         metrics_s: m.metrics_s,
+        summary_s: m.summary_s,
         iteration_s: m
             .iterations_s
             .zip(end.map(|e| match e.status {

@@ -1034,6 +1034,7 @@ fn summarize(
         wall_s,
         setup_s: None,
         metrics_s: None,
+        summary_s: None,
         iteration_s: None,
         stream_s: None,
         memory_mb: None,

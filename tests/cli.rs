@@ -640,6 +640,65 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
     assert_eq!(repro(&["frobnicate"]).status.code(), Some(2));
 }
 
+/// `sim-scale` through the driver: every run records its time per
+/// iteration against reading every model once, and the resident memory it
+/// added at its peak is within a quarter of what the plan expected; a run
+/// that needs more than `--max-memory` is refused before anything runs,
+/// with what it needs, and the others still run.
+#[test]
+fn a_simulator_run_measures_its_peak_memory() {
+    let out = temp_out("sim-memory");
+    // 32 workers of 200k coordinates: one copy of every model is 25.6 MB
+    let o = repro(&[
+        "run",
+        "sim-scale",
+        "--scale",
+        "cpu",
+        "grid.workers=[32]",
+        "grid.dim=[200000]",
+        "scales.cpu.iterations=4",
+        "params.threads=2",
+        "--max-memory",
+        "0.1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 4, "{stderr}");
+    let number = |r: &std::collections::HashMap<String, String>, k: &str| -> f64 {
+        r[k].parse().unwrap_or_else(|_| panic!("{k} = {:?}", r[k]))
+    };
+    for r in &runs {
+        let what = format!("{} at {} bits", r["algorithm"], r["bits"]);
+        if r["algorithm"] == "choco" {
+            // per worker the model, x^ and s, and the step CHOCO's send
+            // reads (4 x 25.6 MB), per thread two scratch vectors, once the
+            // 11 targets and their means (14 x 0.8 MB), and the 1-bit frames
+            assert_eq!(r["status"], "refused", "{what}");
+            assert!(
+                (number(r, "memory_mb") - 117.63).abs() < 0.01,
+                "{what}: {r:?}"
+            );
+            assert!(stderr.contains("would need 0.1 GB"), "{stderr}");
+            continue;
+        }
+        assert_eq!(r["status"], "completed", "{what}: {stderr}");
+        assert!(number(r, "iteration_s") > 0.0 && number(r, "stream_s") > 0.0);
+        assert!(number(r, "stream_ratio") > 1.0, "{what}: {r:?}");
+        assert_eq!(number(r, "coordinates"), 32.0 * 200_000.0);
+        let ratio = number(r, "peak_over_memory");
+        assert!(
+            (0.75..=1.25).contains(&ratio),
+            "{what}: peak / planned {ratio}: {r:?}"
+        );
+    }
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("refused: needs 0.1 GB"), "{table}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn a_failing_run_is_reported_and_the_others_still_run() {
     let out = temp_out("failing");

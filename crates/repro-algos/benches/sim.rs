@@ -47,32 +47,19 @@ fn spec(name: &str, bits: u32, hash: bool) -> AlgorithmSpec {
     }
 }
 
-/// Seconds to read every worker's model once, split over `threads` threads.
-fn stream_time(sim: &Simulator<'_>, n: usize, threads: usize) -> f64 {
-    let models: Vec<&[f32]> = (0..n).map(|i| sim.model(i)).collect();
-    let sum = |range: std::ops::Range<usize>| {
-        let mut lanes = [0.0f32; 16];
-        for model in &models[range] {
-            for chunk in model.chunks_exact(16) {
-                for (l, &v) in lanes.iter_mut().zip(chunk) {
-                    *l += v;
-                }
+/// Seconds to read every worker's model once on one thread (on every core
+/// it is `Simulator::stream_time`, the reference `repro run` records).
+fn stream_time_one_thread(sim: &Simulator<'_>, n: usize) -> f64 {
+    let t = Instant::now();
+    let mut lanes = [0.0f32; 16];
+    for i in 0..n {
+        for chunk in sim.model(i).chunks_exact(16) {
+            for (l, &v) in lanes.iter_mut().zip(chunk) {
+                *l += v;
             }
         }
-        black_box(lanes);
-    };
-    let t = Instant::now();
-    if threads == 1 {
-        sum(0..n);
-    } else {
-        let per = n.div_ceil(threads);
-        std::thread::scope(|s| {
-            for c in 0..threads {
-                let sum = &sum;
-                s.spawn(move || sum(c * per..((c + 1) * per).min(n)));
-            }
-        });
     }
+    black_box(lanes);
     t.elapsed().as_secs_f64()
 }
 
@@ -202,8 +189,10 @@ fn main() {
                 let t = Instant::now();
                 sim.step().unwrap();
                 steps.push(t.elapsed().as_secs_f64());
-                one.push(stream_time(&sim, n, 1));
-                all.push(stream_time(&sim, n, cores.min(n)));
+                one.push(stream_time_one_thread(&sim, n));
+                // the reference `repro run` records (`stream_s`), on the
+                // simulator's own threads
+                all.push(sim.stream_time());
                 update.push(update_time(&mut buf, cores.min(n), black_box(1.0)));
             }
             let ratio =

@@ -123,10 +123,146 @@ multiversion! {
     fn sgd_kernel / sgd_at(lr: f32, wd: f32, beta: f32, x: &[f32], g: &mut [f32], m: &mut [f32]) -> () = sgd_impl;
 }
 
+/// Partial sums of [`squared_distance`] and [`squared_distance64`]: lane
+/// `l` sums coordinates `l, l + 16, ...` in increasing order.
+const DISTANCE_LANES: usize = 16;
+
+/// `sum_j (x_j - m_j)^2`, each difference taken in f32 (a quadratic's f32
+/// gradient `x - m`) and squared and summed in f64, in
+/// [`DISTANCE_LANES`] lanes added up in order at the end.
+///
+/// # Panics
+/// If `x` and `m` differ in length.
+pub fn squared_distance(x: &[f32], m: &[f32]) -> f64 {
+    assert_eq!(x.len(), m.len(), "distance between vectors of two lengths");
+    distance_kernel(x, m)
+}
+
+/// `sum_j (x_j - m_j)^2` in f64 against an f64 `m`, in the same lanes.
+///
+/// # Panics
+/// If `x` and `m` differ in length.
+pub fn squared_distance64(x: &[f32], m: &[f64]) -> f64 {
+    assert_eq!(x.len(), m.len(), "distance between vectors of two lengths");
+    distance64_kernel(x, m)
+}
+
+#[inline(always)]
+fn distance_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f32]) -> f64 {
+    let mut lanes = [0.0f64; DISTANCE_LANES];
+    let (xs, ms) = (
+        x.chunks_exact(DISTANCE_LANES),
+        m.chunks_exact(DISTANCE_LANES),
+    );
+    let (xr, mr) = (xs.remainder(), ms.remainder());
+    for (xc, mc) in xs.zip(ms) {
+        for ((l, &xi), &mi) in lanes.iter_mut().zip(xc).zip(mc) {
+            let g = f64::from(xi - mi);
+            *l += g * g;
+        }
+    }
+    for ((l, &xi), &mi) in lanes.iter_mut().zip(xr).zip(mr) {
+        let g = f64::from(xi - mi);
+        *l += g * g;
+    }
+    lanes.iter().sum()
+}
+
+#[inline(always)]
+fn distance64_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f64]) -> f64 {
+    let mut lanes = [0.0f64; DISTANCE_LANES];
+    let (xs, ms) = (
+        x.chunks_exact(DISTANCE_LANES),
+        m.chunks_exact(DISTANCE_LANES),
+    );
+    let (xr, mr) = (xs.remainder(), ms.remainder());
+    for (xc, mc) in xs.zip(ms) {
+        for ((l, &xi), &mi) in lanes.iter_mut().zip(xc).zip(mc) {
+            let g = f64::from(xi) - mi;
+            *l += g * g;
+        }
+    }
+    for ((l, &xi), &mi) in lanes.iter_mut().zip(xr).zip(mr) {
+        let g = f64::from(xi) - mi;
+        *l += g * g;
+    }
+    lanes.iter().sum()
+}
+
+multiversion! {
+    /// [`squared_distance`] at the best level.
+    fn distance_kernel / distance_at(x: &[f32], m: &[f32]) -> f64 = distance_impl;
+}
+multiversion! {
+    /// [`squared_distance64`] at the best level.
+    fn distance64_kernel / distance64_at(x: &[f32], m: &[f64]) -> f64 = distance64_impl;
+}
+
+/// A copy of `x0` for a worker's model, its memory advised for
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`) before the copy
+/// touches it. A hint: where the kernel has huge pages for advised memory
+/// (`/sys/kernel/mm/transparent_hugepage/enabled` says `madvise` or
+/// `always`) a large model is faulted in 2 MiB at a time instead of 4 KiB,
+/// which at 1024 workers of a million coordinates is most of a run's
+/// set-up, and its pages cost the simulator's block-major passes fewer TLB
+/// misses; elsewhere the advice is refused and nothing changes.
+pub fn model_copy(x0: &[f32]) -> Vec<f32> {
+    let mut x = Vec::with_capacity(x0.len());
+    advise_huge_pages(x.as_ptr() as usize, x.capacity() * 4);
+    x.extend_from_slice(x0);
+    x
+}
+
+/// `madvise(MADV_HUGEPAGE)` on the whole 2 MiB pages inside `len` bytes at
+/// `start` (none for less than two); the result is ignored: it is advice.
+#[allow(unsafe_code)]
+fn advise_huge_pages(start: usize, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let (from, to) = (
+        (start + HUGE - 1) & !(HUGE - 1),
+        (start + len) & !(HUGE - 1),
+    );
+    if cfg!(target_os = "linux") && to > from {
+        // SAFETY: the range lies inside an allocation this process owns, and
+        // MADV_HUGEPAGE changes how its pages are backed, never its contents
+        unsafe {
+            libc::madvise(from as *mut libc::c_void, to - from, libc::MADV_HUGEPAGE);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use repro_simd::levels;
+
+    #[test]
+    fn distances_sum_in_sixteen_lanes_on_every_level() {
+        for d in [1usize, 15, 16, 17, 1001] {
+            let m: Vec<f32> = (0..d).map(|i| (i as f32 * 0.7).sin()).collect();
+            let m64: Vec<f64> = m.iter().map(|&v| f64::from(v) * 1.1).collect();
+            let x: Vec<f32> = (0..d).map(|i| (i as f32 * 1.3).cos() * 3.0).collect();
+            let (mut want, mut want64) = ([0.0f64; 16], [0.0f64; 16]);
+            for j in 0..d {
+                let g = f64::from(x[j] - m[j]);
+                want[j % 16] += g * g;
+                want64[j % 16] += (f64::from(x[j]) - m64[j]).powi(2);
+            }
+            let (want, want64): (f64, f64) = (want.iter().sum(), want64.iter().sum());
+            for level in levels() {
+                assert_eq!(
+                    distance_at(level, &x, &m).to_bits(),
+                    want.to_bits(),
+                    "{level:?} d = {d}"
+                );
+                assert_eq!(
+                    distance64_at(level, &x, &m64).to_bits(),
+                    want64.to_bits(),
+                    "{level:?} d = {d}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn residual_sums_in_sixty_four_lanes_on_every_level() {

@@ -56,6 +56,10 @@ pub struct Shape {
     pub degree: usize,
     pub threads: usize,
     pub momentum: bool,
+    /// The objective is separable (the quadratics): the workers that can
+    /// (D-PSGD at full precision, Moniqua without a hash) run a block at a
+    /// time and borrow no model-long scratch.
+    pub separable: bool,
     /// Bytes the objective holds.
     pub objective: u64,
 }
@@ -150,14 +154,20 @@ impl AlgorithmSpec {
         let vector = 4 * shape.dim as u64;
         let (kept, borrowed) = self.vectors(shape.degree);
         let fused = self.sends_without_step();
+        let blockwise = shape.separable
+            && match self {
+                AlgorithmSpec::DPsgd => true,
+                AlgorithmSpec::Moniqua { codec, .. } => !codec.hash,
+                _ => false,
+            };
+        let borrowed = if blockwise { 0 } else { borrowed };
         // fused: the frame sent and the next one, encoded early; else the
         // frame and the step, which `send` reads
         let frames = self.frame_bytes(shape.dim) * if fused { 2 } else { 1 };
         let optimizer = vector * (u64::from(shape.momentum) + u64::from(!fused));
         // a fused worker that is not a block at a time takes its step from
         // the thread's scratch
-        let whole_step =
-            fused && !matches!(self, AlgorithmSpec::Moniqua { codec, .. } if !codec.hash);
+        let whole_step = fused && !blockwise;
         Footprint {
             workers: shape.workers as u64,
             threads: shape.threads.max(1) as u64,
@@ -241,6 +251,7 @@ mod tests {
             degree: 2,
             threads: 2,
             momentum: false,
+            separable: true,
             objective: 14 * 4_000_000,
         };
         let moniqua = AlgorithmSpec::Moniqua {

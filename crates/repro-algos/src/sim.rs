@@ -146,18 +146,34 @@ impl<'o> Simulator<'o> {
                 objective.workers()
             )));
         }
-        let mut lanes = (0..n)
-            .map(|i| {
-                Ok(Lane {
-                    worker: spec.build(i, &topology, cfg.seed, x0)?,
-                    rng: Rng::new(cfg.seed, 1000 + i as u64),
-                    momentum: Vec::new(),
-                    delta: Vec::new(),
-                    next: Vec::new(),
-                    next_sent: false,
-                })
+        // threads only pay off when a phase has real work
+        let threads = if n * d >= 1 << 16 {
+            std::thread::available_parallelism()
+                .map_or(1, |p| p.get())
+                .min(n)
+        } else {
+            1
+        };
+        let pool = thread_pool(threads)?;
+        // each worker's buffers are allocated and first touched on the
+        // pool's threads
+        let lane = |i: usize| {
+            Ok(Lane {
+                worker: spec.build(i, &topology, cfg.seed, x0)?,
+                rng: Rng::new(cfg.seed, 1000 + i as u64),
+                momentum: Vec::new(),
+                delta: Vec::new(),
+                next: Vec::new(),
+                next_sent: false,
             })
-            .collect::<Result<Vec<Lane>, AlgoError>>()?;
+        };
+        let mut lanes = match &pool {
+            Some(pool) => {
+                use rayon::prelude::*;
+                pool.install(|| (0..n).into_par_iter().map(lane).collect())
+            }
+            None => (0..n).map(lane).collect::<Result<Vec<Lane>, AlgoError>>(),
+        }?;
         let fused = lanes.iter().all(|l| !l.worker.send_reads_delta());
         for lane in &mut lanes {
             if cfg.sgd.momentum > 0.0 {
@@ -172,15 +188,6 @@ impl<'o> Simulator<'o> {
                 lane.worker.start_theta_warmup();
             }
         }
-        // threads only pay off when a phase has real work
-        let threads = if n * d >= 1 << 16 {
-            std::thread::available_parallelism()
-                .map_or(1, |p| p.get())
-                .min(n)
-        } else {
-            1
-        };
-        let pool = thread_pool(threads)?;
         Ok(Self {
             objective,
             lanes,
@@ -372,22 +379,46 @@ impl<'o> Simulator<'o> {
         self.lanes[i].worker.model()
     }
 
-    /// `x_bar = 1/n sum_i x_i`.
+    /// `x_bar = 1/n sum_i x_i`: [`average`]'s values, a chunk of
+    /// coordinates per task on the simulator's threads.
     pub fn average_model(&self) -> Vec<f32> {
-        average(
-            self.lanes.iter().map(|l| l.worker.model()),
-            self.objective.dim(),
-        )
+        use rayon::prelude::*;
+        const CHUNK: usize = 4096;
+        let models: Vec<&[f32]> = self.lanes.iter().map(|l| l.worker.model()).collect();
+        let n = models.len() as f32;
+        let mut avg = vec![0.0f32; self.objective.dim()];
+        // every coordinate sums the workers in worker order, as `average` does
+        let fill = |(c, chunk): (usize, &mut [f32])| {
+            let at = c * CHUNK;
+            for model in &models {
+                for (a, &x) in chunk.iter_mut().zip(&model[at..]) {
+                    *a += x / n;
+                }
+            }
+        };
+        match &self.pool {
+            Some(pool) => pool.install(|| avg.par_chunks_mut(CHUNK).enumerate().for_each(fill)),
+            None => avg.chunks_mut(CHUNK).enumerate().for_each(fill),
+        }
+        avg
     }
 
     /// `max_i |x_i - x_bar|_inf`.
     pub fn consensus_distance(&self) -> f64 {
-        let avg = self.average_model();
+        self.consensus_distance_to(&self.average_model())
+    }
+
+    /// `max_i |x_i - avg|_inf`, for an `avg` already computed. A maximum
+    /// is the same in any order, so it is taken in 8 lanes.
+    pub fn consensus_distance_to(&self, avg: &[f32]) -> f64 {
         self.per_worker(|x| {
-            x.iter()
-                .zip(&avg)
-                .map(|(x, a)| f64::from((x - a).abs()))
-                .fold(0.0, f64::max)
+            let mut lanes = [0.0f32; 8];
+            for (xc, ac) in x.chunks(8).zip(avg.chunks(8)) {
+                for ((l, &x), &a) in lanes.iter_mut().zip(xc).zip(ac) {
+                    *l = l.max((x - a).abs());
+                }
+            }
+            lanes.iter().fold(0.0f64, |m, &l| m.max(f64::from(l)))
         })
         .into_iter()
         .fold(0.0, f64::max)
@@ -400,11 +431,7 @@ impl<'o> Simulator<'o> {
 
     /// `|grad f(x_i)|^2` of every worker's model, in worker order.
     pub fn grad_norms_sq(&self) -> Vec<f64> {
-        self.per_worker(|x| {
-            let mut g = vec![0.0f32; x.len()];
-            self.objective.full_gradient(x, &mut g);
-            g.iter().map(|&v| f64::from(v) * f64::from(v)).sum()
-        })
+        self.per_worker(|x| self.objective.gradient_norm_sq(x))
     }
 
     /// Seconds to read every worker's model once on the simulator's
@@ -438,12 +465,12 @@ impl<'o> Simulator<'o> {
         }
     }
 
-    /// `max over edges (i, j) of |x_i - x_j|_inf`: what Moniqua's theta bounds.
     /// Lemma 2 on this iteration's frames: every worker recovers each
     /// neighbour's frame (encoded from the neighbour's model as its next
     /// `send` would) against its own model, and the recovery is compared
     /// with the neighbour's true model. None for algorithms without modulo
-    /// recovery.
+    /// recovery. On the caller's thread: a worker's `recover` borrows it,
+    /// and workers are `Send`, not `Sync`.
     pub fn recovery(&self) -> Result<Option<Recovery>, AlgoError> {
         let d = self.objective.dim();
         let (mut frame, mut out) = (Vec::new(), vec![0.0f32; d]);
@@ -483,6 +510,7 @@ impl<'o> Simulator<'o> {
         self.cfg.lr = lr;
     }
 
+    /// `max over edges (i, j) of |x_i - x_j|_inf`: what Moniqua's theta bounds.
     pub fn neighbour_distance(&self) -> f64 {
         let mut worst = 0.0f64;
         for i in 0..self.lanes.len() {

@@ -10,6 +10,22 @@ pub struct FullPrecision {
     pub compression: Compression,
 }
 
+/// A full-precision frame's header before its body is known.
+fn header(len: u32, iteration: u64, sender: u32) -> FrameHeader {
+    FrameHeader {
+        kind: Kind::F32,
+        bits: 32,
+        len,
+        bucket: 0,
+        iteration,
+        sender,
+        modulus: 0.0,
+        hash: None,
+        compressed: false,
+        body_len: 0,
+    }
+}
+
 impl FullPrecision {
     /// Bytes of one frame for `len` values, before entropy coding.
     pub fn frame_len(&self, len: usize) -> usize {
@@ -30,20 +46,65 @@ impl FullPrecision {
         for (dst, v) in out[start..].chunks_exact_mut(4).zip(x) {
             dst.copy_from_slice(&v.to_le_bytes());
         }
-        let header = FrameHeader {
-            kind: Kind::F32,
-            bits: 32,
-            len,
-            bucket: 0,
-            iteration,
-            sender,
-            modulus: 0.0,
-            hash: None,
-            compressed: false,
-            body_len: 0,
-        };
         Ok(Encoded {
-            header: frame::finish_frame(out, header, self.compression)?,
+            header: frame::finish_frame(out, header(len, iteration, sender), self.compression)?,
+        })
+    }
+
+    /// The body of a full-precision frame of `len` values (its f32 values,
+    /// little-endian), checked as [`decode`](Self::decode) checks the
+    /// frame; `None` for a compressed body, which a caller decodes whole.
+    pub fn body<'a>(&self, bytes: &'a [u8], len: usize) -> Result<Option<&'a [u8]>, CodecError> {
+        let frame = frame::open_frame(
+            bytes,
+            &Expect {
+                kind: Kind::F32,
+                bits: 32,
+                len,
+                modulus: None,
+                bucket: None,
+            },
+        )?;
+        Ok(match frame.body {
+            std::borrow::Cow::Borrowed(body) => Some(body),
+            std::borrow::Cow::Owned(_) => None,
+        })
+    }
+
+    /// Starts a frame of `len` values in `out` that [`put`](Self::put)
+    /// fills a block at a time and [`finish`](Self::finish) closes: the
+    /// bytes [`encode`](Self::encode) writes. `false` (nothing done) when
+    /// the frame is compressed, which needs the whole body.
+    pub fn begin(&self, out: &mut Vec<u8>, len: usize) -> bool {
+        if self.compression != Compression::None {
+            return false;
+        }
+        frame::begin_frame(out, 4 * len);
+        true
+    }
+
+    /// Writes values `at..at + x.len()` of a frame [`begin`](Self::begin) started.
+    pub fn put(out: &mut [u8], at: usize, x: &[f32]) {
+        let body = &mut out[frame::HEADER_LEN + 4 * at..frame::HEADER_LEN + 4 * (at + x.len())];
+        for (dst, v) in body.chunks_exact_mut(4).zip(x) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+
+    /// Closes a frame of `len` values whose every block was [`put`](Self::put).
+    pub fn finish(
+        &self,
+        out: &mut Vec<u8>,
+        len: usize,
+        iteration: u64,
+        sender: u32,
+    ) -> Result<Encoded, CodecError> {
+        Ok(Encoded {
+            header: frame::finish_frame(
+                out,
+                header(frame::value_count(len)?, iteration, sender),
+                self.compression,
+            )?,
         })
     }
 
@@ -82,5 +143,29 @@ mod tests {
         for (a, b) in x.iter().zip(&out) {
             assert_eq!(a.to_bits(), b.to_bits());
         }
+    }
+
+    /// A frame written a block at a time is the frame `encode` writes, and
+    /// its body is the values; a compressed frame is not written in blocks.
+    #[test]
+    fn a_frame_in_blocks_is_the_whole_frame() {
+        let x: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.3).sin()).collect();
+        let full = FullPrecision::default();
+        let mut whole = Vec::new();
+        full.encode(&x, 7, 3, &mut whole).unwrap();
+        let mut blocks = vec![0xAA; 5];
+        assert!(full.begin(&mut blocks, x.len()));
+        for at in (0..x.len()).step_by(128) {
+            FullPrecision::put(&mut blocks, at, &x[at..(at + 128).min(x.len())]);
+        }
+        full.finish(&mut blocks, x.len(), 7, 3).unwrap();
+        assert_eq!(whole, blocks);
+        let body = full.body(&whole, x.len()).unwrap().unwrap();
+        assert_eq!(&body[4..8], &x[1].to_le_bytes());
+        assert!(full.body(&whole, x.len() + 1).is_err(), "length checked");
+        let zstd = FullPrecision {
+            compression: Compression::zstd(3).unwrap(),
+        };
+        assert!(!zstd.begin(&mut blocks, x.len()));
     }
 }

@@ -558,6 +558,9 @@ pub struct Metrics {
     pub iterations_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics_s: Option<f64>,
+    /// Of `metrics_s`, the seconds of this end record's numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_s: Option<f64>,
     /// Seconds to read every worker's model once on the run's threads,
     /// measured after the iterations: the reference an iteration's time
     /// is held against.

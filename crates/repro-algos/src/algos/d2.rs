@@ -52,7 +52,7 @@ impl D2 {
         let mixing = topology.slack(gamma)?;
         Ok(Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             exchange,
             self_weight: mixing.self_weight(rank) as f32,
             weights: mixing.neighbours(rank).to_vec(),

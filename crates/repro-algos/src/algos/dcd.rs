@@ -28,7 +28,7 @@ impl Dcd {
         let weights = topology.neighbours(rank).to_vec();
         Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             compressor,
             self_weight: topology.self_weight(rank) as f32,
             replicas: vec![x0.to_vec(); weights.len()],

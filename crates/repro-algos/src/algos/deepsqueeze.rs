@@ -37,7 +37,7 @@ impl DeepSqueeze {
         }
         Ok(Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             compressor,
             gamma: gamma as f32,
             self_weight: topology.self_weight(rank) as f32,

@@ -3,8 +3,16 @@
 //! `x_i <- W_ii x_i + sum_{j != i} W_ij Q(x_j) - delta_i`. With `Q` the
 //! identity (full precision) this is D-PSGD; with a quantizer, Theorem 1
 //! shows it cannot converge on `|x - delta/2|^2 / 2` with the grid `delta Z`.
+//!
+//! At full precision (D-PSGD) a worker also runs its iteration a block of
+//! coordinates at a time ([`Blockwise`]): the neighbours' values read
+//! straight from their frames' bodies, the update in place, the next frame
+//! written from the updated block while it is in cache; the same arithmetic
+//! in the same order as `receive` and `send`.
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use repro_codec::{DitherTable, FullPrecision, Prefetch};
+
+use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
@@ -22,7 +30,7 @@ impl NaiveQuantized {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
         Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             compressor,
             self_weight: topology.self_weight(rank) as f32,
             weights: topology.neighbours(rank).to_vec(),
@@ -71,5 +79,116 @@ impl Worker for NaiveQuantized {
 
     fn extra_memory(&self) -> usize {
         0
+    }
+
+    fn blockwise(&mut self) -> Option<&mut dyn Blockwise> {
+        Some(self)
+    }
+}
+
+impl NaiveQuantized {
+    /// The full-precision codec, when the frames carry f32 values.
+    fn full(&self) -> Option<FullPrecision> {
+        match &self.compressor {
+            Compressor::Full(full) => Some(*full),
+            _ => None,
+        }
+    }
+}
+
+/// Coordinates the block update accumulates at a time, on the stack.
+const LANE_CHUNK: usize = 256;
+
+impl Blockwise for NaiveQuantized {
+    fn begin(
+        &mut self,
+        _k: u64,
+        inbox: &[(usize, &[u8])],
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<bool, AlgoError> {
+        // quantized frames, and compressed ones, are decoded whole
+        let Some(full) = self.full() else {
+            return Ok(false);
+        };
+        for &(from, bytes) in inbox {
+            weight_of(&self.weights, self.rank, from)?;
+            if full.body(bytes, self.x.len())?.is_none() {
+                return Ok(false);
+            }
+        }
+        if let Some(next) = next
+            && !full.begin(next, self.x.len())
+        {
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn fill_dither(&self, _k: u64, _at: usize, _len: usize, _tables: &mut [DitherTable; 2]) {}
+
+    fn block(
+        &mut self,
+        _k: u64,
+        inbox: &[(usize, &[u8])],
+        at: usize,
+        len: usize,
+        local_step: &mut dyn FnMut(&[f32], &mut [f32]),
+        scratch: &mut [f32],
+        _tables: &[DitherTable; 2],
+        next: Option<&mut Vec<u8>>,
+        _prefetch: Prefetch,
+    ) -> Result<(), AlgoError> {
+        let x = self.x.get_mut(at..at + len).ok_or_else(|| {
+            AlgoError::Invalid(format!("block {at}..{} past the model", at + len))
+        })?;
+        let have = scratch.len();
+        let delta = scratch.get_mut(..len).ok_or_else(|| {
+            AlgoError::Invalid(format!("scratch of {have} values for a block of {len}"))
+        })?;
+        local_step(x, delta);
+        // (W_ij, the block's bytes) in inbox order; `begin` checked the frames
+        let mut neighbours = Vec::with_capacity(inbox.len());
+        for &(from, bytes) in inbox {
+            let w = weight_of(&self.weights, self.rank, from)?;
+            let start = repro_codec::frame::HEADER_LEN + 4 * at;
+            neighbours.push((w, &bytes[start..start + 4 * len]));
+        }
+        // receive's arithmetic: acc = W_ii x, acc += W_ij x_j in inbox
+        // order, x = acc - delta
+        let mut acc = [0.0f32; LANE_CHUNK];
+        for c in (0..len).step_by(LANE_CHUNK) {
+            let m = LANE_CHUNK.min(len - c);
+            let (acc, xs, ds) = (&mut acc[..m], &mut x[c..c + m], &delta[c..c + m]);
+            for (a, &xi) in acc.iter_mut().zip(xs.iter()) {
+                *a = self.self_weight * xi;
+            }
+            for &(w, body) in &neighbours {
+                for (a, v) in acc.iter_mut().zip(body[4 * c..4 * (c + m)].chunks_exact(4)) {
+                    *a += w * f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+                }
+            }
+            for ((xi, &a), &d) in xs.iter_mut().zip(acc.iter()).zip(ds) {
+                *xi = a - d;
+            }
+        }
+        if let Some(next) = next {
+            FullPrecision::put(next, at, x);
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        k: u64,
+        next: Option<&mut Vec<u8>>,
+    ) -> Result<(Received, bool), AlgoError> {
+        let sent = match (next, self.full()) {
+            (Some(next), Some(full)) => {
+                full.finish(next, self.x.len(), k + 1, self.rank as u32)?;
+                true
+            }
+            _ => false,
+        };
+        Ok((Received::default(), sent))
     }
 }

@@ -31,7 +31,7 @@ impl Ecd {
         let weights = topology.neighbours(rank).to_vec();
         Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             compressor,
             self_weight: topology.self_weight(rank) as f32,
             own_estimate: x0.to_vec(),

@@ -26,7 +26,7 @@ impl QuantizedGradient {
             rank,
             n,
             compressor,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             own: vec![0.0; x0.len()],
             sum: vec![0.0; x0.len()],
             scratch: vec![0.0; x0.len()],

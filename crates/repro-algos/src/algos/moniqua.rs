@@ -64,7 +64,7 @@ impl Moniqua {
         let slack = topology.slack(gamma)?;
         Ok(Self {
             rank,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             codec: MoniquaCodec::new(config, seed)?,
             config: config.clone(),
             seed,

@@ -56,7 +56,7 @@ impl Periodic {
             n,
             period,
             compressor,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             x_sync: x0.to_vec(),
             acc: vec![0.0; x0.len()],
             scratch: vec![0.0; x0.len()],

@@ -30,7 +30,7 @@ impl Rotating {
             rank,
             n,
             chunks,
-            x: x0.to_vec(),
+            x: crate::flat::model_copy(x0),
             sum: Vec::new(),
             scratch: Vec::new(),
         })
