@@ -406,11 +406,20 @@ impl PeakMeter {
         let alone = IN_FLIGHT.fetch_add(1, SeqCst) == 0;
         let generation = STARTED.fetch_add(1, SeqCst) + 1;
         // what earlier runs freed goes back to the kernel first, so the
-        // base is this process's live memory and the run's peak its own
+        // base is this process's live memory and the run's peak its own;
+        // and buffers of 1 MiB or more are mapped and unmapped whole
+        // (glibc otherwise raises that threshold to the largest buffer
+        // freed, and a run's models then stay resident after it, in heaps
+        // the next run inherits)
         #[cfg(target_env = "gnu")]
         #[allow(unsafe_code)]
-        // SAFETY: malloc_trim only returns free heap pages to the kernel
+        // SAFETY: mallopt and malloc_trim change how the allocator gets and
+        // returns pages, never what an allocation holds
         unsafe {
+            static FIXED: std::sync::Once = std::sync::Once::new();
+            FIXED.call_once(|| {
+                libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+            });
             libc::malloc_trim(0);
         }
         let base = repro_runlog::reset_peak_rss()
@@ -524,9 +533,11 @@ fn simulate<'r>(
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
     };
+    // before the clock starts: returning what earlier runs freed is not
+    // this run's set-up
+    let meter = PeakMeter::start();
     let began = Instant::now();
     let memory = footprint(p)?;
-    let meter = PeakMeter::start();
     let objective = objective(p)?;
     let fstar = optimum(p, objective.as_ref())?;
     let spec = algorithm(p)?;
