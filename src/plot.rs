@@ -372,9 +372,10 @@ fn completed(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
 
 /// One panel of a runs.csv figure: the runs of `done` that `keep`
 /// selects, `x` against y, seeds averaged, a series per value of the
-/// series key in `order` (and its bound dashed, or with `one_bound` the
-/// bound's mean over every series at each x as one line); `None` with
-/// fewer than two values of x.
+/// series key in `order` (and its bound dashed, or with `one_bound`, a
+/// scaling figure's, the bound's mean over every series at each x as one
+/// line, and no series without points); `None` with fewer than two values
+/// of x.
 #[allow(clippy::too_many_arguments)]
 fn metric_panel(
     spec: &FigureSpec,
@@ -430,6 +431,11 @@ fn metric_panel(
                 }
             }
             bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
+        }
+        // a scaling panel lists only the series it has (a sweep keeps
+        // every series' place)
+        if one_bound && line.is_empty() {
+            continue;
         }
         series.push(Series {
             label: name.clone(),
@@ -1273,6 +1279,9 @@ mod tests {
             row("d-psgd", "1", "64", "0", 6.4e6, 0.02, 0.002),
             // one size only: no panel
             row("moniqua", "8", "8", "0", 8e5, 0.001, 0.0003),
+            // two sizes of one series: a panel of it alone
+            row("choco", "2", "8", "0", 8e5, 0.001, 0.0003),
+            row("choco", "2", "64", "0", 6.4e6, 0.01, 0.003),
         ];
         let spec = FigureSpec {
             kind: FigureKind::Scaling,
@@ -1290,8 +1299,10 @@ mod tests {
             also_x: Vec::new(),
         };
         let p = scaling_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
-        assert_eq!(p.len(), 1, "{p:?}");
+        assert_eq!(p.len(), 2, "{p:?}");
         assert_eq!(p[0].title, "bits = 1");
+        let labels: Vec<&str> = p[1].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["choco", "reading every model once"]);
         let labels: Vec<&str> = p[0].series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["moniqua", "d-psgd", "reading every model once"]);
         let close = |a: &[(f64, f64)], b: &[(f64, f64)]| {

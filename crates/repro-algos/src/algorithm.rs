@@ -178,6 +178,24 @@ pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Resu
     }
 }
 
+/// A [`Blockwise::block`]'s model block `at..at + len` of `x`, and its
+/// local step's room, the first `len` values of `scratch`.
+pub(crate) fn block_views<'a>(
+    x: &'a mut [f32],
+    scratch: &'a mut [f32],
+    at: usize,
+    len: usize,
+) -> Result<(&'a mut [f32], &'a mut [f32]), AlgoError> {
+    let x = x
+        .get_mut(at..at + len)
+        .ok_or_else(|| AlgoError::Invalid(format!("block {at}..{} past the model", at + len)))?;
+    let have = scratch.len();
+    let delta = scratch.get_mut(..len).ok_or_else(|| {
+        AlgoError::Invalid(format!("scratch of {have} values for a block of {len}"))
+    })?;
+    Ok((x, delta))
+}
+
 /// `W_ij` of `i`'s neighbour `j`, or an error if `j` is not one.
 pub(crate) fn weight_of(
     weights: &[(usize, f64)],

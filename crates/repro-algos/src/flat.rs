@@ -147,8 +147,9 @@ pub fn squared_distance64(x: &[f32], m: &[f64]) -> f64 {
     distance64_kernel(x, m)
 }
 
+/// `sum_j diff(x_j, m_j)^2` in [`DISTANCE_LANES`] lanes.
 #[inline(always)]
-fn distance_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f32]) -> f64 {
+fn lanes_of_squares<M: Copy>(x: &[f32], m: &[M], diff: impl Fn(f32, M) -> f64) -> f64 {
     let mut lanes = [0.0f64; DISTANCE_LANES];
     let (xs, ms) = (
         x.chunks_exact(DISTANCE_LANES),
@@ -157,36 +158,25 @@ fn distance_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f32]) -> f6
     let (xr, mr) = (xs.remainder(), ms.remainder());
     for (xc, mc) in xs.zip(ms) {
         for ((l, &xi), &mi) in lanes.iter_mut().zip(xc).zip(mc) {
-            let g = f64::from(xi - mi);
+            let g = diff(xi, mi);
             *l += g * g;
         }
     }
     for ((l, &xi), &mi) in lanes.iter_mut().zip(xr).zip(mr) {
-        let g = f64::from(xi - mi);
+        let g = diff(xi, mi);
         *l += g * g;
     }
     lanes.iter().sum()
 }
 
 #[inline(always)]
+fn distance_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f32]) -> f64 {
+    lanes_of_squares(x, m, |xi, mi| f64::from(xi - mi))
+}
+
+#[inline(always)]
 fn distance64_impl<const NATIVE: bool, const V4: bool>(x: &[f32], m: &[f64]) -> f64 {
-    let mut lanes = [0.0f64; DISTANCE_LANES];
-    let (xs, ms) = (
-        x.chunks_exact(DISTANCE_LANES),
-        m.chunks_exact(DISTANCE_LANES),
-    );
-    let (xr, mr) = (xs.remainder(), ms.remainder());
-    for (xc, mc) in xs.zip(ms) {
-        for ((l, &xi), &mi) in lanes.iter_mut().zip(xc).zip(mc) {
-            let g = f64::from(xi) - mi;
-            *l += g * g;
-        }
-    }
-    for ((l, &xi), &mi) in lanes.iter_mut().zip(xr).zip(mr) {
-        let g = f64::from(xi) - mi;
-        *l += g * g;
-    }
-    lanes.iter().sum()
+    lanes_of_squares(x, m, |xi, mi| f64::from(xi) - mi)
 }
 
 multiversion! {

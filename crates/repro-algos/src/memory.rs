@@ -187,6 +187,24 @@ mod tests {
     use crate::{Quadratic, SimConfig, Simulator, Topology};
     use repro_codec::{MoniquaConfig, StochasticConfig};
 
+    /// Moniqua at `bits`, Table 2's way at 1 bit (an explicit modulus, no hash).
+    fn moniqua(bits: u32) -> AlgorithmSpec {
+        let codec = if bits == 1 {
+            MoniquaConfig {
+                bits,
+                modulus: Some(0.5),
+                hash: false,
+                ..MoniquaConfig::default()
+            }
+        } else {
+            MoniquaConfig {
+                bits,
+                ..MoniquaConfig::default()
+            }
+        };
+        AlgorithmSpec::Moniqua { codec, gamma: 1.0 }
+    }
+
     /// The frame size the footprint counts is the size the codecs write.
     #[test]
     fn frame_bytes_are_the_frames_sent() {
@@ -198,22 +216,8 @@ mod tests {
         });
         for spec in [
             AlgorithmSpec::DPsgd,
-            AlgorithmSpec::Moniqua {
-                codec: MoniquaConfig {
-                    bits: 1,
-                    modulus: Some(0.5),
-                    hash: false,
-                    ..MoniquaConfig::default()
-                },
-                gamma: 1.0,
-            },
-            AlgorithmSpec::Moniqua {
-                codec: MoniquaConfig {
-                    bits: 8,
-                    ..MoniquaConfig::default()
-                },
-                gamma: 1.0,
-            },
+            moniqua(1),
+            moniqua(8),
             AlgorithmSpec::Choco {
                 compressor: q.clone(),
                 gamma: 0.5,
@@ -254,15 +258,7 @@ mod tests {
             separable: true,
             objective: 14 * 4_000_000,
         };
-        let moniqua = AlgorithmSpec::Moniqua {
-            codec: MoniquaConfig {
-                bits: 1,
-                modulus: Some(0.5),
-                hash: false,
-                ..MoniquaConfig::default()
-            },
-            gamma: 1.0,
-        };
+        let moniqua = moniqua(1);
         let choco = AlgorithmSpec::Choco {
             compressor: CompressorSpec::Full,
             gamma: 0.5,

@@ -12,7 +12,7 @@
 
 use repro_codec::{DitherTable, FullPrecision, Prefetch};
 
-use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Blockwise, Received, Worker, axpy, block_views, check_len, weight_of};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
@@ -138,13 +138,7 @@ impl Blockwise for NaiveQuantized {
         next: Option<&mut Vec<u8>>,
         _prefetch: Prefetch,
     ) -> Result<(), AlgoError> {
-        let x = self.x.get_mut(at..at + len).ok_or_else(|| {
-            AlgoError::Invalid(format!("block {at}..{} past the model", at + len))
-        })?;
-        let have = scratch.len();
-        let delta = scratch.get_mut(..len).ok_or_else(|| {
-            AlgoError::Invalid(format!("scratch of {have} values for a block of {len}"))
-        })?;
+        let (x, delta) = block_views(&mut self.x, scratch, at, len)?;
         local_step(x, delta);
         // (W_ij, the block's bytes) in inbox order; `begin` checked the frames
         let mut neighbours = Vec::with_capacity(inbox.len());

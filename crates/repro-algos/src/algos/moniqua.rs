@@ -29,7 +29,7 @@ use repro_codec::{
     MoniquaConfig, Prefetch, Verification,
 };
 
-use crate::algorithm::{Blockwise, Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Blockwise, Received, Worker, axpy, block_views, check_len, weight_of};
 use crate::{AlgoError, Topology, scratch};
 
 /// A Moniqua worker.
@@ -268,13 +268,7 @@ impl Blockwise for Moniqua {
         let update = self.blocks.as_mut().ok_or_else(|| {
             AlgoError::Invalid("a block outside an iteration begun in blocks".into())
         })?;
-        let x = self.x.get_mut(at..at + len).ok_or_else(|| {
-            AlgoError::Invalid(format!("block {at}..{} past the model", at + len))
-        })?;
-        let have = scratch.len();
-        let delta = scratch.get_mut(..len).ok_or_else(|| {
-            AlgoError::Invalid(format!("scratch of {have} values for a block of {len}"))
-        })?;
+        let (x, delta) = block_views(&mut self.x, scratch, at, len)?;
         local_step(x, delta);
         let tables = [Some(&tables[0]), Some(&tables[1])];
         // the frames as `begin` had them
