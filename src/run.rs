@@ -680,6 +680,11 @@ fn memory_budget(args: &RunArgs) -> Option<(u64, String)> {
 /// The simulator runs whose planned memory exceeds [`memory_budget`]:
 /// run id -> MB it would need. Each is named before anything runs.
 fn refusals(args: &RunArgs, runs: &[PlannedRun]) -> Result<BTreeMap<String, f64>> {
+    if let Some(gb) = args.max_memory
+        && !(gb.is_finite() && gb >= 0.0)
+    {
+        anyhow::bail!("--max-memory {gb}: give the memory runs may hold in GB, 0 or more");
+    }
     let mut out = BTreeMap::new();
     let Some((budget, what)) = memory_budget(args) else {
         return Ok(out);

@@ -595,6 +595,10 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
         ),
         (vec!["run", "theorem1", "--set", "oops"], "key=value"),
         (
+            vec!["run", "smoke", "--max-memory=-1", "--dry-run"],
+            "--max-memory -1: give the memory runs may hold in GB",
+        ),
+        (
             vec!["run", "theorem1", "--backend", "mpi"],
             "unknown field `objective`",
         ),
