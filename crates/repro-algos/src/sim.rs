@@ -379,28 +379,10 @@ impl<'o> Simulator<'o> {
         self.lanes[i].worker.model()
     }
 
-    /// `x_bar = 1/n sum_i x_i`: [`average`]'s values, a chunk of
-    /// coordinates per task on the simulator's threads.
+    /// `x_bar = 1/n sum_i x_i`, on the simulator's threads.
     pub fn average_model(&self) -> Vec<f32> {
-        use rayon::prelude::*;
-        const CHUNK: usize = 4096;
         let models: Vec<&[f32]> = self.lanes.iter().map(|l| l.worker.model()).collect();
-        let n = models.len() as f32;
-        let mut avg = vec![0.0f32; self.objective.dim()];
-        // every coordinate sums the workers in worker order, as `average` does
-        let fill = |(c, chunk): (usize, &mut [f32])| {
-            let at = c * CHUNK;
-            for model in &models {
-                for (a, &x) in chunk.iter_mut().zip(&model[at..]) {
-                    *a += x / n;
-                }
-            }
-        };
-        match &self.pool {
-            Some(pool) => pool.install(|| avg.par_chunks_mut(CHUNK).enumerate().for_each(fill)),
-            None => avg.chunks_mut(CHUNK).enumerate().for_each(fill),
-        }
-        avg
+        average(&models, self.objective.dim(), self.pool.as_ref())
     }
 
     /// `max_i |x_i - x_bar|_inf`.
@@ -780,14 +762,25 @@ fn par_map<T: Send, R: Send>(
     }
 }
 
-/// `1/n sum_i x_i` of `n` models of dimension `d`.
-pub(crate) fn average<'a>(models: impl ExactSizeIterator<Item = &'a [f32]>, d: usize) -> Vec<f32> {
+/// `1/n sum_i x_i` of `n` models of dimension `d`: every coordinate adds
+/// `x_i / n` over the models in order, a chunk of coordinates per task on
+/// `pool`'s threads where there is one (the same values on any number).
+pub(crate) fn average(models: &[&[f32]], d: usize, pool: Option<&rayon::ThreadPool>) -> Vec<f32> {
+    use rayon::prelude::*;
+    const CHUNK: usize = 4096;
     let n = models.len() as f32;
     let mut avg = vec![0.0f32; d];
-    for model in models {
-        for (a, &x) in avg.iter_mut().zip(model) {
-            *a += x / n;
+    let fill = |(c, chunk): (usize, &mut [f32])| {
+        let at = c * CHUNK;
+        for model in models {
+            for (a, &x) in chunk.iter_mut().zip(&model[at..]) {
+                *a += x / n;
+            }
         }
+    };
+    match pool {
+        Some(pool) => pool.install(|| avg.par_chunks_mut(CHUNK).enumerate().for_each(fill)),
+        None => avg.chunks_mut(CHUNK).enumerate().for_each(fill),
     }
     avg
 }

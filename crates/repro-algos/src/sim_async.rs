@@ -301,10 +301,8 @@ impl<'o> AsyncSimulator<'o> {
 
     /// `x_bar`.
     pub fn average_model(&self) -> Vec<f32> {
-        crate::sim::average(
-            self.nodes.iter().map(|n| n.x.as_slice()),
-            self.objective.dim(),
-        )
+        let models: Vec<&[f32]> = self.nodes.iter().map(|n| n.x.as_slice()).collect();
+        crate::sim::average(&models, self.objective.dim(), None)
     }
 
     /// Gradient updates so far.
