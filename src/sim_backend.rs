@@ -300,13 +300,15 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
         "quadratic" => {
             // worker i's target depends on (7 i + 3 j) mod 11, so on i mod
             // 11 only: at most 11 distinct targets, each stored once
+            // and coordinate j on j mod 11: one period, tiled
             let targets = (0..n.min(11))
                 .map(|t| {
-                    (0..p.dim)
+                    let period: Vec<f32> = (0..11)
                         .map(|j| {
                             p.heterogeneity * (2.0 * ((t * 7 + j * 3) % 11) as f32 / 10.0 - 1.0)
                         })
-                        .collect()
+                        .collect();
+                    tile(&period, p.dim)
                 })
                 .collect();
             Box::new(Quadratic::shared(
@@ -343,6 +345,18 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
             crate::plan::OBJECTIVES.join(", ")
         ),
     })
+}
+
+/// `len` values repeating `period` (not empty): `period[j % period.len()]`
+/// at `j`, copied in doubling runs.
+fn tile(period: &[f32], len: usize) -> Vec<f32> {
+    let mut v = repro_algos::flat::with_huge_pages(len);
+    v.extend(period.iter().take(len));
+    while v.len() < len {
+        let more = v.len().min(len - v.len());
+        v.extend_from_within(..more);
+    }
+    v
 }
 
 /// The threads a run's simulator uses (`threads`: 0 is every core).
@@ -893,6 +907,16 @@ mod tests {
                 ..SimParams::default()
             }),
             network: None,
+        }
+    }
+
+    #[test]
+    fn tiling_repeats_the_period_at_every_length() {
+        let period = [1.0, 2.0, 3.0];
+        for len in [0, 1, 2, 3, 4, 6, 7, 23, 100] {
+            let v = tile(&period, len);
+            let want: Vec<f32> = (0..len).map(|j| period[j % 3]).collect();
+            assert_eq!(v, want, "length {len}");
         }
     }
 

@@ -17,6 +17,7 @@ use crate::optim::Sgd;
 use crate::rng::Rng;
 use crate::{AlgoError, Topology, scratch};
 use repro_codec::{DitherTable, Prefetch};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A network condition for the virtual clock.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,7 +102,7 @@ pub struct Simulator<'o> {
     cfg: SimConfig,
     /// Persistent threads for the phases (`None`: the caller's thread), so
     /// per-thread scratch survives from one iteration to the next.
-    pool: Option<rayon::ThreadPool>,
+    pool: Option<Arc<rayon::ThreadPool>>,
     /// Every worker sends without reading its local step: send for all,
     /// then gradient and receive per worker in one pass (see [`Self::step`]).
     fused: bool,
@@ -232,7 +233,7 @@ impl<'o> Simulator<'o> {
             if !std::mem::replace(&mut self.present, false) {
                 let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
                     self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
-                par_map(self.pool.as_ref(), &mut pairs, |_, (lane, frame)| {
+                par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
                     lane.worker.send(k, &[], frame)
                 })?;
             }
@@ -263,16 +264,16 @@ impl<'o> Simulator<'o> {
             // each thread a contiguous group of workers, stepped in order
             let threads = self
                 .pool
-                .as_ref()
+                .as_deref()
                 .map_or(1, rayon::ThreadPool::current_num_threads);
             let per = n.div_ceil(threads).max(1);
             let mut groups: Vec<&mut [Lane]> = self.lanes.chunks_mut(per).collect();
-            let both = par_map(self.pool.as_ref(), &mut groups, |g, group| {
+            let both = par_map(self.pool.as_deref(), &mut groups, |g, group| {
                 pass.group(g * per, group)
             })?;
             both.into_iter().flatten().unzip()
         } else {
-            let losses = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
+            let losses = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
                 let x = lane.worker.model();
                 let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.delta);
                 sgd.step_in_place(lr, x, &mut lane.delta, &mut lane.momentum);
@@ -280,12 +281,12 @@ impl<'o> Simulator<'o> {
             })?;
             let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
                 self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
-            par_map(self.pool.as_ref(), &mut pairs, |_, (lane, frame)| {
+            par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
                 lane.worker.send(k, &lane.delta, frame)
             })?;
             drop(pairs);
             let frames = &self.frames;
-            let received = par_map(self.pool.as_ref(), &mut self.lanes, |i, lane| {
+            let received = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
                 let inbox = inbox(lane.worker.pattern(), i, topology, frames);
                 lane.worker.receive(k, &lane.delta, &inbox)
             })?;
@@ -360,7 +361,12 @@ impl<'o> Simulator<'o> {
     /// Sets how many threads the phases may use (at least 1). Results do not
     /// depend on it.
     pub fn set_threads(&mut self, threads: usize) -> Result<(), AlgoError> {
-        self.pool = thread_pool(threads)?;
+        // the pool it has, if it has as many threads (starting threads is
+        // a fixed cost a short run notices)
+        let now = self.pool.as_deref().map_or(1, |p| p.current_num_threads());
+        if now != threads.max(1) {
+            self.pool = thread_pool(threads)?;
+        }
         Ok(())
     }
 
@@ -382,7 +388,7 @@ impl<'o> Simulator<'o> {
     /// `x_bar = 1/n sum_i x_i`, on the simulator's threads.
     pub fn average_model(&self) -> Vec<f32> {
         let models: Vec<&[f32]> = self.lanes.iter().map(|l| l.worker.model()).collect();
-        average(&models, self.objective.dim(), self.pool.as_ref())
+        average(&models, self.objective.dim(), self.pool.as_deref())
     }
 
     /// `max_i |x_i - x_bar|_inf`.
@@ -726,17 +732,28 @@ fn inbox<'f>(
     }
 }
 
-/// A pool of `threads` threads, or none for one thread.
-fn thread_pool(threads: usize) -> Result<Option<rayon::ThreadPool>, AlgoError> {
+/// A pool of `threads` threads, or none for one thread. One pool per
+/// thread count for the whole process, started the first time it is asked
+/// for and shared by every simulator after it: starting threads is a fixed
+/// cost a short run notices, and simulators running at once (`--jobs`,
+/// tests) share the cores anyway. Results never depend on the pool.
+fn thread_pool(threads: usize) -> Result<Option<Arc<rayon::ThreadPool>>, AlgoError> {
+    static POOLS: Mutex<Vec<Arc<rayon::ThreadPool>>> = Mutex::new(Vec::new());
     if threads <= 1 {
         return Ok(None);
     }
-    rayon::ThreadPoolBuilder::new()
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(pool) = pools.iter().find(|p| p.current_num_threads() == threads) {
+        return Ok(Some(Arc::clone(pool)));
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("repro-sim-{i}"))
         .build()
-        .map(Some)
-        .map_err(|e| AlgoError::Invalid(format!("could not start the simulator's threads: {e}")))
+        .map_err(|e| AlgoError::Invalid(format!("could not start the simulator's threads: {e}")))?;
+    let pool = Arc::new(pool);
+    pools.push(Arc::clone(&pool));
+    Ok(Some(pool))
 }
 
 /// `f(i, &mut items[i])` for every item, on the pool's threads if there is
@@ -772,6 +789,10 @@ pub(crate) fn average(models: &[&[f32]], d: usize, pool: Option<&rayon::ThreadPo
     let mut avg = vec![0.0f32; d];
     let fill = |(c, chunk): (usize, &mut [f32])| {
         let at = c * CHUNK;
+        // written before it is read: a fresh page read first maps the
+        // shared zero page, and the write after it costs a copy-on-write
+        // fault and a TLB shootdown on every core
+        chunk.fill(0.0);
         for model in models {
             for (a, &x) in chunk.iter_mut().zip(&model[at..]) {
                 *a += x / n;

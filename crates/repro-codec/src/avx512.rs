@@ -171,6 +171,18 @@ fn hashed_offsets(dither: &Dither, ci: u32) -> [__m512; 4] {
     ]
 }
 
+/// `Dither::fill` of whole chunks from chunk `first`: `out` a multiple of
+/// 64 values.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,bmi1,bmi2,popcnt")]
+pub(crate) fn fill_chunks(dither: &Dither, first: u32, out: &mut [f32]) {
+    for (ci, oc) in out.chunks_exact_mut(CHUNK).enumerate() {
+        let u = hashed_offsets(dither, first.wrapping_add(ci as u32));
+        for (v, &u) in u.iter().enumerate() {
+            store16(&mut oc[16 * v..], u);
+        }
+    }
+}
+
 /// `kernels::quantize` of 16 values: the un-modded codes (as floats and as
 /// integers), and `|t|` folded into `bad`'s lane maxima (a float `|t|`, whose
 /// bits order as the portable kernels' integer maxima; see [`fold_bad`]).

@@ -839,6 +839,34 @@ fn bucket_decode_from(
     corrupt
 }
 
+/// [`Dither::fill`]: whole chunks from a chunk boundary in the AVX-512
+/// loop, the rest (and every value at other levels, where the inlined
+/// hash vectorizes) portably; the same values.
+#[inline(always)]
+fn dither_fill_impl<const NATIVE: bool, const V4: bool>(
+    dither: &Dither,
+    start: u32,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    #[allow(unsafe_code)]
+    if V4 && start.is_multiple_of(CHUNK as u32) {
+        let whole = out.len() / CHUNK * CHUNK;
+        let (head, tail) = out.split_at_mut(whole);
+        // SAFETY: `V4` is only instantiated for a CPU with AVX-512
+        // (`multiversion!` runs after checking the CPU's features).
+        unsafe { crate::avx512::fill_chunks(dither, start / CHUNK as u32, head) };
+        dither.fill(start.wrapping_add(whole as u32), tail);
+        return;
+    }
+    dither.fill(start, out);
+}
+
+multiversion! {
+    /// The dither's uniforms of values `start..start + out.len()` (see
+    /// [`Dither::fill`]).
+    fn dither_fill / dither_fill_at(dither: &Dither, start: u32, out: &mut [f32]) -> () = dither_fill_impl;
+}
 multiversion! {
     /// Moniqua encode of `x` into `body` (exactly `packed_len(x.len(), bits)` bytes).
     fn moniqua_encode / moniqua_encode_at(p: &ModParams<'_>, x: &[f32], own: Option<&mut [f32]>, body: &mut [u8]) -> KernelOut = moniqua_encode_impl;
@@ -889,6 +917,31 @@ mod tests {
             rounding,
             dither,
             hash: true,
+        }
+    }
+
+    #[test]
+    fn every_simd_level_fills_the_dither_as_the_portable_code() {
+        let d = Dither::new(3, 0, 9);
+        for (start, len) in [
+            (0u32, 0usize),
+            (0, 64),
+            (64, 8192),
+            (128, 1000),
+            (5, 200),
+            (640, 63),
+        ] {
+            let mut want = vec![0.0f32; len];
+            d.fill(start, &mut want);
+            for level in levels() {
+                let mut got = vec![1.0f32; len];
+                dither_fill_at(level, &d, start, &mut got);
+                let same = got
+                    .iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+                assert!(same, "{level:?} from {start}, {len} values");
+            }
         }
     }
 

@@ -715,7 +715,7 @@ impl DitherTable {
         self.values.clear();
         if codec.rounding == Rounding::Stochastic {
             self.values.resize(len, 0.0);
-            dither.fill(at as u32, &mut self.values);
+            kernels::dither_fill(&dither, at as u32, &mut self.values);
         }
     }
 }
