@@ -212,11 +212,13 @@ pub fn with_huge_pages<T>(len: usize) -> Vec<T> {
 }
 
 /// `madvise(MADV_HUGEPAGE)` on the whole 2 MiB pages inside `len` bytes at
-/// `start` (none for less than two), then `MADV_POPULATE_WRITE` on its
-/// whole pages: one call maps them all, where a first write per page costs
-/// a fault each (8 workers of 100k coordinates: set-up 3.5 to 2.5 ms). The
-/// results are ignored: it is advice (a kernel before 5.14 refuses the
-/// second, and the pages fault in as before).
+/// `start` (none for less than two); below 2 MiB `MADV_POPULATE_WRITE` on
+/// its whole pages instead: one call maps them all, where a first write per
+/// page costs a fault each (8 workers of 100k coordinates: set-up 3.5 to
+/// 2.5 ms; on large buffers populating cost more than it saved: 1024 x 1M
+/// set-up 3.4-3.8 s to 5.4-5.9 s). The results are ignored: it is advice
+/// (a kernel before 5.14 refuses the second, and the pages fault in as
+/// before).
 #[allow(unsafe_code)]
 fn advise_and_populate(start: usize, len: usize) {
     const HUGE: usize = 2 << 20;
@@ -236,7 +238,7 @@ fn advise_and_populate(start: usize, len: usize) {
         (start + PAGE - 1) & !(PAGE - 1),
         (start + len) & !(PAGE - 1),
     );
-    if cfg!(target_os = "linux") && to > from {
+    if cfg!(target_os = "linux") && len < HUGE && to > from {
         // SAFETY: as above; populating maps zeroed pages where none are
         // mapped yet and leaves mapped ones (and every value) as they are
         unsafe {
