@@ -168,6 +168,22 @@ impl RunRecord {
                     ("memory_mb", Cell::Number(s.memory_mb)),
                     ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
                     ("peak_over_memory", Cell::Number(s.peak_over_memory())),
+                    ("model_mb", Cell::Number(s.model_mb)),
+                    ("measured_extra_mb", Cell::Number(s.measured_extra_mb())),
+                    (
+                        "measured_extra_models",
+                        Cell::Number(s.in_models(s.measured_extra_mb())),
+                    ),
+                    ("state_models", Cell::Number(s.in_models(s.state_mb))),
+                    ("frames_models", Cell::Number(s.in_models(s.frames_mb))),
+                    (
+                        "optimizer_models",
+                        Cell::Number(s.in_models(s.optimizer_mb)),
+                    ),
+                    (
+                        "extra_memory_models",
+                        Cell::Number(s.in_models(s.extra_memory_mb)),
+                    ),
                     ("epoch_time_s", Cell::Number(s.epoch_time_s)),
                     ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
                     (
@@ -230,7 +246,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 40] = [
+pub const METRICS: [&str; 47] = [
     "status",
     "final_loss",
     "train_loss",
@@ -260,6 +276,13 @@ pub const METRICS: [&str; 40] = [
     "memory_mb",
     "peak_rss_mb",
     "peak_over_memory",
+    "model_mb",
+    "measured_extra_mb",
+    "measured_extra_models",
+    "state_models",
+    "frames_models",
+    "optimizer_models",
+    "extra_memory_models",
     "epoch_time_s",
     "wire_bound_epoch_s",
     "time_over_bound",

@@ -72,6 +72,16 @@ pub struct Summary {
     /// and the process's resident memory when the run started.
     pub memory_mb: Option<f64>,
     pub base_rss_mb: Option<f64>,
+    /// The plan's parts, MB (simulator runs; see `repro_runlog::Metrics`):
+    /// per worker model, state, frames, optimizer buffers; once the
+    /// objective and per-thread scratch.
+    pub model_mb: Option<f64>,
+    pub state_mb: Option<f64>,
+    pub frames_mb: Option<f64>,
+    pub optimizer_mb: Option<f64>,
+    pub shared_mb: Option<f64>,
+    /// Workers (simulator) or ranks that wrote a log (trainer).
+    pub workers: Option<usize>,
     /// Coordinates of every worker's model together, n d (simulator runs).
     pub coordinates: Option<f64>,
     /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
@@ -118,6 +128,22 @@ impl Summary {
     /// expected it to hold.
     pub fn peak_over_memory(&self) -> Option<f64> {
         finite((self.peak_rss_mb? - self.base_rss_mb?) / self.memory_mb?)
+    }
+
+    /// Resident memory each worker held at the run's peak beyond its
+    /// model, MB (simulator runs): the peak the run added, less every model
+    /// and what is held once (the objective, per-thread scratch), over the
+    /// workers. The plan puts state, frames and optimizer buffers there;
+    /// buffers of the metrics (the averaged model) add a share.
+    pub fn measured_extra_mb(&self) -> Option<f64> {
+        let added = self.peak_rss_mb? - self.base_rss_mb?;
+        let n = self.workers? as f64;
+        finite((added - n * self.model_mb? - self.shared_mb?) / n)
+    }
+
+    /// `mb` in models of this run (`model_mb`).
+    pub fn in_models(&self, mb: Option<f64>) -> Option<f64> {
+        finite(mb? / self.model_mb?)
     }
 
     /// Whether the kernel's bytes disagree with the counted ones beyond
@@ -628,6 +654,11 @@ fn simulate<'r>(
         },
         memory_bytes: Some(memory.total()),
         base_rss_bytes: meter.base,
+        model_bytes: Some(memory.model),
+        state_bytes: Some(memory.state),
+        frames_bytes: Some(memory.frames),
+        optimizer_bytes: Some(memory.optimizer),
+        shared_bytes: Some(memory.objective + memory.threads * memory.scratch),
     };
     write_record(
         &mut log,
@@ -636,7 +667,11 @@ fn simulate<'r>(
             wall_s: sim.clock(),
             iterations: p.iterations,
             transport_bytes_sent: None,
-            extra_memory_bytes: None,
+            // what the algorithms say they hold, per worker (the mean)
+            extra_memory_bytes: {
+                let extra = sim.extra_memory();
+                Some(extra.iter().sum::<usize>() as u64 / extra.len().max(1) as u64)
+            },
             peak_rss_bytes: meter.peak(),
             metrics: Some(metrics),
         }),
@@ -882,8 +917,16 @@ pub fn summarize(
         stream_s: m.stream_s,
         memory_mb: m.memory_bytes.map(|b| b as f64 / 1e6),
         base_rss_mb: m.base_rss_bytes.map(|b| b as f64 / 1e6),
+        model_mb: m.model_bytes.map(|b| b as f64 / 1e6),
+        state_mb: m.state_bytes.map(|b| b as f64 / 1e6),
+        frames_mb: m.frames_bytes.map(|b| b as f64 / 1e6),
+        optimizer_mb: m.optimizer_bytes.map(|b| b as f64 / 1e6),
+        shared_mb: m.shared_bytes.map(|b| b as f64 / 1e6),
+        workers: Some(workers),
         coordinates: Some(workers as f64 * dim as f64),
-        extra_memory_mb: None,
+        extra_memory_mb: end
+            .and_then(|e| e.extra_memory_bytes)
+            .map(|b| b as f64 / 1e6),
         peak_rss_mb: end.and_then(|e| e.peak_rss_bytes).map(|b| b as f64 / 1e6),
         shaping,
         provenance: Some(log.header.provenance.clone()),

@@ -1039,6 +1039,12 @@ fn summarize(
         stream_s: None,
         memory_mb: None,
         base_rss_mb: None,
+        model_mb: None,
+        state_mb: None,
+        frames_mb: None,
+        optimizer_mb: None,
+        shared_mb: None,
+        workers: Some(logs.len()),
         coordinates: None,
         extra_memory_mb: some(mean(
             logs.iter()

@@ -703,6 +703,52 @@ fn a_simulator_run_measures_its_peak_memory() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
+/// The memory experiment measures each worker's extra memory from the
+/// process's peak resident memory, and it matches the plan's parts: state,
+/// frames and optimizer buffers per worker (16 workers of 1M coordinates,
+/// a model 4 MB).
+#[test]
+fn extra_memory_is_measured_from_resident_memory() {
+    let out = temp_out("extra-memory");
+    let o = repro(&[
+        "run",
+        "memory",
+        "--scale",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 6, "{stderr}");
+    let number = |r: &std::collections::HashMap<String, String>, k: &str| -> f64 {
+        r[k].parse().unwrap_or_else(|_| panic!("{k} = {:?}", r[k]))
+    };
+    for r in &runs {
+        let what = &r["algorithm"];
+        assert_eq!(r["status"], "completed", "{what}: {stderr}");
+        assert_eq!(number(r, "model_mb"), 4.0, "{what}");
+        let planned =
+            number(r, "state_models") + number(r, "frames_models") + number(r, "optimizer_models");
+        let measured = number(r, "measured_extra_models");
+        // the averaged model of the metrics adds 1/16 of a model
+        assert!(
+            (measured - planned).abs() < 0.35,
+            "{what}: measured {measured} models, planned {planned}: {r:?}"
+        );
+        if what == "moniqua" {
+            assert!(measured < 0.5, "{r:?}");
+            assert_eq!(number(r, "extra_memory_models"), 0.0);
+        }
+        if what == "choco" {
+            // x^ and s, and the step its send reads
+            assert!((2.8..3.5).contains(&measured), "{r:?}");
+        }
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 #[test]
 fn a_failing_run_is_reported_and_the_others_still_run() {
     let out = temp_out("failing");

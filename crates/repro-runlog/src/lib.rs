@@ -573,6 +573,22 @@ pub struct Metrics {
     pub memory_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_rss_bytes: Option<u64>,
+    /// The plan's parts, bytes: per worker its model, the algorithm's
+    /// state beyond it, its frames and the simulator's optimizer buffers;
+    /// once, what is not per worker (the objective, per-thread scratch).
+    /// The peak less every model and the shared part, per worker, is the
+    /// extra memory measured, set beside the planned state, frames and
+    /// optimizer buffers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frames_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes: Option<u64>,
 }
 
 /// This machine's host name, as the kernel has it (`$HOSTNAME` is a
