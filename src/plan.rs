@@ -62,7 +62,8 @@ pub struct SimParams {
     /// -1 (the smaller) and +1.
     pub data: Option<String>,
     /// `zero`, or `gaussian`: each coordinate N(0, x0_scale^2), drawn from
-    /// `x0_seed` (every worker starts from the same point).
+    /// `x0_seed` (every worker starts from the same point), or
+    /// `gaussian-each`: the same, but every worker from its own point.
     pub x0: String,
     pub x0_scale: f64,
     pub x0_seed: u64,
@@ -724,7 +725,7 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
         for (key, value, allowed) in [
             ("objective", &p.objective, &OBJECTIVES[..]),
             ("split", &p.split, &SPLITS[..]),
-            ("x0", &p.x0, &["zero", "gaussian"][..]),
+            ("x0", &p.x0, &["zero", "gaussian", "gaussian-each"][..]),
         ] {
             if !allowed.contains(&value.as_str()) {
                 return Err(bad(

@@ -1,5 +1,6 @@
 //! Runs a planned run in the in-process simulator and writes its log.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -302,15 +303,19 @@ fn optimum(p: &SimParams, objective: &dyn Objective) -> Result<Option<f64>> {
     Ok(Some(m.value))
 }
 
-/// The start point every worker shares: zeros, or Gaussian coordinates.
-fn start(p: &SimParams, dim: usize) -> Vec<f32> {
+/// Worker `i`'s start: zeros or Gaussian coordinates every worker shares
+/// (`zero`, `gaussian`), or Gaussian coordinates of its own
+/// (`gaussian-each`, stream `i + 1` of `x0_seed`).
+fn start(p: &SimParams, dim: usize, i: usize) -> Vec<f32> {
+    let gaussian = |stream: u64| {
+        let mut rng = repro_algos::rng::Rng::new(p.x0_seed, stream);
+        (0..dim)
+            .map(|_| (rng.normal() * p.x0_scale) as f32)
+            .collect()
+    };
     match p.x0.as_str() {
-        "gaussian" => {
-            let mut rng = repro_algos::rng::Rng::new(p.x0_seed, 0x5eed);
-            (0..dim)
-                .map(|_| (rng.normal() * p.x0_scale) as f32)
-                .collect()
-        }
+        "gaussian" => gaussian(0x5eed),
+        "gaussian-each" => gaussian(0x5eed + 1 + i as u64),
         _ => vec![0.0; dim],
     }
 }
@@ -321,7 +326,7 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
         "theorem1" => Box::new(Quadratic::homogeneous(
             n,
             vec![p.knobs.grid_step as f32 / 2.0; p.dim],
-            0.0,
+            p.noise,
         )),
         "quadratic" => {
             // worker i's target depends on (7 i + 3 j) mod 11, so on i mod
@@ -583,13 +588,19 @@ fn simulate<'r>(
     let spec = algorithm(p)?;
     let cfg = sim_config(p, network(run, p)?);
     let header = header(run, experiment, invocation, p, &cfg);
-    let mut sim = Simulator::new(
-        objective.as_ref(),
-        topology(p)?,
-        &spec,
-        cfg,
-        &start(p, objective.dim()),
-    )?;
+    let dim = objective.dim();
+    let shared = (p.x0 != "gaussian-each").then(|| start(p, dim, 0));
+    let mut sim =
+        Simulator::with_starts(
+            objective.as_ref(),
+            topology(p)?,
+            &spec,
+            cfg,
+            &|i| match &shared {
+                Some(x0) => Cow::Borrowed(x0.as_slice()),
+                None => Cow::Owned(start(p, dim, i)),
+            },
+        )?;
     let file = std::fs::File::create(log_path)
         .with_context(|| format!("could not create {}", log_path.display()))?;
     let mut log = std::io::BufWriter::new(file);
@@ -951,6 +962,60 @@ mod tests {
             }),
             network: None,
         }
+    }
+
+    #[test]
+    fn gaussian_each_starts_every_worker_apart_and_theorem1_takes_noise() {
+        let p = SimParams {
+            workers: 3,
+            dim: 50,
+            x0: "gaussian-each".into(),
+            x0_scale: 0.5,
+            ..SimParams::default()
+        };
+        let starts: Vec<Vec<f32>> = (0..3).map(|i| start(&p, 50, i)).collect();
+        assert_ne!(starts[0], starts[1]);
+        assert_ne!(starts[1], starts[2]);
+        // drawn from x0_seed: the same again
+        assert_eq!(starts[2], start(&p, 50, 2));
+        let shared = SimParams {
+            x0: "gaussian".into(),
+            ..p.clone()
+        };
+        assert_eq!(start(&shared, 50, 0), start(&shared, 50, 2));
+        // the simulator builds each worker from its own start
+        let quadratic = objective(&p).unwrap();
+        let sim = Simulator::with_starts(
+            quadratic.as_ref(),
+            topology(&p).unwrap(),
+            &algorithm(&p).unwrap(),
+            sim_config(&p, None),
+            &|i| Cow::Owned(start(&p, 50, i)),
+        )
+        .unwrap();
+        for (i, s) in starts.iter().enumerate() {
+            assert_eq!(sim.model(i), s.as_slice(), "worker {i}");
+        }
+        // theorem1's gradients carry the run's noise: two draws differ,
+        // and without noise they do not
+        let gradient = |noise: f32, draw: u64| {
+            let q = SimParams {
+                objective: "theorem1".into(),
+                noise,
+                ..p.clone()
+            };
+            let o = objective(&q).unwrap();
+            let mut g = vec![0.0f32; 50];
+            o.gradient(
+                0,
+                &starts[0],
+                &mut repro_algos::rng::Rng::new(1, draw),
+                &mut g,
+            );
+            g
+        };
+        assert_eq!(gradient(0.0, 1), gradient(0.0, 2));
+        assert_ne!(gradient(0.1, 1), gradient(0.1, 2));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::optim::Sgd;
 use crate::rng::Rng;
 use crate::{AlgoError, Topology, scratch};
 use repro_codec::{DitherTable, Prefetch};
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// A network condition for the virtual clock.
@@ -138,9 +139,23 @@ impl<'o> Simulator<'o> {
         cfg: SimConfig,
         x0: &[f32],
     ) -> Result<Self, AlgoError> {
+        Self::with_starts(objective, topology, spec, cfg, &|_| Cow::Borrowed(x0))
+    }
+
+    /// [`new`](Self::new) with worker `i` starting from `x0(i)` (distinct
+    /// starts: the workers begin apart, so the consensus and the
+    /// quantization error have work to do from the first iteration). A
+    /// start made for one worker is dropped once its model is built.
+    pub fn with_starts<'x>(
+        objective: &'o dyn Objective,
+        topology: Topology,
+        spec: &AlgorithmSpec,
+        cfg: SimConfig,
+        x0: &(dyn Fn(usize) -> Cow<'x, [f32]> + Sync),
+    ) -> Result<Self, AlgoError> {
         let n = topology.n();
         let d = objective.dim();
-        crate::algorithm::check_len("x0", d, x0.len())?;
+
         if objective.workers() != n {
             return Err(AlgoError::Invalid(format!(
                 "the objective is split across {} workers but the topology has {n}",
@@ -160,7 +175,11 @@ impl<'o> Simulator<'o> {
         // pool's threads
         let lane = |i: usize| {
             Ok(Lane {
-                worker: spec.build(i, &topology, cfg.seed, x0)?,
+                worker: {
+                    let x0 = x0(i);
+                    crate::algorithm::check_len("x0", d, x0.len())?;
+                    spec.build(i, &topology, cfg.seed, &x0)?
+                },
                 rng: Rng::new(cfg.seed, 1000 + i as u64),
                 momentum: Vec::new(),
                 delta: Vec::new(),
