@@ -49,6 +49,12 @@ pub enum Dataset {
     /// samples of 2,000 dense features, labels from a planted model with
     /// noise (the CPU-scale convex benchmark).
     EpsilonLike,
+    /// A generated stand-in in CIFAR-10's binary format, written here: the
+    /// official six batches of 10,000 records (a label byte, then 3x32x32
+    /// pixels), each image its class's fixed pattern plus noise. For
+    /// rehearsing the paper-scale runs where CIFAR-10 cannot be fetched:
+    /// their accuracy means nothing.
+    Cifar10Like,
     /// Any LIBSVM file: `--url` and its `--sha256`.
     Libsvm,
 }
@@ -218,6 +224,7 @@ pub fn default_dir(dataset: Dataset) -> PathBuf {
         Dataset::FashionMnist => "data/fashion-mnist",
         Dataset::Epsilon => "data/epsilon",
         Dataset::EpsilonLike => "data/epsilon-like",
+        Dataset::Cifar10Like => "data/cifar10-like",
         Dataset::Libsvm => "data/libsvm",
     })
 }
@@ -245,6 +252,11 @@ pub fn run(args: &DataArgs) -> Result<()> {
             eprintln!(
                 "ready: {}",
                 match f.dataset {
+                    Dataset::Cifar10Like => format!(
+                        "set `data_dir: {}` (and `dataset: cifar10`) in a manifest's params or with --set; \
+                         generated images: rehearse with them, do not report their accuracy",
+                        path.display()
+                    ),
                     Dataset::Cifar10 | Dataset::FashionMnist => format!(
                         "set `data_dir: {}` (and `dataset: {}`) in a manifest's params or with --set",
                         path.display(),
@@ -322,6 +334,17 @@ pub fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf
             let path = dir.join(EPSILON_LIKE_FILE);
             generate_epsilon_like(&path, &EPSILON_LIKE)?;
             Ok(path)
+        }
+        Dataset::Cifar10Like => {
+            if verify_cifar(dir).is_ok() {
+                eprintln!(
+                    "generated CIFAR-10 is already in {} (sizes verified)",
+                    dir.display()
+                );
+            } else {
+                generate_cifar10_like(dir, CIFAR10_LIKE_SEED)?;
+            }
+            Ok(dir.to_path_buf())
         }
         Dataset::Libsvm => {
             let (Some(url), Some(sha256)) = (source.url, source.sha256) else {
@@ -667,6 +690,47 @@ fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
 }
 
 /// The six batches are there with their exact sizes.
+/// The seed of `repro data fetch cifar10-like`.
+pub const CIFAR10_LIKE_SEED: u64 = 2020;
+
+/// Writes CIFAR-10's six binary batches into `dir`, generated from `seed`:
+/// record `r` of a batch has label `(r + batch) mod 10` scrambled by the
+/// seed's stream, and pixels its class's fixed random pattern plus
+/// uniform noise of +-32 (clamped to a byte), so a model can learn
+/// something. Each batch goes to a temporary file renamed into place.
+pub fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
+    use repro_algos::rng::Rng;
+    const PIXELS: usize = 3 * 32 * 32;
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let mut rng = Rng::new(seed, 0xc1fa);
+    let patterns: Vec<Vec<u8>> = (0..10)
+        .map(|_| (0..PIXELS).map(|_| (rng.next_u64() >> 56) as u8).collect())
+        .collect();
+    eprintln!(
+        "writing generated CIFAR-10 batches to {} (6 x 10,000 records, 184 MB)",
+        dir.display()
+    );
+    for (b, member) in CIFAR_MEMBERS.iter().enumerate() {
+        let mut rng = Rng::new(seed, b as u64 + 1);
+        let mut bytes = Vec::with_capacity(CIFAR_BATCH_BYTES as usize);
+        for _ in 0..10_000 {
+            let label = (rng.next_u64() % 10) as usize;
+            bytes.push(label as u8);
+            let pattern = &patterns[label];
+            for chunk in pattern.chunks(8) {
+                let noise = rng.next_u64().to_le_bytes();
+                for (&p, &n) in chunk.iter().zip(&noise) {
+                    // n / 4 - 32: uniform in [-32, 31]
+                    let v = i16::from(p) + i16::from(n / 4) - 32;
+                    bytes.push(v.clamp(0, 255) as u8);
+                }
+            }
+        }
+        crate::atomic::write(&dir.join(member), &bytes)?;
+    }
+    verify_cifar(dir)
+}
+
 fn verify_cifar(dir: &Path) -> Result<()> {
     for m in CIFAR_MEMBERS {
         let p = dir.join(m);
@@ -689,6 +753,47 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
+
+    /// The generated batches have CIFAR-10's layout (the official sizes,
+    /// labels 0-9 with every class present), and a class's images share
+    /// its pattern. `cli::paper_scale_rehearses_on_generated_cifar10` trains
+    /// on them through the trainer's reader.
+    #[test]
+    fn generated_cifar10_has_the_official_layout() {
+        let dir = std::env::temp_dir().join(format!("repro-cifar10-like-{}", std::process::id()));
+        let path = fetch(Dataset::Cifar10Like, &dir, Source::default()).unwrap();
+        assert_eq!(path, dir);
+        let mut seen = [0usize; 10];
+        for m in CIFAR_MEMBERS {
+            let bytes = std::fs::read(dir.join(m)).unwrap();
+            assert_eq!(bytes.len() as u64, CIFAR_BATCH_BYTES, "{m}");
+            for record in bytes.chunks(3073) {
+                seen[usize::from(record[0])] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&c| c > 5_000), "{seen:?}");
+        let batch = std::fs::read(dir.join("test_batch.bin")).unwrap();
+        let record = |i: usize| &batch[i * 3073..(i + 1) * 3073];
+        let distance = |a: &[u8], b: &[u8]| -> u64 {
+            a[1..]
+                .iter()
+                .zip(&b[1..])
+                .map(|(&x, &y)| u64::from(x.abs_diff(y)))
+                .sum()
+        };
+        let nth = |label: u8, skip: usize| {
+            (0..10_000)
+                .filter(|&i| record(i)[0] == label)
+                .nth(skip)
+                .unwrap()
+        };
+        let (a, b, c) = (nth(3, 0), nth(3, 1), nth(4, 0));
+        assert!(distance(record(a), record(b)) < distance(record(a), record(c)));
+        // kept when it is there and whole
+        let again = fetch(Dataset::Cifar10Like, &dir, Source::default()).unwrap();
+        assert_eq!(again, dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Serves `body` over HTTP on loopback for each of `requests` requests.
     fn serve(body: Vec<u8>, requests: usize) -> String {

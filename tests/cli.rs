@@ -831,6 +831,85 @@ fn repro_cmd(args: &[&str]) -> Command {
     cmd
 }
 
+/// Table 2's paper scale starts as a GPU user's run would, on generated
+/// images in CIFAR-10's binary format (`repro data fetch cifar10-like`):
+/// ResNet20, batch 128, 8 workers on a ring, the step schedule, for two
+/// iterations in-process. The paper's data is the only thing replaced.
+#[test]
+fn paper_scale_rehearses_on_generated_cifar10() {
+    let data = temp_out("cifar10-like");
+    let out = temp_out("rehearsal");
+    let o = repro_cmd(&[
+        "data",
+        "fetch",
+        "cifar10-like",
+        "--dir",
+        data.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dir = format!("scales.paper.data_dir={}", data.display());
+    let o = repro_cmd(&[
+        "run",
+        "table2",
+        "--scale",
+        "paper",
+        "--backend",
+        "in-process",
+        "--set",
+        &dir,
+        "--set",
+        "scales.paper.iterations=2",
+        "--set",
+        "scales.paper.eval_every=2",
+        "--set",
+        "scales.paper.eval_samples=256",
+        "--set",
+        "grid.algorithm=[moniqua]",
+        "--set",
+        "grid.bits=[1]",
+        "--set",
+        "grid.seed=[0]",
+        "--out",
+        out.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let runs = csv_rows(&out.join("runs.csv"));
+    assert_eq!(runs.len(), 1, "{stderr}");
+    assert_eq!(runs[0]["status"], "completed", "{stderr}");
+    let log = std::fs::read_dir(out.join("raw"))
+        .unwrap()
+        .flatten()
+        .flat_map(|run| {
+            std::fs::read_dir(run.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
+        .find(|f| f.file_name().to_string_lossy().starts_with("rank-0"))
+        .map(|f| std::fs::read_to_string(f.path()).unwrap())
+        .unwrap_or_else(|| panic!("no rank-0 log under {}", out.display()));
+    for p in [
+        "resnet20",
+        "\"batch\":128",
+        "cifar10",
+        "\"workers\":8",
+        "\"schedule\":\"step\"",
+    ] {
+        assert!(
+            log.contains(p),
+            "{p} missing from the log header: {}",
+            &log[..log.len().min(2000)]
+        );
+    }
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
 /// `repro run` with the MPI backend: real `repro-train` ranks under mpirun,
 /// their logs summarized into runs.csv; Moniqua sends a quarter of D-PSGD's
 /// bytes (8-bit codes instead of f32) and both learn.
