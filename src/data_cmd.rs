@@ -756,7 +756,7 @@ mod tests {
 
     /// The generated batches have CIFAR-10's layout (the official sizes,
     /// labels 0-9 with every class present), and a class's images share
-    /// its pattern. `cli::paper_scale_rehearses_on_generated_cifar10` trains
+    /// its pattern. `rehearsal::paper_scales_rehearse_on_generated_cifar10` trains
     /// on them through the trainer's reader.
     #[test]
     fn generated_cifar10_has_the_official_layout() {

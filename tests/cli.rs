@@ -7,6 +7,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod common;
+use common::{csv_rows, repro_cmd, temp_out, train_binary};
+
 /// MPI jobs of this binary run one at a time: a shaped network's bridge
 /// appearing or vanishing must not be picked up by another job's ranks.
 fn mpi_lock() -> MutexGuard<'static, ()> {
@@ -21,28 +24,6 @@ fn repro(args: &[&str]) -> Output {
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("run repro")
-}
-
-fn temp_out(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("repro-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    p
-}
-
-/// The rows of a CSV file, each a map from its header's names.
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let header = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            header
-                .iter()
-                .map(String::from)
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
 }
 
 #[test]
@@ -790,124 +771,6 @@ fn a_failing_run_is_reported_and_the_others_still_run() {
         "{stderr}"
     );
     assert!(stderr.contains("/nonexistent/fashion"), "{stderr}");
-}
-
-/// The trainer binary next to `repro` (cargo test --workspace builds it), or
-/// built now.
-/// The trainer beside this build's `repro`, built from the same source:
-/// when it is missing or says another build, cargo builds it (once per
-/// test binary).
-fn train_binary() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    let sibling = PathBuf::from(env!("CARGO_BIN_EXE_repro")).with_file_name("repro-train");
-    BUILT.call_once(|| {
-        let version = |exe: &Path| {
-            let o = Command::new(exe).arg("--version").output().ok()?;
-            let text = String::from_utf8_lossy(&o.stdout).into_owned();
-            Some(text.split_once(' ')?.1.trim().to_string())
-        };
-        let ours = version(Path::new(env!("CARGO_BIN_EXE_repro")));
-        if ours.is_some() && version(&sibling) == ours {
-            return;
-        }
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "-p", "repro-trainer", "--bin", "repro-train"])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo build");
-        assert!(status.success(), "could not build repro-train");
-    });
-    sibling
-}
-
-/// `repro` with the trainer binary of this build (`REPRO_TRAIN`), run from
-/// the source tree.
-fn repro_cmd(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro"));
-    cmd.args(args)
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    cmd
-}
-
-/// Table 2's paper scale starts as a GPU user's run would, on generated
-/// images in CIFAR-10's binary format (`repro data fetch cifar10-like`):
-/// ResNet20, batch 128, 8 workers on a ring, the step schedule, for two
-/// iterations in-process. The paper's data is the only thing replaced.
-#[test]
-fn paper_scale_rehearses_on_generated_cifar10() {
-    let data = temp_out("cifar10-like");
-    let out = temp_out("rehearsal");
-    let o = repro_cmd(&[
-        "data",
-        "fetch",
-        "cifar10-like",
-        "--dir",
-        data.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let dir = format!("scales.paper.data_dir={}", data.display());
-    let o = repro_cmd(&[
-        "run",
-        "table2",
-        "--scale",
-        "paper",
-        "--backend",
-        "in-process",
-        "--set",
-        &dir,
-        "--set",
-        "scales.paper.iterations=2",
-        "--set",
-        "scales.paper.eval_every=2",
-        "--set",
-        "scales.paper.eval_samples=256",
-        "--set",
-        "grid.algorithm=[moniqua]",
-        "--set",
-        "grid.bits=[1]",
-        "--set",
-        "grid.seed=[0]",
-        "--out",
-        out.to_str().unwrap(),
-    ])
-    .output()
-    .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
-    let runs = csv_rows(&out.join("runs.csv"));
-    assert_eq!(runs.len(), 1, "{stderr}");
-    assert_eq!(runs[0]["status"], "completed", "{stderr}");
-    let log = std::fs::read_dir(out.join("raw"))
-        .unwrap()
-        .flatten()
-        .flat_map(|run| {
-            std::fs::read_dir(run.path())
-                .into_iter()
-                .flatten()
-                .flatten()
-        })
-        .find(|f| f.file_name().to_string_lossy().starts_with("rank-0"))
-        .map(|f| std::fs::read_to_string(f.path()).unwrap())
-        .unwrap_or_else(|| panic!("no rank-0 log under {}", out.display()));
-    for p in [
-        "resnet20",
-        "\"batch\":128",
-        "cifar10",
-        "\"workers\":8",
-        "\"schedule\":\"step\"",
-    ] {
-        assert!(
-            log.contains(p),
-            "{p} missing from the log header: {}",
-            &log[..log.len().min(2000)]
-        );
-    }
-    std::fs::remove_dir_all(&data).unwrap();
-    std::fs::remove_dir_all(&out).unwrap();
 }
 
 /// `repro run` with the MPI backend: real `repro-train` ranks under mpirun,

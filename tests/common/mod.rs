@@ -1,0 +1,67 @@
+//! Helpers the `repro` binary's test files share.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A fresh directory under the system's temporary one for test `name`.
+pub fn temp_out(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("repro-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    p
+}
+
+/// The rows of a CSV file, each a map from its header's names.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut r = csv::Reader::from_path(path).unwrap();
+    let header = r.headers().unwrap().clone();
+    r.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            header
+                .iter()
+                .map(String::from)
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+/// The trainer binary next to `repro` (cargo test --workspace builds it), or
+/// built now.
+/// The trainer beside this build's `repro`, built from the same source:
+/// when it is missing or says another build, cargo builds it (once per
+/// test binary).
+pub fn train_binary() -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let sibling = PathBuf::from(env!("CARGO_BIN_EXE_repro")).with_file_name("repro-train");
+    BUILT.call_once(|| {
+        let version = |exe: &Path| {
+            let o = Command::new(exe).arg("--version").output().ok()?;
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            Some(text.split_once(' ')?.1.trim().to_string())
+        };
+        let ours = version(Path::new(env!("CARGO_BIN_EXE_repro")));
+        if ours.is_some() && version(&sibling) == ours {
+            return;
+        }
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "-p", "repro-trainer", "--bin", "repro-train"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo build");
+        assert!(status.success(), "could not build repro-train");
+    });
+    sibling
+}
+
+/// `repro` with the trainer binary of this build (`REPRO_TRAIN`), run from
+/// the source tree.
+pub fn repro_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_repro"));
+    cmd.args(args)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd
+}
