@@ -178,8 +178,10 @@ const CIFAR_MEMBERS: [&str; 6] = [
     "data_batch_5.bin",
     "test_batch.bin",
 ];
-/// 10000 records of one label byte and 3x32x32 pixels.
-const CIFAR_BATCH_BYTES: u64 = 10_000 * 3073;
+/// One record: a label byte and 3x32x32 pixels.
+const CIFAR_RECORD: usize = 1 + 3 * 32 * 32;
+/// 10000 records.
+const CIFAR_BATCH_BYTES: u64 = 10_000 * CIFAR_RECORD as u64;
 const FASHION_URL: &str = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/";
 const FASHION_FILES: [(&str, &str); 4] = [
     (
@@ -253,8 +255,8 @@ pub fn run(args: &DataArgs) -> Result<()> {
                 "ready: {}",
                 match f.dataset {
                     Dataset::Cifar10Like => format!(
-                        "set `data_dir: {}` (and `dataset: cifar10`) in a manifest's params or with --set; \
-                         generated images: rehearse with them, do not report their accuracy",
+                        "rehearse a paper scale with `--set scales.paper.data_dir={}` (a scale's \
+                         `data_dir` wins over the params'); generated images: do not report their accuracy",
                         path.display()
                     ),
                     Dataset::Cifar10 | Dataset::FashionMnist => format!(
@@ -694,13 +696,13 @@ fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
 pub const CIFAR10_LIKE_SEED: u64 = 2020;
 
 /// Writes CIFAR-10's six binary batches into `dir`, generated from `seed`:
-/// record `r` of a batch has label `(r + batch) mod 10` scrambled by the
-/// seed's stream, and pixels its class's fixed random pattern plus
-/// uniform noise of +-32 (clamped to a byte), so a model can learn
-/// something. Each batch goes to a temporary file renamed into place.
+/// each record a label drawn uniformly from 0-9 (batch `b` from stream
+/// `b + 1`) and pixels its class's fixed random pattern plus uniform noise
+/// in [-32, 31] (clamped to a byte), so a model can learn something. Each
+/// batch goes to a temporary file renamed into place.
 pub fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
     use repro_algos::rng::Rng;
-    const PIXELS: usize = 3 * 32 * 32;
+    const PIXELS: usize = CIFAR_RECORD - 1;
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let mut rng = Rng::new(seed, 0xc1fa);
     let patterns: Vec<Vec<u8>> = (0..10)
@@ -739,7 +741,7 @@ fn verify_cifar(dir: &Path) -> Result<()> {
             .len();
         if len != CIFAR_BATCH_BYTES {
             bail!(
-                "{} has {len} bytes, expected {CIFAR_BATCH_BYTES} (10000 records of 3073 bytes)",
+                "{} has {len} bytes, expected {CIFAR_BATCH_BYTES} (10000 records of {CIFAR_RECORD} bytes)",
                 p.display()
             );
         }
@@ -767,13 +769,13 @@ mod tests {
         for m in CIFAR_MEMBERS {
             let bytes = std::fs::read(dir.join(m)).unwrap();
             assert_eq!(bytes.len() as u64, CIFAR_BATCH_BYTES, "{m}");
-            for record in bytes.chunks(3073) {
+            for record in bytes.chunks(CIFAR_RECORD) {
                 seen[usize::from(record[0])] += 1;
             }
         }
         assert!(seen.iter().all(|&c| c > 5_000), "{seen:?}");
         let batch = std::fs::read(dir.join("test_batch.bin")).unwrap();
-        let record = |i: usize| &batch[i * 3073..(i + 1) * 3073];
+        let record = |i: usize| &batch[i * CIFAR_RECORD..(i + 1) * CIFAR_RECORD];
         let distance = |a: &[u8], b: &[u8]| -> u64 {
             a[1..]
                 .iter()

@@ -8,7 +8,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{csv_rows, repro_cmd, temp_out, train_binary};
+use common::{csv_rows, number, repro_cmd, temp_out, train_binary};
 
 /// MPI jobs of this binary run one at a time: a shaped network's bridge
 /// appearing or vanishing must not be picked up by another job's ranks.
@@ -652,9 +652,6 @@ fn a_simulator_run_measures_its_peak_memory() {
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let runs = csv_rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 4, "{stderr}");
-    let number = |r: &std::collections::HashMap<String, String>, k: &str| -> f64 {
-        r[k].parse().unwrap_or_else(|_| panic!("{k} = {:?}", r[k]))
-    };
     for r in &runs {
         let what = format!("{} at {} bits", r["algorithm"], r["bits"]);
         if r["algorithm"] == "choco" {
@@ -703,9 +700,6 @@ fn extra_memory_is_measured_from_resident_memory() {
     assert_eq!(o.status.code(), Some(0), "{stderr}");
     let runs = csv_rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 6, "{stderr}");
-    let number = |r: &std::collections::HashMap<String, String>, k: &str| -> f64 {
-        r[k].parse().unwrap_or_else(|_| panic!("{k} = {:?}", r[k]))
-    };
     for r in &runs {
         let what = &r["algorithm"];
         assert_eq!(r["status"], "completed", "{what}: {stderr}");

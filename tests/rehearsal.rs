@@ -11,10 +11,10 @@ use common::{csv_rows, repro_cmd, temp_out};
 /// fetch cifar10-like`): its model at batch 128, its step schedule, its
 /// backend (MPI ranks, shaped where the manifest shapes), for two
 /// iterations of one grid point each (two for Tang et al.'s sweep), one
-/// after another (VGG16's ten
-/// ranks hold about 15 GB). The data, the iterations and the evaluation's
-/// size are all that is replaced, and PQASGD's 16 workers become 8 (16
-/// ResNet110 ranks do not fit this machine). About 4 minutes here.
+/// after another (VGG16's ten ranks hold about 15 GB). The data, the
+/// iterations and the evaluation's size are all that is replaced, and
+/// PQASGD's 16 workers become 8 (16 ResNet110 ranks do not fit this
+/// machine). About 4 minutes here.
 #[test]
 fn paper_scales_rehearse_on_generated_cifar10() {
     let data = temp_out("cifar10-like");

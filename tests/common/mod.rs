@@ -27,6 +27,13 @@ pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
         .collect()
 }
 
+/// A run record's `key` as a number, naming the key when it is not one.
+pub fn number(row: &std::collections::HashMap<String, String>, key: &str) -> f64 {
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} = {:?}", row[key]))
+}
+
 /// The trainer binary next to `repro` (cargo test --workspace builds it), or
 /// built now.
 /// The trainer beside this build's `repro`, built from the same source:
