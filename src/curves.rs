@@ -304,6 +304,7 @@ pub(crate) mod tests {
                     bytes_sent: 0,
                     bytes_received: 0,
                     hash_failures: 0,
+                    hash_verified: 0,
                 })
                 .collect(),
             evals: Vec::new(),

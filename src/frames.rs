@@ -103,6 +103,16 @@ pub fn key(frame: &DataFrame, k: &str) -> Expr {
     }
 }
 
+/// Grid key `k`'s values as numbers (`bits: 2` is the text "2"): null
+/// where a value is not a number or the frame has no such key.
+pub fn key_number(frame: &DataFrame, k: &str) -> Expr {
+    if frame.column(k).is_ok() {
+        col(k).cast(DataType::Float64)
+    } else {
+        lit(polars::prelude::Null {}).cast(DataType::Float64)
+    }
+}
+
 /// A column as a Float64 expression: null for a text column, and for a
 /// column the frame does not have.
 pub fn number(frame: &DataFrame, name: &str) -> Expr {
@@ -174,6 +184,11 @@ impl RunsFrame {
 
     pub fn lazy(&self) -> LazyFrame {
         self.df.clone().lazy()
+    }
+
+    /// The grid keys, sorted.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
     }
 
     /// The frame as runs.parquet holds it (grid keys typed).

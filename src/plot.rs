@@ -108,7 +108,16 @@ pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, Str
             if let Some(p) = &spec.panels {
                 grid("figure.panels", p)?;
             }
-            one_of("figure.x", &spec.x, &crate::results::METRICS)?;
+            // a runs.csv column or a numeric grid key (bits)
+            let x = |path: &str, v: &str| match grid(path, v) {
+                Ok(()) => Ok(()),
+                Err(_) => one_of(path, v, &crate::results::METRICS)
+                    .map_err(|(p, e)| (p, format!("{e}, or a grid key ({})", keys.join(", ")))),
+            };
+            x("figure.x", &spec.x)?;
+            for (i, v) in spec.also_x.iter().enumerate() {
+                x(&format!("figure.also_x[{i}]"), v)?;
+            }
             one_of("figure.y", &spec.y, &crate::results::METRICS)?;
             if let Some(b) = &spec.bound {
                 one_of("figure.bound", b, &crate::results::METRICS)?;
@@ -311,20 +320,22 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     Ok(panels)
 }
 
-/// A scaling figure: runs.csv column `y` against column `x` (both axes
-/// logarithmic when the spec asks), one panel per value of `panels`, seeds
-/// averaged; the `bound` column, the same for every series at an x (the
-/// time to read every model once), one dashed line.
+/// A scaling figure: runs.csv column `y` against column `x` (a metric or
+/// a numeric grid key; both axes logarithmic when the spec asks), one
+/// panel per value of `panels`, seeds averaged; the `bound` column, the
+/// same for every series at an x (the time to read every model once), one
+/// dashed line.
 pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
     let panel = match &spec.panels {
         Some(k) => frames::key(df, k),
         None => lit(""),
     };
-    let done = completed(spec, runs)?.with_columns([
-        panel.alias("__panel"),
-        frames::number(df, &spec.x).alias("__xv"),
-    ]);
+    let x = match runs.keys().iter().any(|k| k == &spec.x) {
+        true => frames::key_number(df, &spec.x),
+        false => frames::number(df, &spec.x),
+    };
+    let done = completed(spec, runs)?.with_columns([panel.alias("__panel"), x.alias("__xv")]);
     let order = in_order(done.clone(), col("__series"))?;
     let mut panels = Vec::new();
     for p in in_order(done.clone(), col("__panel"))? {
@@ -1325,6 +1336,42 @@ mod tests {
             "{p:?}"
         );
         assert!(p[0].series[2].dashed && p[0].log_x);
+        // against a numeric grid key: the series' points at each bits
+        let by_bits = FigureSpec {
+            x: "bits".into(),
+            bound: None,
+            panels: Some("workers".into()),
+            log_x: false,
+            ..spec.clone()
+        };
+        let p = scaling_panels(&by_bits, &RunsFrame::new(&rows).unwrap()).unwrap();
+        assert_eq!(p[0].title, "workers = 64");
+        assert!(
+            close(&p[0].series[0].points, &[(1.0, 0.004)]) && p[0].series[1].label == "d-psgd",
+            "{p:?}"
+        );
+        assert!(
+            close(&p[1].series[0].points, &[(1.0, 0.0007), (8.0, 0.001)]),
+            "{p:?}"
+        );
+        assert_eq!(
+            check_spec(
+                &by_bits,
+                &["bits".into(), "workers".into(), "algorithm".into()]
+            ),
+            Ok(())
+        );
+        let bad = FigureSpec {
+            x: "nothing".into(),
+            ..by_bits
+        };
+        let (path, why) =
+            check_spec(&bad, &["bits".into(), "workers".into(), "algorithm".into()]).unwrap_err();
+        assert_eq!(path, "figure.x");
+        assert!(
+            why.contains("or a grid key (bits, workers, algorithm)"),
+            "{why}"
+        );
     }
 
     /// Decodes a PNG and checks its size, that it is mostly white (a

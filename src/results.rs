@@ -37,7 +37,7 @@ pub fn kind(metric: &str) -> Kind {
     match metric {
         "status" | "shaping" | "bytes_check" => Kind::Text,
         m if PROVENANCE.contains(&m) => Kind::Text,
-        "bytes" | "hash_failures" => Kind::Count,
+        "bytes" | "hash_failures" | "hash_verified" => Kind::Count,
         "wall_s" => Kind::Fixed(3),
         "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
         _ => Kind::Sci,
@@ -148,6 +148,11 @@ impl RunRecord {
                     ("bytes", Cell::Count(s.bytes)),
                     ("virtual_s", Cell::Number(s.virtual_s)),
                     ("hash_failures", Cell::Count(s.hash_failures)),
+                    ("hash_verified", Cell::Count(s.hash_verified)),
+                    (
+                        "failed_recovery_rate",
+                        Cell::Number(s.failed_recovery_rate()),
+                    ),
                     ("test_accuracy", Cell::Number(s.test_accuracy)),
                     ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
                     ("val_loss", Cell::Number(s.val_loss)),
@@ -246,7 +251,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 47] = [
+pub const METRICS: [&str; 49] = [
     "status",
     "final_loss",
     "train_loss",
@@ -256,6 +261,8 @@ pub const METRICS: [&str; 47] = [
     "bytes",
     "virtual_s",
     "hash_failures",
+    "hash_verified",
+    "failed_recovery_rate",
     "test_accuracy",
     "avg_test_accuracy",
     "val_loss",

@@ -1163,27 +1163,12 @@ fn figure_panels(
                 curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
                 frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
             }
-            let mut panels = plot::panels(spec, &frame)?;
-            // the same panels against each further x
-            for x in &spec.also_x {
-                let other = manifest::FigureSpec {
-                    x: x.clone(),
-                    x_range: None,
-                    ..spec.clone()
-                };
-                for mut p in plot::panels(&other, &frame)? {
-                    p.title = match p.title.is_empty() {
-                        true => format!("against {x}"),
-                        false => format!("{} against {x}", p.title),
-                    };
-                    panels.push(p);
-                }
-            }
-            panels
+            against_each_x(spec, &|s| plot::panels(s, &frame))?
         }
         manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
         manifest::FigureKind::Scaling => {
-            let panels = plot::scaling_panels(spec, &RunsFrame::new(rows)?)?;
+            let runs = RunsFrame::new(rows)?;
+            let panels = against_each_x(spec, &|s| plot::scaling_panels(s, &runs))?;
             if panels.is_empty() {
                 crate::progress::note(&format!(
                     "no figure: its runs have fewer than two values of `{}`",
@@ -1195,6 +1180,30 @@ fn figure_panels(
         }
     };
     Ok(Some((spec.clone(), panels)))
+}
+
+/// `draw`'s panels for `spec`, then the same panels against each of
+/// `also_x` (the whole x range), titled by it.
+fn against_each_x(
+    spec: &manifest::FigureSpec,
+    draw: &dyn Fn(&manifest::FigureSpec) -> Result<Vec<plot::Panel>>,
+) -> Result<Vec<plot::Panel>> {
+    let mut panels = draw(spec)?;
+    for x in &spec.also_x {
+        let other = manifest::FigureSpec {
+            x: x.clone(),
+            x_range: None,
+            ..spec.clone()
+        };
+        for mut p in draw(&other)? {
+            p.title = match p.title.is_empty() {
+                true => format!("against {x}"),
+                false => format!("{} against {x}", p.title),
+            };
+            panels.push(p);
+        }
+    }
+    Ok(panels)
 }
 
 /// Draws `panels` as `dir/figure.<ext>` in each format; the paths written.

@@ -36,7 +36,10 @@ pub struct Summary {
     pub bytes: u64,
     /// Seconds: virtual (simulator) or wall-clock (MPI).
     pub virtual_s: Option<f64>,
+    /// Received frames whose recovery failed the hash, and those whose hash
+    /// verified it (Moniqua with `hash`; all workers).
     pub hash_failures: u64,
+    pub hash_verified: u64,
     /// Test accuracy of the local models (mean over ranks) and of the averaged model.
     pub test_accuracy: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
@@ -140,6 +143,14 @@ impl Summary {
         let added = self.peak_rss_mb? - self.base_rss_mb?;
         let n = self.workers? as f64;
         finite((added - n * self.model_mb? - self.shared_mb?) / n)
+    }
+
+    /// The share of the frames checked by Moniqua's hash whose recovery
+    /// failed it (a coordinate wrapped around the modulus); `None` when no
+    /// frame was checked.
+    pub fn failed_recovery_rate(&self) -> Option<f64> {
+        let checked = self.hash_failures + self.hash_verified;
+        (checked > 0).then(|| self.hash_failures as f64 / checked as f64)
     }
 
     /// `mb` in models of this run (`model_mb`).
@@ -650,6 +661,7 @@ fn simulate<'r>(
         consensus: finite(consensus),
         bytes_sent: sim.total_bytes(),
         hash_failures: steps.hash_failures,
+        hash_verified: steps.hash_verified,
         recovery_over_bound: steps.recovery.map(|r| r.0),
         wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
         subopt: subopt.and_then(finite),
@@ -746,6 +758,7 @@ struct Steps {
     status: Status,
     grad_norm_sq: Option<f64>,
     hash_failures: u64,
+    hash_verified: u64,
     /// `measure_recovery`: the largest error over the bound, coordinates
     /// beyond it, coordinates checked.
     recovery: Option<(f64, u64, u64)>,
@@ -779,6 +792,7 @@ fn iterate(
         status: Status::Completed,
         grad_norm_sq: None,
         hash_failures: 0,
+        hash_verified: 0,
         recovery: None,
         metrics_s: 0.0,
         last_eval: None,
@@ -815,6 +829,7 @@ fn iterate(
             break;
         };
         out.hash_failures += r.mismatched;
+        out.hash_verified += r.verified;
         if !r.train_loss.is_finite() {
             out.status = Status::Diverged { iteration: k };
             break;
@@ -841,6 +856,7 @@ fn iterate(
                 bytes_sent: bytes,
                 bytes_received: bytes,
                 hash_failures: r.mismatched,
+                hash_verified: r.verified,
             };
             write_record(&mut *log, &Record::Step(step))?;
         }
@@ -899,6 +915,7 @@ pub fn summarize(
         bytes: m.bytes_sent,
         virtual_s: end.and_then(|e| finite(e.wall_s)),
         hash_failures: m.hash_failures,
+        hash_verified: m.hash_verified,
         test_accuracy: None,
         avg_test_accuracy: None,
         val_loss: None,

@@ -71,9 +71,8 @@ pub fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let ours = format!("repro-train {}", repro_build::VERSION);
     match said {
-        Some(v) if v == ours => {}
+        Some(v) if version_source(&v) == Some(repro_build::BUILD.source) => {}
         Some(v) => eprintln!(
             "warning: {} is `{v}`, but this repro is {}: its runs will be stale; \
              rebuild both (`cargo build --release --workspace`)",
@@ -86,6 +85,14 @@ pub fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
         ),
     }
     Ok(())
+}
+
+/// The source id in a `--version` text (`repro-train 0.1.0 (source <id>,
+/// commit <c>; rustc ...)`): the same id is the same code, whatever commit
+/// built it.
+fn version_source(version: &str) -> Option<&str> {
+    let (_, rest) = version.split_once("(source ")?;
+    rest.split([',', ';', ')']).next()
 }
 
 /// TERM to the process group, then KILL after a grace period.
@@ -1020,6 +1027,10 @@ fn summarize(
             .iter()
             .flat_map(|l| l.steps.iter().map(|s| s.hash_failures))
             .sum(),
+        hash_verified: logs
+            .iter()
+            .flat_map(|l| l.steps.iter().map(|s| s.hash_verified))
+            .sum(),
         test_accuracy: some(last(&|e| e.test_accuracy)),
         avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
         val_loss: some(last(&|e| e.val_loss)),
@@ -1088,6 +1099,20 @@ mod tests {
         )
         .display()
         .replace(" --allow-run-as-root", "")
+    }
+
+    #[test]
+    fn a_trainer_of_the_same_code_at_another_commit_is_the_same_build() {
+        let ours = format!("repro-train {}", repro_build::VERSION);
+        assert_eq!(version_source(&ours), Some(repro_build::BUILD.source));
+        let moved = ours.replace(repro_build::BUILD.commit, "0123456789abcdef");
+        assert_eq!(version_source(&moved), Some(repro_build::BUILD.source));
+        let other = "repro-train 0.1.0 (source 0123abc+dirty.ff, commit 0123abc; rustc 1.90.0)";
+        assert_eq!(version_source(other), Some("0123abc+dirty.ff"));
+        assert_eq!(
+            version_source("repro-train 0.1.0 (0123abc; rustc 1.90.0)"),
+            None
+        );
     }
 
     #[test]

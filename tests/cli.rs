@@ -2697,3 +2697,52 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Moniqua's failed-recovery rate is measured: every frame a rank receives
+/// is checked by the hash, so failed plus verified frames are iterations x
+/// workers x neighbours; a modulus far below the models' distance fails
+/// some, a wide one none. (In-process backend: no root, no MPI.)
+#[test]
+fn moniquas_failed_recoveries_are_a_share_of_the_frames_checked() {
+    let rate_at = |modulus: &str| {
+        let out = temp_out(&format!("wrap-{modulus}"));
+        let o = repro_cmd(&[
+            "run",
+            "mpi-smoke",
+            "--backend",
+            "in-process",
+            "--set",
+            "grid.algorithm=[moniqua]",
+            "--set",
+            "params.bits=2",
+            "--set",
+            "params.lr=0.05",
+            "--set",
+            "params.hash=count",
+            "--set",
+            &format!("params.modulus={modulus}"),
+            "--set",
+            &format!("params.theta={modulus}"),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .expect("run repro");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = read_runs(&out).remove(0);
+        assert_eq!(r["status"], "completed", "{r:?}");
+        let count = |k: &str| r[k].parse::<u64>().unwrap();
+        // 40 iterations, 3 workers on a ring, 2 neighbours each
+        assert_eq!(
+            count("hash_failures") + count("hash_verified"),
+            240,
+            "{r:?}"
+        );
+        let rate: f64 = r["failed_recovery_rate"].parse().unwrap();
+        assert_eq!(rate, count("hash_failures") as f64 / 240.0);
+        rate
+    };
+    assert_eq!(rate_at("4.0"), 0.0);
+    let tight = rate_at("0.0005");
+    assert!(tight > 0.0 && tight <= 1.0, "{tight}");
+}

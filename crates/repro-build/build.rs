@@ -1,13 +1,19 @@
-//! Records which source this build is: the git commit, whether the tree
-//! differed from it (and a hash of the difference), and the compiler.
+//! Records which source this build is: the git commit, the id of the code
+//! it contains, whether the code differed from it (and a hash of the
+//! difference), and the compiler.
+//!
+//! The code is `CODE`: what the binaries are compiled from. Results, docs,
+//! manifests and tests are not code, so committing a run's results does not
+//! make the run stale.
 //!
 //! Cargo reruns this script when the commit, the index or any file of the
 //! workspace's sources changes, so the recorded state is the one compiled.
 //! Git runs with `--no-optional-locks`: a `git status` that refreshed the
 //! index would change it, and the next build would rerun this script.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 fn git(root: &Path, args: &[&str]) -> Option<Vec<u8>> {
     let out = Command::new("git")
@@ -24,10 +30,31 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).trim().to_string()
 }
 
+/// The paths the binaries are compiled from.
+const CODE: [&str; 4] = ["src", "crates", "Cargo.toml", "Cargo.lock"];
+
+/// Git's object id of the commit's listing of `CODE` (`git ls-tree HEAD
+/// src crates Cargo.toml Cargo.lock | git hash-object --stdin`): two
+/// commits with the same code have the same id.
+fn code_id(root: &Path) -> Option<String> {
+    let listing = git(root, &[&["ls-tree", "HEAD", "--"][..], &CODE[..]].concat())?;
+    let mut hasher = Command::new("git")
+        .args(["--no-optional-locks", "-C"])
+        .arg(root)
+        .args(["hash-object", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .ok()?;
+    hasher.stdin.take()?.write_all(&listing).ok()?;
+    let out = hasher.wait_with_output().ok()?;
+    out.status.success().then(|| text(out.stdout))
+}
+
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../..");
-    for tracked in ["src", "crates", "Cargo.toml", "Cargo.lock"] {
+    for tracked in CODE {
         println!("cargo::rerun-if-changed={}", root.join(tracked).display());
     }
     let git_dir = git(&root, &["rev-parse", "--absolute-git-dir"]).map(text);
@@ -40,18 +67,35 @@ fn main() {
         }
     }
     let commit = git(&root, &["rev-parse", "HEAD"]).map(text);
-    // files that differ from the commit, new files that git does not ignore
+    let code = commit.as_ref().and_then(|_| code_id(&root));
+    // code that differs from the commit, new files that git does not ignore
     // included (a new module is code before it is added)
-    let dirty = commit
+    let dirty = code
         .as_ref()
-        .and_then(|_| git(&root, &["status", "--porcelain"]))
+        .and_then(|_| {
+            git(
+                &root,
+                &[&["status", "--porcelain", "--"][..], &CODE[..]].concat(),
+            )
+        })
         .map(|s| !s.is_empty());
-    let source = match (&commit, dirty) {
+    let source = match (&code, dirty) {
         (Some(c), Some(false)) => c.clone(),
         (Some(c), Some(true)) => {
-            let mut state = git(&root, &["diff", "HEAD", "--binary"]).unwrap_or_default();
-            let untracked = git(&root, &["ls-files", "--others", "--exclude-standard", "-z"])
-                .unwrap_or_default();
+            let mut state = git(
+                &root,
+                &[&["diff", "HEAD", "--binary", "--"][..], &CODE[..]].concat(),
+            )
+            .unwrap_or_default();
+            let untracked = git(
+                &root,
+                &[
+                    &["ls-files", "--others", "--exclude-standard", "-z", "--"][..],
+                    &CODE[..],
+                ]
+                .concat(),
+            )
+            .unwrap_or_default();
             for name in untracked.split(|&b| b == 0).filter(|n| !n.is_empty()) {
                 let name = String::from_utf8_lossy(name).into_owned();
                 state.extend_from_slice(name.as_bytes());
@@ -80,6 +124,10 @@ fn main() {
         commit.as_deref().unwrap_or("unknown")
     );
     println!("cargo::rustc-env=REPRO_BUILD_DIRTY={dirty}");
+    println!(
+        "cargo::rustc-env=REPRO_BUILD_CODE={}",
+        code.as_deref().unwrap_or("unknown")
+    );
     println!("cargo::rustc-env=REPRO_BUILD_SOURCE={source}");
     println!("cargo::rustc-env=REPRO_BUILD_RUSTC={rustc}");
 }

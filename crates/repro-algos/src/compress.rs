@@ -226,6 +226,26 @@ mod tests {
             };
             assert!((f64::from(f) - factor).abs() < 1e-6, "{f} vs {factor}");
         }
+        // DCD and ECD: a given scale, and auto leaves them unbiased
+        for name in ["dcd", "ecd"] {
+            let with = |scale| {
+                let knobs = crate::Knobs {
+                    bits: 1,
+                    compressor_scale: scale,
+                    ..crate::Knobs::default()
+                };
+                match crate::AlgorithmSpec::from_name(name, &knobs).unwrap() {
+                    crate::AlgorithmSpec::Dcd(c) | crate::AlgorithmSpec::Ecd(c) => c,
+                    spec => panic!("{spec:?}"),
+                }
+            };
+            assert!(
+                matches!(with(0.25), CompressorSpec::Scaled { factor, .. } if factor == 0.25),
+                "{name}"
+            );
+            assert!(matches!(with(0.0), CompressorSpec::Stochastic(_)), "{name}");
+            assert!(matches!(with(1.0), CompressorSpec::Stochastic(_)), "{name}");
+        }
         let bad = crate::Knobs {
             compressor_scale: -1.0,
             ..crate::Knobs::default()

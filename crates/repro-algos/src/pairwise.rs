@@ -33,8 +33,11 @@ pub struct PairSide {
 /// What folding in a partner's frame did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Folded {
-    /// The model moved halfway towards the partner's.
+    /// The model moved halfway towards the partner's (no hash to check).
     Averaged,
+    /// Moniqua's hash verified the recovery, and the model moved halfway
+    /// towards the partner's.
+    Verified,
     /// Moniqua's hash showed that the recovery failed (theta too small for
     /// the distance between the two models): the model was left as it is.
     Mismatch,
@@ -80,21 +83,28 @@ impl PairSide {
     /// Folds the partner's `frame` into the current model `x`.
     pub fn fold(&mut self, frame: &[u8], x: &mut [f32]) -> Result<Folded, AlgoError> {
         crate::algorithm::check_len("model", self.sent.len(), x.len())?;
+        let mut verified = false;
         match &self.codec {
             None => {
                 FullPrecision::default().decode(frame, &mut self.theirs)?;
             }
             Some(codec) => {
                 let d = codec.decode(frame, &self.sent, DecodeTarget::Out(&mut self.theirs))?;
-                if d.verification == Verification::Mismatch {
-                    return Ok(Folded::Mismatch);
+                match d.verification {
+                    Verification::Mismatch => return Ok(Folded::Mismatch),
+                    Verification::Verified => verified = true,
+                    Verification::Unchecked => {}
                 }
             }
         }
         for ((x, &theirs), &own) in x.iter_mut().zip(&self.theirs).zip(&self.own) {
             *x += 0.5 * (theirs - own);
         }
-        Ok(Folded::Averaged)
+        Ok(if verified {
+            Folded::Verified
+        } else {
+            Folded::Averaged
+        })
     }
 }
 
@@ -155,7 +165,7 @@ mod tests {
         let b0: Vec<f32> = a0.iter().map(|v| v + 0.3).collect();
         let (mut a, mut b) = (a0.clone(), b0.clone());
         let (x, y, bytes) = pair(&AsyncExchange::Moniqua(cfg.clone()), &mut a, &mut b);
-        assert_eq!((x, y), (Folded::Averaged, Folded::Averaged));
+        assert_eq!((x, y), (Folded::Verified, Folded::Verified));
         let tol = 2.0 / (1.0 - 2.0 / 512.0) * 2.0 / 512.0; // a few times delta * B
         for i in 0..300 {
             let mean = 0.5 * (a0[i] + b0[i]);

@@ -1,5 +1,6 @@
 //! Which source a `repro` binary was built from, recorded at build time by
-//! `build.rs`: the git commit, whether the tree differed from it, an id of
+//! `build.rs`: the git commit, the id of its code (`src`, `crates`,
+//! `Cargo.toml`, `Cargo.lock`), whether the code differed from it, an id of
 //! the exact source, the compiler and the version. The driver and the
 //! trainer both depend on this crate, so both say what built them; nothing
 //! else does, so an edit rebuilds only them.
@@ -9,9 +10,14 @@
 pub struct Build {
     /// `git rev-parse HEAD`, or `unknown` outside a git checkout.
     pub commit: &'static str,
-    /// Whether tracked files differed from `commit` (`None`: unknown).
+    /// Git's object id of `commit`'s listing of the code (`git ls-tree
+    /// HEAD src crates Cargo.toml Cargo.lock | git hash-object --stdin`),
+    /// `unknown` without git. Commits that change only results, docs,
+    /// manifests or tests keep it.
+    pub code: &'static str,
+    /// Whether the code differed from `commit` (`None`: unknown).
     pub dirty: Option<bool>,
-    /// The exact source: `commit` when clean, `commit+dirty.<hash of the
+    /// The exact source: `code` when clean, `code+dirty.<hash of the
     /// diff>` when not, `unknown` without git. Two builds with the same id
     /// ran the same code; results from another id are stale.
     pub source: &'static str,
@@ -21,11 +27,14 @@ pub struct Build {
     pub version: &'static str,
 }
 
-/// `--version`'s text: `0.1.0 (<source id>; rustc 1.x ...)`.
+/// `--version`'s text: `0.1.0 (source <source id>, commit <commit>; rustc
+/// 1.x ...)`.
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (",
+    " (source ",
     env!("REPRO_BUILD_SOURCE"),
+    ", commit ",
+    env!("REPRO_BUILD_COMMIT"),
     "; ",
     env!("REPRO_BUILD_RUSTC"),
     ")"
@@ -34,6 +43,7 @@ pub const VERSION: &str = concat!(
 /// This binary's build.
 pub const BUILD: Build = Build {
     commit: env!("REPRO_BUILD_COMMIT"),
+    code: env!("REPRO_BUILD_CODE"),
     dirty: match env!("REPRO_BUILD_DIRTY").as_bytes() {
         b"true" => Some(true),
         b"false" => Some(false),
@@ -77,11 +87,59 @@ mod tests {
     fn the_build_names_its_source() {
         let b = BUILD;
         match b.dirty {
-            Some(false) => assert_eq!(b.source, b.commit),
-            Some(true) => assert!(b.source.starts_with(&format!("{}+dirty.", b.commit))),
+            Some(false) => assert_eq!(b.source, b.code),
+            Some(true) => assert!(b.source.starts_with(&format!("{}+dirty.", b.code))),
             None => assert_eq!(b.source, "unknown"),
         }
         assert!(b.rustc.starts_with("rustc "), "{}", b.rustc);
         assert!(VERSION.starts_with(b.version) && VERSION.contains(b.source));
+        assert!(VERSION.contains(b.commit));
+    }
+
+    /// The code id is the documented git command's, run on the build's
+    /// commit: only the code's paths enter it.
+    #[test]
+    fn the_code_id_is_the_listing_of_the_code_paths() {
+        let b = BUILD;
+        if b.code == "unknown" {
+            return;
+        }
+        let git = |args: &[&str], input: &[u8]| {
+            use std::io::Write;
+            let mut child = std::process::Command::new("git")
+                .args(args)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(input).unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            out.stdout
+        };
+        let root = git(&["rev-parse", "--show-toplevel"], b"");
+        let root = String::from_utf8(root).unwrap();
+        let listing = git(
+            &[
+                "-C",
+                root.trim(),
+                "ls-tree",
+                b.commit,
+                "--",
+                "src",
+                "crates",
+                "Cargo.toml",
+                "Cargo.lock",
+            ],
+            b"",
+        );
+        let names: Vec<String> = String::from_utf8_lossy(&listing)
+            .lines()
+            .map(|l| l.rsplit('\t').next().unwrap().to_string())
+            .collect();
+        assert_eq!(names, ["Cargo.lock", "Cargo.toml", "crates", "src"]);
+        let id = git(&["hash-object", "--stdin"], &listing);
+        assert_eq!(String::from_utf8(id).unwrap().trim(), b.code);
     }
 }

@@ -162,9 +162,10 @@ pub struct Knobs {
     /// QSGD levels `s` (1..=32767); 0: the most that fit `bits` with the
     /// sign, `2^(bits - 1) - 1`.
     pub levels: u32,
-    /// CHOCO and DeepSqueeze: their compressor's output times this on both
-    /// ends (1: as is; 0: auto, `1 / (1 + omega)` for the quantizer's
-    /// relative error omega).
+    /// CHOCO, DeepSqueeze, DCD and ECD: their compressor's output times
+    /// this on both ends (1: as is; 0: auto, what each one's analysis asks
+    /// for: `1 / (1 + omega)` for the quantizer's relative error omega for
+    /// CHOCO and DeepSqueeze, a contraction; 1 for DCD and ECD, unbiased).
     pub compressor_scale: f64,
     /// The baselines' compressor (naive, DCD, ECD, CHOCO, DeepSqueeze):
     /// `stochastic` (`bits` per value, a scale per `bucket`), `qsgd`
@@ -435,6 +436,14 @@ pub struct Step {
     pub bytes_received: u64,
     /// Received frames whose recovery failed the hash (Moniqua).
     pub hash_failures: u64,
+    /// Received frames whose hash verified the recovery (Moniqua with
+    /// `hash`); with `hash_failures`, the frames checked.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hash_verified: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An evaluation of one rank's model (and of the averaged model).
@@ -538,6 +547,9 @@ pub struct Metrics {
     pub bytes_sent: u64,
     /// Received frames whose recovery failed the hash, all workers.
     pub hash_failures: u64,
+    /// Received frames whose hash verified the recovery, all workers.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub hash_verified: u64,
     /// Lemma 2 checked on the logged iterations' frames (`measure_recovery`):
     /// the largest recovery error over its bound `delta B`, and the share of
     /// recovered coordinates beyond the bound (wrap-arounds).
@@ -810,6 +822,7 @@ mod tests {
             bytes_sent: 1000,
             bytes_received: 2000,
             hash_failures: 0,
+            hash_verified: 0,
         }
     }
 

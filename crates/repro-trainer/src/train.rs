@@ -519,6 +519,7 @@ pub fn train<T: Transport>(
                 bytes_sent: sent,
                 bytes_received: received_bytes,
                 hash_failures: r.mismatched,
+                hash_verified: r.verified,
             }),
         )?;
         // at least once a second: the driver's progress reads this log, and

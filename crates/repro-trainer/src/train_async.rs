@@ -49,6 +49,7 @@ struct Shared {
     bytes_sent: AtomicU64,
     bytes_received: AtomicU64,
     mismatches: AtomicU64,
+    verified: AtomicU64,
 }
 
 /// The gossip side's answer to the compute thread at the end.
@@ -118,6 +119,7 @@ pub fn train_async<T: Transport>(
         bytes_sent: AtomicU64::new(0),
         bytes_received: AtomicU64::new(0),
         mismatches: AtomicU64::new(0),
+        verified: AtomicU64::new(0),
     };
     let d = s.x0.len();
     let mut side = PairSide::new(&exchange, cfg.seed, d)?;
@@ -269,9 +271,11 @@ fn fold(
 ) -> Result<(), TrainError> {
     {
         let mut x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
-        if side.fold(theirs, &mut x)? == Folded::Mismatch {
-            shared.mismatches.fetch_add(1, Ordering::Relaxed);
-        }
+        match side.fold(theirs, &mut x)? {
+            Folded::Mismatch => shared.mismatches.fetch_add(1, Ordering::Relaxed),
+            Folded::Verified => shared.verified.fetch_add(1, Ordering::Relaxed),
+            Folded::Averaged => 0,
+        };
     }
     shared
         .bytes_sent
@@ -299,7 +303,7 @@ fn compute(
         let (mut snapshot, mut grad) = (vec![0f32; d], vec![0f32; d]);
         let (mut momentum, mut delta) = (vec![0f32; d], vec![0f32; d]);
         let mut last_flush = Instant::now();
-        let (mut sent0, mut recv0, mut mism0) = (0, 0, 0);
+        let (mut sent0, mut recv0, mut mism0, mut ver0) = (0, 0, 0, 0);
         let mut epoch = 0.0;
         for k in 0..cfg.iterations {
             epoch = (k as f64 * cfg.batch as f64) / s.shard.len() as f64;
@@ -344,6 +348,7 @@ fn compute(
             let sent = shared.bytes_sent.load(Ordering::Relaxed);
             let recv = shared.bytes_received.load(Ordering::Relaxed);
             let mism = shared.mismatches.load(Ordering::Relaxed);
+            let ver = shared.verified.load(Ordering::Relaxed);
             write_record(
                 &mut log,
                 &Record::Step(Step {
@@ -356,9 +361,10 @@ fn compute(
                     bytes_sent: sent - sent0,
                     bytes_received: recv - recv0,
                     hash_failures: mism - mism0,
+                    hash_verified: ver - ver0,
                 }),
             )?;
-            (sent0, recv0, mism0) = (sent, recv, mism);
+            (sent0, recv0, mism0, ver0) = (sent, recv, mism, ver);
             if last_flush.elapsed() >= Duration::from_secs(1) {
                 log.flush()?;
                 last_flush = Instant::now();

@@ -318,11 +318,15 @@ impl AlgorithmSpec {
                 k.compressor_scale
             )));
         }
-        // only CHOCO and DeepSqueeze scale their compressor (and only they
-        // pay for measuring omega)
+        // CHOCO, DeepSqueeze, DCD and ECD scale their compressor. Auto is
+        // what each one's analysis asks for: a contraction for CHOCO and
+        // DeepSqueeze (only they pay for measuring omega), an unbiased
+        // compressor (no scale) for DCD and ECD.
+        let contracting = matches!(name, "choco" | "deepsqueeze");
         let scaled = match k.compressor_scale {
             1.0 => q.clone(),
-            _ if !matches!(name, "choco" | "deepsqueeze") => q.clone(),
+            _ if !contracting && !matches!(name, "dcd" | "ecd") => q.clone(),
+            0.0 if !contracting => q.clone(),
             0.0 => CompressorSpec::Scaled {
                 inner: Box::new(q.clone()),
                 factor: (1.0 / (1.0 + crate::compress::gaussian_omega(&q)?)) as f32,
@@ -344,8 +348,8 @@ impl AlgorithmSpec {
                 codec: moniqua,
                 gamma: k.gamma,
             },
-            "dcd" => AlgorithmSpec::Dcd(q),
-            "ecd" => AlgorithmSpec::Ecd(q),
+            "dcd" => AlgorithmSpec::Dcd(scaled),
+            "ecd" => AlgorithmSpec::Ecd(scaled),
             "choco" => AlgorithmSpec::Choco {
                 compressor: scaled,
                 gamma: k.gamma,
