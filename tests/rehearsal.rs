@@ -72,7 +72,11 @@ fn paper_scales_rehearse_on_generated_cifar10() {
         ),
         (
             "pqasgd",
-            &["grid.algorithm=[pqasgd]", "grid.seed=[0]", "scales.paper.workers=8"],
+            &[
+                "grid.algorithm=[pqasgd]",
+                "grid.seed=[0]",
+                "scales.paper.workers=8",
+            ],
             &["\"model\":\"resnet110\"", "\"workers\":8", STEP],
         ),
         (
