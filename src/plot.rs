@@ -254,8 +254,8 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
             }
             Ok(Panel {
                 title: p.clone(),
-                x_label: axis_label(&spec.x).into(),
-                y_label: axis_label(&spec.y).into(),
+                x_label: axis_label(&spec.x),
+                y_label: axis_label(&spec.y),
                 log_x: spec.log_x,
                 series: out,
             })
@@ -348,7 +348,7 @@ pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>>
             &done,
             &order,
             title,
-            (axis_label(&spec.x), spec.log_x),
+            (&column_label(&spec.x), spec.log_x),
             col("__panel").eq(lit(p.as_str())),
             col("__xv"),
             true,
@@ -495,7 +495,7 @@ fn metric_panel(
     Ok(Some(Panel {
         title,
         x_label: x_label.into(),
-        y_label: axis_label(&spec.y).into(),
+        y_label: column_label(&spec.y),
         log_x,
         series,
     }))
@@ -666,8 +666,10 @@ pub fn reaches_csv(rows: &[Reach]) -> Result<String> {
     crate::results::csv_text(std::iter::once(header.to_vec()).chain(lines))
 }
 
-fn axis_label(key: &str) -> &'static str {
-    match key {
+/// The axis label of a curve's x or y, or of a runs.csv column: a name
+/// in words where there is one, else the key itself.
+fn axis_label(key: &str) -> String {
+    let known = match key {
         "wall_s" => "wall-clock time (s)",
         "iteration" => "iteration",
         "epoch" => "epoch",
@@ -687,7 +689,21 @@ fn axis_label(key: &str) -> &'static str {
         "test_accuracy" => "test accuracy (local models)",
         "avg_test_loss" => "test loss of the averaged model",
         "avg_test_accuracy" => "test accuracy of the averaged model",
-        _ => "train loss",
+        "train_loss" => "train loss",
+        "counted_bytes_per_worker" => "bytes sent per worker",
+        "bits" => "bits per coordinate",
+        "modulus" => "modulus B",
+        _ => key,
+    };
+    known.to_string()
+}
+
+/// The label of runs.csv column `key` on a runs.csv figure's axis: its
+/// `bytes` is every worker's, where a curve's is one worker's.
+fn column_label(key: &str) -> String {
+    match key {
+        "bytes" => "bytes sent, all workers".into(),
+        _ => axis_label(key),
     }
 }
 
@@ -1346,6 +1362,13 @@ mod tests {
         };
         let p = scaling_panels(&by_bits, &RunsFrame::new(&rows).unwrap()).unwrap();
         assert_eq!(p[0].title, "workers = 64");
+        // axes in words; a key without words is named as it is, never as
+        // another metric
+        assert_eq!(p[0].x_label, "bits per coordinate");
+        assert_eq!(p[0].y_label, "seconds per iteration (host)");
+        assert_eq!(column_label("bytes"), "bytes sent, all workers");
+        assert_eq!(axis_label("bytes"), "bytes sent per worker");
+        assert_eq!(axis_label("gamma"), "gamma");
         assert!(
             close(&p[0].series[0].points, &[(1.0, 0.004)]) && p[0].series[1].label == "d-psgd",
             "{p:?}"

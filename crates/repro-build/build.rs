@@ -2,9 +2,11 @@
 //! it contains, whether the code differed from it (and a hash of the
 //! difference), and the compiler.
 //!
-//! The code is `CODE`: what the binaries are compiled from. Results, docs,
-//! manifests and tests are not code, so committing a run's results does not
-//! make the run stale.
+//! The code is `CODE`, less `PRESENTATION`: what the binaries are compiled
+//! from, less the modules that only read recorded runs (tables, figures,
+//! claims, the report). Results, docs, manifests and tests are not code
+//! either, so committing a run's results, or redrawing its figure with a
+//! fixed plot, does not make the run stale.
 //!
 //! Cargo reruns this script when the commit, the index or any file of the
 //! workspace's sources changes, so the recorded state is the one compiled.
@@ -33,11 +35,54 @@ fn text(bytes: Vec<u8>) -> String {
 /// The paths the binaries are compiled from.
 const CODE: [&str; 4] = ["src", "crates", "Cargo.toml", "Cargo.lock"];
 
-/// Git's object id of the commit's listing of `CODE` (`git ls-tree HEAD
-/// src crates Cargo.toml Cargo.lock | git hash-object --stdin`): two
+/// The driver's modules that only read recorded runs and render them; a
+/// run's logs and runs.csv row never depend on them.
+const PRESENTATION: [&str; 7] = [
+    "src/plot.rs",
+    "src/table.rs",
+    "src/claims.rs",
+    "src/stats.rs",
+    "src/report.rs",
+    "src/assets",
+    "src/snapshots",
+];
+
+/// Whether `path` (relative to the root) is presentation.
+fn presentation(path: &str) -> bool {
+    PRESENTATION
+        .iter()
+        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
+}
+
+/// `CODE` as git pathspecs, less `PRESENTATION`.
+fn pathspecs() -> Vec<String> {
+    CODE.iter()
+        .map(|c| c.to_string())
+        .chain(PRESENTATION.iter().map(|p| format!(":(exclude){p}")))
+        .collect()
+}
+
+/// Git's object id of the commit's recursive listing of `CODE` less the
+/// `PRESENTATION` paths (`git ls-tree -r HEAD src crates Cargo.toml
+/// Cargo.lock`, those lines dropped, `| git hash-object --stdin`): two
 /// commits with the same code have the same id.
 fn code_id(root: &Path) -> Option<String> {
-    let listing = git(root, &[&["ls-tree", "HEAD", "--"][..], &CODE[..]].concat())?;
+    let full = git(
+        root,
+        &[&["ls-tree", "-r", "HEAD", "--"][..], &CODE[..]].concat(),
+    )?;
+    let mut listing = Vec::new();
+    for line in full.split_inclusive(|&b| b == b'\n') {
+        let text = String::from_utf8_lossy(line);
+        let path = text
+            .trim_end_matches('\n')
+            .rsplit('\t')
+            .next()
+            .unwrap_or("");
+        if !presentation(path) {
+            listing.extend_from_slice(line);
+        }
+    }
     let mut hasher = Command::new("git")
         .args(["--no-optional-locks", "-C"])
         .arg(root)
@@ -70,12 +115,14 @@ fn main() {
     let code = commit.as_ref().and_then(|_| code_id(&root));
     // code that differs from the commit, new files that git does not ignore
     // included (a new module is code before it is added)
+    let specs = pathspecs();
+    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
     let dirty = code
         .as_ref()
         .and_then(|_| {
             git(
                 &root,
-                &[&["status", "--porcelain", "--"][..], &CODE[..]].concat(),
+                &[&["status", "--porcelain", "--"][..], &specs[..]].concat(),
             )
         })
         .map(|s| !s.is_empty());
@@ -84,14 +131,14 @@ fn main() {
         (Some(c), Some(true)) => {
             let mut state = git(
                 &root,
-                &[&["diff", "HEAD", "--binary", "--"][..], &CODE[..]].concat(),
+                &[&["diff", "HEAD", "--binary", "--"][..], &specs[..]].concat(),
             )
             .unwrap_or_default();
             let untracked = git(
                 &root,
                 &[
                     &["ls-files", "--others", "--exclude-standard", "-z", "--"][..],
-                    &CODE[..],
+                    &specs[..],
                 ]
                 .concat(),
             )
@@ -124,6 +171,10 @@ fn main() {
         commit.as_deref().unwrap_or("unknown")
     );
     println!("cargo::rustc-env=REPRO_BUILD_DIRTY={dirty}");
+    println!(
+        "cargo::rustc-env=REPRO_BUILD_PRESENTATION={}",
+        PRESENTATION.join(",")
+    );
     println!(
         "cargo::rustc-env=REPRO_BUILD_CODE={}",
         code.as_deref().unwrap_or("unknown")

@@ -10,10 +10,11 @@
 pub struct Build {
     /// `git rev-parse HEAD`, or `unknown` outside a git checkout.
     pub commit: &'static str,
-    /// Git's object id of `commit`'s listing of the code (`git ls-tree
-    /// HEAD src crates Cargo.toml Cargo.lock | git hash-object --stdin`),
-    /// `unknown` without git. Commits that change only results, docs,
-    /// manifests or tests keep it.
+    /// Git's object id of `commit`'s recursive listing of the code less
+    /// [`PRESENTATION`] (`git ls-tree -r HEAD src crates Cargo.toml
+    /// Cargo.lock`, those paths' lines dropped, `| git hash-object
+    /// --stdin`), `unknown` without git. Commits that change only results,
+    /// docs, manifests, tests or presentation keep it.
     pub code: &'static str,
     /// Whether the code differed from `commit` (`None`: unknown).
     pub dirty: Option<bool>,
@@ -39,6 +40,11 @@ pub const VERSION: &str = concat!(
     env!("REPRO_BUILD_RUSTC"),
     ")"
 );
+
+/// The driver's modules that only read recorded runs and render them
+/// (tables, figures, claims, the report), comma-separated: left out of the
+/// code id, so redrawing a figure with fixed code keeps its runs current.
+pub const PRESENTATION: &str = env!("REPRO_BUILD_PRESENTATION");
 
 /// This binary's build.
 pub const BUILD: Build = Build {
@@ -97,7 +103,7 @@ mod tests {
     }
 
     /// The code id is the documented git command's, run on the build's
-    /// commit: only the code's paths enter it.
+    /// commit: only the code's paths enter it, less presentation.
     #[test]
     fn the_code_id_is_the_listing_of_the_code_paths() {
         let b = BUILD;
@@ -125,6 +131,7 @@ mod tests {
                 "-C",
                 root.trim(),
                 "ls-tree",
+                "-r",
                 b.commit,
                 "--",
                 "src",
@@ -134,12 +141,28 @@ mod tests {
             ],
             b"",
         );
-        let names: Vec<String> = String::from_utf8_lossy(&listing)
-            .lines()
-            .map(|l| l.rsplit('\t').next().unwrap().to_string())
-            .collect();
-        assert_eq!(names, ["Cargo.lock", "Cargo.toml", "crates", "src"]);
-        let id = git(&["hash-object", "--stdin"], &listing);
+        let shown: Vec<&str> = PRESENTATION.split(',').collect();
+        assert!(shown.contains(&"src/plot.rs") && shown.contains(&"src/table.rs"));
+        let is_shown = |path: &str| {
+            shown
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+        };
+        let mut kept = String::new();
+        let mut dropped = 0;
+        for line in String::from_utf8(listing).unwrap().lines() {
+            let path = line.rsplit('\t').next().unwrap();
+            if is_shown(path) {
+                dropped += 1;
+            } else {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        }
+        assert!(dropped >= 5, "the presentation modules are in the tree");
+        assert!(kept.contains("\tsrc/run.rs\n") && kept.contains("\tCargo.lock\n"));
+        assert!(kept.contains("\tcrates/repro-codec/src/moniqua.rs\n"));
+        let id = git(&["hash-object", "--stdin"], kept.as_bytes());
         assert_eq!(String::from_utf8(id).unwrap().trim(), b.code);
     }
 }
