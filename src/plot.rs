@@ -926,7 +926,7 @@ fn draw<DB: DrawingBackend>(
             .x_label_area_size(40)
             .y_label_area_size(60);
         macro_rules! draw {
-            ($chart:expr) => {{
+            ($chart:expr, $corner:expr) => {{
                 let mut chart = $chart.map_err(|e| err(e.to_string()))?;
                 chart
                     .configure_mesh()
@@ -1003,7 +1003,7 @@ fn draw<DB: DrawingBackend>(
                     .background_style(WHITE.mix(0.85))
                     .border_style(BLACK)
                     .label_font(("sans-serif", 13))
-                    .position(SeriesLabelPosition::UpperRight)
+                    .position($corner)
                     .draw()
                     .map_err(|e| err(e.to_string()))?;
             }};
@@ -1018,30 +1018,128 @@ fn draw<DB: DrawingBackend>(
             }
             _ => (x_min, x_max),
         };
-        // a linear axis starts at 0 unless the range says otherwise
-        let x_lin = match spec.x_range {
-            Some(_) => x_min,
-            None => x_min.min(0.0),
-        }..x_max;
+        // the axes' ranges as drawn below; a linear x axis starts at 0
+        // unless the range says otherwise
+        let x_axis = match (log_x, spec.x_range) {
+            (true, _) => [x_min * 0.9, x_max * 1.1],
+            (false, Some(_)) => [x_min, x_max],
+            (false, None) => [x_min.min(0.0), x_max],
+        };
+        let y_axis = if log_y {
+            [y_min * 0.9, y_max * 1.1]
+        } else {
+            [y_min - y_pad, y_max + y_pad]
+        };
+        let corner = legend_corner(&panel.series, x_axis, y_axis, (log_x, log_y));
+        let x_lin = x_axis[0]..x_axis[1];
         match (log_x, log_y) {
             (false, false) => {
-                draw!(chart.build_cartesian_2d(x_lin, (y_min - y_pad)..(y_max + y_pad)))
+                draw!(
+                    chart.build_cartesian_2d(x_lin, (y_min - y_pad)..(y_max + y_pad)),
+                    corner
+                )
             }
             (false, true) => {
-                draw!(chart.build_cartesian_2d(x_lin, (y_min * 0.9..y_max * 1.1).log_scale()))
+                draw!(
+                    chart.build_cartesian_2d(x_lin, (y_min * 0.9..y_max * 1.1).log_scale()),
+                    corner
+                )
             }
-            (true, false) => draw!(chart.build_cartesian_2d(
-                (x_min * 0.9..x_max * 1.1).log_scale(),
-                (y_min - y_pad)..(y_max + y_pad)
-            )),
-            (true, true) => draw!(chart.build_cartesian_2d(
-                (x_min * 0.9..x_max * 1.1).log_scale(),
-                (y_min * 0.9..y_max * 1.1).log_scale()
-            )),
+            (true, false) => draw!(
+                chart.build_cartesian_2d(
+                    (x_min * 0.9..x_max * 1.1).log_scale(),
+                    (y_min - y_pad)..(y_max + y_pad)
+                ),
+                corner
+            ),
+            (true, true) => draw!(
+                chart.build_cartesian_2d(
+                    (x_min * 0.9..x_max * 1.1).log_scale(),
+                    (y_min * 0.9..y_max * 1.1).log_scale()
+                ),
+                corner
+            ),
         }
     }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
+}
+
+/// The corner of the plot area that the fewest lines and bands cross, for
+/// the legend: upper right unless data lie there. Each line is sampled
+/// along its segments, in the axes' own (linear or log) coordinates.
+fn legend_corner(
+    series: &[Series],
+    x: [f64; 2],
+    y: [f64; 2],
+    (log_x, log_y): (bool, bool),
+) -> SeriesLabelPosition {
+    let to = |v: f64, [lo, hi]: [f64; 2], log: bool| {
+        let f = |v: f64| if log { v.max(1e-300).ln() } else { v };
+        let (lo, hi) = (f(lo), f(hi));
+        if hi > lo {
+            (f(v) - lo) / (hi - lo)
+        } else {
+            0.5
+        }
+    };
+    let mut samples = Vec::new();
+    for s in series {
+        let band = s.band.iter().flat_map(|b| [(b.0, b.1), (b.0, b.2)]);
+        let lines = [s.points.clone(), band.collect::<Vec<_>>()];
+        for (k, pts) in lines.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = pts
+                .iter()
+                .map(|p| (to(p.0, x, log_x), to(p.1, y, log_y)))
+                .collect();
+            // band edges come in lo/hi pairs: join each edge along x
+            let step = if k == 1 { 2 } else { 1 };
+            for edge in 0..step {
+                let edge: Vec<_> = pts.iter().skip(edge).step_by(step).collect();
+                samples.extend(edge.first().map(|p| **p));
+                for w in edge.windows(2) {
+                    for i in 1..=16 {
+                        let t = f64::from(i) / 16.0;
+                        samples.push((
+                            w[0].0 + (w[1].0 - w[0].0) * t,
+                            w[0].1 + (w[1].1 - w[0].1) * t,
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    // the legend box covers about this share of the area in each direction
+    let (wide, tall) = (0.4, 0.4);
+    let corners = [
+        (SeriesLabelPosition::UpperRight, true, true),
+        (SeriesLabelPosition::LowerRight, true, false),
+        (SeriesLabelPosition::UpperLeft, false, true),
+        (SeriesLabelPosition::LowerLeft, false, false),
+    ];
+    let mut best = (usize::MAX, SeriesLabelPosition::UpperRight);
+    for (corner, right, upper) in corners {
+        let hits = samples
+            .iter()
+            .filter(|(px, py)| {
+                let in_x = if right {
+                    *px >= 1.0 - wide
+                } else {
+                    *px <= wide
+                };
+                let in_y = if upper {
+                    *py >= 1.0 - tall
+                } else {
+                    *py <= tall
+                };
+                in_x && in_y
+            })
+            .count();
+        if hits < best.0 {
+            best = (hits, corner);
+        }
+    }
+    best.1
 }
 
 #[cfg(test)]
@@ -1052,6 +1150,31 @@ mod tests {
     use crate::manifest::FigureKind;
     use crate::results::RunRecord;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn the_legend_goes_to_the_corner_no_line_crosses() {
+        let line = |pts: &[(f64, f64)]| Series {
+            label: "a".into(),
+            runs: 1,
+            points: pts.to_vec(),
+            band: vec![],
+            dashed: false,
+        };
+        let corner = |s: &[Series]| legend_corner(s, [0.0, 8.0], [0.0, 1.0], (false, false));
+        // rising to the upper right: the legend moves to the lower right
+        let rising = [line(&[(1.0, 0.2), (2.0, 0.9), (8.0, 0.95)])];
+        assert!(matches!(corner(&rising), SeriesLabelPosition::LowerRight));
+        // a falling loss curve leaves the upper right free
+        let falling = [line(&[(0.0, 1.0), (1.0, 0.3), (8.0, 0.1)])];
+        assert!(matches!(corner(&falling), SeriesLabelPosition::UpperRight));
+        // a band counts as data too
+        let mut banded = line(&[(0.0, 0.5), (8.0, 0.5)]);
+        banded.band = vec![(0.0, 0.45, 0.55), (8.0, 0.0, 1.0)];
+        assert!(matches!(
+            corner(&[banded]),
+            SeriesLabelPosition::UpperLeft | SeriesLabelPosition::LowerLeft
+        ));
+    }
 
     fn run(id: &str, point: &[(&str, &str)]) -> RunRecord {
         RunRecord {
