@@ -1021,32 +1021,13 @@ fn draw<DB: DrawingBackend>(
             [y_min - y_pad, y_max + y_pad]
         };
         let corner = legend_corner(&panel.series, x_axis, y_axis, (log_x, log_y));
-        let x_lin = x_axis[0]..x_axis[1];
+        let (x_lin, y_lin) = (x_axis[0]..x_axis[1], y_axis[0]..y_axis[1]);
         match (log_x, log_y) {
-            (false, false) => {
-                draw!(
-                    chart.build_cartesian_2d(x_lin, (y_min - y_pad)..(y_max + y_pad)),
-                    corner
-                )
-            }
-            (false, true) => {
-                draw!(
-                    chart.build_cartesian_2d(x_lin, (y_min * 0.9..y_max * 1.1).log_scale()),
-                    corner
-                )
-            }
-            (true, false) => draw!(
-                chart.build_cartesian_2d(
-                    (x_min * 0.9..x_max * 1.1).log_scale(),
-                    (y_min - y_pad)..(y_max + y_pad)
-                ),
-                corner
-            ),
+            (false, false) => draw!(chart.build_cartesian_2d(x_lin, y_lin), corner),
+            (false, true) => draw!(chart.build_cartesian_2d(x_lin, y_lin.log_scale()), corner),
+            (true, false) => draw!(chart.build_cartesian_2d(x_lin.log_scale(), y_lin), corner),
             (true, true) => draw!(
-                chart.build_cartesian_2d(
-                    (x_min * 0.9..x_max * 1.1).log_scale(),
-                    (y_min * 0.9..y_max * 1.1).log_scale()
-                ),
+                chart.build_cartesian_2d(x_lin.log_scale(), y_lin.log_scale()),
                 corner
             ),
         }
