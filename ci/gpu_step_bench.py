@@ -158,16 +158,11 @@ def bench(name, device, batch, steps, warmup, seed):
         "model": name,
         "device": str(dev),
         "parameters": d,
-        "batch": batch,
-        "steps": steps,
         "step_s_median": statistics.median(times),
-        "step_s_min": min(times),
-        "step_s_max": max(times),
         "parts_s_median": {key: statistics.median(v) for key, v in parts.items()},
     }
     if dev.type == "cuda":
         out["peak_allocated_mib"] = torch.cuda.max_memory_allocated(dev) / 2**20
-        out["peak_reserved_mib"] = torch.cuda.max_memory_reserved(dev) / 2**20
         out["gpu"] = torch.cuda.get_device_name(dev)
     return out, model
 
@@ -191,9 +186,9 @@ def _rank(args_and_queue):
     q.put(out)
 
 
-def shared(name, device, batch, steps, warmup, ranks):
-    """`ranks` processes training `name` on one device at once (rank % gpus
-    with one GPU puts every rank on it)."""
+def measure(name, device, batch, steps, warmup, ranks):
+    """`ranks` fresh processes training `name` on one device at once (rank %
+    gpus with one GPU puts every rank on it; 1: a rank alone)."""
     ctx = mp.get_context("spawn")
     q, barrier = ctx.Queue(), ctx.Barrier(ranks)
     procs = [
@@ -210,6 +205,7 @@ def shared(name, device, batch, steps, warmup, ranks):
     return {
         "model": name,
         "device": device,
+        "gpu": results[0].get("gpu", "-"),
         "ranks_sharing": ranks,
         "parameters": results[0]["parameters"],
         "step_s_median_per_rank": statistics.median(r["step_s_median"] for r in results),
@@ -244,9 +240,10 @@ def main():
             raise SystemExit(f"{name}: {got} parameters here, MODEL_PARAMETERS says {expected}")
         # each measurement in fresh processes: no allocator cache carried over
         for ranks in sorted({1, args.ranks}):
-            r = shared(name, args.device, args.batch, args.steps, args.warmup, ranks)
+            r = measure(name, args.device, args.batch, args.steps, args.warmup, ranks)
             print(json.dumps(r), flush=True)
             rows.append(r)
+    print(f"\ndevice: {args.device} ({rows[0]['gpu'] if rows else '-'}), torch {torch.__version__}")
     print("\n| model | parameters | ranks on the device | step per rank (median) | of it forward+backward | "
           "peak allocated per rank | device memory in use |")
     print("|---|---|---|---|---|---|---|")
