@@ -84,6 +84,46 @@ pub fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The files and directories a results directory may hold, besides
+/// hidden temporaries: what [`lock`] may tidy lives only in such a
+/// directory.
+const RESULTS_ENTRIES: [&str; 6] = ["runs.csv", "provenance.json", "raw", "tuning", "attempts.csv", "runs.parquet"];
+
+/// Refuses `dir` as a results directory when it exists, is not empty and
+/// holds none of a results directory's files: `--out` pointed at another
+/// directory must never have its files tidied or mixed with ours.
+pub fn check_results_dir(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() || names.iter().any(|n| RESULTS_ENTRIES.contains(&n.as_str())) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} is not empty and is not a results directory (it holds no runs.csv, provenance.json or raw/): \
+         pass --out with a new or empty directory, or an earlier run's results directory",
+        dir.display()
+    )
+}
+
+/// Where the logs of a failed attempt of run `id` go when an earlier
+/// result of that run stays: `raw/attempts/<id>-<unix ms>[.<ext>]`.
+pub fn attempt_path(raw: &Path, id: &str, ext: &str) -> PathBuf {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let name = if ext.is_empty() {
+        format!("{id}-{ms}")
+    } else {
+        format!("{id}-{ms}.{ext}")
+    };
+    raw.join("attempts").join(name)
+}
+
 /// The lock of a results directory, released when dropped.
 #[derive(Debug)]
 pub struct DirLock {
@@ -102,10 +142,12 @@ impl Drop for DirLock {
 pub fn lock(dir: &Path) -> Result<DirLock> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let path = dir.join(".lock");
+    // pid, command line, start time: a reused pid is not the holder
     let me = format!(
-        "{}\n{}\n",
+        "{}\n{}\n{}\n",
         std::process::id(),
-        std::env::args().collect::<Vec<_>>().join(" ")
+        std::env::args().collect::<Vec<_>>().join(" "),
+        crate::net::owner::start_time(std::process::id()).unwrap_or(0)
     );
     for _ in 0..2 {
         match std::fs::OpenOptions::new()
@@ -124,7 +166,12 @@ pub fn lock(dir: &Path) -> Result<DirLock> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
                 let pid = holder.lines().next().unwrap_or("").trim();
-                let alive = !pid.is_empty() && Path::new("/proc").join(pid).exists();
+                let started = holder.lines().nth(2).and_then(|s| s.trim().parse::<u64>().ok());
+                let alive = match (pid.parse::<u32>(), started) {
+                    (Ok(p), Some(s)) => crate::net::owner::start_time(p) == Some(s),
+                    (Ok(p), None) => crate::net::owner::start_time(p).is_some(),
+                    _ => false,
+                };
                 if alive {
                     anyhow::bail!(
                         "{} is in use by another repro (pid {pid}: {}); wait for it to finish, or pass another --out",
@@ -168,7 +215,11 @@ fn recover(dir: &Path) -> Result<()> {
             } else {
                 std::fs::rename(&path, &original)
             }
-        } else if hidden.ends_with(".running") {
+        } else if hidden
+            .strip_suffix(".running")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            // a run's working directory: named after its hex run id
             std::fs::remove_dir_all(&path)
         } else if temp_owner(hidden).is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
             std::fs::remove_file(&path)
@@ -242,7 +293,8 @@ mod tests {
         };
         mkdir(".gone.replaced"); // killed between the two renames
         mkdir(".abc.replaced"); // killed before removing the old one
-        mkdir(".xyz.running"); // killed during the run
+        mkdir(".0f1e.running"); // killed during the run
+        mkdir(".notes.running"); // not a run's: left alone
         let mine = format!(".runs.{}-0.tmp.csv", std::process::id());
         for file in [
             ".runs.999999999-3.tmp.csv",
@@ -259,7 +311,10 @@ mod tests {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         left.sort();
-        assert_eq!(left, [".keep.me", mine.as_str(), "abc", "gone"]);
+        assert_eq!(
+            left,
+            [".keep.me", ".notes.running", mine.as_str(), "abc", "gone"]
+        );
         assert_eq!(
             std::fs::read_to_string(raw.join("gone/f")).unwrap(),
             ".gone.replaced"

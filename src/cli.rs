@@ -3,8 +3,11 @@
 //!
 //! Exit codes: 0 success; 1 a command failed (the message says why);
 //! 2 bad usage (unknown command or option); 3 an experiment finished but
-//! some of its runs failed (see runs.csv); 130 stopped by Ctrl-C or
-//! SIGTERM (after terminating the running job and removing its network).
+//! some of its runs failed or were refused (see runs.csv); 130 stopped by
+//! Ctrl-C or SIGTERM (after terminating the running job and removing its
+//! network); 141 (a shell's 128 + SIGPIPE) when stdout was closed early,
+//! as in `repro list | head -1`. Whenever an error is printed the code is
+//! not 0.
 
 use std::process::ExitCode;
 
@@ -23,6 +26,11 @@ struct Cli {
     /// Also print each run's resolved parameters as it starts.
     #[arg(long, short, global = true)]
     verbose: bool,
+    /// The project: a directory with `experiments/` (default: the working
+    /// directory or its nearest parent that has one). Named experiments
+    /// come only from there; results go to its results/ and scratch/.
+    #[arg(long, global = true, value_name = "DIR")]
+    project: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -76,9 +84,41 @@ struct ManArgs {
 }
 
 /// The completion script for `shell`, from the same definitions the
-/// parser uses.
+/// parser uses, offering the project's experiment names and scales (as
+/// they are when the script is written: write it again after adding one).
 fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
+    let mut names = Vec::new();
+    let mut scales = std::collections::BTreeSet::new();
+    if let Ok(paths) = crate::manifest::all_manifests() {
+        for p in paths {
+            if let Ok(m) = crate::manifest::load(&p, &[]) {
+                scales.extend(m.scales.keys().cloned());
+                names.push(m.name);
+            }
+        }
+    }
+    let values = |v: &[String]| {
+        clap::builder::PossibleValuesParser::new(
+            v.iter()
+                // clap names are &'static (its `string` feature is off):
+                // a few short names for one command's lifetime
+                .map(|n| {
+                    let n: &'static str = Box::leak(n.clone().into_boxed_str());
+                    clap::builder::PossibleValue::new(n)
+                })
+                .collect::<Vec<_>>(),
+        )
+    };
+    let scales: Vec<String> = scales.into_iter().collect();
     let mut cmd = Cli::command();
+    if !names.is_empty() {
+        for sub in ["run", "table", "plot", "status"] {
+            cmd = cmd.mut_subcommand(sub, |c| {
+                c.mut_arg("experiment", |a| a.value_parser(values(&names)))
+                    .mut_arg("scale", |a| a.value_parser(values(&scales)))
+            });
+        }
+    }
     clap_complete::generate(args.shell, &mut cmd, "repro", &mut std::io::stdout());
     Ok(())
 }
@@ -112,7 +152,14 @@ fn man(args: &ManArgs) -> anyhow::Result<()> {
 
 /// Runs `repro` with this process's arguments.
 pub fn main() -> ExitCode {
+    crate::signals::default_sigpipe();
     let cli = Cli::parse();
+    if let Some(dir) = &cli.project
+        && let Err(e) = crate::project::set(dir)
+    {
+        eprintln!("error: {e}");
+        return ExitCode::from(1);
+    }
     crate::progress::set_verbosity(if cli.quiet {
         crate::progress::Verbosity::Quiet
     } else if cli.verbose {

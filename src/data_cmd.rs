@@ -461,6 +461,137 @@ pub fn prepare<'a>(
     Ok(())
 }
 
+/// Refuses a data path a run should not read: one that is not a regular
+/// file (or, with `dir`, a directory of regular files), such as a FIFO or
+/// a device that would block or never end; or a file over 64 GiB. The
+/// message says what the path is.
+pub fn check_data_path(path: &Path, dir: bool) -> std::result::Result<(), String> {
+    const MAX_BYTES: u64 = 64 << 30;
+    crate::sudo::check_readable(path)?;
+    let meta = std::fs::metadata(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let kind = |m: &std::fs::Metadata| {
+        use std::os::unix::fs::FileTypeExt;
+        let t = m.file_type();
+        if t.is_fifo() {
+            "a FIFO"
+        } else if t.is_block_device() || t.is_char_device() {
+            "a device"
+        } else if t.is_socket() {
+            "a socket"
+        } else if t.is_dir() {
+            "a directory"
+        } else {
+            "a file"
+        }
+    };
+    let check_file = |p: &Path, m: &std::fs::Metadata| {
+        if !m.is_file() {
+            return Err(format!(
+                "`{}` is {}, not a regular file",
+                p.display(),
+                kind(m)
+            ));
+        }
+        if m.len() > MAX_BYTES {
+            return Err(format!(
+                "`{}` has {} bytes, more than the {MAX_BYTES} a data file may have",
+                p.display(),
+                m.len()
+            ));
+        }
+        Ok(())
+    };
+    if !dir {
+        return check_file(path, &meta);
+    }
+    if !meta.is_dir() {
+        return Err(format!(
+            "`{}` is {}, not a directory of data files",
+            path.display(),
+            kind(&meta)
+        ));
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    for e in entries.flatten() {
+        let p = e.path();
+        let m = std::fs::metadata(&p).map_err(|e| format!("`{}`: {e}", p.display()))?;
+        if !m.is_dir() {
+            check_file(&p, &m)?;
+        }
+    }
+    Ok(())
+}
+
+/// A run's data set and a checksum of the data it reads: the `dataset`
+/// and `data_checksum` columns. Files are checksummed (xxh3-128 of every
+/// regular file's name and bytes, in name order; each path once per
+/// process); data generated from the run's parameters is `generated`, and
+/// data that is not there yet is `missing`.
+pub fn identity(params: &crate::plan::Params) -> (String, String) {
+    use crate::plan::Params;
+    let (dataset, path) = match params {
+        Params::Train(c) => {
+            let dir = match (c.dataset.as_str(), &c.data_dir) {
+                (_, Some(d)) => Some(PathBuf::from(d)),
+                ("fashion-mnist", None) => Some(PathBuf::from(repro_runlog::FASHION_MNIST_DIR)),
+                _ => None,
+            };
+            (c.dataset.clone(), dir.filter(|_| c.dataset != "synthetic"))
+        }
+        Params::Sim(p) => match &p.data {
+            Some(d) => (format!("{} on {d}", p.objective), Some(PathBuf::from(d))),
+            None => (p.objective.clone(), None),
+        },
+    };
+    let checksum = match path {
+        None => "generated".to_string(),
+        Some(p) => checksum(&p),
+    };
+    (dataset, checksum)
+}
+
+/// [`identity`]'s checksum of a file or a directory's files, cached.
+fn checksum(path: &Path) -> String {
+    static SEEN: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = seen.get(path) {
+        return c.clone();
+    }
+    let mut files: Vec<PathBuf> = if path.is_dir() {
+        std::fs::read_dir(path)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    } else {
+        vec![path.to_path_buf()]
+    };
+    files.retain(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    files.sort();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut any = false;
+    for f in &files {
+        let Ok(mut file) = std::fs::File::open(f) else {
+            continue;
+        };
+        h.update(f.file_name().map_or(&b""[..], |n| n.as_encoded_bytes()));
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(n) = file.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        any = true;
+    }
+    let c = if any {
+        format!("xxh3:{:032x}", h.digest128())
+    } else {
+        "missing".to_string()
+    };
+    seen.insert(path.to_path_buf(), c.clone());
+    c
+}
+
 /// The generated stand-in for epsilon: its shape, its generator.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Generated {
@@ -561,6 +692,21 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Removes a file when dropped, unless [`RemoveOnDrop::keep`] was called.
+struct RemoveOnDrop<'p>(&'p Path);
+
+impl RemoveOnDrop<'_> {
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
 /// Downloads `d.url` to `dest` through `dest.part`, with a progress bar,
 /// and checks its MD5 before renaming it into place.
 pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
@@ -587,10 +733,22 @@ pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
     }
     let mut bar = crate::progress::bytes_bar(&format!("downloading {}", d.file), total);
     let mut reader = response.body_mut().as_reader();
-    let mut out = std::io::BufWriter::new(
-        std::fs::File::create(&part)
-            .with_context(|| format!("could not create {}", part.display()))?,
-    );
+    // a fresh file, never through what is there: a planted symlink is
+    // removed (not followed), and create_new refuses to follow one
+    match std::fs::symlink_metadata(&part) {
+        Ok(m) if m.is_dir() => bail!("{} is a directory; remove it", part.display()),
+        Ok(_) => std::fs::remove_file(&part)
+            .with_context(|| format!("could not remove the old {}", part.display()))?,
+        Err(_) => {}
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&part)
+        .with_context(|| format!("could not create {}", part.display()))?;
+    // whatever stops the download (a full disk included) removes the part
+    let removed = RemoveOnDrop(&part);
+    let mut out = std::io::BufWriter::new(file);
     let mut h = d.sum.hasher();
     let mut buf = vec![0u8; 1 << 16];
     let mut received = 0u64;
@@ -639,7 +797,9 @@ pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
             }
         );
     }
-    std::fs::rename(&part, dest).with_context(|| format!("could not write {}", dest.display()))
+    std::fs::rename(&part, dest).with_context(|| format!("could not write {}", dest.display()))?;
+    removed.keep();
+    Ok(())
 }
 
 /// Unpacks the six batches (and nothing else: no other member, no path

@@ -302,12 +302,14 @@ pub fn checks(exec: &dyn Exec) -> Vec<Check> {
         hint: "",
     });
     let fmnist =
-        Path::new("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz").is_file();
+        Path::new(repro_runlog::FASHION_MNIST_DIR)
+            .join("train-images-idx3-ubyte.gz")
+            .is_file();
     out.push(Check {
         what: "Fashion-MNIST",
         ok: fmnist,
         found: if fmnist {
-            "/usr/share/datasets/fashion-mnist".into()
+            repro_runlog::FASHION_MNIST_DIR.into()
         } else {
             "not installed".into()
         },

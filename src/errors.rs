@@ -83,4 +83,17 @@ pub enum DriverError {
         first: String,
         second: String,
     },
+    #[error(
+        "no `experiments/` directory in {looked}: run repro inside a project (a checkout of repro, or a directory with your own experiments/), or pass --project DIR"
+    )]
+    NoProject { looked: String },
+    #[error("{message}")]
+    Override { message: String },
+    #[error("grid points {first} and {second} {problem}; {fix}")]
+    LabelClash {
+        first: String,
+        second: String,
+        problem: String,
+        fix: String,
+    },
 }

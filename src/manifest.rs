@@ -123,6 +123,12 @@ pub struct Manifest {
     /// The scale `repro run` uses when `--scale` is not given (default: smoke).
     #[serde(default)]
     pub default_scale: Option<String>,
+    /// The scale whose results `results/<name>/` holds (default: `cpu`
+    /// where the manifest has it). Every other scale writes to
+    /// `scratch/<scale>/<name>/` unless `--out` says otherwise
+    /// ([`Manifest::committed_scale`]).
+    #[serde(default)]
+    pub committed_scale: Option<String>,
     /// Experiments `repro run` runs after this one, at the same scale, each
     /// into a directory of this one's results named after it.
     #[serde(default)]
@@ -163,6 +169,20 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    /// The scale whose results are committed under `results/<name>/`:
+    /// `committed_scale`, else `cpu` where the manifest has that scale.
+    pub fn committed_scale(&self) -> Option<&str> {
+        match &self.committed_scale {
+            Some(s) => Some(s),
+            None => self.scales.get_key_value("cpu").map(|(k, _)| k.as_str()),
+        }
+    }
+
+    /// Where this manifest's results at `scale` go without `--out`.
+    pub fn default_out(&self, scale: &str) -> PathBuf {
+        crate::project::default_out(&self.name, scale, self.committed_scale())
+    }
+
     /// The hash of the resolved manifest at `scale` for `backend`: runs
     /// planned from another hash are stale (`repro status`).
     pub fn hash(&self, scale: &str, backend: Backend) -> String {
@@ -173,11 +193,12 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub const PRESENTATION: [&str; 9] = [
+pub const PRESENTATION: [&str; 10] = [
     "title",
     "source",
     "cost",
     "default_scale",
+    "committed_scale",
     "then",
     "next",
     "table",
@@ -319,47 +340,32 @@ fn default_backend() -> Backend {
     Backend::Sim
 }
 
-/// Finds an experiment by name (in `experiments/` of the working directory or
-/// of this source tree) or takes a path to a YAML file.
+/// Finds an experiment by name in the project's `experiments/` (see
+/// [`crate::project::root`]), or takes a path to a YAML file.
 pub fn locate(name: &str) -> Result<PathBuf, DriverError> {
     let direct = Path::new(name);
     if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
         return Ok(direct.to_path_buf());
     }
-    let candidates = [
-        PathBuf::from("experiments").join(format!("{name}.yaml")),
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("experiments")
-            .join(format!("{name}.yaml")),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .ok_or_else(|| DriverError::UnknownExperiment {
-            name: name.to_string(),
-            tried: candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-        })
+    let candidate = experiments_dir()?.join(format!("{name}.yaml"));
+    if candidate.is_file() {
+        return Ok(candidate);
+    }
+    Err(DriverError::UnknownExperiment {
+        name: name.to_string(),
+        tried: candidate.display().to_string(),
+    })
 }
 
-/// The experiments directory in use.
-pub fn experiments_dir() -> PathBuf {
-    let local = PathBuf::from("experiments");
-    if local.is_dir() {
-        local
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments")
-    }
+/// The project's experiments directory.
+pub fn experiments_dir() -> Result<PathBuf, DriverError> {
+    Ok(crate::project::root()?.join("experiments"))
 }
 
 /// Every manifest in [`experiments_dir`], sorted by path.
 pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
     use anyhow::Context as _;
-    let dir = experiments_dir();
+    let dir = experiments_dir()?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .with_context(|| format!("could not read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -369,11 +375,81 @@ pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// The deepest `--set` key accepted (`a.b.c` has 3 parts).
+pub const MAX_KEY_DEPTH: usize = 16;
+/// The largest manifest read, bytes.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// The deepest nesting of flow brackets (`[`, `{`) or indentation levels
+/// accepted in a manifest or a `--set` value.
+pub const MAX_NESTING: usize = 32;
+
+/// Refuses YAML text nested deeper than [`MAX_NESTING`] before it is
+/// parsed (a parser takes seconds, or its stack, on deep nesting). Counts
+/// flow brackets outside quotes and comments, and block indentation.
+pub fn check_nesting(text: &str, what: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        deepest = deepest.max(indent / 2 + depth);
+        let mut quote: Option<char> = None;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    deepest = deepest.max(indent / 2 + depth);
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if deepest > MAX_NESTING {
+                return Err(format!(
+                    "{what} is nested more than {MAX_NESTING} levels deep; no manifest needs that"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Reads `path`, applies `key=value` overrides, and parses the manifest.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
-    let text = std::fs::read_to_string(path).map_err(|source| DriverError::Read {
+    let read_error = |source| DriverError::Read {
         path: path.to_path_buf(),
         source,
+    };
+    // a manifest is a small regular file: not a FIFO or device that would
+    // block or never end, not a file of gigabytes; under sudo, one the
+    // invoking user can read
+    crate::sudo::check_readable(path).map_err(|message| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: String::new(),
+        message,
+    })?;
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: String::new(),
+            message: if meta.is_file() {
+                format!(
+                    "{} bytes; a manifest is at most {MAX_MANIFEST_BYTES} bytes",
+                    meta.len()
+                )
+            } else {
+                "not a regular file (a manifest is a YAML file)".into()
+            },
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    check_nesting(&text, "the manifest").map_err(|message| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: String::new(),
+        message,
     })?;
     let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
         path: path.to_path_buf(),
@@ -381,6 +457,7 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
     })?;
     for arg in overrides {
         apply_override(&mut tree, arg)?;
+        command_line_wins(&mut tree, arg)?;
     }
     // what decides the runs: a table, figure or claim reads the runs and
     // may change without making them stale
@@ -400,6 +477,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
             message: e.inner().to_string(),
         })?;
     manifest.resolved = resolved;
+    if let Some((key, text)) = manifest.texts().into_iter().find(|(_, t)| !is_printable(t)) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key,
+            message: format!(
+                "`{}` holds a control character (a terminal escape?); titles and labels are printable text",
+                text.escape_default()
+            ),
+        });
+    }
     if !is_plain_name(&manifest.name) {
         return Err(DriverError::Manifest {
             path: path.to_path_buf(),
@@ -410,12 +497,17 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
             ),
         });
     }
-    if let Some(scale) = &manifest.default_scale
-        && !manifest.scales.contains_key(scale)
-    {
+    for (key, scale) in [
+        ("default_scale", &manifest.default_scale),
+        ("committed_scale", &manifest.committed_scale),
+    ] {
+        let Some(scale) = scale else { continue };
+        if manifest.scales.contains_key(scale) {
+            continue;
+        }
         return Err(DriverError::Manifest {
             path: path.to_path_buf(),
-            key: "default_scale".into(),
+            key: key.into(),
             message: format!(
                 "`{scale}` is not one of the manifest's scales ({})",
                 manifest
@@ -440,6 +532,134 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
     Ok(manifest)
 }
 
+/// Makes the override `arg` (already applied to `tree`) win over the
+/// layers that would otherwise shadow it, as in Hydra: a scale that sets
+/// the same parameter or grid axis gets the command line's value too. A
+/// value set per grid point (a case's `set`, a tuning space) cannot be
+/// overridden for every run at once: that is an error naming where it is
+/// set.
+fn command_line_wins(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
+    let Some((key, raw)) = arg.split_once('=') else {
+        return Ok(());
+    };
+    let (layer_key, param) = if let Some(p) = key.strip_prefix("params.") {
+        (p.to_string(), p.split('.').next().unwrap_or(p).to_string())
+    } else if let Some(axis) = key.strip_prefix("grid.") {
+        // a scale replaces an axis with its key `grid.<axis>`
+        if axis.contains('.') {
+            return Ok(());
+        }
+        (key.to_string(), key.to_string())
+    } else {
+        return Ok(());
+    };
+    let Value::Mapping(top) = tree else {
+        return Ok(());
+    };
+    if let Some(Value::Mapping(scales)) = top.get_mut("scales") {
+        for (_, scale) in scales.iter_mut() {
+            let Value::Mapping(layer) = scale else {
+                continue;
+            };
+            if layer.contains_key(param.as_str()) {
+                let mut wrapped = Value::Mapping(std::mem::take(layer));
+                if param == layer_key || key.starts_with("grid.") {
+                    // flat scale keys: `iterations`, `grid.seed`
+                    if let Value::Mapping(m) = &mut wrapped {
+                        let value: Value = yaml_serde::from_str(raw).unwrap_or(Value::Null);
+                        m.insert(Value::from(param.clone()), value);
+                    }
+                } else {
+                    apply_override(&mut wrapped, &format!("{layer_key}={raw}"))?;
+                }
+                if let Value::Mapping(m) = wrapped {
+                    *layer = m;
+                }
+            }
+        }
+    }
+    if !key.starts_with("params.") {
+        return Ok(());
+    }
+    let mut shadows = Vec::new();
+    if let Some(Value::Sequence(cases)) = top.get("cases") {
+        for (i, case) in cases.iter().enumerate() {
+            if case
+                .get("set")
+                .and_then(Value::as_mapping)
+                .is_some_and(|m| m.contains_key(param.as_str()))
+            {
+                shadows.push(format!("cases[{i}].set.{param}"));
+            }
+        }
+    }
+    if let Some(Value::Mapping(space)) = top.get("tune").and_then(|t| t.get("space")) {
+        for (method, params) in space {
+            if params
+                .as_mapping()
+                .is_some_and(|m| m.contains_key(param.as_str()))
+            {
+                shadows.push(format!(
+                    "tune.space.{}.{param}",
+                    method.as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    if shadows.is_empty() {
+        return Ok(());
+    }
+    Err(DriverError::Override {
+        message: format!(
+            "--set `{arg}`: `{param}` is also set per grid point by {}, which would win for those runs; \
+             change it there in the manifest, or restrict the grid to runs it does not touch",
+            shadows.join(", "),
+        ),
+    })
+}
+
+/// Printable text: no control characters but newlines and tabs.
+pub fn is_printable(text: &str) -> bool {
+    !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+impl Manifest {
+    /// Every text a table, figure, claim or report shows, with its key.
+    fn texts(&self) -> Vec<(String, &str)> {
+        let mut out = vec![
+            ("title".to_string(), self.title.as_str()),
+            ("source".to_string(), self.source.as_str()),
+        ];
+        if let Some(n) = &self.next {
+            out.push(("next".into(), n));
+        }
+        for (s, c) in &self.cost {
+            out.push((format!("cost.{s}"), c));
+        }
+        for (i, e) in self.table.extra.iter().enumerate() {
+            out.push((format!("table.extra[{i}].label"), &e.label));
+        }
+        if let Some(p) = &self.table.paper {
+            out.push(("table.paper.label".into(), &p.label));
+        }
+        for (i, c) in self.claims.iter().enumerate() {
+            for (k, v) in [("claim", &c.claim), ("source", &c.source)] {
+                if let Some(v) = v {
+                    out.push((format!("claims[{i}].{k}"), v));
+                }
+            }
+        }
+        for (k, values) in &self.grid {
+            for v in values {
+                if let Value::String(t) = v {
+                    out.push((format!("grid.{k}"), t));
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Letters, digits, `-` and `_`, not starting with `-`: safe as a
 /// directory name and on a command line.
 pub fn is_plain_name(name: &str) -> bool {
@@ -460,6 +680,15 @@ pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
     if key.is_empty() || key.split('.').any(str::is_empty) {
         return Err(bad());
     }
+    if key.split('.').count() > MAX_KEY_DEPTH {
+        return Err(DriverError::Override {
+            message: format!(
+                "--set: a key of {} parts; no manifest key is deeper than {MAX_KEY_DEPTH}",
+                key.split('.').count()
+            ),
+        });
+    }
+    check_nesting(raw, "--set value").map_err(|message| DriverError::Override { message })?;
     let value: Value = yaml_serde::from_str(raw).map_err(|_| bad())?;
     let mut node = tree;
     let parts: Vec<&str> = key.split('.').collect();

@@ -17,12 +17,18 @@ pub struct NetArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum NetCommand {
-    /// List the network namespaces and links that shaped runs left behind.
+    /// List the network namespaces and links of shaped runs, each with its
+    /// owner (pid, command) and whether the owner is alive.
     Status,
-    /// Remove every network namespace and link a shaped run created; with
-    /// `--interface`, also put back the root qdisc that hosts shaping
-    /// replaced on it (here, or on every node of `--hostfile` / srun).
+    /// Remove the network namespaces and links of shaped runs whose owner
+    /// is gone (a killed driver's); a live run's network stays unless
+    /// `--force`. With `--interface`, also put back the root qdisc that
+    /// hosts shaping replaced on it (here, or on every node of
+    /// `--hostfile` / srun).
     Down {
+        /// Also remove the networks of live runs (they fail).
+        #[arg(long)]
+        force: bool,
         /// The interface a crashed cluster run shaped.
         #[arg(long, value_name = "IFACE")]
         interface: Option<String>,
@@ -151,16 +157,32 @@ pub fn run(args: &NetArgs) -> Result<()> {
             }
             if found.is_empty() {
                 println!("no network namespaces or links of repro on this host");
-            } else {
-                for l in &found {
-                    println!("{l}");
-                }
-                println!("{} left behind; `repro net down` removes them", found.len());
+                return Ok(());
+            }
+            let mut left = 0;
+            for l in &found {
+                let tag = l.tag().unwrap_or("");
+                let owner = match net::owner::of(tag) {
+                    Some(o) if o.alive() => format!("live: pid {} ({})", o.pid, o.command),
+                    Some(o) => {
+                        left += 1;
+                        format!("left behind: its owner pid {} is gone ({})", o.pid, o.command)
+                    }
+                    None => {
+                        left += 1;
+                        "left behind: no owner record".to_string()
+                    }
+                };
+                println!("{l}  [{owner}]");
+            }
+            if left > 0 {
+                println!("{left} left behind; `repro net down` removes them (live runs' networks stay)");
             }
             Ok(())
         }
         NetCommand::Node { action } => node(action),
         NetCommand::Down {
+            force,
             interface,
             hostfile,
             srun,
@@ -169,12 +191,34 @@ pub fn run(args: &NetArgs) -> Result<()> {
                 restore_interface(iface, hostfile.as_deref(), *srun)
                     .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
             }
-            let found = leftovers(&System).context("could not list namespaces and links")?;
+            let all = leftovers(&System).context("could not list namespaces and links")?;
+            let (found, live): (Vec<_>, Vec<_>) = all
+                .into_iter()
+                .partition(|l| *force || !l.tag().is_some_and(net::owner::live));
             let failed = remove_leftovers(&System, &found);
             for (l, e) in &failed {
                 eprintln!("could not remove {l}: {e}");
             }
-            println!("removed {} of {}", found.len() - failed.len(), found.len());
+            if failed.is_empty() {
+                let mut tags: Vec<&str> = found.iter().filter_map(|l| l.tag()).collect();
+                tags.dedup();
+                for t in tags {
+                    net::owner::release(t);
+                }
+            }
+            println!(
+                "removed {} of {}{}",
+                found.len() - failed.len(),
+                found.len(),
+                if live.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; kept {} of live runs (`repro net status` names them; --force removes them)",
+                        live.len()
+                    )
+                }
+            );
             if failed.is_empty() {
                 Ok(())
             } else {

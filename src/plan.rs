@@ -220,6 +220,18 @@ fn knob_errors(map: &Mapping) -> Result<(), serde_path_to_error::Error<yaml_serd
 }
 
 /// `params` as JSON with sorted keys and without the fields at their default.
+/// A run's resolved parameters as the canonical JSON its id hashes
+/// (without its network condition and its own id): the `params` column.
+pub fn canonical_params(params: &Params) -> String {
+    match params {
+        Params::Sim(p) => canonical(p),
+        Params::Train(c) => canonical(&TrainConfig {
+            run_id: TrainConfig::default().run_id,
+            ..c.clone()
+        }),
+    }
+}
+
 fn canonical<T: Serialize + Default>(params: &T) -> String {
     let json = |v: &T| match serde_json::to_value(v) {
         Ok(serde_json::Value::Object(m)) => m.into_iter().collect::<BTreeMap<_, _>>(),
@@ -366,7 +378,64 @@ pub fn expand_configured(
             });
         }
     }
+    check_labels(&runs)?;
     Ok(runs)
+}
+
+/// Distinct runs have distinct grid labels (a table row, a runs.csv row
+/// and a merge all go by them), and one network condition has one label.
+fn check_labels(runs: &[PlannedRun]) -> Result<(), DriverError> {
+    let mut by_label: BTreeMap<&BTreeMap<String, String>, &PlannedRun> = BTreeMap::new();
+    for r in runs {
+        if let Some(first) = by_label.insert(&r.point, r) {
+            return Err(DriverError::LabelClash {
+                first: format!("`{}`", describe(first)),
+                second: format!("`{}`", describe(r)),
+                problem: format!(
+                    "share one label but are different runs ({} and {})",
+                    first.id, r.id
+                ),
+                fix: "give each grid value a distinct spelling (a network condition's label \
+                      is its bandwidth, latency, qdisc and tcp as written)"
+                    .into(),
+            });
+        }
+    }
+    let same = |a: &Condition, b: &Condition| {
+        a.bandwidth_bps == b.bandwidth_bps
+            && a.latency_s == b.latency_s
+            && a.qdisc == b.qdisc
+            && a.tcp == b.tcp
+    };
+    // one run per label is enough: the same label is the same condition
+    let mut labelled: Vec<&PlannedRun> = Vec::new();
+    for r in runs {
+        if let Some(c) = &r.network
+            && !labelled
+                .iter()
+                .any(|l| l.network.as_ref().is_some_and(|n| n.label == c.label))
+        {
+            labelled.push(r);
+        }
+    }
+    for (i, a) in labelled.iter().enumerate() {
+        let Some(ca) = &a.network else { continue };
+        for b in &labelled[i + 1..] {
+            let Some(cb) = &b.network else { continue };
+            if same(ca, cb) {
+                return Err(DriverError::LabelClash {
+                    first: format!("`{}`", describe(a)),
+                    second: format!("`{}`", describe(b)),
+                    problem: format!(
+                        "have one network condition under two labels (`{}` and `{}`)",
+                        ca.label, cb.label
+                    ),
+                    fix: "write each condition once, in one spelling".into(),
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A run as its grid values (`algorithm=moniqua seed=0`), for messages.
@@ -656,6 +725,7 @@ fn resolve(
         }
     };
     check_algorithm(&run, &params, backend)?;
+    check_ranges(&run, &params, network.as_ref())?;
     check_workers(&run, &params, limits)?;
     Ok(PlannedRun {
         id,
@@ -702,6 +772,98 @@ fn check_algorithm(run: &str, params: &Params, backend: Backend) -> Result<(), D
 
 /// The run's worker count is in range, and its algorithm builds with
 /// these knobs on its topology (what every rank checks first).
+/// The largest simulator dimension and sample count a plan accepts
+/// (2^31: far beyond this machine's memory, small enough that no size
+/// computed from them overflows).
+pub const MAX_SIZE: usize = 1 << 31;
+/// The longest latency a network condition, or a simulated step's
+/// compute, may have: longer ones are typos that would hang a run.
+pub const MAX_LATENCY_S: f64 = 10.0;
+/// The slowest bandwidth accepted, bits per second.
+pub const MIN_BANDWIDTH_BPS: f64 = 1_000.0;
+
+/// Every numeric parameter within its valid range: a run that cannot do
+/// what it is asked is refused at plan time, naming the key.
+fn check_ranges(run: &str, params: &Params, network: Option<&Condition>) -> Result<(), DriverError> {
+    let bad = |key: &str, message: String| DriverError::RunParams {
+        run: run.to_string(),
+        key: key.into(),
+        message,
+    };
+    let at_least_one = |key: &str, v: u64| {
+        if v == 0 {
+            Err(bad(key, "must be at least 1".into()))
+        } else {
+            Ok(())
+        }
+    };
+    let within = |key: &str, v: f64, lo: f64, hi: f64| {
+        if (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(bad(key, format!("{v} is outside {lo} ..= {hi}")))
+        }
+    };
+    match params {
+        Params::Sim(p) => {
+            at_least_one("iterations", p.iterations)?;
+            at_least_one("batch", p.batch as u64)?;
+            at_least_one("dim", p.dim as u64)?;
+            for (key, v) in [("dim", p.dim), ("samples", p.samples)] {
+                if v > MAX_SIZE {
+                    return Err(bad(key, format!("{v} is more than the limit of {MAX_SIZE}")));
+                }
+            }
+            within("compute_ms", p.compute_ms, 0.0, MAX_LATENCY_S * 1e3)?;
+            within("lr", f64::from(p.lr), 0.0, 1e6)?;
+            within("momentum", f64::from(p.momentum), 0.0, 1.0)?;
+            within("weight_decay", f64::from(p.weight_decay), 0.0, 1e6)?;
+            within("eval_every", p.eval_every, 0.0, 1e9)?;
+            if let Some(l) = &p.latency {
+                let s = crate::net::parse_latency(l)
+                    .ok_or_else(|| bad("latency", format!("`{l}` is not a latency like `1ms`")))?;
+                within("latency", s, 0.0, MAX_LATENCY_S)?;
+            }
+            if let Some(b) = &p.bandwidth {
+                let bps = crate::net::parse_bandwidth(b)
+                    .ok_or_else(|| bad("bandwidth", format!("`{b}` is not a rate like `100mbit`")))?;
+                within("bandwidth", bps, MIN_BANDWIDTH_BPS, 1e15)?;
+            }
+        }
+        Params::Train(c) => {
+            at_least_one("iterations", c.iterations)?;
+            at_least_one("batch", c.batch as u64)?;
+            at_least_one("timeout_s", c.timeout_s)?;
+            within("lr", c.lr, 0.0, 1e6)?;
+            within("momentum", f64::from(c.momentum), 0.0, 1.0)?;
+            within("weight_decay", f64::from(c.weight_decay), 0.0, 1e6)?;
+            within("latency_ms", c.latency_ms, 0.0, MAX_LATENCY_S * 1e3)?;
+            within("validation", c.validation, 0.0, 0.9)?;
+            within("warmup_epochs", c.warmup_epochs, 0.0, 1e6)?;
+            if c.synthetic_samples > MAX_SIZE {
+                return Err(bad(
+                    "synthetic_samples",
+                    format!("{} is more than the limit of {MAX_SIZE}", c.synthetic_samples),
+                ));
+            }
+            if c.virtual_bandwidth_bps != 0.0 {
+                within("virtual_bandwidth_bps", c.virtual_bandwidth_bps, MIN_BANDWIDTH_BPS, 1e15)?;
+            }
+            if let Some(dir) = &c.data_dir {
+                crate::data_cmd::check_data_path(std::path::Path::new(dir), true)
+                    .map_err(|m| bad("data_dir", m))?;
+            }
+        }
+    }
+    if let Some(c) = network {
+        within("network.latency", c.latency_s, 0.0, MAX_LATENCY_S)?;
+        if let Some(b) = c.bandwidth_bps {
+            within("network.bandwidth", b, MIN_BANDWIDTH_BPS, 1e15)?;
+        }
+    }
+    Ok(())
+}
+
 fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), DriverError> {
     let bad = |key: &str, message: String| DriverError::RunParams {
         run: run.to_string(),
@@ -756,11 +918,8 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
             let file = std::path::Path::new(path);
             // a set `repro data fetch` knows: generated, or asked for
             // before the first run (`data_cmd::prepare`)
-            if !file.is_file() && crate::data_cmd::known(file).is_none() {
-                return Err(bad(
-                    "data",
-                    format!("`{path}` is not a file (a LIBSVM file, plain, .gz or .bz2)"),
-                ));
+            if file.exists() || crate::data_cmd::known(file).is_none() {
+                crate::data_cmd::check_data_path(file, false).map_err(|m| bad("data", m))?;
             }
         }
     }
@@ -825,6 +984,7 @@ mod tests {
             tune: None,
             cost: BTreeMap::new(),
             default_scale: None,
+            committed_scale: None,
             then: Vec::new(),
             next: None,
             exclude: Vec::new(),

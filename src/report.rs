@@ -34,10 +34,17 @@ pub fn report(args: &ReportArgs) -> Result<()> {
 }
 
 /// Markdown the tool wrote, as HTML (tables included).
+/// Markdown as HTML. Raw HTML in the text is shown as text, never passed
+/// through: a title or label from a manifest cannot put a script on the
+/// page.
 fn markdown(text: &str) -> String {
-    use pulldown_cmark::{Options, Parser, html};
+    use pulldown_cmark::{Event, Options, Parser, html};
     let mut out = String::new();
-    html::push_html(&mut out, Parser::new_ext(text, Options::ENABLE_TABLES));
+    let events = Parser::new_ext(text, Options::ENABLE_TABLES).map(|e| match e {
+        Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        other => other,
+    });
+    html::push_html(&mut out, events);
     out
 }
 
@@ -174,6 +181,16 @@ section { border-top: 2px solid #888; margin-top: 2em; }
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A manifest's text reaches the page as text: HTML in a title or a
+    /// table cell is escaped, never run.
+    #[test]
+    fn html_in_markdown_is_shown_as_text() {
+        let page = markdown("# A <script>alert(1)</script> title\n\n| a |\n|---|\n| <img src=x onerror=y> |\n");
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(!page.contains("<img"), "{page}");
+        assert!(page.contains("&lt;script&gt;"), "{page}");
+    }
 
     /// Every link and image of the page names a file that exists, every
     /// experiment with a table has a section, and the Markdown tables

@@ -35,8 +35,8 @@ pub enum Kind {
 /// The kind of metric column `metric`: the one place it is defined.
 pub fn kind(metric: &str) -> Kind {
     match metric {
-        "status" | "shaping" | "bytes_check" => Kind::Text,
-        m if PROVENANCE.contains(&m) => Kind::Text,
+        "status" | "shaping" | "bytes_check" | "error" => Kind::Text,
+        m if PROVENANCE.contains(&m) || IDENTITY.contains(&m) => Kind::Text,
         "bytes" | "hash_failures" | "hash_verified" => Kind::Count,
         "wall_s" => Kind::Fixed(3),
         "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
@@ -119,6 +119,28 @@ impl RunRecord {
         }
     }
 
+    /// Whether the run ended with a result (completed or diverged): not
+    /// failed, interrupted or refused.
+    pub fn finished(&self) -> bool {
+        !matches!(self.status(), "" | "failed" | NOT_RUN | REFUSED)
+    }
+
+    /// The record with what makes its identity (see [`IDENTITY`]): the
+    /// experiment and scale it was planned for, its data and parameters.
+    pub fn identified(mut self, experiment: &str, scale: &str, run: &crate::plan::PlannedRun) -> Self {
+        let (dataset, checksum) = crate::data_cmd::identity(&run.params);
+        for (k, v) in [
+            ("experiment", experiment.to_string()),
+            ("scale", scale.to_string()),
+            ("dataset", dataset),
+            ("data_checksum", checksum),
+            ("params", crate::plan::canonical_params(&run.params)),
+        ] {
+            self.metrics.insert(k.to_string(), Cell::Text(v));
+        }
+        self
+    }
+
     /// The record of a run this invocation did not finish (interrupted).
     pub fn not_run(run: &crate::plan::PlannedRun) -> RunRecord {
         RunRecord {
@@ -131,13 +153,14 @@ impl RunRecord {
     /// The row of planned run `run`: its summary's metrics as runs.csv
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
-    pub fn of(run: &crate::plan::PlannedRun, summary: Option<&Summary>) -> RunRecord {
+    pub fn of(run: &crate::plan::PlannedRun, summary: Result<&Summary, String>) -> RunRecord {
         let mut metrics = BTreeMap::new();
         match summary {
-            None => {
+            Err(error) => {
                 metrics.insert("status".into(), Cell::Text("failed".into()));
+                metrics.insert("error".into(), Cell::Text(error));
             }
-            Some(s) => {
+            Ok(s) => {
                 for (k, v) in [
                     ("status", Cell::Text(s.status.clone())),
                     ("final_loss", Cell::Number(s.final_loss)),
@@ -251,7 +274,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 49] = [
+pub const METRICS: [&str; 50] = [
     "status",
     "final_loss",
     "train_loss",
@@ -301,6 +324,7 @@ pub const METRICS: [&str; 49] = [
     "bytes_check",
     "bandwidth_bps",
     "latency_s",
+    "error",
 ];
 
 /// Where each run came from, after [`METRICS`] in runs.csv: the run log's
@@ -319,10 +343,59 @@ pub const PROVENANCE: [&str; 10] = [
     "manifest_hash",
 ];
 
+/// What a run is a run of, after [`PROVENANCE`] in runs.csv: the
+/// experiment and scale it was planned for, its data set and a checksum of
+/// the data files it read (`generated` for data made from its
+/// parameters), and its resolved parameters (canonical JSON without the
+/// defaults, the text its run id hashes). A results directory holds one
+/// experiment at one scale ([`check_identity`]).
+pub const IDENTITY: [&str; 5] = ["experiment", "scale", "dataset", "data_checksum", "params"];
+
 /// Every column of a run record after its grid point: [`METRICS`], then
-/// [`PROVENANCE`].
+/// [`PROVENANCE`], then [`IDENTITY`].
 pub fn columns() -> impl Iterator<Item = &'static str> {
-    METRICS.into_iter().chain(PROVENANCE)
+    METRICS.into_iter().chain(PROVENANCE).chain(IDENTITY)
+}
+
+/// Refuses to mix: the runs already recorded in a results directory
+/// (`previous`; `recorded_scale` from its provenance.json for rows written
+/// before runs had a `scale` column) must be runs of `experiment` at
+/// `scale`. Two scales never share a table.
+pub fn check_identity(
+    dir: &Path,
+    previous: &[RunRecord],
+    recorded_scale: Option<&str>,
+    experiment: &str,
+    scale: &str,
+) -> Result<()> {
+    let text = |r: &RunRecord, k: &str| r.metrics.get(k).map(|c| c.text().to_string());
+    for r in previous {
+        let theirs_scale = text(r, "scale").or_else(|| recorded_scale.map(str::to_string));
+        let theirs_experiment = text(r, "experiment");
+        let (what, theirs, ours) = match (&theirs_experiment, &theirs_scale) {
+            (Some(e), _) if e != experiment => ("experiment", e.clone(), experiment),
+            (_, Some(s)) if s != scale => ("scale", s.clone(), scale),
+            _ => continue,
+        };
+        bail!(
+            "{} holds runs of {what} `{theirs}` (run {}); this run is of {what} `{ours}`. \
+             A results directory holds one experiment at one scale, so their tables never mix: \
+             pass --out DIR with a new directory, or remove {}",
+            dir.display(),
+            r.run_id,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The rows of `rows` that are runs of `plan` (same run id), in the
+/// plan's order: what a table, figure or claim of that plan reads.
+pub fn planned<'r>(rows: &'r [RunRecord], plan: &[crate::plan::PlannedRun]) -> Vec<RunRecord> {
+    plan.iter()
+        .filter_map(|p| rows.iter().find(|r| r.run_id == p.id))
+        .cloned()
+        .collect()
 }
 
 /// The provenance columns of a run whose log header says `p`.
@@ -384,25 +457,76 @@ pub(crate) fn csv_rows(text: &str) -> Result<Vec<Vec<String>>> {
 }
 
 /// The runs of an earlier invocation (`previous`, from its runs.csv)
-/// updated by this one's (`new`): a run replaces the earlier one at its
-/// grid point, unless it was not run (interrupted); earlier runs at other
-/// points stay, in their order, and new points follow. Earlier runs of a
-/// grid with other keys cannot share a table and are dropped.
-pub fn merge(previous: Vec<RunRecord>, new: Vec<RunRecord>) -> Vec<RunRecord> {
-    let keys = |r: &RunRecord| r.point.keys().cloned().collect::<Vec<_>>();
-    let same_grid = match (previous.first(), new.first()) {
-        (Some(a), Some(b)) => keys(a) == keys(b),
-        _ => true,
-    };
-    let mut merged = if same_grid { previous } else { Vec::new() };
+/// updated by this one's (`new`, planned as `plan`).
+///
+/// - An earlier run whose id is in the plan takes the plan's grid point,
+///   so a grid key added since keeps it (with the key's value).
+/// - A new run replaces the earlier one with its id (else at its grid
+///   point), unless it was not run (interrupted), or it failed where the
+///   earlier one had finished: a failure never replaces a result. Such
+///   failures are returned apart, for `attempts.csv`.
+/// - Earlier runs elsewhere stay, in their order; new ones follow. Nothing
+///   is dropped: rows without one of the grid keys leave it empty.
+pub fn merge(
+    previous: Vec<RunRecord>,
+    new: Vec<RunRecord>,
+    plan: &[crate::plan::PlannedRun],
+) -> (Vec<RunRecord>, Vec<RunRecord>) {
+    let mut merged = previous;
+    for r in &mut merged {
+        if let Some(p) = plan.iter().find(|p| p.id == r.run_id) {
+            r.point = p.point.clone();
+        }
+    }
+    let mut failed_attempts = Vec::new();
     for run in new {
-        match merged.iter_mut().find(|r| r.point == run.point) {
+        let slot = match merged.iter().position(|r| r.run_id == run.run_id) {
+            Some(i) => Some(i),
+            None => merged.iter().position(|r| r.point == run.point),
+        };
+        match slot {
             Some(_) if run.status() == NOT_RUN => {}
-            Some(slot) => *slot = run,
+            Some(i) if !run.finished() && merged[i].finished() => failed_attempts.push(run),
+            Some(i) => merged[i] = run,
             None => merged.push(run),
         }
     }
-    merged
+    (merged, failed_attempts)
+}
+
+/// Appends the failed `attempts` to `dir/attempts.csv` (run id, grid
+/// point, status, error, when): runs that failed while an earlier result
+/// of theirs stayed in runs.csv. Their logs are in raw/attempts/.
+pub fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("attempts.csv");
+    let mut rows = match std::fs::read_to_string(&path) {
+        Ok(text) => csv_rows(&text)?,
+        Err(_) => vec![
+            ["run_id", "point", "status", "error", "recorded_unix_s"]
+                .map(str::to_string)
+                .to_vec(),
+        ],
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for a in attempts {
+        rows.push(vec![
+            a.run_id.clone(),
+            a.point
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            a.status().to_string(),
+            a.metrics.get("error").map_or("", Cell::text).to_string(),
+            now.to_string(),
+        ]);
+    }
+    crate::atomic::write(&path, csv_text(rows)?)
 }
 
 /// The status of a run an interrupted invocation did not reach.
@@ -412,12 +536,15 @@ pub const NOT_RUN: &str = "not run (interrupted)";
 /// than the machine has (its `memory_mb` says how much).
 pub const REFUSED: &str = "refused";
 
-/// Writes runs.csv: `run_id`, the grid keys (sorted), then [`columns`].
+/// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
+/// without one leaves it empty), then [`columns`].
 pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let keys: Vec<&String> = rows
-        .first()
-        .map(|r| r.point.keys().collect())
-        .unwrap_or_default();
+        .iter()
+        .flat_map(|r| r.point.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let header: Vec<String> = std::iter::once("run_id".to_string())
         .chain(keys.iter().map(|k| k.to_string()))
         .chain(columns().map(str::to_string))

@@ -91,6 +91,11 @@ pub struct RunArgs {
     /// `refused` with what it needs.
     #[arg(long, value_name = "GB")]
     pub max_memory: Option<f64>,
+    /// Let MPI ranks run as root where they cannot run as the invoking
+    /// user: under sudo with --hostfile (remote ranks start as the user
+    /// mpirun logs in as, root here). Without it such a launch is refused.
+    #[arg(long)]
+    pub allow_root_ranks: bool,
 }
 
 impl RunArgs {
@@ -161,9 +166,70 @@ pub struct TableArgs {
     /// Markdown, LaTeX (booktabs tabular) or CSV.
     #[arg(long, value_enum, default_value = "md")]
     pub format: TableFormat,
-    /// Results directory (default: results/<experiment>).
+    /// Results directory (default: results/<experiment>, or
+    /// scratch/<scale>/<experiment> for another scale).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub plan: PlanArgs,
+}
+
+/// Which plan's runs a table or figure reads: the manifest at a scale,
+/// with overrides, for a backend (as `repro run` planned them). Recorded
+/// runs the plan does not contain are left out.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The scale (default: the one the results directory's provenance.json
+    /// records, else the manifest's committed scale).
+    #[arg(long)]
+    pub scale: Option<String>,
+    /// Override manifest keys, as `repro run --set` does.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Override the manifest's backend.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+}
+
+/// The manifest `experiment` with `plan`'s overrides, its results
+/// directory and the recorded runs its plan contains.
+fn planned_results(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanArgs,
+) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
+    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
+    let (scale, out) = match (&plan.scale, out) {
+        (_, Some(o)) => (
+            plan.scale
+                .clone()
+                .or_else(|| status::recorded_scale(o))
+                .unwrap_or_else(|| read_scale(&m, &None)),
+            o.clone(),
+        ),
+        (asked, None) => {
+            let scale = read_scale(&m, asked);
+            let out = m.default_out(&scale);
+            (scale, out)
+        }
+    };
+    let backend = plan.backend.unwrap_or(m.backend);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
+    let runs = match &m.tune {
+        Some(spec) => tune::final_runs(&m, spec, &scale, backend, &out)?,
+        None => plan::expand(&m, &scale, backend)?,
+    };
+    let planned = results::planned(&rows, &runs);
+    let left_out = rows.len() - planned.len();
+    if left_out > 0 {
+        crate::progress::note(&format!(
+            "note: {left_out} of {} recorded runs in {} are not in the plan of `{}` at scale `{scale}` and are left out (`repro status` lists the plan)",
+            rows.len(),
+            out.join("runs.csv").display(),
+            m.name
+        ));
+    }
+    Ok((m, out, planned))
 }
 
 /// Whether every run of an experiment succeeded (ordered: the worse of
@@ -176,9 +242,45 @@ pub enum Outcome {
     Interrupted,
 }
 
-fn out_dir(out: &Option<PathBuf>, name: &str) -> PathBuf {
-    out.clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(name))
+/// Where `m`'s results at `scale` are: `--out`, else
+/// [`manifest::Manifest::default_out`] (results/<name>/ at its committed
+/// scale, scratch/<scale>/<name>/ at any other).
+fn out_dir(out: &Option<PathBuf>, m: &manifest::Manifest, scale: &str) -> PathBuf {
+    out.clone().unwrap_or_else(|| m.default_out(scale))
+}
+
+/// Creates `dir` and its missing parents; under sudo each one created
+/// belongs to the invoking user.
+fn create_dirs(dir: &std::path::Path) -> Result<()> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(std::path::Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    for d in &missing {
+        crate::sudo::give_one(d);
+    }
+    Ok(())
+}
+
+/// The scale to read `m`'s results at: `asked`, else the committed
+/// scale, else the default scale, else smoke.
+fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
+    asked
+        .clone()
+        .or_else(|| m.committed_scale().map(str::to_string))
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string())
+}
+
+/// A backend as the command line and a manifest spell it.
+pub fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sim => "sim",
+        Backend::Mpi => "mpi",
+        Backend::InProcess => "in-process",
+    }
 }
 
 /// The distinct network conditions of the runs `net` shapes.
@@ -216,7 +318,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         .clone()
         .or_else(|| m.default_scale.clone())
         .unwrap_or_else(|| "smoke".to_string());
-    let out = out_dir(&args.out, &m.name);
+    let out = out_dir(&args.out, &m, &scale);
+    if args.out.is_none() && m.committed_scale() != Some(scale.as_str()) && !args.dry_run {
+        crate::progress::note(&format!(
+            "note: scale `{scale}` is not the scale results/{}/ holds ({}): writing to {} (--out chooses)",
+            m.name,
+            m.committed_scale().unwrap_or("none"),
+            out.display()
+        ));
+    }
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, limits(args))?;
     let mut then = Vec::new();
@@ -232,14 +342,21 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
         })?;
         then.push((p, c, runs));
     }
-    let (mut outcome, mut summary) = run_experiment(args, &path, &m, &scale, backend, runs, &out)?;
+    if !args.dry_run {
+        create_dirs(&out)?;
+    }
+    let ran = run_experiment(args, &path, &m, &scale, backend, runs, &out);
+    crate::sudo::give(&out);
+    let (mut outcome, mut summary) = ran?;
     let mut summaries = Vec::new();
     for (p, c, runs) in then {
         if outcome == Outcome::Interrupted {
             break;
         }
         let out = out.join(&c.name);
-        let (o, s) = run_experiment(args, &p, &c, &scale, c.backend, runs, &out)?;
+        let ran = run_experiment(args, &p, &c, &scale, c.backend, runs, &out);
+        crate::sudo::give(&out);
+        let (o, s) = ran?;
         outcome = outcome.max(o);
         summaries.extend(s);
     }
@@ -299,13 +416,20 @@ fn run_experiment(
         {
             tcp.check_loaded(&shaped_conditions(&runs, &net))?;
         }
-        if let Some((_, tuning)) = &tuning {
-            println!(
+        let json = args.json;
+        let say = |line: String| {
+            if !json {
+                println!("{line}");
+            }
+        };
+        let (tuning_listed, refused) = if let Some((_, tuning)) = &tuning {
+            say(format!(
                 "tuning: {} runs into {}",
                 tuning.len(),
                 out.join("tuning").display()
-            );
-            dry_run(
+            ));
+            let refused = refusals(args, tuning)?;
+            let listed = dry_run(
                 m,
                 scale,
                 backend,
@@ -313,22 +437,55 @@ fn run_experiment(
                 &out.join("tuning"),
                 &net,
                 &recorder,
-                &refusals(args, tuning)?,
+                &refused,
+                json,
             )?;
             // the grid's ids follow from the configurations chosen
-            println!(
+            say(format!(
                 "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
                 runs.len(),
                 out.display()
-            );
+            ));
             for r in &runs {
-                println!("  {}", plan::describe(r));
+                say(format!("  {}", plan::describe(r)));
             }
+            (Some((listed, tuning.len())), refused.len())
         } else {
-            let refused = refusals(args, &runs)?;
-            dry_run(m, scale, backend, &runs, out, &net, &recorder, &refused)?;
+            (None, 0)
+        };
+        let (listed, refused) = match &tuning_listed {
+            // the grid's runs are known only once the tuning has chosen
+            Some(_) => (
+                runs.iter()
+                    .map(|r| serde_json::json!({ "point": r.point }))
+                    .collect(),
+                refused,
+            ),
+            None => {
+                let refused = refusals(args, &runs)?;
+                let listed = dry_run(m, scale, backend, &runs, out, &net, &recorder, &refused, json)?;
+                (listed, refused.len())
+            }
+        };
+        let planned = tuning_listed.as_ref().map_or(runs.len(), |(_, n)| *n);
+        if refused > 0 && refused == planned {
+            anyhow::bail!(
+                "every one of the plan's {planned} runs is refused for memory (above); give fewer or smaller runs, or --max-memory"
+            );
         }
-        return Ok((Outcome::AllSucceeded, None));
+        let summary = json.then(|| {
+            serde_json::json!({
+                "experiment": m.name,
+                "scale": scale,
+                "backend": backend_name(backend),
+                "out": out.display().to_string(),
+                "dry_run": true,
+                "tuning_runs": tuning_listed.map(|(l, _)| l),
+                "runs": listed,
+                "refused": refused,
+            })
+        });
+        return Ok((Outcome::AllSucceeded, summary));
     }
     // every MPI or in-process run needs the trainer: say so once, up front
     if matches!(backend, Backend::Mpi | Backend::InProcess)
@@ -343,14 +500,22 @@ fn run_experiment(
                 "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
                 u.uid, u.gid
             )),
-            None if crate::doctor::is_root() && launcher.is_local() => crate::progress::note(
-                "note: ranks run as root: the driver runs as root and SUDO_UID names no other user \
-                 (run through sudo to have them run as you)",
+            None if crate::sudo::invoker().is_some() && !args.allow_root_ranks => anyhow::bail!(
+                "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
+                 run without sudo, or pass --allow-root-ranks if you mean it",
+                if launcher.is_local() { "this host" } else { "--hostfile" },
+                crate::sudo::invoker().map_or(0, |i| i.uid)
             ),
+            None if crate::doctor::is_root() => crate::progress::note(&format!(
+                "note: ranks run as root{}: the driver runs as root and SUDO_UID names no other user \
+                 (run through sudo to have them run as you)",
+                if launcher.is_local() { "" } else { " on every host of --hostfile" }
+            )),
             None => {}
         }
     }
     crate::signals::install();
+    crate::atomic::check_results_dir(out)?;
     // one writer per results directory, from here to the last file
     let _lock = crate::atomic::lock(out)?;
     let started = Instant::now();
@@ -406,7 +571,14 @@ fn run_experiment(
     failed += done.failed;
     let merged = done.merged;
     let quiet = crate::progress::verbosity() == crate::progress::Verbosity::Quiet;
-    let figures = write_results(m, out, &merged, !args.json && !quiet)?;
+    // runs.csv keeps every run; the table, claims and figure read this
+    // plan's runs only
+    results::write_csv(&out.join("runs.csv"), &merged)?;
+    frames::write_parquet(
+        &out.join("runs.parquet"),
+        RunsFrame::new(&merged)?.export()?,
+    )?;
+    let figures = write_results(m, out, &results::planned(&merged, &runs), !args.json && !quiet)?;
     status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
     let csv = out.join("runs.csv");
     if crate::signals::interrupted() {
@@ -443,7 +615,7 @@ fn run_experiment(
     let json = serde_json::json!({
         "experiment": m.name,
         "scale": scale,
-        "backend": format!("{backend:?}").to_lowercase(),
+        "backend": backend_name(backend),
         "out": out.display().to_string(),
         "ran": done.ran,
         "failed": failed,
@@ -496,6 +668,13 @@ fn execute(
     } else {
         Vec::new()
     };
+    results::check_identity(
+        out,
+        &previous,
+        status::recorded_scale(out).as_deref(),
+        &m.name,
+        scale,
+    )?;
     let net = prepare_network(args, m, backend, runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
@@ -515,6 +694,7 @@ fn execute(
         args,
         backend,
         experiment: &m.name,
+        scale,
         invocation: status::invocation(m, scale, backend),
         out,
         net: &net,
@@ -529,13 +709,24 @@ fn execute(
     session.progress.finish();
     // this invocation's outcome is its own runs'; the files hold them merged
     // with the earlier runs at other grid points
-    let failed = rows.iter().filter(|r| r.status() == "failed").count();
+    // a run refused for memory did not run either: the exit code says so
+    let failed = rows
+        .iter()
+        .filter(|r| matches!(r.status(), "failed" | results::REFUSED))
+        .count();
     let finished = rows
         .iter()
         .filter(|r| !matches!(r.status(), "failed" | results::NOT_RUN))
         .count();
     let ran = rows.len();
-    let merged = results::merge(previous, rows);
+    let (merged, failed_attempts) = results::merge(previous, rows, runs);
+    for a in &failed_attempts {
+        crate::progress::note(&format!(
+            "  {} failed again; its earlier result stays in runs.csv (the attempt: attempts.csv, its logs: raw/attempts/)",
+            a.run_id
+        ));
+    }
+    results::record_attempts(out, &failed_attempts)?;
     if !phase.is_empty() {
         results::write_csv(&out.join("runs.csv"), &merged)?;
         frames::write_parquet(
@@ -577,6 +768,12 @@ fn check_specs(
     if m.tune.is_some() {
         keys.push(plan::CONFIG_KEY.to_string());
     }
+    // the paper's numbers are read at plan time, so a bad path fails now
+    table::load_paper(&m.table).map_err(|e| crate::errors::DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: "table.paper.file".into(),
+        message: format!("{e:#}"),
+    })?;
     let figure = m.figure.as_ref().map(|f| plot::check_spec(f, &keys));
     table::check_spec(&m.table, &keys)
         .and(figure.unwrap_or(Ok(())))
@@ -633,6 +830,15 @@ fn prepare_network(
         Method::Netns => {
             if !crate::doctor::is_root() {
                 return Err(crate::net::NetError::NotRoot.into());
+            }
+            // what killed drivers left (never a live run's network)
+            let gone = crate::net::reclaim(&*net.exec)
+                .context("could not remove the networks a killed run left")?;
+            if !gone.is_empty() {
+                crate::progress::note(&format!(
+                    "note: removed {} namespaces and links whose run is gone",
+                    gone.len()
+                ));
             }
             // probe, don't assume: every condition's qdiscs and congestion
             // control are tried in a throwaway namespace before the first run
@@ -764,6 +970,7 @@ struct Session<'a> {
     args: &'a RunArgs,
     backend: Backend,
     experiment: &'a str,
+    scale: &'a str,
     /// This command line and the resolved manifest's hash, for provenance.
     invocation: Invocation,
     out: &'a std::path::Path,
@@ -779,6 +986,11 @@ impl Session<'_> {
     /// Runs `r` (or summarizes it from an earlier invocation's logs) and
     /// reports it: its record, `failed` if it produced no summary.
     fn execute(&self, r: &PlannedRun) -> RunRecord {
+        self.attempt(r).identified(self.experiment, self.scale, r)
+    }
+
+    /// [`Session::execute`] before the record gets its identity.
+    fn attempt(&self, r: &PlannedRun) -> RunRecord {
         if let Some(&mb) = self.refused.get(&r.id) {
             let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
             self.progress.line(&format!(
@@ -868,7 +1080,7 @@ impl Session<'_> {
             // stopped part-way: not a result, so it never replaces one
             return RunRecord::not_run(r);
         }
-        RunRecord::of(r, result.as_ref().ok())
+        RunRecord::of(r, result.as_ref().map_err(|e| format!("{e:#}")))
     }
 
     /// One line for a finished run (and a warning if its bytes look wrong).
@@ -919,18 +1131,15 @@ impl Session<'_> {
     }
 }
 
-/// Writes runs.csv, runs.parquet, the table in three formats (printing
-/// the Markdown) and the figure, from the run records.
-/// Returns the figure's files.
+/// Writes the table in three formats (printing the Markdown), the claims
+/// and the figure, from the plan's run records. Returns the figure's files.
 fn write_results(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
     print: bool,
 ) -> Result<Vec<PathBuf>> {
-    results::write_csv(&out.join("runs.csv"), rows)?;
     let frame = RunsFrame::new(rows)?;
-    frames::write_parquet(&out.join("runs.parquet"), frame.export()?)?;
     let table = write_table(m, out, &frame)?;
     if print {
         println!("{}", table.markdown());
@@ -1004,8 +1213,20 @@ fn dry_run(
     net: &NetContext,
     recorder: &crate::net::DryRun,
     refused: &BTreeMap<String, f64>,
-) -> Result<()> {
+    json: bool,
+) -> Result<Vec<serde_json::Value>> {
     let invocation = status::invocation(m, scale, backend);
+    let mut listed = Vec::new();
+    let entry = |r: &PlannedRun| {
+        serde_json::json!({
+            "id": r.id,
+            "point": r.point,
+            "params": serde_json::from_str::<serde_json::Value>(&plan::canonical_params(&r.params))
+                .unwrap_or_default(),
+            "network": r.network.as_ref().map(|c| c.label.clone()),
+            "refused": refused.contains_key(&r.id),
+        })
+    };
     let mut text = String::new();
     macro_rules! outln {
         ($($arg:tt)*) => {{
@@ -1018,11 +1239,7 @@ fn dry_run(
         m.name,
         m.title,
         runs.len(),
-        match backend {
-            Backend::Sim => "sim",
-            Backend::Mpi => "mpi",
-            Backend::InProcess => "in-process",
-        }
+        backend_name(backend)
     );
     // the resolved parameters every run shares (the trainer's config of the
     // first run without its grid keys), so a cluster user sees what runs
@@ -1070,9 +1287,13 @@ fn dry_run(
                 r.id,
                 plan::describe(r)
             );
+            let mut e = entry(r);
+            e["memory_gb"] = serde_json::json!(need);
+            listed.push(e);
             continue;
         }
         outln!("  {}  {}", r.id, plan::describe(r));
+        let mut commands = Vec::new();
         // the real run's code, with every command recorded instead of run
         recorder.take();
         // the job runs in a working directory that replaces raw/<id> at its end
@@ -1086,18 +1307,24 @@ fn dry_run(
         }
         for c in recorder.take() {
             outln!("    {c}");
+            commands.push(c.to_string());
         }
         outln!("    {}", prepared.launch.display());
+        commands.push(prepared.launch.display().to_string());
         drop(prepared);
         for c in recorder.take() {
             outln!("    {c}");
+            commands.push(c.to_string());
         }
+        let mut e = entry(r);
+        e["commands"] = serde_json::json!(commands);
+        listed.push(e);
     }
-    // a closed pipe (`| head`) is not an error
-    match std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        other => other.context("could not write to stdout"),
+    if !json {
+        std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
+            .context("could not write to stdout")?;
     }
+    Ok(listed)
 }
 
 /// The curves of `y` of `rows`, in their order: from the runs' logs in
@@ -1242,9 +1469,12 @@ fn figure(
 pub struct PlotArgs {
     /// Experiment name or path to a manifest.
     pub experiment: String,
-    /// Results directory (default: results/<experiment>).
+    /// Results directory (default: results/<experiment>, or
+    /// scratch/<scale>/<experiment> for another scale).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub plan: PlanArgs,
     /// Image format (default: both SVG and PNG).
     #[arg(long, value_enum)]
     pub format: Option<ImageFormat>,
@@ -1275,9 +1505,7 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
     let mut titles = Vec::new();
     let mut first_spec = None;
     for e in std::iter::once(&args.experiment).chain(&args.with) {
-        let m = manifest::load(&manifest::locate(e)?, &[])?;
-        let out = out_dir(&None, &m.name);
-        let rows = results::read_csv(&out.join("runs.csv"))?;
+        let (m, out, rows) = planned_results(e, &None, &args.plan)?;
         let Some((spec, panels)) = figure_panels(&m, &out, &rows)? else {
             anyhow::bail!(
                 "experiment `{}` has no figure (its manifest has no `figure`)",
@@ -1295,12 +1523,15 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
         titles.push(m.title.clone());
         first_spec.get_or_insert(spec);
     }
-    let dir = out_dir(&args.out, name);
+    let dir = match &args.out {
+        Some(o) => o.clone(),
+        None => crate::project::root()?.join("results").join(name),
+    };
     std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));
     let spec = first_spec.context("no experiment to draw")?;
     for p in draw_figure(&dir, &title, &spec, &all, formats)? {
-        println!("{}", p.display());
+        println!("wrote {}", p.display());
     }
     Ok(())
 }
@@ -1314,14 +1545,13 @@ pub fn plot(args: &PlotArgs) -> Result<()> {
     if let Some(name) = &args.name {
         return combined(args, name, &formats);
     }
-    let path = manifest::locate(&args.experiment)?;
-    let m = manifest::load(&path, &[])?;
-    let out = out_dir(&args.out, &m.name);
-    let rows = results::read_csv(&out.join("runs.csv"))?;
-    match figure(&m, &out, &rows, &formats)? {
+    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
+    let drawn = figure(&m, &out, &rows, &formats);
+    crate::sudo::give(&out);
+    match drawn? {
         Some(paths) => {
             for p in paths {
-                println!("{}", p.display());
+                println!("wrote {}", p.display());
             }
             Ok(())
         }
@@ -1335,12 +1565,10 @@ pub fn plot(args: &PlotArgs) -> Result<()> {
 /// `repro table`: the table (and the claims' verdicts) from runs.csv,
 /// written beside it and printed.
 pub fn table(args: &TableArgs) -> Result<()> {
-    let path = manifest::locate(&args.experiment)?;
-    let m = manifest::load(&path, &[])?;
-    let out = out_dir(&args.out, &m.name);
-    let rows = results::read_csv(&out.join("runs.csv"))?;
+    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
     let table = write_table(&m, &out, &RunsFrame::new(&rows)?)?;
     let claims = write_claims(&m, &out, &rows)?;
+    crate::sudo::give(&out);
     print!(
         "{}",
         match args.format {

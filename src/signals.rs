@@ -19,3 +19,15 @@ pub fn install() {
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
+
+/// Restores SIGPIPE's default action, which Rust's runtime sets to ignore:
+/// `repro list | head -1` then ends quietly when `head` closes the pipe,
+/// as other Unix tools do, instead of panicking on a failed write.
+#[allow(unsafe_code)]
+pub fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; called once at
+    // start-up, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

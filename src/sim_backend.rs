@@ -242,21 +242,22 @@ fn read_data(path: &Path, classification: bool) -> Result<Dataset> {
 }
 
 /// `f*` of a data objective, computed by L-BFGS in f64 (to a gradient of
-/// 1e-10, or as far as f64 resolves; more than 1e-6 is an error). For a data file it is cached beside the file,
-/// `<file>.fstar.json`, under the hash of the file's bytes, the objective
-/// and the regularizer, so a grid computes it once; generated data is
-/// computed afresh. `None` for analytic objectives.
-fn optimum(p: &SimParams, objective: &dyn Objective) -> Result<Option<f64>> {
+/// 1e-10, or as far as f64 resolves; more than 1e-6 is an error). For a
+/// data file it is cached in `cache_dir` (the results' raw/: nothing is
+/// written beside the data), `fstar-<key hash>.json`, under the hash of
+/// the file's bytes, the objective and the regularizer, so a grid computes
+/// it once; generated data is computed afresh. `None` for analytic
+/// objectives.
+fn optimum(p: &SimParams, objective: &dyn Objective, cache_dir: &Path) -> Result<Option<f64>> {
     if objective.samples().is_none() {
         return Ok(None);
     }
     let key = match &p.data {
         Some(path) => {
             let hash = file_hash_once(Path::new(path))?;
-            Some((
-                std::path::PathBuf::from(format!("{path}.fstar.json")),
-                format!("{hash:016x}:{}:{}:{}", p.objective, p.weight_decay, p.split),
-            ))
+            let k = format!("{hash:016x}:{}:{}:{}", p.objective, p.weight_decay, p.split);
+            let name = format!("fstar-{:016x}.json", xxhash_rust::xxh3::xxh3_64(k.as_bytes()));
+            Some((cache_dir.join(name), k))
         }
         None => None,
     };
@@ -419,17 +420,21 @@ pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
         .map(|i| topology.neighbours(i).len())
         .max()
         .unwrap_or(0);
-    let vector = 4 * p.dim as u64;
+    // sizes saturate: a plan that would overflow needs more than any
+    // machine has, and is refused as such
+    let vector = 4u64.saturating_mul(p.dim as u64);
     let objective = match p.objective.as_str() {
         // the distinct targets, the mean in f32 and in f64
-        "quadratic" => (p.workers.min(11) as u64 + 3) * vector,
-        "theorem1" => 4 * vector,
-        _ if p.data.is_none() => {
+        "quadratic" => (p.workers.min(11) as u64 + 3).saturating_mul(vector),
+        "theorem1" => 4u64.saturating_mul(vector),
+        _ => match &p.data {
             // dense generated samples: an index and a value per coordinate,
             // a row pointer, a label and a shard index per sample
-            p.samples as u64 * (8 * p.dim as u64 + 20)
-        }
-        _ => 0,
+            None => (p.samples as u64).saturating_mul(
+                8u64.saturating_mul(p.dim as u64).saturating_add(20),
+            ),
+            Some(path) => data_footprint(Path::new(path)),
+        },
     };
     Ok(algorithm(p)?.footprint(&repro_algos::Shape {
         workers: p.workers,
@@ -440,6 +445,34 @@ pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
         separable: matches!(p.objective.as_str(), "quadratic" | "theorem1"),
         objective,
     }))
+}
+
+/// The memory a LIBSVM file's set takes once read: at most twice its text
+/// (a nonzero is at least 4 characters of text, `i:v `, and 8 bytes read).
+/// The text's size is the file's; a gzip file's from its trailer (the size
+/// modulo 4 GiB); a bzip2 file's is taken as 8 times the file. A file that
+/// is not there yet (generated before the run) counts 0.
+fn data_footprint(path: &Path) -> u64 {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return 0;
+    };
+    let text = match path.extension().and_then(|e| e.to_str()) {
+        Some("gz") => {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut trailer = [0u8; 4];
+            std::fs::File::open(path)
+                .and_then(|mut f| {
+                    f.seek(SeekFrom::End(-4))?;
+                    f.read_exact(&mut trailer)
+                })
+                .map_or(meta.len().saturating_mul(8), |()| {
+                    u64::from(u32::from_le_bytes(trailer)).max(meta.len())
+                })
+        }
+        Some("bz2") => meta.len().saturating_mul(8),
+        _ => meta.len(),
+    };
+    text.saturating_mul(2)
 }
 
 /// Runs measured for their peak memory at once in this process: a peak is
@@ -557,6 +590,16 @@ pub fn execute(
     let ran = simulate(run, experiment, invocation, &tmp);
     if ran.is_err() && crate::signals::interrupted() {
         let _ = std::fs::remove_file(&tmp);
+    } else if ran.is_err() && tmp.exists() && log_path.exists() {
+        // a failure never replaces an earlier run's log: this attempt's
+        // goes beside it
+        let raw = log_path.parent().unwrap_or(Path::new("."));
+        let aside = crate::atomic::attempt_path(raw, &run.id, "jsonl");
+        if let Some(parent) = aside.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("could not create {}", parent.display()))?;
+        }
+        crate::atomic::finish(&tmp, &aside, Ok(()))?;
     } else if tmp.exists() {
         crate::atomic::finish(&tmp, log_path, Ok(()))?;
     }
@@ -595,7 +638,11 @@ fn simulate<'r>(
     let began = Instant::now();
     let memory = footprint(p)?;
     let objective = objective(p)?;
-    let fstar = optimum(p, objective.as_ref())?;
+    let fstar = optimum(
+        p,
+        objective.as_ref(),
+        log_path.parent().unwrap_or(Path::new(".")),
+    )?;
     let spec = algorithm(p)?;
     let cfg = sim_config(p, network(run, p)?);
     let header = header(run, experiment, invocation, p, &cfg);

@@ -218,7 +218,7 @@ pub fn write_provenance(
 }
 
 /// The scale `out/provenance.json` records, if any.
-fn recorded_scale(out: &Path) -> Option<String> {
+pub fn recorded_scale(out: &Path) -> Option<String> {
     let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json.get("scale")?.as_str().map(str::to_string)
@@ -259,10 +259,13 @@ struct Checked {
 fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     let m = manifest::load(path, &args.overrides)?;
     let backend = args.backend.unwrap_or(m.backend);
-    let out = args
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("results").join(&m.name));
+    let committed = m.committed_scale().map(str::to_string);
+    let out = match (&args.out, &args.scale, &committed) {
+        (Some(o), _, _) => o.clone(),
+        (None, Some(s), _) => m.default_out(s),
+        (None, None, Some(s)) => m.default_out(s),
+        (None, None, None) => m.default_out(m.default_scale.as_deref().unwrap_or("smoke")),
+    };
     let csv = out.join("runs.csv");
     let recorded = if csv.is_file() {
         results::read_csv(&csv)?
@@ -273,6 +276,14 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
         Some(s) => s,
         None => likely_scale(&m, backend, &recorded),
     };
+    if !m.scales.contains_key(&scale) {
+        return Err(crate::errors::DriverError::UnknownScale {
+            experiment: m.name.clone(),
+            scale,
+            available: m.scales.keys().cloned().collect::<Vec<_>>().join(", "),
+        }
+        .into());
+    }
     // a tuned experiment's runs follow from its recorded tuning
     let runs = match &m.tune {
         Some(spec) => crate::tune::final_runs(&m, spec, &scale, backend, &out)?,
@@ -364,6 +375,7 @@ pub fn status(args: &StatusArgs) -> Result<()> {
         anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
     }
     let mut experiments = Vec::new();
+    let mut errors = 0;
     for path in manifest::all_manifests()? {
         match check(&path, args) {
             Ok(Checked {
@@ -387,16 +399,25 @@ pub fn status(args: &StatusArgs) -> Result<()> {
                     );
                 }
             }
-            Err(e) if args.json => experiments.push(serde_json::json!({
-                "path": path.display().to_string(),
-                "error": format!("{e:#}"),
-            })),
-            Err(e) => println!("{:<24} error: {e:#}", path.display()),
+            Err(e) if args.json => {
+                errors += 1;
+                experiments.push(serde_json::json!({
+                    "path": path.display().to_string(),
+                    "error": format!("{e:#}"),
+                }));
+            }
+            Err(e) => {
+                errors += 1;
+                eprintln!("{:<24} error: {e:#}", path.display());
+            }
         }
     }
     if args.json {
         let json = serde_json::json!({ "build": build, "experiments": experiments });
         println!("{}", serde_json::to_string_pretty(&json)?);
+    }
+    if errors > 0 {
+        anyhow::bail!("{errors} experiments could not be checked (above)");
     }
     Ok(())
 }

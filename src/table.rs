@@ -87,18 +87,28 @@ pub struct Table {
 /// The rows of a paper CSV (column -> value), read for `table.paper`.
 pub type PaperRows = Vec<BTreeMap<String, String>>;
 
-/// Reads `spec.paper`'s CSV: from the working directory, else from this
-/// source tree.
+/// Reads `spec.paper`'s CSV, a path inside the project (relative, no
+/// `..`): the paper's numbers are the project's data, never a file
+/// elsewhere on the machine.
 pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
     let Some(p) = &spec.paper else {
         return Ok(None);
     };
-    let local = Path::new(&p.file).to_path_buf();
-    let path = if local.is_file() {
-        local
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join(&p.file)
-    };
+    let file = Path::new(&p.file);
+    if file.is_absolute()
+        || file
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        anyhow::bail!(
+            "table.paper.file `{}`: give a path inside the project, relative and without `..` (e.g. paper/moniqua_table2.csv)",
+            p.file.escape_default()
+        );
+    }
+    let path = crate::project::root()
+        .map(|r| r.join(file))
+        .unwrap_or_else(|_| file.to_path_buf());
+    crate::sudo::check_readable(&path).map_err(anyhow::Error::msg)?;
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("could not read the paper's numbers {}", path.display()))?;
     let mut lines = csv_rows(&text)

@@ -642,6 +642,17 @@ pub fn execute(
     let ran = execute_in(run, &work, net, invocation, progress);
     if ran.is_err() && crate::signals::interrupted() {
         let _ = std::fs::remove_dir_all(&work);
+    } else if ran.is_err() && dir.exists() && resume(run, dir, net).is_some() {
+        // a failure never replaces a finished run's logs: they stay, and
+        // this attempt's go beside them
+        let raw = dir.parent().unwrap_or(dir);
+        let aside = crate::atomic::attempt_path(raw, &run.id, "");
+        if let Some(parent) = aside.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("could not create {}", parent.display()))?;
+        }
+        std::fs::rename(&work, &aside)
+            .with_context(|| format!("could not move {} to {}", work.display(), aside.display()))?;
     } else {
         crate::atomic::replace_dir(&work, dir)?;
     }

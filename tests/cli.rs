@@ -658,7 +658,8 @@ fn a_simulator_run_measures_its_peak_memory() {
         out.to_str().unwrap(),
     ]);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    // a refused run did not run: exit 3, as for a failed one
+    assert_eq!(o.status.code(), Some(3), "{stderr}");
     let runs = csv_rows(&out.join("runs.csv"));
     assert_eq!(runs.len(), 4, "{stderr}");
     for r in &runs {
@@ -1434,6 +1435,94 @@ fn sigterm_stops_the_run_and_leaves_no_network_behind() {
     assert_no_leftovers();
 }
 
+/// A live run's network is owned: `repro net status` names its owner as
+/// alive, `repro net down` keeps it (the run goes on), and only `--force`
+/// would remove it.
+#[test]
+fn net_down_leaves_a_live_runs_network_alone() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let out = temp_out("owned");
+    let (mut child, _rank) = start_long_shaped_run(&out);
+    let status = repro(&["net", "status"]);
+    let text = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(text.contains("[live: pid"), "{text}");
+    assert!(!text.contains("left behind"), "{text}");
+    let down = repro(&["net", "down"]);
+    let said = String::from_utf8_lossy(&down.stdout).to_string();
+    assert!(down.status.success(), "{said}");
+    assert!(said.starts_with("removed 0 of 0") && said.contains("kept"), "{said}");
+    let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&netns.stdout).contains("rpr-"));
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(child.try_wait().unwrap().is_none(), "the run stopped");
+    kill("-TERM", child.id());
+    let (code, stderr) = finish(child);
+    assert_eq!(code, Some(130), "{stderr}");
+    assert_no_leftovers();
+}
+
+/// Two runs of the same configuration started together take different
+/// names (their run ids are equal), and both finish.
+#[test]
+fn two_runs_of_one_configuration_start_together_and_both_finish() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let outs: Vec<PathBuf> = (0..2).map(|i| temp_out(&format!("twin{i}"))).collect();
+    let children: Vec<_> = outs
+        .iter()
+        .map(|o| {
+            repro_cmd(&["run", "tests/fixtures/net-rate.yaml", "--out", o.to_str().unwrap()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for c in children {
+        let (code, stderr) = finish(c);
+        assert_eq!(code, Some(0), "{stderr}");
+    }
+    let ids: Vec<String> = outs.iter().map(|o| read_runs(o)[0]["run_id"].clone()).collect();
+    assert_eq!(ids[0], ids[1]);
+    assert_no_leftovers();
+    for o in outs {
+        let _ = std::fs::remove_dir_all(o);
+    }
+}
+
+/// A SIGKILLed driver leaves its network, owned by a dead pid: `repro net
+/// status` says so, and the next shaped run removes it before it starts.
+#[test]
+fn the_next_shaped_run_reclaims_what_a_killed_driver_left() {
+    if !as_root() {
+        return;
+    }
+    let _serial = mpi_lock();
+    let out = temp_out("reclaim");
+    let (child, _rank) = start_long_shaped_run(&out);
+    kill("-KILL", child.id());
+    let _ = finish(child);
+    let status = repro(&["net", "status"]);
+    let text = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(text.contains("left behind: its owner pid"), "{text}");
+    let again = temp_out("reclaim-next");
+    let o = repro_cmd(&["run", "tests/fixtures/net-rate.yaml", "--out", again.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("whose run is gone"), "{err}");
+    assert_nothing_running(&out, "after the next run");
+    assert_no_leftovers();
+    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&again);
+}
+
 /// No process (mpirun, orted, a rank, a trainer) names `out` on its command
 /// line, within 30 s (they exit after SIGTERM on their own time).
 fn assert_nothing_running(out: &Path, when: &str) {
@@ -1852,7 +1941,8 @@ fn hostile_manifests_are_refused_at_plan_time() {
 }
 
 /// A subset rerun updates only its own rows: every other run of the
-/// earlier invocation stays in runs.csv and in the table.
+/// earlier invocation stays in runs.csv; the table the rerun writes is its
+/// own plan's (never a mix of two settings).
 #[test]
 fn a_subset_rerun_keeps_every_other_row() {
     let out = temp_out("subset");
@@ -1887,7 +1977,8 @@ fn a_subset_rerun_keeps_every_other_row() {
     }
     assert_eq!(changed, 1);
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
-    assert!(table.contains("| choco |"), "{table}");
+    assert!(table.contains("| moniqua |"), "{table}");
+    assert!(!table.contains("| choco |"), "{table}");
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -2633,8 +2724,15 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
         .parse()
         .unwrap();
     assert!((end - d[3].1).abs() < 1e-9, "{end} vs {d:?}");
-    let cache = |p: &Path| -> f64 {
-        let text = std::fs::read_to_string(format!("{}.fstar.json", p.display())).unwrap();
+    // f* cached in the results' raw/, never beside the data
+    let cache = |out: &Path| -> f64 {
+        let file = std::fs::read_dir(out.join("raw"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("fstar-"))
+            .expect("an f* cache in raw/");
+        let text = std::fs::read_to_string(file).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert!(json["grad_inf"].as_f64().unwrap() <= 1e-8, "{json}");
         json["fstar"].as_f64().unwrap()
@@ -2642,15 +2740,22 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
     // the figure per epoch, and again per byte sent
     let svg = std::fs::read_to_string(out.join("figure.svg")).unwrap();
     assert!(svg.contains("against bytes") && svg.contains("bytes sent per worker"));
-    let fstar = cache(&data);
+    let fstar = cache(&out);
     assert!(fstar > 0.0 && fstar < std::f64::consts::LN_2);
+    let beside: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("fstar"))
+        .collect();
+    assert!(beside.is_empty(), "written beside the data: {beside:?}");
     // from the Gaussian start, not from zero (whose loss is log 2 exactly)
     let log = std::fs::read_dir(out.join("raw"))
         .unwrap()
         .flatten()
-        .next()
-        .unwrap()
-        .path();
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
     let parsed = repro_runlog::read_log(std::fs::read_to_string(&log).unwrap().as_bytes()).unwrap();
     let l0 = parsed.steps[0].train_loss;
     assert!((l0 - std::f64::consts::LN_2).abs() > 1e-3, "{l0}");
@@ -2692,7 +2797,7 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
             .collect::<Vec<_>>()
     };
     assert_eq!(losses(&csv_rows(&again.join("runs.csv"))), losses(&rows));
-    assert_eq!(cache(&bz), fstar, "the same optimum from the bzip2 copy");
+    assert_eq!(cache(&again), fstar, "the same optimum from the bzip2 copy");
     // a missing file and a bad schedule are refused before anything runs
     for (set, says) in [
         ("params.data=/nonexistent.svm", "`data`"),

@@ -15,6 +15,18 @@ pub(crate) fn argv(parts: &[&str]) -> Vec<String> {
 pub trait Exec: Send + Sync {
     /// Runs `argv`; its standard output when it succeeds.
     fn run(&self, argv: &[String]) -> Result<String, NetError>;
+
+    /// Records this process as the owner of the names of `tag`
+    /// ([`super::owner::claim`]); `Ok(false)` when another record is
+    /// there. A dry run claims every tag and records nothing.
+    fn claim(&self, tag: &str) -> Result<bool, NetError> {
+        super::owner::claim(tag)
+    }
+
+    /// Removes this process's owner record of `tag`.
+    fn release(&self, tag: &str) {
+        super::owner::release(tag);
+    }
 }
 
 /// Runs commands on this host.
@@ -133,10 +145,24 @@ impl Exec for DryRun {
         log.push(argv.to_vec());
         Ok(reply)
     }
+
+    fn claim(&self, _tag: &str) -> Result<bool, NetError> {
+        Ok(true)
+    }
+
+    fn release(&self, _tag: &str) {}
 }
 
 impl<E: Exec + ?Sized> Exec for std::sync::Arc<E> {
     fn run(&self, argv: &[String]) -> Result<String, NetError> {
         (**self).run(argv)
+    }
+
+    fn claim(&self, tag: &str) -> Result<bool, NetError> {
+        (**self).claim(tag)
+    }
+
+    fn release(&self, tag: &str) {
+        (**self).release(tag);
     }
 }

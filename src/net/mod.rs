@@ -9,6 +9,7 @@
 pub mod exec;
 pub mod hosts;
 pub mod netns;
+pub mod owner;
 pub mod probe;
 
 use serde::{Deserialize, Serialize};
@@ -17,7 +18,7 @@ use yaml_serde::Value;
 
 pub use exec::{DryRun, Exec, System};
 pub use hosts::{HostShaping, NodeCondition};
-pub use netns::{Fabric, QdiscStats, leftovers, remove_leftovers};
+pub use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_leftovers};
 pub use probe::{HostNet, TcpSettings};
 
 /// The fixed prefix of every namespace, link and bridge the driver creates.

@@ -124,6 +124,33 @@ pub fn is_our_name(name: &str) -> bool {
     suffix == "br" || suffix.strip_prefix(['h', 'p']).is_some_and(is_rank)
 }
 
+/// The tag of a name [`is_our_name`] accepts.
+pub fn tag_in(name: &str) -> Option<&str> {
+    let rest = name
+        .strip_prefix(&format!("{PREFIX}-"))
+        .or_else(|| name.strip_prefix(PREFIX))?;
+    is_our_name(name).then(|| rest.get(..6)).flatten()
+}
+
+/// Removes the leftovers whose owner is gone or unrecorded (never a live
+/// run's network), and their owner records: what a killed driver left.
+/// Returns what was removed; what could not be is an error.
+pub fn reclaim(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
+    let dead: Vec<Leftover> = leftovers(exec)?
+        .into_iter()
+        .filter(|l| !l.tag().is_some_and(super::owner::live))
+        .collect();
+    if let Some((_, e)) = remove_leftovers(exec, &dead).into_iter().next() {
+        return Err(e);
+    }
+    let mut tags: Vec<&str> = dead.iter().filter_map(Leftover::tag).collect();
+    tags.dedup();
+    for t in tags {
+        exec.release(t);
+    }
+    Ok(dead)
+}
+
 /// The six-hex-digit tag of names made for `seed` (a run id, or a number).
 pub(crate) fn tag_of(seed: &str) -> Option<String> {
     let tag: String = seed.chars().take(6).collect();
@@ -143,6 +170,20 @@ fn checked(name: String) -> Result<String, NetError> {
 pub enum Leftover {
     Namespace(String),
     Link(String),
+}
+
+impl Leftover {
+    /// The name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Namespace(n) | Self::Link(n) => n,
+        }
+    }
+
+    /// The tag of its network.
+    pub fn tag(&self) -> Option<&str> {
+        tag_in(self.name())
+    }
 }
 
 impl std::fmt::Display for Leftover {
@@ -396,6 +437,8 @@ pub struct Fabric<'e> {
     /// Rank 0's subnet route as the kernel shows it after setup (with its
     /// `congctl`), for the provenance.
     pub route: String,
+    /// Whether this process holds the owner record of its tag.
+    claimed: bool,
 }
 
 impl std::fmt::Debug for Fabric<'_> {
@@ -436,6 +479,34 @@ impl<'e> Fabric<'e> {
             up: false,
             warnings: Vec::new(),
             route: String::new(),
+            claimed: false,
+        })
+    }
+
+    /// Takes a tag no live network uses and records this process as its
+    /// owner: the run id's, else one derived from it and this process, so
+    /// two runs of the same configuration never share names.
+    fn claim_tag(&mut self) -> Result<(), NetError> {
+        let taken = leftovers(self.exec)?;
+        let seed = self.names.tag.clone();
+        for attempt in 0u32..64 {
+            let tag = if attempt == 0 {
+                seed.clone()
+            } else {
+                let text = format!("{seed}:{}:{attempt}", std::process::id());
+                format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))[..6].to_string()
+            };
+            if taken.iter().any(|l| l.tag() == Some(tag.as_str())) {
+                continue;
+            }
+            if self.exec.claim(&tag)? {
+                self.names.tag = tag;
+                self.claimed = true;
+                return Ok(());
+            }
+        }
+        Err(NetError::Exists {
+            name: format!("{PREFIX}-{seed}-* (and 63 other tags)"),
         })
     }
 
@@ -600,6 +671,7 @@ impl<'e> Fabric<'e> {
     /// failure half-way removes what it made. Checks that every rank's
     /// route carries the condition's congestion control.
     pub fn up(&mut self) -> Result<(), NetError> {
+        self.claim_tag()?;
         let mine: Vec<String> = (0..self.ranks)
             .map(|r| self.names.namespace(r))
             .chain([self.names.hub()])
@@ -652,17 +724,22 @@ impl<'e> Fabric<'e> {
 
     /// Removes the network; returns the failures (already-gone is fine).
     pub fn down(&mut self) -> Vec<NetError> {
-        if !self.up {
-            return Vec::new();
-        }
-        self.up = false;
         let mut failed = Vec::new();
-        for cmd in self.teardown_commands() {
-            match self.exec.run(&cmd) {
-                Ok(_) => {}
-                Err(NetError::Failed { stderr, .. }) if gone(&stderr) => {}
-                Err(e) => failed.push(e),
+        if self.up {
+            self.up = false;
+            for cmd in self.teardown_commands() {
+                match self.exec.run(&cmd) {
+                    Ok(_) => {}
+                    Err(NetError::Failed { stderr, .. }) if gone(&stderr) => {}
+                    Err(e) => failed.push(e),
+                }
             }
+        }
+        // the record goes with the network (kept if part of it stayed:
+        // then `repro net status` still names this process)
+        if self.claimed && failed.is_empty() {
+            self.claimed = false;
+            self.exec.release(&self.names.tag);
         }
         failed
     }

@@ -101,6 +101,7 @@ pub fn kernel_has_ipv6() -> bool {
 pub struct ProbeNs<'e> {
     exec: &'e dyn Exec,
     name: String,
+    tag: String,
 }
 
 impl std::fmt::Debug for ProbeNs<'_> {
@@ -114,9 +115,16 @@ impl<'e> ProbeNs<'e> {
     pub fn new(exec: &'e dyn Exec) -> Result<Self, NetError> {
         let seed = format!("{:06x}", std::process::id() & 0xff_ffff);
         let tag = tag_of(&seed).ok_or(NetError::BadName { name: seed })?;
+        // owned like a run's network, so no other run tidies it away
+        if !exec.claim(&tag)? {
+            return Err(NetError::Exists {
+                name: format!("{PREFIX}-{tag}-probe (its owner record)"),
+            });
+        }
         let probe = Self {
             exec,
             name: format!("{PREFIX}-{tag}-probe"),
+            tag,
         };
         exec.run(&argv(&["ip", "netns", "add", &probe.name]))?;
         let ns = probe.name.as_str();
@@ -209,6 +217,7 @@ impl<'e> ProbeNs<'e> {
 impl Drop for ProbeNs<'_> {
     fn drop(&mut self) {
         let _ = self.exec.run(&argv(&["ip", "netns", "del", &self.name]));
+        self.exec.release(&self.tag);
     }
 }
 

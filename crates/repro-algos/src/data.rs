@@ -3,7 +3,7 @@
 //! benchmarks such as epsilon and rcv1, or generated), split across workers
 //! iid or sorted by label.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 
 use thiserror::Error;
 
@@ -37,10 +37,21 @@ pub struct Dataset {
     dim: usize,
 }
 
+/// The longest line of LIBSVM text read, bytes.
+pub const MAX_LINE_BYTES: usize = 64 << 20;
+/// The most LIBSVM text read from one file (after decompression), bytes.
+pub const MAX_TEXT_BYTES: u64 = 16 << 30;
+/// The largest feature index accepted (a model of this many f32 is 512 MB).
+pub const MAX_FEATURES: usize = 1 << 27;
+
 impl Dataset {
     /// Reads LIBSVM text: `label index:value index:value ...` per line, indices
     /// starting at 1. Blank lines and `#` comments are skipped.
-    pub fn read_libsvm(reader: impl BufRead) -> Result<Self, DataError> {
+    ///
+    /// Hostile input is an error, never an abort: a line longer than
+    /// [`MAX_LINE_BYTES`] (a decompression bomb without newlines), text
+    /// beyond [`MAX_TEXT_BYTES`], or an index beyond [`MAX_FEATURES`].
+    pub fn read_libsvm(mut reader: impl BufRead) -> Result<Self, DataError> {
         let mut ds = Dataset {
             indptr: vec![0],
             indices: Vec::new(),
@@ -48,8 +59,32 @@ impl Dataset {
             labels: Vec::new(),
             dim: 0,
         };
-        for (number, line) in reader.lines().enumerate() {
-            let line = line?;
+        let mut buf = Vec::new();
+        let mut total = 0u64;
+        for number in 0.. {
+            buf.clear();
+            let n = (&mut reader)
+                .take(MAX_LINE_BYTES as u64 + 1)
+                .read_until(b'\n', &mut buf)?;
+            if n == 0 {
+                break;
+            }
+            total += n as u64;
+            let too = |reason: String| DataError::Parse {
+                line: number + 1,
+                reason,
+            };
+            if buf.len() > MAX_LINE_BYTES {
+                return Err(too(format!(
+                    "longer than {MAX_LINE_BYTES} bytes; not LIBSVM text (a decompression bomb?)"
+                )));
+            }
+            if total > MAX_TEXT_BYTES {
+                return Err(too(format!(
+                    "the text passes {MAX_TEXT_BYTES} bytes, the most a data file may hold"
+                )));
+            }
+            let line = std::str::from_utf8(&buf).map_err(|_| too("not UTF-8 text".into()))?;
             let line = line.split('#').next().unwrap_or("").trim();
             if line.is_empty() {
                 continue;
@@ -72,6 +107,11 @@ impl Dataset {
                     .map_err(|_| bad(format!("index `{i}` is not a positive integer")))?;
                 if i == 0 {
                     return Err(bad("indices start at 1".into()));
+                }
+                if i as usize > MAX_FEATURES {
+                    return Err(bad(format!(
+                        "index {i} is beyond the limit of {MAX_FEATURES} features"
+                    )));
                 }
                 let value: f32 = v
                     .parse()

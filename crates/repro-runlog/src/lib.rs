@@ -28,6 +28,11 @@ use thiserror::Error;
 ///
 /// 2: the end record may carry the simulator's final [`Metrics`]; version-1
 /// logs read as before (no metrics).
+/// Where Fashion-MNIST's IDX files are when `data_dir` is not given: the
+/// Debian package `dataset-fashion-mnist`'s location. The trainer reads
+/// it; the driver checksums it (`data_checksum` in runs.csv).
+pub const FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
+
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// The configuration of one training run, as the driver writes it and each

@@ -11,7 +11,7 @@ const HINT: &str = "install it with `apt-get install dataset-fashion-mnist` \
     (files in /usr/share/datasets/fashion-mnist) or point `data.dir` at a directory holding the four IDX files";
 
 /// The Debian package's location.
-pub const DEFAULT_DIR: &str = "/usr/share/datasets/fashion-mnist";
+pub const DEFAULT_DIR: &str = repro_runlog::FASHION_MNIST_DIR;
 
 /// Fashion-MNIST: 60k training and 10k test images of 28x28, 10 classes.
 #[derive(Debug, Clone, PartialEq, Eq)]

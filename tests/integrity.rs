@@ -1,0 +1,350 @@
+//! Nothing lost, nothing mixed: a results directory holds one experiment at
+//! one scale, tries go to scratch, a failure never replaces a result, an
+//! added grid key keeps the earlier rows, the command line wins over a
+//! scale, and bad input stops at plan time with exit code 1 and no panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+mod common;
+use common::{csv_rows, temp_out};
+
+/// A small simulator manifest with a `smoke` and a `cpu` scale (cpu is its
+/// committed scale), `extra` appended.
+fn manifest(name: &str, extra: &str) -> String {
+    format!(
+        "name: {name}
+title: integrity test
+source: tests/integrity.rs
+backend: sim
+scales:
+  smoke: {{ iterations: 20 }}
+  cpu: {{ iterations: 30 }}
+grid:
+  algorithm: [d-psgd, moniqua]
+params: {{ workers: 4, dim: 16, lr: 0.1, bits: 8, theta: 1.0 }}
+table: {{ rows: [algorithm], value: final_loss }}
+{extra}"
+    )
+}
+
+/// A project directory (with `experiments/`) holding `name`'s manifest.
+fn project(test: &str, name: &str, extra: &str) -> PathBuf {
+    let root = temp_out(test);
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    std::fs::write(
+        root.join("experiments").join(format!("{name}.yaml")),
+        manifest(name, extra),
+    )
+    .unwrap();
+    root
+}
+
+/// `repro` run in `dir`.
+fn repro_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run repro")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A try at another scale than the committed one writes to scratch/, never
+/// to results/; the committed scale writes to results/<name>/; and one
+/// results directory never takes runs of two scales.
+#[test]
+fn tries_go_to_scratch_and_scales_never_mix() {
+    let root = project("scratch", "twoscale", "");
+    let o = repro_in(&root, &["run", "twoscale", "--scale", "smoke"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(root.join("scratch/smoke/twoscale/runs.csv").is_file());
+    assert!(!root.join("results").exists(), "a smoke try wrote results/");
+    let o = repro_in(&root, &["run", "twoscale", "--scale", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&root.join("results/twoscale/runs.csv"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        assert_eq!(r["scale"], "cpu");
+        assert_eq!(r["experiment"], "twoscale");
+        assert_eq!(r["dataset"], "quadratic");
+        assert_eq!(r["data_checksum"], "generated");
+        assert!(r["params"].contains("\"iterations\":30"), "{r:?}");
+    }
+    // the smoke scale into the committed directory: refused, nothing changed
+    let before = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
+    let out = root.join("results/twoscale");
+    let o = repro_in(
+        &root,
+        &["run", "twoscale", "--scale", "smoke", "--out", out.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds runs of scale `cpu`") && stderr(&o).contains("--out"),
+        "{}",
+        stderr(&o)
+    );
+    let after = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
+    assert_eq!(before, after);
+    // a runs.csv from before the scale column: provenance.json's scale
+    // still refuses the mix
+    let old = root.join("results/old");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("provenance.json"), "{\"scale\": \"cpu\"}").unwrap();
+    std::fs::write(
+        old.join("runs.csv"),
+        "run_id,algorithm,status\nabc,d-psgd,completed\n",
+    )
+    .unwrap();
+    let o = repro_in(
+        &root,
+        &["run", "twoscale", "--scale", "smoke", "--out", old.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The table and claims read only the runs of the plan: runs.csv keeps an
+/// earlier run at another setting, the table leaves it out.
+#[test]
+fn a_table_reads_only_the_runs_of_its_plan() {
+    let root = project("planned", "planned", "");
+    let out = root.join("out");
+    let dir = out.to_str().unwrap();
+    let o = repro_in(&root, &["run", "planned", "--scale", "cpu", "--out", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // a subset with another lr: a new run at moniqua's point
+    let o = repro_in(
+        &root,
+        &[
+            "run", "planned", "--scale", "cpu", "--out", dir,
+            "grid.algorithm=[moniqua]", "params.lr=0.05",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = std::fs::read_to_string(out.join("table.md")).unwrap();
+    assert!(table.contains("| moniqua |") && !table.contains("| d-psgd |"), "{table}");
+    // the manifest's own plan: d-psgd, and not the lr=0.05 moniqua
+    let o = repro_in(&root, &["table", "planned", "--out", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("| d-psgd |"), "{text}");
+    assert!(
+        stderr(&o).contains("1 of 2 recorded runs") && stderr(&o).contains("left out"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A rerun that fails never replaces a finished run: runs.csv keeps the
+/// result, attempts.csv records the failure, the earlier log stays and the
+/// failed attempt's goes to raw/attempts/. The exit code says a run failed.
+#[test]
+fn a_failure_never_replaces_a_result() {
+    let root = project(
+        "failure",
+        "failing",
+        "",
+    );
+    let data = root.join("tiny.libsvm");
+    std::fs::write(&data, "1 1:0.5 2:1.0\n-1 1:-0.5 3:2.0\n1 2:0.1\n-1 3:-1\n").unwrap();
+    let set = format!("params.data={}", data.display());
+    let out = root.join("out");
+    let dir = out.to_str().unwrap();
+    let args = [
+        "run", "failing", "--scale", "cpu", "--out", dir, "params.objective=logistic",
+        "params.samples=4", &set, "grid.algorithm=[d-psgd]",
+    ];
+    let o = repro_in(&root, &args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let first = csv_rows(&out.join("runs.csv"));
+    assert_eq!(first[0]["status"], "completed");
+    let id = first[0]["run_id"].clone();
+    let log = std::fs::read_to_string(out.join("raw").join(format!("{id}.jsonl"))).unwrap();
+    // the same run (same id), now unreadable data
+    std::fs::write(&data, "this is not LIBSVM\n").unwrap();
+    let o = repro_in(&root, &args);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "completed", "{:?}", rows[0]);
+    assert_eq!(rows[0]["run_id"], id);
+    let attempts = csv_rows(&out.join("attempts.csv"));
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(attempts[0]["run_id"], id);
+    assert_eq!(attempts[0]["status"], "failed");
+    assert!(attempts[0]["error"].contains("label"), "{:?}", attempts[0]);
+    assert_eq!(
+        std::fs::read_to_string(out.join("raw").join(format!("{id}.jsonl"))).unwrap(),
+        log
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A grid key added after a run keeps the earlier rows: those still in the
+/// plan take the key's value, the others stay with it empty; none is
+/// dropped.
+#[test]
+fn an_added_grid_key_keeps_the_earlier_rows() {
+    let root = project("gridkey", "gridkey", "");
+    let out = root.join("out");
+    let dir = out.to_str().unwrap();
+    let o = repro_in(&root, &["run", "gridkey", "--scale", "cpu", "--out", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // a new axis at a new value: the two earlier rows are not in this plan
+    let o = repro_in(
+        &root,
+        &["run", "gridkey", "--scale", "cpu", "--out", dir, "grid.lr=[0.2]"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows.iter().filter(|r| r["lr"].is_empty()).count(), 2);
+    // the axis at the earlier value: the earlier runs are in the plan again
+    // and take its value
+    let o = repro_in(
+        &root,
+        &["run", "gridkey", "--scale", "cpu", "--out", dir, "grid.lr=[0.1]"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    let mut lrs: Vec<&str> = rows.iter().map(|r| r["lr"].as_str()).collect();
+    lrs.sort();
+    assert_eq!(lrs, ["0.1", "0.1", "0.2", "0.2"]);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The command line beats the scale, which beats the manifest; an override
+/// a case would shadow is an error naming where.
+#[test]
+fn the_command_line_wins_over_the_scale() {
+    let root = project(
+        "precedence",
+        "prec",
+        "cases:\n  - { when: { algorithm: moniqua }, set: { theta: 2.0 } }\n",
+    );
+    let plan = |args: &[&str]| {
+        let mut all = vec!["run", "prec", "--dry-run", "--json"];
+        all.extend_from_slice(args);
+        let o = repro_in(&root, &all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+    };
+    // the scale sets iterations; the command line's value wins
+    let p = plan(&["--scale", "smoke", "params.iterations=7"]);
+    assert_eq!(p["dry_run"], true);
+    let runs = p["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    for r in runs {
+        assert_eq!(r["params"]["iterations"], 7, "{r}");
+    }
+    // without it, the scale's
+    let p = plan(&["--scale", "smoke"]);
+    assert_eq!(p["runs"][0]["params"]["iterations"], 20);
+    // a scale's grid axis too
+    std::fs::write(
+        root.join("experiments/prec.yaml"),
+        manifest("prec", "").replace("smoke: { iterations: 20 }", "smoke: { iterations: 20, grid.seed: [0, 1, 2] }"),
+    )
+    .unwrap();
+    let p = plan(&["--scale", "smoke", "grid.seed=[5]"]);
+    assert_eq!(p["runs"].as_array().unwrap().len(), 2, "{p}");
+    assert_eq!(p["runs"][0]["point"]["seed"], "5");
+    // shadowed by a case: an error naming it
+    std::fs::write(
+        root.join("experiments/prec.yaml"),
+        manifest("prec", "cases:\n  - { when: { algorithm: moniqua }, set: { theta: 2.0 } }\n"),
+    )
+    .unwrap();
+    let o = repro_in(&root, &["run", "prec", "--dry-run", "params.theta=3.0"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cases[0].set.theta"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Output closed early ends `repro` quietly (SIGPIPE, no panic); an
+/// unknown scale in `repro status` is an error with a nonzero exit code.
+#[test]
+fn a_closed_pipe_ends_quietly_and_errors_exit_nonzero() {
+    for args in [&["list"][..], &["status"][..]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // read one byte, then close the pipe, as `| head -c1` does
+        let mut stdout = child.stdout.take().unwrap();
+        let mut byte = [0u8; 1];
+        std::io::Read::read_exact(&mut stdout, &mut byte).unwrap();
+        drop(stdout);
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["status", "--scale", "bogus"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
+/// Bad input that used to pass plan time is refused there, exit code 1, no
+/// panic: a deep `--set` key, a FIFO as data, a manifest too large or
+/// nested too deep, a non-results `--out` (whose files stay untouched),
+/// and a named experiment outside any project.
+#[test]
+fn bad_input_is_refused_at_plan_time() {
+    let root = project("badinput", "bad", "");
+    let refused = |args: &[&str], needle: &str| {
+        let o = repro_in(&root, args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: expected `{needle}` in {err}");
+    };
+    let deep = format!("{}=1", vec!["a"; 10_000].join("."));
+    refused(&["run", "bad", "--dry-run", "--set", &deep], "a key of 10000 parts");
+    // a FIFO as the trainer's data directory
+    let fifo = root.join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let fifo_set = format!("params.data={}", fifo.display());
+    refused(
+        &["run", "bad", "--dry-run", "params.objective=logistic", &fifo_set],
+        "is a FIFO",
+    );
+    let big = root.join("big.yaml");
+    std::fs::write(&big, manifest("big", &format!("# {}\n", "x".repeat(2 << 20)))).unwrap();
+    refused(&["run", big.to_str().unwrap(), "--dry-run"], "a manifest is at most");
+    let nested = root.join("nested.yaml");
+    let deep_value = format!("{}1{}", "[".repeat(200_000), "]".repeat(200_000));
+    std::fs::write(&nested, manifest("nested", &format!("x: {deep_value}\n"))).unwrap();
+    refused(&["run", nested.to_str().unwrap(), "--dry-run"], "nested more than");
+    // --out at a directory that is not a results directory
+    let other = root.join("notes");
+    std::fs::create_dir_all(other.join(".draft.running")).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    refused(
+        &["run", "bad", "--out", other.to_str().unwrap()],
+        "is not a results directory",
+    );
+    assert!(other.join(".draft.running").is_dir() && other.join("notes.txt").is_file());
+    // outside a project, a name finds nothing (never the source checkout)
+    let nowhere = temp_out("nowhere");
+    std::fs::create_dir_all(&nowhere).unwrap();
+    let o = repro_in(&nowhere, &["run", "smoke", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no `experiments/` directory"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&nowhere);
+}
