@@ -87,7 +87,15 @@ pub fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
 /// The files and directories a results directory may hold, besides
 /// hidden temporaries: what [`lock`] may tidy lives only in such a
 /// directory.
-const RESULTS_ENTRIES: [&str; 6] = ["runs.csv", "provenance.json", "raw", "tuning", "attempts.csv", "runs.parquet"];
+const RESULTS_ENTRIES: [&str; 7] = [
+    "runs.csv",
+    "provenance.json",
+    "raw",
+    "tuning",
+    "attempts.csv",
+    "runs.parquet",
+    ".lock",
+];
 
 /// Refuses `dir` as a results directory when it exists, is not empty and
 /// holds none of a results directory's files: `--out` pointed at another
@@ -166,7 +174,10 @@ pub fn lock(dir: &Path) -> Result<DirLock> {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
                 let pid = holder.lines().next().unwrap_or("").trim();
-                let started = holder.lines().nth(2).and_then(|s| s.trim().parse::<u64>().ok());
+                let started = holder
+                    .lines()
+                    .nth(2)
+                    .and_then(|s| s.trim().parse::<u64>().ok());
                 let alive = match (pid.parse::<u32>(), started) {
                     (Ok(p), Some(s)) => crate::net::owner::start_time(p) == Some(s),
                     (Ok(p), None) => crate::net::owner::start_time(p).is_some(),

@@ -114,8 +114,16 @@ fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
     if !names.is_empty() {
         for sub in ["run", "table", "plot", "status"] {
             cmd = cmd.mut_subcommand(sub, |c| {
-                c.mut_arg("experiment", |a| a.value_parser(values(&names)))
-                    .mut_arg("scale", |a| a.value_parser(values(&scales)))
+                // a changed positional goes last: the experiment is put
+                // back first, and `run`'s KEY=VALUE arguments after it
+                let c = c
+                    .mut_arg("experiment", |a| a.index(1).value_parser(values(&names)))
+                    .mut_arg("scale", |a| a.value_parser(values(&scales)));
+                if sub == "run" {
+                    c.mut_arg("assignments", |a| a.index(2))
+                } else {
+                    c
+                }
             });
         }
     }

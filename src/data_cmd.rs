@@ -554,7 +554,9 @@ pub fn identity(params: &crate::plan::Params) -> (String, String) {
 fn checksum(path: &Path) -> String {
     static SEEN: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>> =
         std::sync::Mutex::new(std::collections::BTreeMap::new());
-    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(c) = seen.get(path) {
         return c.clone();
     }

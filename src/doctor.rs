@@ -301,10 +301,9 @@ pub fn checks(exec: &dyn Exec) -> Vec<Check> {
             .unwrap_or_else(|| "none (training runs on the CPU, one thread per rank)".into()),
         hint: "",
     });
-    let fmnist =
-        Path::new(repro_runlog::FASHION_MNIST_DIR)
-            .join("train-images-idx3-ubyte.gz")
-            .is_file();
+    let fmnist = Path::new(repro_runlog::FASHION_MNIST_DIR)
+        .join("train-images-idx3-ubyte.gz")
+        .is_file();
     out.push(Check {
         what: "Fashion-MNIST",
         ok: fmnist,

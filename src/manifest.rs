@@ -27,6 +27,18 @@ pub enum Backend {
     InProcess,
 }
 
+impl Backend {
+    /// The backend as the command line and a manifest spell it: the one
+    /// spelling of its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Mpi => "mpi",
+            Backend::InProcess => "in-process",
+        }
+    }
+}
+
 /// What the table shows.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -620,7 +632,9 @@ fn command_line_wins(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
 
 /// Printable text: no control characters but newlines and tabs.
 pub fn is_printable(text: &str) -> bool {
-    !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t')
+    !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
 }
 
 impl Manifest {

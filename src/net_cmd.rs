@@ -166,7 +166,10 @@ pub fn run(args: &NetArgs) -> Result<()> {
                     Some(o) if o.alive() => format!("live: pid {} ({})", o.pid, o.command),
                     Some(o) => {
                         left += 1;
-                        format!("left behind: its owner pid {} is gone ({})", o.pid, o.command)
+                        format!(
+                            "left behind: its owner pid {} is gone ({})",
+                            o.pid, o.command
+                        )
                     }
                     None => {
                         left += 1;
@@ -176,7 +179,9 @@ pub fn run(args: &NetArgs) -> Result<()> {
                 println!("{l}  [{owner}]");
             }
             if left > 0 {
-                println!("{left} left behind; `repro net down` removes them (live runs' networks stay)");
+                println!(
+                    "{left} left behind; `repro net down` removes them (live runs' networks stay)"
+                );
             }
             Ok(())
         }

@@ -284,6 +284,22 @@ pub fn expand_within(
     expand_configured(manifest, scale, backend, limits, None, &|_| Vec::new())
 }
 
+/// Every parameter a run of `backend` takes, sorted (and `network`).
+pub fn parameter_names(backend: Backend) -> Vec<String> {
+    let value = match backend {
+        Backend::Sim => serde_json::to_value(SimParams::default()),
+        Backend::Mpi | Backend::InProcess => serde_json::to_value(TrainConfig::default()),
+    };
+    let mut names: Vec<String> = match value {
+        Ok(serde_json::Value::Object(m)) => m.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    };
+    names.retain(|n| n != "run_id" && n != "invocation");
+    names.push("network".into());
+    names.sort();
+    names
+}
+
 /// A configuration a run gets on top of its grid point (a tuning
 /// protocol's): the label its point holds under [`CONFIG_KEY`], and the
 /// parameters it sets after every case.
@@ -635,10 +651,31 @@ fn resolve(
     } else {
         run
     };
-    let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| DriverError::RunParams {
-        run: run.clone(),
-        key: e.path().to_string(),
-        message: e.inner().to_string(),
+    let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| {
+        let message = e.inner().to_string();
+        // a flattened struct loses the path of an unknown key (`.`): name
+        // the key from the message, and list the valid ones
+        match message
+            .strip_prefix("unknown field `")
+            .and_then(|m| m.split('`').next())
+        {
+            Some(field) if matches!(e.path().to_string().as_str(), "." | "") => {
+                DriverError::RunParams {
+                    run: run.clone(),
+                    key: field.to_string(),
+                    message: format!(
+                        "unknown parameter of the {} backend; valid: {}",
+                        backend.name(),
+                        parameter_names(backend).join(", ")
+                    ),
+                }
+            }
+            _ => DriverError::RunParams {
+                run: run.clone(),
+                key: e.path().to_string(),
+                message,
+            },
+        }
     };
     // the run's model size: the trainer's model on its images, or the
     // simulator's dimension
@@ -784,7 +821,11 @@ pub const MIN_BANDWIDTH_BPS: f64 = 1_000.0;
 
 /// Every numeric parameter within its valid range: a run that cannot do
 /// what it is asked is refused at plan time, naming the key.
-fn check_ranges(run: &str, params: &Params, network: Option<&Condition>) -> Result<(), DriverError> {
+fn check_ranges(
+    run: &str,
+    params: &Params,
+    network: Option<&Condition>,
+) -> Result<(), DriverError> {
     let bad = |key: &str, message: String| DriverError::RunParams {
         run: run.to_string(),
         key: key.into(),
@@ -811,7 +852,10 @@ fn check_ranges(run: &str, params: &Params, network: Option<&Condition>) -> Resu
             at_least_one("dim", p.dim as u64)?;
             for (key, v) in [("dim", p.dim), ("samples", p.samples)] {
                 if v > MAX_SIZE {
-                    return Err(bad(key, format!("{v} is more than the limit of {MAX_SIZE}")));
+                    return Err(bad(
+                        key,
+                        format!("{v} is more than the limit of {MAX_SIZE}"),
+                    ));
                 }
             }
             within("compute_ms", p.compute_ms, 0.0, MAX_LATENCY_S * 1e3)?;
@@ -825,8 +869,9 @@ fn check_ranges(run: &str, params: &Params, network: Option<&Condition>) -> Resu
                 within("latency", s, 0.0, MAX_LATENCY_S)?;
             }
             if let Some(b) = &p.bandwidth {
-                let bps = crate::net::parse_bandwidth(b)
-                    .ok_or_else(|| bad("bandwidth", format!("`{b}` is not a rate like `100mbit`")))?;
+                let bps = crate::net::parse_bandwidth(b).ok_or_else(|| {
+                    bad("bandwidth", format!("`{b}` is not a rate like `100mbit`"))
+                })?;
                 within("bandwidth", bps, MIN_BANDWIDTH_BPS, 1e15)?;
             }
         }
@@ -843,13 +888,26 @@ fn check_ranges(run: &str, params: &Params, network: Option<&Condition>) -> Resu
             if c.synthetic_samples > MAX_SIZE {
                 return Err(bad(
                     "synthetic_samples",
-                    format!("{} is more than the limit of {MAX_SIZE}", c.synthetic_samples),
+                    format!(
+                        "{} is more than the limit of {MAX_SIZE}",
+                        c.synthetic_samples
+                    ),
                 ));
             }
             if c.virtual_bandwidth_bps != 0.0 {
-                within("virtual_bandwidth_bps", c.virtual_bandwidth_bps, MIN_BANDWIDTH_BPS, 1e15)?;
+                within(
+                    "virtual_bandwidth_bps",
+                    c.virtual_bandwidth_bps,
+                    MIN_BANDWIDTH_BPS,
+                    1e15,
+                )?;
             }
-            if let Some(dir) = &c.data_dir {
+            // a directory that is there must be one of data files; one that
+            // is not is the trainer's to report (a cluster's data may live
+            // where the planning machine has none)
+            if let Some(dir) = &c.data_dir
+                && std::fs::symlink_metadata(dir).is_ok()
+            {
                 crate::data_cmd::check_data_path(std::path::Path::new(dir), true)
                     .map_err(|m| bad("data_dir", m))?;
             }

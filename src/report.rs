@@ -186,7 +186,9 @@ mod tests {
     /// table cell is escaped, never run.
     #[test]
     fn html_in_markdown_is_shown_as_text() {
-        let page = markdown("# A <script>alert(1)</script> title\n\n| a |\n|---|\n| <img src=x onerror=y> |\n");
+        let page = markdown(
+            "# A <script>alert(1)</script> title\n\n| a |\n|---|\n| <img src=x onerror=y> |\n",
+        );
         assert!(!page.contains("<script>"), "{page}");
         assert!(!page.contains("<img"), "{page}");
         assert!(page.contains("&lt;script&gt;"), "{page}");

@@ -127,12 +127,17 @@ impl RunRecord {
 
     /// The record with what makes its identity (see [`IDENTITY`]): the
     /// experiment and scale it was planned for, its data and parameters.
-    pub fn identified(mut self, experiment: &str, scale: &str, run: &crate::plan::PlannedRun) -> Self {
+    pub fn identified(
+        mut self,
+        experiment: &str,
+        scale: &str,
+        run: &crate::plan::PlannedRun,
+    ) -> Self {
         let (dataset, checksum) = crate::data_cmd::identity(&run.params);
         for (k, v) in [
             ("experiment", experiment.to_string()),
             ("scale", scale.to_string()),
-            ("dataset", dataset),
+            ("data_source", dataset),
             ("data_checksum", checksum),
             ("params", crate::plan::canonical_params(&run.params)),
         ] {
@@ -157,8 +162,19 @@ impl RunRecord {
         let mut metrics = BTreeMap::new();
         match summary {
             Err(error) => {
+                // one line, at most 2000 characters: a cell, not a log
+                let mut line: String = error
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                if let Some((cut, _)) = line.char_indices().nth(2000) {
+                    line.truncate(cut);
+                    line.push_str(" ...");
+                }
                 metrics.insert("status".into(), Cell::Text("failed".into()));
-                metrics.insert("error".into(), Cell::Text(error));
+                metrics.insert("error".into(), Cell::Text(line));
             }
             Ok(s) => {
                 for (k, v) in [
@@ -349,7 +365,13 @@ pub const PROVENANCE: [&str; 10] = [
 /// parameters), and its resolved parameters (canonical JSON without the
 /// defaults, the text its run id hashes). A results directory holds one
 /// experiment at one scale ([`check_identity`]).
-pub const IDENTITY: [&str; 5] = ["experiment", "scale", "dataset", "data_checksum", "params"];
+pub const IDENTITY: [&str; 5] = [
+    "experiment",
+    "scale",
+    "data_source",
+    "data_checksum",
+    "params",
+];
 
 /// Every column of a run record after its grid point: [`METRICS`], then
 /// [`PROVENANCE`], then [`IDENTITY`].
@@ -391,7 +413,7 @@ pub fn check_identity(
 
 /// The rows of `rows` that are runs of `plan` (same run id), in the
 /// plan's order: what a table, figure or claim of that plan reads.
-pub fn planned<'r>(rows: &'r [RunRecord], plan: &[crate::plan::PlannedRun]) -> Vec<RunRecord> {
+pub fn planned(rows: &[RunRecord], plan: &[crate::plan::PlannedRun]) -> Vec<RunRecord> {
     plan.iter()
         .filter_map(|p| rows.iter().find(|r| r.run_id == p.id))
         .cloned()

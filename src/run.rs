@@ -207,9 +207,11 @@ fn planned_results(
                 .unwrap_or_else(|| read_scale(&m, &None)),
             o.clone(),
         ),
-        (asked, None) => {
-            let scale = read_scale(&m, asked);
-            let out = m.default_out(&scale);
+        (Some(asked), None) => (asked.clone(), m.default_out(asked)),
+        // the committed directory, at the scale it records
+        (None, None) => {
+            let out = m.default_out(&read_scale(&m, &None));
+            let scale = status::recorded_scale(&out).unwrap_or_else(|| read_scale(&m, &None));
             (scale, out)
         }
     };
@@ -274,15 +276,6 @@ fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
         .unwrap_or_else(|| "smoke".to_string())
 }
 
-/// A backend as the command line and a manifest spell it.
-pub fn backend_name(backend: Backend) -> &'static str {
-    match backend {
-        Backend::Sim => "sim",
-        Backend::Mpi => "mpi",
-        Backend::InProcess => "in-process",
-    }
-}
-
 /// The distinct network conditions of the runs `net` shapes.
 fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Condition> {
     let mut out: Vec<&Condition> = Vec::new();
@@ -341,9 +334,6 @@ pub fn run(args: &RunArgs) -> Result<Outcome> {
             )
         })?;
         then.push((p, c, runs));
-    }
-    if !args.dry_run {
-        create_dirs(&out)?;
     }
     let ran = run_experiment(args, &path, &m, &scale, backend, runs, &out);
     crate::sudo::give(&out);
@@ -463,7 +453,9 @@ fn run_experiment(
             ),
             None => {
                 let refused = refusals(args, &runs)?;
-                let listed = dry_run(m, scale, backend, &runs, out, &net, &recorder, &refused, json)?;
+                let listed = dry_run(
+                    m, scale, backend, &runs, out, &net, &recorder, &refused, json,
+                )?;
                 (listed, refused.len())
             }
         };
@@ -477,7 +469,7 @@ fn run_experiment(
             serde_json::json!({
                 "experiment": m.name,
                 "scale": scale,
-                "backend": backend_name(backend),
+                "backend": backend.name(),
                 "out": out.display().to_string(),
                 "dry_run": true,
                 "tuning_runs": tuning_listed.map(|(l, _)| l),
@@ -503,19 +495,28 @@ fn run_experiment(
             None if crate::sudo::invoker().is_some() && !args.allow_root_ranks => anyhow::bail!(
                 "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
                  run without sudo, or pass --allow-root-ranks if you mean it",
-                if launcher.is_local() { "this host" } else { "--hostfile" },
+                if launcher.is_local() {
+                    "this host"
+                } else {
+                    "--hostfile"
+                },
                 crate::sudo::invoker().map_or(0, |i| i.uid)
             ),
             None if crate::doctor::is_root() => crate::progress::note(&format!(
                 "note: ranks run as root{}: the driver runs as root and SUDO_UID names no other user \
                  (run through sudo to have them run as you)",
-                if launcher.is_local() { "" } else { " on every host of --hostfile" }
+                if launcher.is_local() {
+                    ""
+                } else {
+                    " on every host of --hostfile"
+                }
             )),
             None => {}
         }
     }
     crate::signals::install();
     crate::atomic::check_results_dir(out)?;
+    create_dirs(out)?;
     // one writer per results directory, from here to the last file
     let _lock = crate::atomic::lock(out)?;
     let started = Instant::now();
@@ -578,7 +579,12 @@ fn run_experiment(
         &out.join("runs.parquet"),
         RunsFrame::new(&merged)?.export()?,
     )?;
-    let figures = write_results(m, out, &results::planned(&merged, &runs), !args.json && !quiet)?;
+    let figures = write_results(
+        m,
+        out,
+        &results::planned(&merged, &runs),
+        !args.json && !quiet,
+    )?;
     status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
     let csv = out.join("runs.csv");
     if crate::signals::interrupted() {
@@ -615,7 +621,7 @@ fn run_experiment(
     let json = serde_json::json!({
         "experiment": m.name,
         "scale": scale,
-        "backend": backend_name(backend),
+        "backend": backend.name(),
         "out": out.display().to_string(),
         "ran": done.ran,
         "failed": failed,
@@ -767,6 +773,19 @@ fn check_specs(
         .unwrap_or_default();
     if m.tune.is_some() {
         keys.push(plan::CONFIG_KEY.to_string());
+    }
+    // a grid key names a runs.csv column of its own, so no key may be one
+    // of the measured, provenance or identity columns
+    if let Some(k) = keys
+        .iter()
+        .find(|k| k.as_str() == "run_id" || results::columns().any(|c| c == k.as_str()))
+    {
+        return Err(crate::errors::DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: format!("grid.{k}"),
+            message: format!("`{k}` is a column runs.csv already has; a grid key must not be one"),
+        }
+        .into());
     }
     // the paper's numbers are read at plan time, so a bad path fails now
     table::load_paper(&m.table).map_err(|e| crate::errors::DriverError::Manifest {
@@ -1139,6 +1158,14 @@ fn write_results(
     rows: &[RunRecord],
     print: bool,
 ) -> Result<Vec<PathBuf>> {
+    if rows.is_empty() {
+        // interrupted before any run of this plan finished: the earlier
+        // table and figure stay as they were
+        crate::progress::note(
+            "no run of this plan finished: the table and figure are left as they were",
+        );
+        return Ok(Vec::new());
+    }
     let frame = RunsFrame::new(rows)?;
     let table = write_table(m, out, &frame)?;
     if print {
@@ -1239,7 +1266,7 @@ fn dry_run(
         m.name,
         m.title,
         runs.len(),
-        backend_name(backend)
+        backend.name()
     );
     // the resolved parameters every run shares (the trainer's config of the
     // first run without its grid keys), so a cluster user sees what runs
@@ -1657,7 +1684,7 @@ pub fn list(args: &ListArgs) -> Result<()> {
                 "path": path.display().to_string(),
                 "title": m.title,
                 "source": m.source,
-                "backend": format!("{:?}", m.backend).to_lowercase(),
+                "backend": m.backend.name(),
                 "shapes_network": shaped,
                 "default_scale": m.default_scale,
                 "then": m.then,

@@ -256,7 +256,10 @@ fn optimum(p: &SimParams, objective: &dyn Objective, cache_dir: &Path) -> Result
         Some(path) => {
             let hash = file_hash_once(Path::new(path))?;
             let k = format!("{hash:016x}:{}:{}:{}", p.objective, p.weight_decay, p.split);
-            let name = format!("fstar-{:016x}.json", xxhash_rust::xxh3::xxh3_64(k.as_bytes()));
+            let name = format!(
+                "fstar-{:016x}.json",
+                xxhash_rust::xxh3::xxh3_64(k.as_bytes())
+            );
             Some((cache_dir.join(name), k))
         }
         None => None,
@@ -430,9 +433,8 @@ pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
         _ => match &p.data {
             // dense generated samples: an index and a value per coordinate,
             // a row pointer, a label and a shard index per sample
-            None => (p.samples as u64).saturating_mul(
-                8u64.saturating_mul(p.dim as u64).saturating_add(20),
-            ),
+            None => (p.samples as u64)
+                .saturating_mul(8u64.saturating_mul(p.dim as u64).saturating_add(20)),
             Some(path) => data_footprint(Path::new(path)),
         },
     };

@@ -196,7 +196,7 @@ pub fn write_provenance(
     let json = serde_json::json!({
         "experiment": m.name,
         "scale": scale,
-        "backend": format!("{backend:?}").to_lowercase(),
+        "backend": backend.name(),
         "manifest_hash": now.manifest_hash,
         "command": now.command,
         "build": {

@@ -882,7 +882,10 @@ mod tests {
 
     #[test]
     fn the_papers_numbers_sit_beside_ours() {
-        let dir = std::env::temp_dir().join(format!("repro-paper-{}", std::process::id()));
+        // a path inside the project (the tests run in the source tree):
+        // scratch/, which git ignores
+        let dir =
+            std::path::PathBuf::from("scratch").join(format!("test-paper-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let csv = dir.join("p.csv");
         std::fs::write(

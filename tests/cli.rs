@@ -275,6 +275,12 @@ fn smoke_runs_every_algorithm() {
     let root = temp_out("combined");
     std::fs::create_dir_all(root.join("results")).unwrap();
     std::os::unix::fs::symlink(&out, root.join("results").join("smoke")).unwrap();
+    // a project: its experiments/ (the shipped ones) and its results/
+    std::os::unix::fs::symlink(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments"),
+        root.join("experiments"),
+    )
+    .unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_repro"))
         .args([
             "plot", "smoke", "--with", "smoke", "--name", "both", "--title", "Two",
@@ -452,6 +458,18 @@ fn completions_man_pages_json_and_key_value_arguments() {
         let script = text(&o);
         for word in ["run", "status", "completions", "scale", "dry-run"] {
             assert!(script.contains(word), "{shell} completion lacks {word}");
+        }
+        // the project's scales, and (where the shell's generator completes
+        // positionals) its experiment names
+        assert!(
+            script.contains("paper"),
+            "{shell} completion lacks the scales"
+        );
+        if shell != "fish" {
+            assert!(
+                script.contains("table2"),
+                "{shell} completion lacks the experiments"
+            );
         }
     }
     assert_eq!(repro(&["completions", "tcsh"]).status.code(), Some(2));
@@ -737,9 +755,12 @@ fn extra_memory_is_measured_from_resident_memory() {
 #[test]
 fn a_failing_run_is_reported_and_the_others_still_run() {
     let out = temp_out("failing");
-    // a data directory that is not there: the Fashion-MNIST run fails when
-    // its trainer loads the data (the plan does not read data sets); the
-    // synthetic run never looks
+    // a data directory without the data: the Fashion-MNIST run fails when
+    // its trainer loads the data (the plan checks the directory is one,
+    // not what it holds); the synthetic run never looks
+    let empty = temp_out("failing-data");
+    std::fs::create_dir_all(&empty).unwrap();
+    let set = format!("params.data_dir={}", empty.display());
     let o = repro_cmd(&[
         "run",
         "mpi-smoke",
@@ -750,7 +771,7 @@ fn a_failing_run_is_reported_and_the_others_still_run() {
         "--set",
         "grid.dataset=[synthetic, fashion-mnist]",
         "--set",
-        "params.data_dir=/nonexistent/fashion",
+        &set,
         "--out",
         out.to_str().unwrap(),
     ])
@@ -774,7 +795,14 @@ fn a_failing_run_is_reported_and_the_others_still_run() {
         Some("failed"),
         "{stderr}"
     );
-    assert!(stderr.contains("/nonexistent/fashion"), "{stderr}");
+    assert!(stderr.contains(empty.to_str().unwrap()), "{stderr}");
+    // the failure's reason is in runs.csv
+    let failed = runs.iter().find(|r| r["status"] == "failed").unwrap();
+    assert!(
+        failed["error"].contains(empty.to_str().unwrap()),
+        "{failed:?}"
+    );
+    let _ = std::fs::remove_dir_all(&empty);
 }
 
 /// `repro run` with the MPI backend: real `repro-train` ranks under mpirun,
@@ -1453,7 +1481,10 @@ fn net_down_leaves_a_live_runs_network_alone() {
     let down = repro(&["net", "down"]);
     let said = String::from_utf8_lossy(&down.stdout).to_string();
     assert!(down.status.success(), "{said}");
-    assert!(said.starts_with("removed 0 of 0") && said.contains("kept"), "{said}");
+    assert!(
+        said.starts_with("removed 0 of 0") && said.contains("kept"),
+        "{said}"
+    );
     let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(String::from_utf8_lossy(&netns.stdout).contains("rpr-"));
     std::thread::sleep(Duration::from_secs(1));
@@ -1476,18 +1507,26 @@ fn two_runs_of_one_configuration_start_together_and_both_finish() {
     let children: Vec<_> = outs
         .iter()
         .map(|o| {
-            repro_cmd(&["run", "tests/fixtures/net-rate.yaml", "--out", o.to_str().unwrap()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
+            repro_cmd(&[
+                "run",
+                "tests/fixtures/net-rate.yaml",
+                "--out",
+                o.to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
         })
         .collect();
     for c in children {
         let (code, stderr) = finish(c);
         assert_eq!(code, Some(0), "{stderr}");
     }
-    let ids: Vec<String> = outs.iter().map(|o| read_runs(o)[0]["run_id"].clone()).collect();
+    let ids: Vec<String> = outs
+        .iter()
+        .map(|o| read_runs(o)[0]["run_id"].clone())
+        .collect();
     assert_eq!(ids[0], ids[1]);
     assert_no_leftovers();
     for o in outs {
@@ -1511,9 +1550,14 @@ fn the_next_shaped_run_reclaims_what_a_killed_driver_left() {
     let text = String::from_utf8_lossy(&status.stdout).to_string();
     assert!(text.contains("left behind: its owner pid"), "{text}");
     let again = temp_out("reclaim-next");
-    let o = repro_cmd(&["run", "tests/fixtures/net-rate.yaml", "--out", again.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let o = repro_cmd(&[
+        "run",
+        "tests/fixtures/net-rate.yaml",
+        "--out",
+        again.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("whose run is gone"), "{err}");
@@ -1615,9 +1659,12 @@ fn a_virtual_cluster_runs_shaped_in_hosts_mode_and_gets_its_qdiscs_back() {
     }
     let _serial = mpi_lock();
     let cluster = VirtualCluster::new(3);
-    let out = temp_out("cluster");
-    std::fs::create_dir_all(&out).unwrap();
-    let hostfile = out.join("hosts");
+    // the hostfile and launch agent in one directory, the results in one of
+    // their own inside it (a results directory holds only results)
+    let work = temp_out("cluster");
+    std::fs::create_dir_all(&work).unwrap();
+    let out = work.join("out");
+    let hostfile = work.join("hosts");
     let nodes: Vec<String> = (0..3).map(|k| cluster.node(k)).collect();
     std::fs::write(
         &hostfile,
@@ -1627,7 +1674,7 @@ fn a_virtual_cluster_runs_shaped_in_hosts_mode_and_gets_its_qdiscs_back() {
             .collect::<String>(),
     )
     .unwrap();
-    let agent = VirtualCluster::agent(&out);
+    let agent = VirtualCluster::agent(&work);
     // the nodes' original root qdiscs: the kernel's default, a pfifo, a bfifo
     cluster.tc(
         1,
@@ -2401,8 +2448,16 @@ fn ranks_run_as_the_sudo_user() {
 fn table2_claims_are_tested_on_the_committed_runs() {
     let out = temp_out("claims");
     std::fs::create_dir_all(&out).unwrap();
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/table2/runs.csv");
-    std::fs::copy(&committed, out.join("runs.csv")).unwrap();
+    // the runs and the tuning that chose their configurations (the plan a
+    // table reads follows from it)
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/table2");
+    std::fs::copy(committed.join("runs.csv"), out.join("runs.csv")).unwrap();
+    std::fs::create_dir_all(out.join("tuning")).unwrap();
+    std::fs::copy(
+        committed.join("tuning/runs.csv"),
+        out.join("tuning/runs.csv"),
+    )
+    .unwrap();
     let o = repro(&["table", "table2", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
@@ -2595,11 +2650,21 @@ fn allreduce_mpi_sums_as_the_ring_does() {
         said.contains("bypass the transport's injected latency"),
         "{said}"
     );
+    // the failure is recorded beside the finished run it did not replace
     let rows = csv_rows(&out.join("runs.csv"));
     assert!(
         rows.iter()
-            .any(|r| r["algorithm"] == "allreduce-mpi" && r["status"] == "failed"),
+            .any(|r| r["algorithm"] == "allreduce-mpi" && r["status"] == "completed"),
         "{rows:?}"
+    );
+    let attempts = csv_rows(&out.join("attempts.csv"));
+    assert!(
+        attempts
+            .iter()
+            .any(|r| r["point"].contains("algorithm=allreduce-mpi")
+                && r["status"] == "failed"
+                && r["error"].contains("bypass the transport's injected latency")),
+        "{attempts:?}"
     );
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -2730,7 +2795,12 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
             .unwrap()
             .flatten()
             .map(|e| e.path())
-            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("fstar-"))
+            .find(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("fstar-")
+            })
             .expect("an f* cache in raw/");
         let text = std::fs::read_to_string(file).unwrap();
         let json: serde_json::Value = serde_json::from_str(&text).unwrap();

@@ -70,7 +70,7 @@ fn tries_go_to_scratch_and_scales_never_mix() {
     for r in &rows {
         assert_eq!(r["scale"], "cpu");
         assert_eq!(r["experiment"], "twoscale");
-        assert_eq!(r["dataset"], "quadratic");
+        assert_eq!(r["data_source"], "quadratic");
         assert_eq!(r["data_checksum"], "generated");
         assert!(r["params"].contains("\"iterations\":30"), "{r:?}");
     }
@@ -79,7 +79,14 @@ fn tries_go_to_scratch_and_scales_never_mix() {
     let out = root.join("results/twoscale");
     let o = repro_in(
         &root,
-        &["run", "twoscale", "--scale", "smoke", "--out", out.to_str().unwrap()],
+        &[
+            "run",
+            "twoscale",
+            "--scale",
+            "smoke",
+            "--out",
+            out.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
@@ -101,7 +108,14 @@ fn tries_go_to_scratch_and_scales_never_mix() {
     .unwrap();
     let o = repro_in(
         &root,
-        &["run", "twoscale", "--scale", "smoke", "--out", old.to_str().unwrap()],
+        &[
+            "run",
+            "twoscale",
+            "--scale",
+            "smoke",
+            "--out",
+            old.to_str().unwrap(),
+        ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&root);
@@ -120,13 +134,22 @@ fn a_table_reads_only_the_runs_of_its_plan() {
     let o = repro_in(
         &root,
         &[
-            "run", "planned", "--scale", "cpu", "--out", dir,
-            "grid.algorithm=[moniqua]", "params.lr=0.05",
+            "run",
+            "planned",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "grid.algorithm=[moniqua]",
+            "params.lr=0.05",
         ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
-    assert!(table.contains("| moniqua |") && !table.contains("| d-psgd |"), "{table}");
+    assert!(
+        table.contains("| moniqua |") && !table.contains("| d-psgd |"),
+        "{table}"
+    );
     // the manifest's own plan: d-psgd, and not the lr=0.05 moniqua
     let o = repro_in(&root, &["table", "planned", "--out", dir]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -145,19 +168,23 @@ fn a_table_reads_only_the_runs_of_its_plan() {
 /// failed attempt's goes to raw/attempts/. The exit code says a run failed.
 #[test]
 fn a_failure_never_replaces_a_result() {
-    let root = project(
-        "failure",
-        "failing",
-        "",
-    );
+    let root = project("failure", "failing", "");
     let data = root.join("tiny.libsvm");
     std::fs::write(&data, "1 1:0.5 2:1.0\n-1 1:-0.5 3:2.0\n1 2:0.1\n-1 3:-1\n").unwrap();
     let set = format!("params.data={}", data.display());
     let out = root.join("out");
     let dir = out.to_str().unwrap();
     let args = [
-        "run", "failing", "--scale", "cpu", "--out", dir, "params.objective=logistic",
-        "params.samples=4", &set, "grid.algorithm=[d-psgd]",
+        "run",
+        "failing",
+        "--scale",
+        "cpu",
+        "--out",
+        dir,
+        "params.objective=logistic",
+        "params.samples=4",
+        &set,
+        "grid.algorithm=[d-psgd]",
     ];
     let o = repro_in(&root, &args);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -198,7 +225,15 @@ fn an_added_grid_key_keeps_the_earlier_rows() {
     // a new axis at a new value: the two earlier rows are not in this plan
     let o = repro_in(
         &root,
-        &["run", "gridkey", "--scale", "cpu", "--out", dir, "grid.lr=[0.2]"],
+        &[
+            "run",
+            "gridkey",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "grid.lr=[0.2]",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = csv_rows(&out.join("runs.csv"));
@@ -208,7 +243,15 @@ fn an_added_grid_key_keeps_the_earlier_rows() {
     // and take its value
     let o = repro_in(
         &root,
-        &["run", "gridkey", "--scale", "cpu", "--out", dir, "grid.lr=[0.1]"],
+        &[
+            "run",
+            "gridkey",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "grid.lr=[0.1]",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = csv_rows(&out.join("runs.csv"));
@@ -233,8 +276,12 @@ fn the_command_line_wins_over_the_scale() {
         all.extend_from_slice(args);
         let o = repro_in(&root, &all);
         assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-        serde_json::from_slice::<serde_json::Value>(&o.stdout)
-            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: not JSON ({e}): {}",
+                String::from_utf8_lossy(&o.stdout)
+            )
+        })
     };
     // the scale sets iterations; the command line's value wins
     let p = plan(&["--scale", "smoke", "params.iterations=7"]);
@@ -250,7 +297,10 @@ fn the_command_line_wins_over_the_scale() {
     // a scale's grid axis too
     std::fs::write(
         root.join("experiments/prec.yaml"),
-        manifest("prec", "").replace("smoke: { iterations: 20 }", "smoke: { iterations: 20, grid.seed: [0, 1, 2] }"),
+        manifest("prec", "").replace(
+            "smoke: { iterations: 20 }",
+            "smoke: { iterations: 20, grid.seed: [0, 1, 2] }",
+        ),
     )
     .unwrap();
     let p = plan(&["--scale", "smoke", "grid.seed=[5]"]);
@@ -259,7 +309,10 @@ fn the_command_line_wins_over_the_scale() {
     // shadowed by a case: an error naming it
     std::fs::write(
         root.join("experiments/prec.yaml"),
-        manifest("prec", "cases:\n  - { when: { algorithm: moniqua }, set: { theta: 2.0 } }\n"),
+        manifest(
+            "prec",
+            "cases:\n  - { when: { algorithm: moniqua }, set: { theta: 2.0 } }\n",
+        ),
     )
     .unwrap();
     let o = repro_in(&root, &["run", "prec", "--dry-run", "params.theta=3.0"]);
@@ -310,26 +363,48 @@ fn bad_input_is_refused_at_plan_time() {
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
-        assert!(err.contains(needle), "{args:?}: expected `{needle}` in {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in {err}"
+        );
     };
     let deep = format!("{}=1", vec!["a"; 10_000].join("."));
-    refused(&["run", "bad", "--dry-run", "--set", &deep], "a key of 10000 parts");
+    refused(
+        &["run", "bad", "--dry-run", "--set", &deep],
+        "a key of 10000 parts",
+    );
     // a FIFO as the trainer's data directory
     let fifo = root.join("fifo");
     let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(made.success());
     let fifo_set = format!("params.data={}", fifo.display());
     refused(
-        &["run", "bad", "--dry-run", "params.objective=logistic", &fifo_set],
+        &[
+            "run",
+            "bad",
+            "--dry-run",
+            "params.objective=logistic",
+            &fifo_set,
+        ],
         "is a FIFO",
     );
     let big = root.join("big.yaml");
-    std::fs::write(&big, manifest("big", &format!("# {}\n", "x".repeat(2 << 20)))).unwrap();
-    refused(&["run", big.to_str().unwrap(), "--dry-run"], "a manifest is at most");
+    std::fs::write(
+        &big,
+        manifest("big", &format!("# {}\n", "x".repeat(2 << 20))),
+    )
+    .unwrap();
+    refused(
+        &["run", big.to_str().unwrap(), "--dry-run"],
+        "a manifest is at most",
+    );
     let nested = root.join("nested.yaml");
     let deep_value = format!("{}1{}", "[".repeat(200_000), "]".repeat(200_000));
     std::fs::write(&nested, manifest("nested", &format!("x: {deep_value}\n"))).unwrap();
-    refused(&["run", nested.to_str().unwrap(), "--dry-run"], "nested more than");
+    refused(
+        &["run", nested.to_str().unwrap(), "--dry-run"],
+        "nested more than",
+    );
     // --out at a directory that is not a results directory
     let other = root.join("notes");
     std::fs::create_dir_all(other.join(".draft.running")).unwrap();
@@ -344,7 +419,64 @@ fn bad_input_is_refused_at_plan_time() {
     std::fs::create_dir_all(&nowhere).unwrap();
     let o = repro_in(&nowhere, &["run", "smoke", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("no `experiments/` directory"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no `experiments/` directory"),
+        "{}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_dir_all(&root);
     let _ = std::fs::remove_dir_all(&nowhere);
+}
+
+/// Hostile data is read during the run, not at plan time: a feature index
+/// of 2^32 - 1 and a decompression bomb (a gzip of one line of 100 MB)
+/// each fail their run with a message naming the problem, never abort the
+/// driver (exit code 3, the run `failed` in runs.csv).
+#[test]
+fn hostile_data_fails_its_run_cleanly() {
+    use std::io::Write;
+    let root = project("hostiledata", "hd", "");
+    let index = root.join("index.libsvm");
+    std::fs::write(&index, "1 4294967295:1.0\n-1 1:1.0\n1 2:1.0\n-1 2:0.5\n").unwrap();
+    let bomb = root.join("bomb.libsvm.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&bomb).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let zeros = vec![b'0'; 1 << 20];
+    for _ in 0..100 {
+        gz.write_all(&zeros).unwrap();
+    }
+    gz.finish().unwrap();
+    for (file, says) in [
+        (&index, "index 4294967295 is beyond the limit"),
+        (&bomb, "longer than 67108864 bytes"),
+    ] {
+        let out = root.join(format!(
+            "out-{}",
+            file.file_name().unwrap().to_string_lossy()
+        ));
+        let set = format!("params.data={}", file.display());
+        let o = repro_in(
+            &root,
+            &[
+                "run",
+                "hd",
+                "--scale",
+                "cpu",
+                "--out",
+                out.to_str().unwrap(),
+                "params.objective=logistic",
+                "grid.algorithm=[d-psgd]",
+                &set,
+            ],
+        );
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{err}");
+        assert!(!err.contains("panicked") && err.contains(says), "{err}");
+        let rows = csv_rows(&out.join("runs.csv"));
+        assert_eq!(rows[0]["status"], "failed");
+        assert!(rows[0]["error"].contains(says), "{:?}", rows[0]);
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }
