@@ -863,6 +863,12 @@ fn check_ranges(
             within("momentum", f64::from(p.momentum), 0.0, 1.0)?;
             within("weight_decay", f64::from(p.weight_decay), 0.0, 1e6)?;
             within("eval_every", p.eval_every, 0.0, 1e9)?;
+            within("noise", f64::from(p.noise), 0.0, 1e6)?;
+            within("heterogeneity", f64::from(p.heterogeneity), 0.0, 1e6)?;
+            within("x0_scale", p.x0_scale, 0.0, 1e6)?;
+            if p.threads > 4096 {
+                return Err(bad("threads", format!("{} is more than 4096", p.threads)));
+            }
             if let Some(l) = &p.latency {
                 let s = crate::net::parse_latency(l)
                     .ok_or_else(|| bad("latency", format!("`{l}` is not a latency like `1ms`")))?;
@@ -885,6 +891,7 @@ fn check_ranges(
             within("latency_ms", c.latency_ms, 0.0, MAX_LATENCY_S * 1e3)?;
             within("validation", c.validation, 0.0, 0.9)?;
             within("warmup_epochs", c.warmup_epochs, 0.0, 1e6)?;
+            within("dirichlet_alpha", c.dirichlet_alpha, 1e-6, 1e6)?;
             if c.synthetic_samples > MAX_SIZE {
                 return Err(bad(
                     "synthetic_samples",

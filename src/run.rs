@@ -389,6 +389,23 @@ fn run_experiment(
         None => None,
     };
     let launcher = launcher(args, backend)?;
+    // under sudo, ranks run as the invoking user or, when asked, as root
+    if matches!(backend, Backend::Mpi | Backend::InProcess)
+        && let Some(who) = crate::sudo::invoker()
+        && train_backend::RankUser::for_launcher(&launcher).is_none()
+        && !args.allow_root_ranks
+    {
+        anyhow::bail!(
+            "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
+             run without sudo, or pass --allow-root-ranks if you mean it",
+            if launcher.is_local() {
+                "this host"
+            } else {
+                "--hostfile"
+            },
+            who.uid
+        );
+    }
     // generated data sets the runs read, written before the first run
     crate::data_cmd::prepare(
         runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
@@ -492,16 +509,6 @@ fn run_experiment(
                 "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
                 u.uid, u.gid
             )),
-            None if crate::sudo::invoker().is_some() && !args.allow_root_ranks => anyhow::bail!(
-                "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
-                 run without sudo, or pass --allow-root-ranks if you mean it",
-                if launcher.is_local() {
-                    "this host"
-                } else {
-                    "--hostfile"
-                },
-                crate::sudo::invoker().map_or(0, |i| i.uid)
-            ),
             None if crate::doctor::is_root() => crate::progress::note(&format!(
                 "note: ranks run as root{}: the driver runs as root and SUDO_UID names no other user \
                  (run through sudo to have them run as you)",
@@ -1633,6 +1640,7 @@ struct ListedScale {
 /// `repro list`.
 pub fn list(args: &ListArgs) -> Result<()> {
     let mut listed = Vec::new();
+    let mut invalid_text = 0;
     for path in manifest::all_manifests()? {
         let m = match manifest::load(&path, &[]) {
             Ok(m) => m,
@@ -1644,6 +1652,7 @@ pub fn list(args: &ListArgs) -> Result<()> {
                     }));
                 } else {
                     println!("{:<20} invalid manifest: {e}", path.display());
+                    invalid_text += 1;
                 }
                 continue;
             }
@@ -1675,6 +1684,7 @@ pub fn list(args: &ListArgs) -> Result<()> {
                 (s.clone(), listed)
             })
             .collect();
+        invalid_text += scales.values().filter(|l| l.error.is_some()).count();
         let shaped = m.backend == Backend::Mpi
             && m.shaping != ShapingMode::None
             && m.grid.contains_key("network");
@@ -1735,6 +1745,10 @@ pub fn list(args: &ListArgs) -> Result<()> {
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&listed)?);
+    }
+    let invalid = listed.iter().filter(|l| l.get("error").is_some()).count() + invalid_text;
+    if invalid > 0 {
+        anyhow::bail!("{invalid} manifests or scales in the project are invalid (above)");
     }
     Ok(())
 }

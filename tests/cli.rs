@@ -599,7 +599,7 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
         ),
         (
             vec!["run", "theorem1", "--set", "params.workerz=3", "--dry-run"],
-            "workerz",
+            "`workerz`: unknown parameter of the sim backend; valid: algorithm,",
         ),
         (vec!["run", "theorem1", "--set", "oops"], "key=value"),
         (
@@ -608,7 +608,7 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
         ),
         (
             vec!["run", "theorem1", "--backend", "mpi"],
-            "unknown field `objective`",
+            "`objective`: unknown parameter of the mpi backend; valid: algorithm, batch",
         ),
         // malformed manifests: each error names the key
         (
@@ -2439,6 +2439,90 @@ fn ranks_run_as_the_sudo_user() {
     for p in [dir, unreachable, out] {
         let _ = std::fs::remove_dir_all(p);
     }
+}
+
+/// Under sudo (SUDO_UID names another user), the driver reads only what
+/// that user could read, gives them the files it writes and the
+/// directories it makes for them, and refuses a launch whose ranks would
+/// run as root unless asked (`--allow-root-ranks`).
+#[test]
+fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
+    if !as_root() {
+        return;
+    }
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let root = temp_out("sudo");
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    std::fs::create_dir_all(root.join("paper")).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let secret = root.join("paper/secret.csv");
+    std::fs::write(&secret, "algorithm,acc\nd-psgd,1\n").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        root.join("experiments/tiny.yaml"),
+        "name: tiny\ntitle: tiny\nsource: tests\nbackend: sim\nscales: { cpu: {} }\n\
+         grid: { algorithm: [d-psgd] }\nparams: { workers: 2, dim: 4, iterations: 5 }\n\
+         table: { rows: [algorithm], value: final_loss, paper: { file: paper/secret.csv, \
+         keys: { algorithm: algorithm }, value: acc, label: p } }\n",
+    )
+    .unwrap();
+    let as_nobody = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(args)
+            .env("SUDO_UID", "65534")
+            .env("SUDO_GID", "65534")
+            .env("REPRO_TRAIN", train_binary())
+            .current_dir(&root)
+            .output()
+            .unwrap()
+    };
+    let o = as_nobody(&["run", "tiny", "--dry-run"]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("not readable by uid 65534"), "{err}");
+    // readable by others: the run goes, and what it made is the user's
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = as_nobody(&["run", "tiny"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for made in [
+        "results",
+        "results/tiny",
+        "results/tiny/runs.csv",
+        "results/tiny/table.md",
+    ] {
+        let uid = std::fs::metadata(root.join(made)).unwrap().uid();
+        assert_eq!(uid, 65534, "{made}");
+    }
+    // a hostfile launch would run the ranks as root: refused unless asked
+    let hosts = root.join("hosts");
+    std::fs::write(&hosts, "localhost slots=3\n").unwrap();
+    let o = as_nobody(&[
+        "run",
+        "mpi-smoke",
+        "--project",
+        env!("CARGO_MANIFEST_DIR"),
+        "--hostfile",
+        hosts.to_str().unwrap(),
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("would run as root") && err.contains("--allow-root-ranks"),
+        "{err}"
+    );
+    let o = as_nobody(&[
+        "run",
+        "mpi-smoke",
+        "--project",
+        env!("CARGO_MANIFEST_DIR"),
+        "--hostfile",
+        hosts.to_str().unwrap(),
+        "--dry-run",
+        "--allow-root-ranks",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// `repro table table2` tests the manifest's claims on the committed runs
