@@ -86,6 +86,10 @@ pub fn give(path: &Path) {
     let Some(who) = invoker() else {
         return;
     };
+    if std::fs::symlink_metadata(path).is_err() {
+        // nothing was written there (a dry run, an early error)
+        return;
+    }
     let mut stack = vec![path.to_path_buf()];
     while let Some(p) = stack.pop() {
         if let Err(e) = std::os::unix::fs::lchown(&p, Some(who.uid), Some(who.gid)) {

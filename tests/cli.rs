@@ -2476,13 +2476,13 @@ fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
             .output()
             .unwrap()
     };
-    let o = as_nobody(&["run", "tiny", "--dry-run"]);
+    let o = as_nobody(&["run", "tiny", "--scale", "cpu", "--dry-run"]);
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("not readable by uid 65534"), "{err}");
     // readable by others: the run goes, and what it made is the user's
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let o = as_nobody(&["run", "tiny"]);
+    let o = as_nobody(&["run", "tiny", "--scale", "cpu"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for made in [
         "results",
