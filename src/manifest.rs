@@ -489,12 +489,16 @@ pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> 
             message: e.inner().to_string(),
         })?;
     manifest.resolved = resolved;
-    if let Some((key, text)) = manifest.texts().into_iter().find(|(_, t)| !is_printable(t)) {
+    if let Some((key, text)) = manifest
+        .texts()
+        .into_iter()
+        .find(|(k, t)| !is_printable(t) || (k != "next" && t.contains('\n')))
+    {
         return Err(DriverError::Manifest {
             path: path.to_path_buf(),
             key,
             message: format!(
-                "`{}` holds a control character (a terminal escape?); titles and labels are printable text",
+                "`{}` holds a control character (a terminal escape?) or a line break; titles and labels are one line of printable text",
                 text.escape_default()
             ),
         });

@@ -655,19 +655,28 @@ impl Table {
 
     /// A LaTeX `tabular` (booktabs) with the title as a comment.
     pub fn latex(&self) -> String {
+        // one character at a time, so no replacement is escaped again
         let esc = |s: &str| {
-            s.replace('\\', "\\textbackslash{}")
-                .replace('&', "\\&")
-                .replace('%', "\\%")
-                .replace('$', "\\$")
-                .replace('#', "\\#")
-                .replace('_', "\\_")
-                .replace('{', "\\{")
-                .replace('}', "\\}")
-                .replace('±', "$\\pm$")
+            s.chars()
+                .map(|c| match c {
+                    '\\' => "\\textbackslash{}".to_string(),
+                    '~' => "\\textasciitilde{}".to_string(),
+                    '^' => "\\textasciicircum{}".to_string(),
+                    '&' | '%' | '$' | '#' | '_' | '{' | '}' => format!("\\{c}"),
+                    '±' => "$\\pm$".to_string(),
+                    c => c.to_string(),
+                })
+                .collect::<String>()
         };
+        // a comment ends at a line break: none gets into the LaTeX
+        let comment = |s: &str| s.replace(['\n', '\r'], " ");
         let mut out = String::new();
-        let _ = writeln!(out, "% {}\n% Source: {}", self.title, self.source);
+        let _ = writeln!(
+            out,
+            "% {}\n% Source: {}",
+            comment(&self.title),
+            comment(&self.source)
+        );
         let _ = writeln!(
             out,
             "\\begin{{tabular}}{{l{}}}",
@@ -880,6 +889,29 @@ mod tests {
         assert_eq!(path, "table.reference.seed");
     }
 
+    /// LaTeX's special characters are escaped once each, and a line break
+    /// in a title cannot end its comment.
+    #[test]
+    fn latex_escapes_every_special_character_once() {
+        let t = Table {
+            title: "a\n\\input{x}".into(),
+            source: "s".into(),
+            value: "v".into(),
+            reference: None,
+            header: vec!["a_b".into(), "{c}".into()],
+            rows: vec![vec!["\\x".into(), "1 ± 2 & 50% ~^".into()]],
+        };
+        let tex = t.latex();
+        assert!(tex.starts_with("% a \\input{x}\n"), "{tex}");
+        assert!(tex.contains("a\\_b & \\{c\\}"), "{tex}");
+        assert!(
+            tex.contains(
+                "\\textbackslash{}x & 1 $\\pm$ 2 \\& 50\\% \\textasciitilde{}\\textasciicircum{}"
+            ),
+            "{tex}"
+        );
+    }
+
     #[test]
     fn the_papers_numbers_sit_beside_ours() {
         // a path inside the project (the tests run in the source tree):
@@ -931,5 +963,15 @@ mod tests {
         .unwrap();
         let err = load_paper(&bad).unwrap_err().to_string();
         assert!(err.contains("no column `budget`"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // a path outside the project is refused, before it is read
+        for outside in ["/etc/passwd", "../x.csv"] {
+            let spec: TableSpec = yaml_serde::from_str(&format!(
+                "{{rows: [algorithm], value: final_loss, paper: {{file: \"{outside}\", keys: {{bits: bits}}, value: acc, label: x}}}}"
+            ))
+            .unwrap();
+            let err = load_paper(&spec).unwrap_err().to_string();
+            assert!(err.contains("inside the project"), "{outside}: {err}");
+        }
     }
 }
