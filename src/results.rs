@@ -411,11 +411,12 @@ pub fn check_identity(
     Ok(())
 }
 
-/// The rows of `rows` that are runs of `plan` (same run id), in the
-/// plan's order: what a table, figure or claim of that plan reads.
+/// The rows of `rows` that are runs of `plan` (same run id), in their
+/// recorded order: what a table, figure or claim of that plan reads.
 pub fn planned(rows: &[RunRecord], plan: &[crate::plan::PlannedRun]) -> Vec<RunRecord> {
-    plan.iter()
-        .filter_map(|p| rows.iter().find(|r| r.run_id == p.id))
+    let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
+    rows.iter()
+        .filter(|r| ids.contains(r.run_id.as_str()))
         .cloned()
         .collect()
 }
