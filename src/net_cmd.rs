@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
-use crate::net::{self, NetError, NodeCondition, System, leftovers, remove_leftovers};
+use crate::net::{self, NetError, NodeCondition, System, leftovers, remove_dead};
 
 /// Options of `repro net`.
 #[derive(Debug, Args)]
@@ -196,31 +196,24 @@ pub fn run(args: &NetArgs) -> Result<()> {
                 restore_interface(iface, hostfile.as_deref(), *srun)
                     .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
             }
-            let all = leftovers(&System).context("could not list namespaces and links")?;
-            let (found, live): (Vec<_>, Vec<_>) = all
-                .into_iter()
-                .partition(|l| *force || !l.tag().is_some_and(net::owner::live));
-            let failed = remove_leftovers(&System, &found);
+            let net::netns::Tidied {
+                removed,
+                kept,
+                failed,
+            } = remove_dead(&System, *force).context("could not list namespaces and links")?;
             for (l, e) in &failed {
                 eprintln!("could not remove {l}: {e}");
             }
-            if failed.is_empty() {
-                let mut tags: Vec<&str> = found.iter().filter_map(|l| l.tag()).collect();
-                tags.dedup();
-                for t in tags {
-                    net::owner::release(t);
-                }
-            }
             println!(
                 "removed {} of {}{}",
-                found.len() - failed.len(),
-                found.len(),
-                if live.is_empty() {
+                removed.len() - failed.len(),
+                removed.len(),
+                if kept.is_empty() {
                     String::new()
                 } else {
                     format!(
                         "; kept {} of live runs (`repro net status` names them; --force removes them)",
-                        live.len()
+                        kept.len()
                     )
                 }
             );

@@ -751,12 +751,7 @@ fn resolve(
             p.run_id = String::new();
             // the same config in process (virtual clock) and over
             // MPI (real time) are different runs
-            let kind = if backend == Backend::InProcess {
-                "in-process"
-            } else {
-                "mpi"
-            };
-            let id = run_id(kind, &p, network.as_ref());
+            let id = run_id(backend.name(), &p, network.as_ref());
             p.run_id = id.clone();
             (id, Params::Train(p))
         }

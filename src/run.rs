@@ -171,24 +171,7 @@ pub struct TableArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
-    pub plan: PlanArgs,
-}
-
-/// Which plan's runs a table or figure reads: the manifest at a scale,
-/// with overrides, for a backend (as `repro run` planned them). Recorded
-/// runs the plan does not contain are left out.
-#[derive(Debug, Clone, Args)]
-pub struct PlanArgs {
-    /// The scale (default: the one the results directory's provenance.json
-    /// records, else the manifest's committed scale).
-    #[arg(long)]
-    pub scale: Option<String>,
-    /// Override manifest keys, as `repro run --set` does.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Override the manifest's backend.
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
+    pub plan: status::PlanArgs,
 }
 
 /// The manifest `experiment` with `plan`'s overrides, its results
@@ -196,7 +179,7 @@ pub struct PlanArgs {
 fn planned_results(
     experiment: &str,
     out: &Option<PathBuf>,
-    plan: &PlanArgs,
+    plan: &status::PlanArgs,
 ) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
     let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
     let (scale, out) = match (&plan.scale, out) {
@@ -217,10 +200,7 @@ fn planned_results(
     };
     let backend = plan.backend.unwrap_or(m.backend);
     let rows = results::read_csv(&out.join("runs.csv"))?;
-    let runs = match &m.tune {
-        Some(spec) => tune::final_runs(&m, spec, &scale, backend, &out)?,
-        None => plan::expand(&m, &scale, backend)?,
-    };
+    let runs = tune::recorded_plan(&m, &scale, backend, &out)?;
     let planned = results::planned(&rows, &runs);
     let left_out = rows.len() - planned.len();
     if left_out > 0 {
@@ -1508,7 +1488,7 @@ pub struct PlotArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]
-    pub plan: PlanArgs,
+    pub plan: status::PlanArgs,
     /// Image format (default: both SVG and PNG).
     #[arg(long, value_enum)]
     pub format: Option<ImageFormat>,

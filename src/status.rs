@@ -15,20 +15,30 @@ use crate::manifest::{self, Backend};
 use crate::plan::{self, PlannedRun};
 use crate::results::{self, Cell, NOT_RUN, RunRecord};
 
+/// Which plan recorded runs are held against, in `repro status`, `repro
+/// table` and `repro plot`: the manifest at a scale, with overrides, for
+/// a backend (as `repro run` planned them). Recorded runs the plan does
+/// not contain are left out of tables and figures.
+#[derive(Debug, Clone, Args)]
+pub struct PlanArgs {
+    /// The scale (default: the one the results directory's provenance.json
+    /// records, else the manifest's committed scale).
+    #[arg(long)]
+    pub scale: Option<String>,
+    /// Override manifest keys, as `repro run --set` does.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Override the manifest's backend.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+}
+
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Experiment name or path to a manifest (every experiment if left out)
     pub experiment: Option<String>,
-    /// The scale to check (default: the scale its provenance.json records,
-    /// else smoke)
-    #[arg(long)]
-    pub scale: Option<String>,
-    /// Override manifest keys, as `repro run --set` does
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub overrides: Vec<String>,
-    /// Override the manifest's backend
-    #[arg(long, value_enum)]
-    pub backend: Option<Backend>,
+    #[command(flatten)]
+    pub plan: PlanArgs,
     /// Where its results are (default: results/<experiment>)
     #[arg(long)]
     pub out: Option<PathBuf>,
@@ -257,10 +267,10 @@ struct Checked {
 /// One experiment's planned runs and their states, and how many recorded
 /// runs are not in the plan.
 fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
-    let m = manifest::load(path, &args.overrides)?;
-    let backend = args.backend.unwrap_or(m.backend);
+    let m = manifest::load(path, &args.plan.overrides)?;
+    let backend = args.plan.backend.unwrap_or(m.backend);
     let committed = m.committed_scale().map(str::to_string);
-    let out = match (&args.out, &args.scale, &committed) {
+    let out = match (&args.out, &args.plan.scale, &committed) {
         (Some(o), _, _) => o.clone(),
         (None, Some(s), _) => m.default_out(s),
         (None, None, Some(s)) => m.default_out(s),
@@ -272,7 +282,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     } else {
         Vec::new()
     };
-    let scale = match args.scale.clone().or_else(|| recorded_scale(&out)) {
+    let scale = match args.plan.scale.clone().or_else(|| recorded_scale(&out)) {
         Some(s) => s,
         None => likely_scale(&m, backend, &recorded),
     };
@@ -285,10 +295,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
         .into());
     }
     // a tuned experiment's runs follow from its recorded tuning
-    let runs = match &m.tune {
-        Some(spec) => crate::tune::final_runs(&m, spec, &scale, backend, &out)?,
-        None => plan::expand(&m, &scale, backend)?,
-    };
+    let runs = crate::tune::recorded_plan(&m, &scale, backend, &out)?;
     let now = invocation(&m, &scale, backend);
     let extra = recorded
         .iter()

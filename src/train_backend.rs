@@ -283,14 +283,12 @@ impl RankUser {
     /// `SUDO_UID` names another user and the ranks start on this host
     /// (mpirun without a hostfile, or in-process).
     pub fn for_launcher(launcher: &Launcher) -> Option<Self> {
-        if !launcher.is_local() || !crate::doctor::is_root() {
+        if !launcher.is_local() {
             return None;
         }
-        let id = |var: &str| std::env::var(var).ok()?.trim().parse::<u32>().ok();
-        let uid = id("SUDO_UID").filter(|&u| u != 0)?;
-        Some(Self {
-            uid,
-            gid: id("SUDO_GID").unwrap_or(uid),
+        crate::sudo::invoker().map(|who| Self {
+            uid: who.uid,
+            gid: who.gid,
         })
     }
 

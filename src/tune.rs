@@ -219,6 +219,22 @@ pub fn tuning_runs(
         .collect())
 }
 
+/// The runs `m` plans at `scale` for `backend` with its results in `out`:
+/// a tuned experiment's follow from its recorded tuning
+/// ([`final_runs`]), any other's from its grid. What `repro status`,
+/// `repro table` and `repro plot` hold recorded runs against.
+pub fn recorded_plan(
+    m: &Manifest,
+    scale: &str,
+    backend: Backend,
+    out: &std::path::Path,
+) -> Result<Vec<PlannedRun>> {
+    match &m.tune {
+        Some(spec) => final_runs(m, spec, scale, backend, out),
+        None => Ok(plan::expand(m, scale, backend)?),
+    }
+}
+
 /// The grid's runs as a tuned experiment runs them: each method with the
 /// configuration its tuning runs recorded in `out/tuning/runs.csv` choose
 /// (none recorded: its first configuration, which `repro status` then

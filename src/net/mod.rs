@@ -18,7 +18,7 @@ use yaml_serde::Value;
 
 pub use exec::{DryRun, Exec, System};
 pub use hosts::{HostShaping, NodeCondition};
-pub use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_leftovers};
+pub use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_dead, remove_leftovers};
 pub use probe::{HostNet, TcpSettings};
 
 /// The fixed prefix of every namespace, link and bridge the driver creates.

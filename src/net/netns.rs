@@ -132,23 +132,47 @@ pub fn tag_in(name: &str) -> Option<&str> {
     is_our_name(name).then(|| rest.get(..6)).flatten()
 }
 
-/// Removes the leftovers whose owner is gone or unrecorded (never a live
-/// run's network), and their owner records: what a killed driver left.
-/// Returns what was removed; what could not be is an error.
-pub fn reclaim(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
-    let dead: Vec<Leftover> = leftovers(exec)?
+/// What [`remove_dead`] did.
+#[derive(Debug)]
+pub struct Tidied {
+    /// What it tried to remove (those in `failed` are still there).
+    pub removed: Vec<Leftover>,
+    /// Names of live owners' networks, left alone.
+    pub kept: Vec<Leftover>,
+    pub failed: Vec<(Leftover, NetError)>,
+}
+
+/// Removes the networks whose owner is gone or unrecorded (with `force`,
+/// live ones too), and their owner records once all of it is gone.
+pub fn remove_dead(exec: &dyn Exec, force: bool) -> Result<Tidied, NetError> {
+    let (removed, kept): (Vec<Leftover>, Vec<Leftover>) = leftovers(exec)?
         .into_iter()
-        .filter(|l| !l.tag().is_some_and(super::owner::live))
-        .collect();
-    if let Some((_, e)) = remove_leftovers(exec, &dead).into_iter().next() {
+        .partition(|l| force || !l.tag().is_some_and(super::owner::live));
+    let failed = remove_leftovers(exec, &removed);
+    if failed.is_empty() {
+        let mut tags: Vec<&str> = removed.iter().filter_map(Leftover::tag).collect();
+        tags.sort_unstable();
+        tags.dedup();
+        for t in tags {
+            exec.release(t);
+        }
+    }
+    Ok(Tidied {
+        removed,
+        kept,
+        failed,
+    })
+}
+
+/// What a killed driver left, removed before a shaped run ([`remove_dead`]
+/// without force; never a live run's network). What could not be removed
+/// is an error.
+pub fn reclaim(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
+    let tidied = remove_dead(exec, false)?;
+    if let Some((_, e)) = tidied.failed.into_iter().next() {
         return Err(e);
     }
-    let mut tags: Vec<&str> = dead.iter().filter_map(Leftover::tag).collect();
-    tags.dedup();
-    for t in tags {
-        exec.release(t);
-    }
-    Ok(dead)
+    Ok(tidied.removed)
 }
 
 /// The six-hex-digit tag of names made for `seed` (a run id, or a number).
