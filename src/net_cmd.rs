@@ -6,7 +6,7 @@ use std::os::unix::process::CommandExt;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 
-use crate::net::{self, NetError, NodeCondition, System, leftovers, remove_dead};
+use crate::net::{self, NetError, NodeCondition, NodeOwner, System, leftovers, remove_dead};
 
 /// Options of `repro net`.
 #[derive(Debug, Args)]
@@ -70,25 +70,29 @@ pub enum NodeAction {
         interface: String,
         #[command(flatten)]
         condition: NodeCondition,
+        /// The run that shapes it (`host:boot:pid:start`).
+        #[arg(long)]
+        owner: NodeOwner,
     },
     /// Put the saved root qdisc back.
     Down {
         #[arg(long)]
         interface: String,
+        /// Who asks (`host:boot:pid:start`): its machine checked that no
+        /// run from there still shapes the interface.
+        #[arg(long)]
+        by: Option<NodeOwner>,
+        /// Restore it even if the run that shaped it may be alive.
+        #[arg(long)]
+        force: bool,
     },
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "?".into())
 }
 
 fn node(action: &NodeAction) -> Result<()> {
     let iface = match action {
         NodeAction::Probe { interface }
         | NodeAction::Up { interface, .. }
-        | NodeAction::Down { interface } => interface,
+        | NodeAction::Down { interface, .. } => interface,
     };
     if !net::hosts::valid_interface(iface) {
         return Err(NetError::BadInterface {
@@ -103,29 +107,97 @@ fn node(action: &NodeAction) -> Result<()> {
             let netem = probe.netem();
             format!("netem: {}", if netem { "yes" } else { "no" })
         }
-        NodeAction::Up { condition, .. } => net::hosts::node_up(&System, iface, condition, &state)?,
-        NodeAction::Down { .. } => net::hosts::node_down(&System, iface, &state)?,
+        NodeAction::Up {
+            condition, owner, ..
+        } => net::hosts::node_up(&System, iface, condition, &state, owner)?,
+        NodeAction::Down { by, force, .. } => {
+            net::hosts::node_down(&System, iface, &state, by.as_ref(), *force)?
+        }
     };
     // the probe's answer ends the line: the driver reads `netem: yes|no`
-    println!("{}: {line}", hostname());
+    println!("{}: {line}", net::hosts::hostname());
     Ok(())
 }
 
-/// `repro net down --interface IFACE`: restores it here, or on every node.
-fn restore_interface(iface: &str, hostfile: Option<&std::path::Path>, srun: bool) -> Result<()> {
+/// `repro net down --interface IFACE`: restores it here, or on every node,
+/// unless a live run started from this machine shapes it (or `force`).
+fn restore_interface(
+    iface: &str,
+    hostfile: Option<&std::path::Path>,
+    srun: bool,
+    force: bool,
+) -> Result<()> {
+    if !net::hosts::valid_interface(iface) {
+        return Err(NetError::BadInterface { name: iface.into() }.into());
+    }
+    let tag = net::HostShaping::tag(iface);
+    if let Some(o) = net::owner::of(&tag).filter(|o| o.alive() && !force) {
+        return Err(NetError::InterfaceBusy {
+            interface: iface.into(),
+            reason: format!(
+                "the live run pid {} ({}) shapes it; --force restores it anyway (that run \
+                 then runs unshaped)",
+                o.pid, o.command
+            ),
+        }
+        .into());
+    }
+    let by = NodeOwner::me();
     let launcher = match (hostfile, srun) {
         (Some(h), _) => crate::train_backend::Launcher::Hostfile(h.to_path_buf()),
         (None, true) => crate::train_backend::Launcher::Srun,
         (None, false) => {
             return node(&NodeAction::Down {
                 interface: iface.into(),
+                by: Some(by),
+                force,
             });
         }
     };
     let per_host = launcher.per_host().unwrap_or_default();
-    let argv = net::hosts::node_command(&per_host, &std::env::current_exe()?, "down", iface);
+    let mut argv = net::hosts::node_command(&per_host, &std::env::current_exe()?, "down", iface);
+    argv.extend(["--by".into(), by.arg()]);
+    if force {
+        argv.push("--force".into());
+    }
     print!("{}", net::Exec::run(&System, &argv)?);
     Ok(())
+}
+
+/// How `repro net status` names the run that shaped an interface.
+fn shaper(owner: Option<&NodeOwner>) -> String {
+    match owner {
+        None => "a cluster run (not recorded)".into(),
+        Some(o) => match o.alive_here() {
+            Some(true) => format!("the live run {o}"),
+            Some(false) => format!("{o}, which is gone"),
+            None => format!("{o} (another machine: not checked here)"),
+        },
+    }
+}
+
+/// The owner records of cluster runs started here, one line each.
+fn hosts_records() -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(net::owner::dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let iface = name
+                .strip_prefix("hosts-")?
+                .strip_suffix(".owner")?
+                .to_string();
+            let o = net::owner::of(&net::HostShaping::tag(&iface))?;
+            let state = if o.alive() { "live" } else { "gone" };
+            Some(format!(
+                "cluster run pid {} ({state}) shapes {iface} on its nodes: {}",
+                o.pid, o.command
+            ))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 pub fn run(args: &NetArgs) -> Result<()> {
@@ -144,15 +216,16 @@ pub fn run(args: &NetArgs) -> Result<()> {
                     let text = std::fs::read_to_string(e.path()).ok()?;
                     let st: net::hosts::NodeState = serde_json::from_str(&text).ok()?;
                     Some(format!(
-                        "interface {} shaped by a cluster run (saved root in {}); \
+                        "interface {} shaped by {} (saved root in {}); \
                          `repro net down --interface {}` restores it",
                         st.interface,
+                        shaper(st.owner.as_ref()),
                         e.path().display(),
                         st.interface
                     ))
                 })
                 .collect();
-            for s in &shaped {
+            for s in hosts_records().iter().chain(&shaped) {
                 println!("{s}");
             }
             if found.is_empty() {
@@ -193,7 +266,7 @@ pub fn run(args: &NetArgs) -> Result<()> {
             srun,
         } => {
             if let Some(iface) = interface {
-                restore_interface(iface, hostfile.as_deref(), *srun)
+                restore_interface(iface, hostfile.as_deref(), *srun, *force)
                     .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
             }
             let net::netns::Tidied {

@@ -1690,7 +1690,7 @@ fn a_virtual_cluster_runs_shaped_in_hosts_mode_and_gets_its_qdiscs_back() {
     );
     let before: Vec<String> = (0..3).map(|k| cluster.qdiscs(k)).collect();
     let subnet = VirtualCluster::SUBNET;
-    let o = Command::new("ip")
+    let child = Command::new("ip")
         .args(["netns", "exec", &cluster.head()])
         .arg(env!("CARGO_BIN_EXE_repro"))
         .args([
@@ -1710,10 +1710,67 @@ fn a_virtual_cluster_runs_shaped_in_hosts_mode_and_gets_its_qdiscs_back() {
         .env("OMPI_MCA_btl", "tcp,self")
         .env("PMIX_MCA_ptl_tcp_if_include", subnet)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // while the nodes are shaped, the driver owns the interface: its record
+    // here, its pid in every node's state, and a node's `net down` refused
+    let driver = child.id();
+    let record = Path::new("/run/repro/net/hosts-eth0.owner");
+    let start = Instant::now();
+    let mut seen = None;
+    while seen.is_none() && start.elapsed() < Duration::from_secs(300) {
+        let shaped = (0..3)
+            .all(|k| cluster.qdiscs(k).contains("netem") || cluster.qdiscs(k).contains("htb"));
+        if let Ok(text) = std::fs::read_to_string(record)
+            && shaped
+        {
+            seen = Some(text);
+        } else {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    let seen = seen.expect("the driver never recorded itself as the owner of eth0");
+    // `ip netns exec` execs repro: the driver has the child's pid
+    assert!(seen.starts_with(&format!("{driver}\n")), "{seen}");
+    let states: Vec<String> = std::fs::read_dir("/run/repro")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("node-") && n.ends_with("-eth0.json")
+        })
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert_eq!(states.len(), 3, "{states:?}");
+    for st in &states {
+        assert!(st.contains(&format!("\"pid\": {driver}")), "{st}");
+    }
+    let status = Command::new("ip")
+        .args(["netns", "exec", &cluster.head()])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args(["net", "status"])
         .output()
         .unwrap();
+    let status = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        status.contains(&format!("cluster run pid {driver} (live) shapes eth0")),
+        "{status}"
+    );
+    let refused = Command::new("ip")
+        .args(["netns", "exec", &nodes[1]])
+        .arg(env!("CARGO_BIN_EXE_repro"))
+        .args(["net", "down", "--interface", "eth0"])
+        .output()
+        .unwrap();
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{why}");
+    assert!(why.contains(&format!("the live run pid {driver}")), "{why}");
+    let o = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
+    assert!(!record.exists(), "the owner record outlived its run");
     let runs = read_runs(&out);
     let run = &runs[0];
     assert_eq!(run["status"], "completed", "{run:?}");
@@ -1769,7 +1826,15 @@ fn net_down_restores_the_interfaces_a_crashed_cluster_run_shaped() {
         ],
     );
     let before: Vec<String> = (0..2).map(|k| cluster.qdiscs(k)).collect();
-    // what a driver killed mid-run leaves: every node shaped, its state saved
+    // what a driver killed mid-run leaves: every node shaped, its state
+    // saved and naming the driver (here a process that has exited)
+    let mut gone = Command::new("true").spawn().unwrap();
+    let gone_pid = gone.id();
+    gone.wait().unwrap();
+    let proc_text = |p: &str| std::fs::read_to_string(p).unwrap().trim().to_string();
+    let host = proc_text("/proc/sys/kernel/hostname");
+    let boot = proc_text("/proc/sys/kernel/random/boot_id");
+    let dead_owner = format!("{host}:{boot}:{gone_pid}:1");
     for k in 0..2 {
         let o = Command::new("ip")
             .args(["netns", "exec", &cluster.node(k)])
@@ -1783,6 +1848,8 @@ fn net_down_restores_the_interfaces_a_crashed_cluster_run_shaped() {
                 "--rate-bps",
                 "5000000",
                 "--no-netem",
+                "--owner",
+                &dead_owner,
             ])
             .output()
             .unwrap();
@@ -1799,22 +1866,46 @@ fn net_down_restores_the_interfaces_a_crashed_cluster_run_shaped() {
     .unwrap();
     let agent = VirtualCluster::agent(&dir);
     let subnet = VirtualCluster::SUBNET;
-    let o = Command::new("ip")
-        .args(["netns", "exec", &cluster.head()])
-        .arg(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "net",
-            "down",
-            "--interface",
-            "eth0",
-            "--hostfile",
-            hostfile.to_str().unwrap(),
-        ])
-        .env("OMPI_MCA_plm_rsh_agent", &agent)
-        .env("OMPI_MCA_oob_tcp_if_include", subnet)
-        .env("PMIX_MCA_ptl_tcp_if_include", subnet)
-        .output()
-        .unwrap();
+    let down = || {
+        Command::new("ip")
+            .args(["netns", "exec", &cluster.head()])
+            .arg(env!("CARGO_BIN_EXE_repro"))
+            .args([
+                "net",
+                "down",
+                "--interface",
+                "eth0",
+                "--hostfile",
+                hostfile.to_str().unwrap(),
+            ])
+            .env("OMPI_MCA_plm_rsh_agent", &agent)
+            .env("OMPI_MCA_oob_tcp_if_include", subnet)
+            .env("PMIX_MCA_ptl_tcp_if_include", subnet)
+            .output()
+            .unwrap()
+    };
+    // while a live run from this machine owns eth0 (this test process
+    // stands in for it), the restore is refused and nothing changes
+    let record = Path::new("/run/repro/net/hosts-eth0.owner");
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    let stat = proc_text("/proc/self/stat");
+    let me_start = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    std::fs::write(
+        record,
+        format!("{}\n{me_start}\nthe test\n", std::process::id()),
+    )
+    .unwrap();
+    let o = down();
+    let _ = std::fs::remove_file(record);
+    let why = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{why}");
+    assert!(why.contains("the live run pid"), "{why}");
+    assert!(cluster.qdiscs(0).contains("htb"), "{}", cluster.qdiscs(0));
+    let o = down();
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),

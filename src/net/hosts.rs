@@ -18,6 +18,15 @@
 //!   checks it reads back as saved, and removes the state file. `repro net
 //!   down --interface IFACE` does the same after a crash.
 //!
+//! Every shaped interface names its owner. The driver holds the owner
+//! record `hosts-<iface>` ([`super::owner`]) on the machine it runs on for
+//! as long as the nodes are shaped, and each node's state file names the
+//! driver (host, kernel boot id, pid, start time). A node lets a command
+//! replace or restore another run's shaping only if that run is gone: one
+//! started from the same machine as the command (that machine's record
+//! said so), or one on the node's own kernel whose pid is no longer it.
+//! A run on a third machine cannot be checked from the node: `--force`.
+//!
 //! The interface is configured (`--interface`), never guessed, and checked
 //! to be an interface name before it reaches `tc`. Kernel byte counters are
 //! not read in this mode (each node's counters include all its traffic),
@@ -29,7 +38,128 @@ use serde::{Deserialize, Serialize};
 
 use super::exec::argv;
 use super::netns::rate_commands;
+use super::owner::Owner;
 use super::{Condition, Exec, NetError, RateQdisc};
+
+/// This machine's host name (for messages; [`boot_id`] tells machines apart).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// This kernel's boot id: a pid means the same process only under it.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The process that shaped a node (or asks to restore one), as nodes
+/// record it: `host:boot:pid:start` on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeOwner {
+    pub host: String,
+    /// The kernel boot id of its machine ([`boot_id`]).
+    pub boot: String,
+    pub pid: u32,
+    /// Its start time in clock ticks after boot ([`Owner::start`]).
+    pub start: u64,
+}
+
+impl NodeOwner {
+    /// This process.
+    pub fn me() -> Self {
+        let o = Owner::me();
+        Self {
+            host: hostname(),
+            boot: boot_id(),
+            pid: o.pid,
+            start: o.start,
+        }
+    }
+
+    /// The command-line form, `host:boot:pid:start`.
+    pub fn arg(&self) -> String {
+        format!("{}:{}:{}:{}", self.host, self.boot, self.pid, self.start)
+    }
+
+    /// Whether it ran under this kernel (so its pid can be checked here).
+    fn here(&self) -> bool {
+        !self.boot.is_empty() && self.boot == boot_id()
+    }
+
+    /// Whether it still runs: `Some` only where that can be told here.
+    pub fn alive_here(&self) -> Option<bool> {
+        self.here().then(|| {
+            Owner {
+                pid: self.pid,
+                start: self.start,
+                command: String::new(),
+            }
+            .alive()
+        })
+    }
+}
+
+impl std::fmt::Display for NodeOwner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "pid {} on {}", self.pid, self.host)
+    }
+}
+
+impl std::str::FromStr for NodeOwner {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not host:boot:pid:start");
+        let parts: Vec<&str> = s.split(':').collect();
+        let [host, boot, pid, start] = parts[..] else {
+            return Err(bad());
+        };
+        let id = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+        if host.is_empty() || !id(boot) {
+            return Err(bad());
+        }
+        Ok(Self {
+            host: host.into(),
+            boot: boot.into(),
+            pid: pid.parse().map_err(|_| bad())?,
+            start: start.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// Whether a command started by `by` may replace or restore the shaping
+/// that `shaped_by` left on a node. `by`'s machine holds the interface's
+/// owner record while a run from it lives, and `by` checked it: a run from
+/// that machine is `by` itself or gone. Otherwise the node checks the pid
+/// if it ran under its own kernel, and refuses what it cannot check.
+fn may_take(
+    iface: &str,
+    shaped_by: Option<&NodeOwner>,
+    by: Option<&NodeOwner>,
+    force: bool,
+) -> Result<(), NetError> {
+    let Some(s) = shaped_by.filter(|_| !force) else {
+        return Ok(());
+    };
+    if by.is_some_and(|b| !b.boot.is_empty() && b.boot == s.boot) {
+        return Ok(());
+    }
+    let reason = match s.alive_here() {
+        Some(false) => return Ok(()),
+        Some(true) => format!("it is shaped by {s}, which is still running"),
+        None => format!(
+            "it is shaped by {s}, which cannot be checked from this node; on {}              `repro net down --interface {iface} --hostfile H` restores it once that run              is gone, or pass --force here",
+            s.host
+        ),
+    };
+    Err(NetError::InterfaceBusy {
+        interface: iface.into(),
+        reason,
+    })
+}
 
 /// Whether `name` can be a Linux interface name: 1 to 15 characters of
 /// letters, digits, `_`, `.`, `-`, not starting with `-`.
@@ -222,6 +352,9 @@ pub struct NodeState {
     pub interface: String,
     pub saved: Vec<Qdisc>,
     pub restore: Vec<Vec<String>>,
+    /// The run that shaped it (absent in state files of older versions).
+    #[serde(default)]
+    pub owner: Option<NodeOwner>,
 }
 
 /// Where nodes keep their state: `REPRO_STATE_DIR`, default `/run/repro`.
@@ -258,20 +391,20 @@ fn show(exec: &dyn Exec, iface: &str) -> Result<Vec<Qdisc>, NetError> {
 }
 
 /// `repro net node up`: saves `iface`'s root qdisc (unless a crashed run's
-/// state is there), then applies `condition`. On a failure the root is put
-/// back. Returns a line for the driver's log.
+/// state is there: it holds the original, and is taken over if that run is
+/// gone), then applies `condition` for `owner`. On a failure the root is
+/// put back. Returns a line for the driver's log.
 pub fn node_up(
     exec: &dyn Exec,
     iface: &str,
     condition: &NodeCondition,
     state: &Path,
+    owner: &NodeOwner,
 ) -> Result<String, NetError> {
-    let note = if let Ok(text) = std::fs::read_to_string(state) {
-        serde_json::from_str::<NodeState>(&text).map_err(|e| NetError::NodeQdisc {
-            interface: iface.into(),
-            reason: format!("unreadable state file {}: {e}", state.display()),
-        })?;
-        " (kept the state an earlier run left: it holds the original)"
+    let (st, note) = if let Some(earlier) = read_state(iface, state)? {
+        may_take(iface, earlier.owner.as_ref(), Some(owner), false)?;
+        let note = " (kept the state an earlier run left: it holds the original)";
+        (earlier, note)
     } else {
         let saved = show(exec, iface)?;
         let restore =
@@ -283,38 +416,63 @@ pub fn node_up(
             interface: iface.into(),
             saved,
             restore,
+            owner: None,
         };
-        let write = state
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| {
-                std::fs::write(state, serde_json::to_vec_pretty(&st).unwrap_or_default())
-            });
-        write.map_err(|e| NetError::NodeQdisc {
-            interface: iface.into(),
-            reason: format!("could not write the state file {}: {e}", state.display()),
-        })?;
-        ""
+        (st, "")
     };
+    let st = NodeState {
+        owner: Some(owner.clone()),
+        ..st
+    };
+    // whole or absent: the file holds the only copy of the original root
+    let write = state
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .map_err(anyhow::Error::from)
+        .and_then(|()| {
+            crate::atomic::write(state, serde_json::to_vec_pretty(&st).unwrap_or_default())
+        });
+    write.map_err(|e| NetError::NodeQdisc {
+        interface: iface.into(),
+        reason: format!("could not write the state file {}: {e:#}", state.display()),
+    })?;
     for cmd in condition.commands(iface)? {
         if let Err(e) = exec.run(&cmd) {
-            let _ = node_down(exec, iface, state);
+            let _ = node_down(exec, iface, state, Some(owner), false);
             return Err(e);
         }
     }
     Ok(format!("shaped {iface}{note}"))
 }
 
+/// The state saved for `iface`, if any.
+fn read_state(iface: &str, state: &Path) -> Result<Option<NodeState>, NetError> {
+    let Ok(text) = std::fs::read_to_string(state) else {
+        return Ok(None);
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| NetError::NodeQdisc {
+            interface: iface.into(),
+            reason: format!("unreadable state file {}: {e}", state.display()),
+        })
+}
+
 /// `repro net node down`: puts back the root qdisc saved for `iface`,
 /// checks it, and removes the state file. Nothing saved: nothing to do.
-pub fn node_down(exec: &dyn Exec, iface: &str, state: &Path) -> Result<String, NetError> {
-    let Ok(text) = std::fs::read_to_string(state) else {
+/// Asked by `by` (the run itself, or `repro net down`), and refused while
+/// another run that shaped it may be alive unless `force`.
+pub fn node_down(
+    exec: &dyn Exec,
+    iface: &str,
+    state: &Path,
+    by: Option<&NodeOwner>,
+    force: bool,
+) -> Result<String, NetError> {
+    let Some(st) = read_state(iface, state)? else {
         return Ok(format!("nothing to restore on {iface}"));
     };
-    let st: NodeState = serde_json::from_str(&text).map_err(|e| NetError::NodeQdisc {
-        interface: iface.into(),
-        reason: format!("unreadable state file {}: {e}", state.display()),
-    })?;
+    may_take(iface, st.owner.as_ref(), by, force)?;
     for cmd in &st.restore {
         match exec.run(cmd) {
             Ok(_) => {}
@@ -363,6 +521,10 @@ pub struct HostShaping<'e> {
     condition: Condition,
     /// Every node has netem (probed by [`HostShaping::probe`]).
     netem: bool,
+    /// This process, as the nodes record it.
+    owner: NodeOwner,
+    /// It holds the owner record of [`HostShaping::tag`].
+    claimed: bool,
     applied: bool,
 }
 
@@ -400,8 +562,16 @@ impl<'e> HostShaping<'e> {
             interface: interface.to_string(),
             condition,
             netem: true,
+            owner: NodeOwner::me(),
+            claimed: false,
             applied: false,
         })
+    }
+
+    /// The owner record a run holds on its own machine while it shapes
+    /// `interface` on the nodes: `hosts-<interface>`.
+    pub fn tag(interface: &str) -> String {
+        format!("hosts-{interface}")
     }
 
     fn node_command(&self, action: &str) -> Vec<String> {
@@ -435,23 +605,41 @@ impl<'e> HostShaping<'e> {
         Ok(())
     }
 
-    /// The command that applies the condition on every node.
+    /// The command that applies the condition on every node (as recorded
+    /// in shaping.json: [`HostShaping::up`] adds `--owner`).
     pub fn setup_command(&self) -> Vec<String> {
         let mut argv = self.node_command("up");
         argv.extend(NodeCondition::of(&self.condition, self.netem).flags());
         argv
     }
 
-    /// The command that restores every node's root qdisc.
+    /// The command that restores every node's root qdisc as this run.
     pub fn teardown_command(&self) -> Vec<String> {
-        self.node_command("down")
+        let mut argv = self.node_command("down");
+        argv.extend(["--by".into(), self.owner.arg()]);
+        argv
     }
 
-    /// Applies the condition on every node.
+    /// Applies the condition on every node, after recording this process
+    /// as the owner of the interface here (refused while another live run
+    /// from this machine shapes it).
     pub fn up(&mut self) -> Result<(), NetError> {
+        let tag = Self::tag(&self.interface);
+        if !self.exec.claim(&tag)? {
+            let by = super::owner::of(&tag).map_or("another run".into(), |o| {
+                format!("pid {} ({})", o.pid, o.command)
+            });
+            return Err(NetError::InterfaceBusy {
+                interface: self.interface.clone(),
+                reason: format!("a live run from this machine shapes it on the nodes: {by}"),
+            });
+        }
+        self.claimed = true;
         // marked first: a launch that failed halfway may have shaped some nodes
         self.applied = true;
-        self.exec.run(&self.setup_command()).map(|_| ())
+        let mut argv = self.setup_command();
+        argv.extend(["--owner".into(), self.owner.arg()]);
+        self.exec.run(&argv).map(|_| ())
     }
 
     /// Latency the transport must add per message: the condition's where
@@ -495,6 +683,11 @@ impl Drop for HostShaping<'_> {
                 self.interface, self.interface
             );
         }
+        // gone with this process either way: a record whose process is
+        // gone lets `repro net down` restore what is left
+        if self.claimed {
+            self.exec.release(&Self::tag(&self.interface));
+        }
     }
 }
 
@@ -529,13 +722,18 @@ mod tests {
             h.up().unwrap();
             assert_eq!(h.injected_latency_s(), None);
         }
+        let me = NodeOwner::me().arg();
         assert_eq!(
             exec.commands(),
             [
-                "srun --ntasks-per-node=1 /opt/repro net node probe --interface eth0",
-                "srun --ntasks-per-node=1 /opt/repro net node up --interface eth0 --rate-bps \
-                 100000000 --latency-us 150 --qdisc htb-ack",
-                "srun --ntasks-per-node=1 /opt/repro net node down --interface eth0",
+                "srun --ntasks-per-node=1 /opt/repro net node probe --interface eth0".to_string(),
+                format!(
+                    "srun --ntasks-per-node=1 /opt/repro net node up --interface eth0 --rate-bps \
+                     100000000 --latency-us 150 --qdisc htb-ack --owner {me}"
+                ),
+                format!(
+                    "srun --ntasks-per-node=1 /opt/repro net node down --interface eth0 --by {me}"
+                ),
             ]
         );
     }
@@ -619,18 +817,19 @@ mod tests {
         let saved = r#"[{"kind":"pfifo","handle":"8002:","root":true,"options":{"limit":777}}]"#;
         let exec = DryRun::answering(move |_| saved.into());
         let flags = NodeCondition::of(&condition(), true);
-        node_up(&exec, "eth0", &flags, &state).unwrap();
+        let me = NodeOwner::me();
+        node_up(&exec, "eth0", &flags, &state, &me).unwrap();
         assert!(state.is_file());
         // a second up (a crashed run's state is there) keeps the original
         assert!(
-            node_up(&exec, "eth0", &flags, &state)
+            node_up(&exec, "eth0", &flags, &state, &me)
                 .unwrap()
                 .contains("kept")
         );
-        node_down(&exec, "eth0", &state).unwrap();
+        node_down(&exec, "eth0", &state, Some(&me), false).unwrap();
         assert!(!state.exists());
         assert!(
-            node_down(&exec, "eth0", &state)
+            node_down(&exec, "eth0", &state, Some(&me), false)
                 .unwrap()
                 .contains("nothing")
         );
@@ -657,11 +856,127 @@ mod tests {
                 String::new()
             }
         });
-        node_up(&exec, "eth0", &flags, &state).unwrap();
-        let e = node_down(&exec, "eth0", &state).unwrap_err().to_string();
+        node_up(&exec, "eth0", &flags, &state, &me).unwrap();
+        let e = node_down(&exec, "eth0", &state, Some(&me), false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not the saved"), "{e}");
         assert!(state.is_file());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A live process of this machine other than this one (pid 1), and
+    /// one on a machine this node cannot check.
+    fn others() -> (NodeOwner, NodeOwner) {
+        let init = NodeOwner {
+            pid: 1,
+            start: super::super::owner::start_time(1).unwrap(),
+            ..NodeOwner::me()
+        };
+        let far: NodeOwner = "far:0123-abcd:4242:99".parse().unwrap();
+        (init, far)
+    }
+
+    #[test]
+    fn a_node_touches_another_runs_shaping_only_once_that_run_is_gone() {
+        let dir = std::env::temp_dir().join(format!("repro-owner-{}", std::process::id()));
+        let state = dir.join("node.json");
+        let _ = std::fs::remove_dir_all(&dir);
+        let exec = DryRun::answering(|_| "[]".into());
+        let flags = NodeCondition::of(&condition(), true);
+        let me = NodeOwner::me();
+        let (live, far) = others();
+        let gone = NodeOwner {
+            start: live.start + 1,
+            ..live.clone()
+        };
+        let owner_in_state = || {
+            let text = std::fs::read_to_string(&state).unwrap();
+            serde_json::from_str::<NodeState>(&text).unwrap().owner
+        };
+        // shaped by a live process of this kernel (from another machine's
+        // command): neither a new run nor a restore takes it over
+        node_up(&exec, "eth0", &flags, &state, &live).unwrap();
+        assert_eq!(owner_in_state(), Some(live.clone()));
+        let e = node_up(&exec, "eth0", &flags, &state, &far)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pid 1 on") && e.contains("still running"), "{e}");
+        let e = node_down(&exec, "eth0", &state, None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("still running"), "{e}");
+        assert!(state.is_file());
+        // a command from the shaping run's own machine checked its record
+        node_down(&exec, "eth0", &state, Some(&me), false).unwrap();
+        assert!(!state.exists());
+        // a dead owner of this kernel: taken over, and the state names the new one
+        node_up(&exec, "eth0", &flags, &state, &gone).unwrap();
+        assert!(
+            node_up(&exec, "eth0", &flags, &state, &far)
+                .unwrap()
+                .contains("kept")
+        );
+        assert_eq!(owner_in_state(), Some(far.clone()));
+        // an owner on a machine this node cannot check: refused, but --force
+        let e = node_down(&exec, "eth0", &state, None, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot be checked") && e.contains("on far"),
+            "{e}"
+        );
+        node_down(&exec, "eth0", &state, None, true).unwrap();
+        assert!(!state.exists());
+        // state files of older versions name no owner
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&state, r#"{"interface":"eth0","saved":[],"restore":[]}"#).unwrap();
+        node_down(&exec, "eth0", &state, None, false).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_owner_reads_back_from_its_argument() {
+        let me = NodeOwner::me();
+        assert_eq!(me.arg().parse::<NodeOwner>().unwrap(), me);
+        assert_eq!(me.alive_here(), Some(true));
+        for bad in [
+            "",
+            "h:b:1",
+            "h:xyz:1:2",
+            ":ab:1:2",
+            "h:ab:-1:2",
+            "h:ab:1:2:3",
+        ] {
+            assert!(bad.parse::<NodeOwner>().is_err(), "{bad}");
+        }
+        let (_, far) = others();
+        assert_eq!(far.alive_here(), None);
+    }
+
+    #[test]
+    fn a_second_run_from_this_machine_does_not_shape_a_shaped_interface() {
+        struct Taken(DryRun);
+        impl Exec for Taken {
+            fn run(&self, argv: &[String]) -> Result<String, NetError> {
+                self.0.run(argv)
+            }
+            fn claim(&self, _tag: &str) -> Result<bool, NetError> {
+                Ok(false)
+            }
+            fn release(&self, _tag: &str) {
+                panic!("released a record it does not hold");
+            }
+        }
+        let exec = Taken(DryRun::default());
+        {
+            let mut h =
+                HostShaping::new(&exec, Vec::new(), "repro".into(), "eth0", condition()).unwrap();
+            let e = h.up().unwrap_err().to_string();
+            assert!(e.contains("a live run from this machine"), "{e}");
+        }
+        // nothing was shaped, so nothing is restored
+        assert!(exec.0.commands().is_empty());
     }
 
     #[test]

@@ -17,7 +17,7 @@ use thiserror::Error;
 use yaml_serde::Value;
 
 pub use exec::{DryRun, Exec, System};
-pub use hosts::{HostShaping, NodeCondition};
+pub use hosts::{HostShaping, NodeCondition, NodeOwner};
 pub use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_dead, remove_leftovers};
 pub use probe::{HostNet, TcpSettings};
 
@@ -95,6 +95,8 @@ pub enum NetError {
     NodeUnrestorable { interface: String, reason: String },
     #[error("{interface}: {reason}")]
     NodeQdisc { interface: String, reason: String },
+    #[error("refusing to touch {interface}: {reason}")]
+    InterfaceBusy { interface: String, reason: String },
     #[error("`{flag} {value}` is not a value `repro net node` knows")]
     BadNodeFlag { flag: String, value: String },
     #[error("could not read the TCP congestion-control sysctls under /proc/sys/net/ipv4")]
