@@ -1,30 +1,20 @@
-//! The `repro` driver as a library: manifests, plans, backends, shaping,
-//! results, tables and figures. `main.rs` only calls [`cli::main`].
+//! The `repro` driver as a library. Its folders follow the data path, and
+//! each imports only from the folders before it:
+//!
+//! - `util`: files written whole, progress, signals, sudo, processes.
+//! - `spec`: manifests, conditions, data sets and the plan of runs.
+//! - `launch`: the backends, the shaped network, data preparation.
+//! - `records`: a run's log as a record: runs.csv, curves, frames.
+//! - `report`: tables, figures, claims, statistics, tuning, the HTML page.
+//! - `cmd`: one file per subcommand; only here is the command line seen.
+//!
+//! `main.rs` only calls [`main`]. The statistics are public for the tests.
 
-pub mod atomic;
-pub mod claims;
-pub mod cli;
-pub mod curves;
-pub mod data_cmd;
-pub mod demo;
-pub mod doctor;
-pub mod errors;
-pub mod frames;
-pub mod manifest;
-pub mod net;
-pub mod net_cmd;
-pub mod plan;
-pub mod plot;
-pub mod progress;
-pub mod project;
+mod cmd;
+mod launch;
+mod records;
 pub mod report;
-pub mod results;
-pub mod run;
-pub mod signals;
-pub mod sim_backend;
-pub mod stats;
-pub mod status;
-pub mod sudo;
-pub mod table;
-pub mod train_backend;
-pub mod tune;
+mod spec;
+mod util;
+
+pub use cmd::main;

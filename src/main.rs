@@ -8,5 +8,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    repro::cli::main()
+    repro::main()
 }

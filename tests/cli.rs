@@ -2671,7 +2671,7 @@ fn table2_claims_are_tested_on_the_committed_runs() {
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().map(|(_, x)| x).collect::<Vec<f64>>()
     };
-    let d = repro::stats::paired(&accuracy("moniqua"), &accuracy("choco")).unwrap();
+    let d = repro::report::stats::paired(&accuracy("moniqua"), &accuracy("choco")).unwrap();
     let first = verdicts.iter().find(|v| v["claim"] == claim).unwrap();
     assert_eq!(first["test"], "paired t");
     let number = |k: &str| first[k].parse::<f64>().unwrap();

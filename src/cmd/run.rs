@@ -1,0 +1,1754 @@
+//! `repro run`, `repro table`, `repro list`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::cmd::status;
+use crate::launch::net::HostNet;
+use crate::launch::train::{Launcher, Method, NetContext};
+use crate::launch::{sim as sim_backend, train as train_backend};
+use crate::records::curves;
+use crate::records::frames::{self, CurvesFrame, RunsFrame};
+use crate::records::results::{self, RunRecord};
+use crate::report::plot::ImageFormat;
+use crate::report::{claims, plot, table, tune};
+use crate::spec::condition::{Condition, ShapingMode};
+use crate::spec::manifest::{self, Backend};
+use crate::spec::plan::{self, PlannedRun};
+use crate::util::progress::Progress;
+use repro_runlog::Invocation;
+
+/// The experiment `repro run` runs when none is named.
+pub const DEFAULT_EXPERIMENT: &str = "quickstart";
+
+/// Options of `repro run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Experiment name (see `repro list`) or path to a manifest.
+    #[arg(default_value = DEFAULT_EXPERIMENT)]
+    pub experiment: String,
+    /// Manifest overrides as Hydra writes them, `params.lr=0.05`: the same
+    /// as `--set params.lr=0.05` (applied before the `--set` ones).
+    #[arg(value_name = "KEY=VALUE")]
+    pub assignments: Vec<String>,
+    /// smoke (seconds), cpu (minutes on a laptop) or paper (default: the
+    /// manifest's `default_scale`, else smoke).
+    #[arg(long)]
+    pub scale: Option<String>,
+    /// Override any manifest key, e.g. `--set params.lr=0.05` or `--set grid.seed=[0,1]`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// Where results go (default: results/<experiment>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the runs the plan expands to, run nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Override the manifest's backend.
+    #[arg(long, value_enum)]
+    pub backend: Option<Backend>,
+    /// Runs at a time.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: usize,
+    /// Keep MPI runs that already finished in the output directory (same
+    /// run id, i.e. the same resolved config; every rank's log complete)
+    /// and are current (this build, this manifest; see `repro status`):
+    /// summarize their logs instead of running them again. Simulator runs
+    /// are cheap and always run.
+    #[arg(long)]
+    pub resume: bool,
+    /// With --resume, also keep finished runs that are stale (another
+    /// build or manifest), e.g. to extend a grid without rerunning it.
+    #[arg(long, requires = "resume")]
+    pub resume_stale: bool,
+    /// How ranks start: mpirun on this host, or srun in a Slurm allocation
+    /// (auto: srun when SLURM_JOB_ID is set, else mpirun).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub launcher: LauncherArg,
+    /// mpirun across the hosts of this hostfile (a cluster, or one line
+    /// `localhost slots=8` for a multi-GPU box).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// The nodes' network interface, for `shaping: hosts` (cluster runs with
+    /// network conditions: netem on this interface of every node).
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
+    /// Refuse a plan of more runs than this (the grid's size is checked
+    /// before it is expanded).
+    #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_runs)]
+    pub max_runs: usize,
+    /// Refuse a run with more workers than this.
+    #[arg(long, value_name = "N", default_value_t = plan::Limits::default().max_workers)]
+    pub max_workers: usize,
+    /// Print a JSON summary on stdout at the end (runs by status, the
+    /// files written) instead of the table and claims.
+    #[arg(long)]
+    pub json: bool,
+    /// Memory the runs may hold, GB (default: what the kernel has
+    /// available when the plan is made, MemAvailable). A simulator run
+    /// whose plan needs more (models, replicas, frames, objective; shared
+    /// by --jobs) is refused before anything runs and recorded as
+    /// `refused` with what it needs.
+    #[arg(long, value_name = "GB")]
+    pub max_memory: Option<f64>,
+    /// Let MPI ranks run as root where they cannot run as the invoking
+    /// user: under sudo with --hostfile (remote ranks start as the user
+    /// mpirun logs in as, root here). Without it such a launch is refused.
+    #[arg(long)]
+    pub allow_root_ranks: bool,
+}
+
+impl RunArgs {
+    /// The experiment and every override: the `KEY=VALUE` arguments, then
+    /// `--set`. `repro run lr=0.1` (no experiment named) is the default
+    /// experiment with that override.
+    pub fn experiment_and_overrides(&self) -> (String, Vec<String>) {
+        let mut overrides = self.assignments.clone();
+        let experiment =
+            if self.experiment.contains('=') && !std::path::Path::new(&self.experiment).exists() {
+                overrides.insert(0, self.experiment.clone());
+                DEFAULT_EXPERIMENT.to_string()
+            } else {
+                self.experiment.clone()
+            };
+        overrides.extend(self.overrides.iter().cloned());
+        (experiment, overrides)
+    }
+}
+
+/// `--launcher`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LauncherArg {
+    Auto,
+    Mpirun,
+    Srun,
+}
+
+/// The launcher the options ask for.
+fn launcher(args: &RunArgs, backend: Backend) -> Result<Launcher> {
+    if backend == Backend::InProcess {
+        if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
+            anyhow::bail!(
+                "--hostfile and --launcher start MPI ranks; the in-process backend runs every worker in one process"
+            );
+        }
+        return Ok(Launcher::InProcess);
+    }
+    let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some();
+    Ok(match (args.launcher, &args.hostfile) {
+        (LauncherArg::Srun, Some(_)) => anyhow::bail!(
+            "--hostfile is for mpirun; srun takes its hosts from the Slurm allocation"
+        ),
+        (LauncherArg::Srun, None) => Launcher::Srun,
+        (_, Some(h)) => {
+            let h = std::fs::canonicalize(h)
+                .with_context(|| format!("hostfile {} not found", h.display()))?;
+            Launcher::Hostfile(h)
+        }
+        (LauncherArg::Auto, None) if in_slurm => Launcher::Srun,
+        _ => Launcher::Local,
+    })
+}
+
+/// A table's output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TableFormat {
+    Md,
+    Latex,
+    Csv,
+}
+
+/// Options of `repro table`.
+#[derive(Debug, Args)]
+pub struct TableArgs {
+    /// Experiment name or path to a manifest.
+    pub experiment: String,
+    /// Markdown, LaTeX (booktabs tabular) or CSV.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: TableFormat,
+    /// Results directory (default: results/<experiment>, or
+    /// scratch/<scale>/<experiment> for another scale).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub plan: status::PlanArgs,
+}
+
+/// The manifest `experiment` with `plan`'s overrides, its results
+/// directory and the recorded runs its plan contains.
+fn planned_results(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &status::PlanArgs,
+) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
+    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
+    let (scale, out) = match (&plan.scale, out) {
+        (_, Some(o)) => (
+            plan.scale
+                .clone()
+                .or_else(|| status::recorded_scale(o))
+                .unwrap_or_else(|| read_scale(&m, &None)),
+            o.clone(),
+        ),
+        (Some(asked), None) => (asked.clone(), m.default_out(asked)),
+        // the committed directory, at the scale it records
+        (None, None) => {
+            let out = m.default_out(&read_scale(&m, &None));
+            let scale = status::recorded_scale(&out).unwrap_or_else(|| read_scale(&m, &None));
+            (scale, out)
+        }
+    };
+    let backend = plan.backend.unwrap_or(m.backend);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
+    let runs = tune::recorded_plan(&m, &scale, backend, &out)?;
+    let planned = results::planned(&rows, &runs);
+    let left_out = rows.len() - planned.len();
+    if left_out > 0 {
+        crate::util::progress::note(&format!(
+            "note: {left_out} of {} recorded runs in {} are not in the plan of `{}` at scale `{scale}` and are left out (`repro status` lists the plan)",
+            rows.len(),
+            out.join("runs.csv").display(),
+            m.name
+        ));
+    }
+    Ok((m, out, planned))
+}
+
+/// Whether every run of an experiment succeeded (ordered: the worse of
+/// two outcomes is the larger).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    AllSucceeded,
+    SomeFailed,
+    /// Stopped by Ctrl-C or SIGTERM, after cleaning up.
+    Interrupted,
+}
+
+/// Where `m`'s results at `scale` are: `--out`, else
+/// [`manifest::Manifest::default_out`] (results/<name>/ at its committed
+/// scale, scratch/<scale>/<name>/ at any other).
+fn out_dir(out: &Option<PathBuf>, m: &manifest::Manifest, scale: &str) -> PathBuf {
+    out.clone().unwrap_or_else(|| m.default_out(scale))
+}
+
+/// Creates `dir` and its missing parents; under sudo each one created
+/// belongs to the invoking user.
+fn create_dirs(dir: &std::path::Path) -> Result<()> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(std::path::Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    for d in &missing {
+        crate::util::sudo::give_one(d);
+    }
+    Ok(())
+}
+
+/// The scale to read `m`'s results at: `asked`, else the committed
+/// scale, else the default scale, else smoke.
+fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
+    asked
+        .clone()
+        .or_else(|| m.committed_scale().map(str::to_string))
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string())
+}
+
+/// The distinct network conditions of the runs `net` shapes.
+fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Condition> {
+    let mut out: Vec<&Condition> = Vec::new();
+    for c in runs
+        .iter()
+        .filter(|r| net.shapes(r))
+        .flat_map(|r| &r.network)
+    {
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn limits(args: &RunArgs) -> plan::Limits {
+    plan::Limits {
+        max_runs: args.max_runs,
+        max_workers: args.max_workers,
+    }
+}
+
+/// `repro run`: runs the experiment (see [`run_experiment`]), then the
+/// experiments its manifest names in `then`, at the same scale, each into a
+/// directory of the first one's results; then prints the manifest's `next`.
+/// Every experiment is planned before the first run starts.
+pub fn run(args: &RunArgs) -> Result<Outcome> {
+    let (experiment, overrides) = args.experiment_and_overrides();
+    let path = manifest::locate(&experiment)?;
+    let m = manifest::load(&path, &overrides)?;
+    let scale = args
+        .scale
+        .clone()
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string());
+    let out = out_dir(&args.out, &m, &scale);
+    if args.out.is_none() && m.committed_scale() != Some(scale.as_str()) && !args.dry_run {
+        crate::util::progress::note(&format!(
+            "note: scale `{scale}` is not the scale results/{}/ holds ({}): writing to {} (--out chooses)",
+            m.name,
+            m.committed_scale().unwrap_or("none"),
+            out.display()
+        ));
+    }
+    let backend = args.backend.unwrap_or(m.backend);
+    let runs = plan::expand_within(&m, &scale, backend, limits(args))?;
+    let mut then = Vec::new();
+    for name in &m.then {
+        let p = manifest::locate(name)
+            .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
+        let c = manifest::load(&p, &[])?;
+        let runs = plan::expand_within(&c, &scale, c.backend, limits(args)).with_context(|| {
+            format!(
+                "{}: `then` runs `{name}` at scale `{scale}`",
+                path.display()
+            )
+        })?;
+        then.push((p, c, runs));
+    }
+    let ran = run_experiment(args, &path, &m, &scale, backend, runs, &out);
+    crate::util::sudo::give(&out);
+    let (mut outcome, mut summary) = ran?;
+    let mut summaries = Vec::new();
+    for (p, c, runs) in then {
+        if outcome == Outcome::Interrupted {
+            break;
+        }
+        let out = out.join(&c.name);
+        let ran = run_experiment(args, &p, &c, &scale, c.backend, runs, &out);
+        crate::util::sudo::give(&out);
+        let (o, s) = ran?;
+        outcome = outcome.max(o);
+        summaries.extend(s);
+    }
+    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
+    if let Some(next) = &m.next
+        && !args.json
+        && !args.dry_run
+        && !quiet
+        && outcome != Outcome::Interrupted
+    {
+        println!("Next: {}", next.trim());
+    }
+    if let Some(s) = &mut summary {
+        if !m.then.is_empty() {
+            s["then"] = serde_json::Value::Array(summaries);
+        }
+        println!("{}", serde_json::to_string_pretty(s)?);
+    }
+    Ok(outcome)
+}
+
+/// Runs one experiment's planned `runs` at `scale` into `out` (or prints
+/// the plan with `--dry-run`), then writes its records, table and figure. With
+/// a `tune` section, the tuning runs go first (into `tuning/`), and the
+/// grid runs with each method's chosen configuration. With `--json`, the
+/// run's summary (not printed).
+fn run_experiment(
+    args: &RunArgs,
+    path: &std::path::Path,
+    m: &manifest::Manifest,
+    scale: &str,
+    backend: Backend,
+    mut runs: Vec<PlannedRun>,
+    out: &std::path::Path,
+) -> Result<(Outcome, Option<serde_json::Value>)> {
+    let limits = limits(args);
+    check_specs(m, path, backend, &runs)?;
+    let tuning = match &m.tune {
+        Some(spec) => Some((spec, tune::tuning_runs(m, spec, scale, backend, limits)?)),
+        None => None,
+    };
+    let launcher = launcher(args, backend)?;
+    // under sudo, ranks run as the invoking user or, when asked, as root
+    if matches!(backend, Backend::Mpi | Backend::InProcess)
+        && let Some(who) = crate::util::sudo::invoker()
+        && train_backend::RankUser::for_launcher(&launcher).is_none()
+        && !args.allow_root_ranks
+    {
+        anyhow::bail!(
+            "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
+             run without sudo, or pass --allow-root-ranks if you mean it",
+            if launcher.is_local() {
+                "this host"
+            } else {
+                "--hostfile"
+            },
+            who.uid
+        );
+    }
+    // generated data sets the runs read, written before the first run
+    crate::launch::data::prepare(
+        runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
+        args.dry_run,
+    )?;
+    if args.dry_run {
+        let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
+        let net = net_context(args, m, launcher, Box::new(recorder.clone()));
+        // a congestion control this kernel has not loaded fails the real
+        // run before anything starts; a dry run says so too
+        if backend == Backend::Mpi
+            && runs.iter().any(|r| net.shapes(r))
+            && net.method()? == Method::Netns
+            && let Some(tcp) = crate::launch::net::TcpSettings::read()
+        {
+            tcp.check_loaded(&shaped_conditions(&runs, &net))?;
+        }
+        let json = args.json;
+        let say = |line: String| {
+            if !json {
+                println!("{line}");
+            }
+        };
+        let (tuning_listed, refused) = if let Some((_, tuning)) = &tuning {
+            say(format!(
+                "tuning: {} runs into {}",
+                tuning.len(),
+                out.join("tuning").display()
+            ));
+            let refused = refusals(args, tuning)?;
+            let listed = dry_run(
+                m,
+                scale,
+                backend,
+                tuning,
+                &out.join("tuning"),
+                &net,
+                &recorder,
+                &refused,
+                json,
+            )?;
+            // the grid's ids follow from the configurations chosen
+            say(format!(
+                "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
+                runs.len(),
+                out.display()
+            ));
+            for r in &runs {
+                say(format!("  {}", plan::describe(r)));
+            }
+            (Some((listed, tuning.len())), refused.len())
+        } else {
+            (None, 0)
+        };
+        let (listed, refused) = match &tuning_listed {
+            // the grid's runs are known only once the tuning has chosen
+            Some(_) => (
+                runs.iter()
+                    .map(|r| serde_json::json!({ "point": r.point }))
+                    .collect(),
+                refused,
+            ),
+            None => {
+                let refused = refusals(args, &runs)?;
+                let listed = dry_run(
+                    m, scale, backend, &runs, out, &net, &recorder, &refused, json,
+                )?;
+                (listed, refused.len())
+            }
+        };
+        let planned = tuning_listed.as_ref().map_or(runs.len(), |(_, n)| *n);
+        if refused > 0 && refused == planned {
+            anyhow::bail!(
+                "every one of the plan's {planned} runs is refused for memory (above); give fewer or smaller runs, or --max-memory"
+            );
+        }
+        let summary = json.then(|| {
+            serde_json::json!({
+                "experiment": m.name,
+                "scale": scale,
+                "backend": backend.name(),
+                "out": out.display().to_string(),
+                "dry_run": true,
+                "tuning_runs": tuning_listed.map(|(l, _)| l),
+                "runs": listed,
+                "refused": refused,
+            })
+        });
+        return Ok((Outcome::AllSucceeded, summary));
+    }
+    // every MPI or in-process run needs the trainer: say so once, up front
+    if matches!(backend, Backend::Mpi | Backend::InProcess)
+        && runs
+            .iter()
+            .any(|r| matches!(r.params, plan::Params::Train(_)))
+    {
+        let user = train_backend::RankUser::for_launcher(&launcher);
+        train_backend::check_trainer_build(&train_backend::train_binary()?, user)?;
+        match user {
+            Some(u) => crate::util::progress::note(&format!(
+                "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
+                u.uid, u.gid
+            )),
+            None if crate::util::process::is_root() => crate::util::progress::note(&format!(
+                "note: ranks run as root{}: the driver runs as root and SUDO_UID names no other user \
+                 (run through sudo to have them run as you)",
+                if launcher.is_local() {
+                    ""
+                } else {
+                    " on every host of --hostfile"
+                }
+            )),
+            None => {}
+        }
+    }
+    crate::util::signals::install();
+    crate::util::atomic::check_results_dir(out)?;
+    create_dirs(out)?;
+    // one writer per results directory, from here to the last file
+    let _lock = crate::util::atomic::lock(out)?;
+    let started = Instant::now();
+    let mut failed = 0;
+    if let Some((spec, tuning)) = &tuning {
+        let dir = out.join("tuning");
+        let done = execute(
+            args,
+            m,
+            scale,
+            backend,
+            tuning,
+            &dir,
+            launcher.clone(),
+            "tuning",
+        )?;
+        failed += done.failed;
+        if crate::util::signals::interrupted() {
+            eprintln!(
+                "interrupted while tuning: kept the finished tuning runs in {}",
+                dir.join("runs.csv").display()
+            );
+            return Ok((Outcome::Interrupted, None));
+        }
+        let selection = tune::select_planned(spec, tuning, &done.merged);
+        let mut seeds: Vec<String> = runs
+            .iter()
+            .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
+            .collect();
+        seeds.sort();
+        seeds.dedup();
+        crate::util::atomic::write(
+            &out.join("tuning.md"),
+            tune::markdown(m, spec, &seeds, &selection),
+        )?;
+        crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
+        for t in selection.tried.iter().filter(|t| t.chosen) {
+            crate::util::progress::note(&format!(
+                "tuning chose {} for {}",
+                t.config,
+                t.group
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ));
+        }
+        runs = plan::expand_configured(m, scale, backend, limits, None, &|p| {
+            selection.chosen_for(spec, p)
+        })?;
+    }
+    let done = execute(args, m, scale, backend, &runs, out, launcher, "")?;
+    failed += done.failed;
+    let merged = done.merged;
+    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
+    // runs.csv keeps every run; the table, claims and figure read this
+    // plan's runs only
+    results::write_csv(&out.join("runs.csv"), &merged)?;
+    frames::write_parquet(
+        &out.join("runs.parquet"),
+        RunsFrame::new(&merged)?.export()?,
+    )?;
+    let figures = write_results(
+        m,
+        out,
+        &results::planned(&merged, &runs),
+        !args.json && !quiet,
+    )?;
+    status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
+    let csv = out.join("runs.csv");
+    if crate::util::signals::interrupted() {
+        eprintln!(
+            "interrupted: kept the {} runs that finished, and every earlier run, in {}",
+            done.finished,
+            csv.display()
+        );
+        return Ok((Outcome::Interrupted, None));
+    }
+    let kept = merged.len().saturating_sub(done.ran);
+    crate::util::progress::note(&format!(
+        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
+        done.ran,
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    ));
+    let outcome = if failed == 0 {
+        Outcome::AllSucceeded
+    } else {
+        Outcome::SomeFailed
+    };
+    if !args.json {
+        return Ok((outcome, None));
+    }
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    for r in &merged {
+        *by_status.entry(r.status().to_string()).or_default() += 1;
+    }
+    let file = |name: &str| {
+        let p = out.join(name);
+        p.is_file().then(|| p.display().to_string())
+    };
+    let json = serde_json::json!({
+        "experiment": m.name,
+        "scale": scale,
+        "backend": backend.name(),
+        "out": out.display().to_string(),
+        "ran": done.ran,
+        "failed": failed,
+        "kept_earlier": kept,
+        "wall_s": started.elapsed().as_secs_f64(),
+        "runs_by_status": by_status,
+        "files": {
+            "runs_csv": file("runs.csv"),
+            "runs_parquet": file("runs.parquet"),
+            "table": file("table.md"),
+            "claims": file("claims.md"),
+            "tuning": file("tuning.md"),
+            "provenance": file("provenance.json"),
+            "figures": figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        },
+    });
+    Ok((outcome, Some(json)))
+}
+
+/// What [`execute`] did.
+struct Executed {
+    /// This invocation's runs merged with the earlier ones of the directory.
+    merged: Vec<RunRecord>,
+    ran: usize,
+    failed: usize,
+    /// Runs that ended (completed or diverged).
+    finished: usize,
+    invocation: Invocation,
+}
+
+/// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
+/// raw/), merging with the runs an earlier invocation left there.
+/// `phase` names them in messages ("tuning"; "" for the grid).
+#[allow(clippy::too_many_arguments)]
+fn execute(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    scale: &str,
+    backend: Backend,
+    runs: &[PlannedRun],
+    out: &std::path::Path,
+    launcher: Launcher,
+    phase: &str,
+) -> Result<Executed> {
+    // an earlier invocation's runs stay unless this one reruns their point
+    let runs_csv = out.join("runs.csv");
+    let previous = if runs_csv.is_file() {
+        results::read_csv(&runs_csv)
+            .context("the results directory holds a runs.csv this run would merge into")?
+    } else {
+        Vec::new()
+    };
+    results::check_identity(
+        out,
+        &previous,
+        status::recorded_scale(out).as_deref(),
+        &m.name,
+        scale,
+    )?;
+    let net = prepare_network(args, m, backend, runs, launcher)?;
+    std::fs::create_dir_all(out.join("raw"))
+        .with_context(|| format!("could not create {}", out.display()))?;
+    crate::util::progress::note(&format!(
+        "{}{}: {} runs at scale `{}` -> {}",
+        m.name,
+        if phase.is_empty() {
+            String::new()
+        } else {
+            format!(" ({phase})")
+        },
+        runs.len(),
+        scale,
+        out.display()
+    ));
+    let session = Session {
+        args,
+        backend,
+        experiment: &m.name,
+        scale,
+        invocation: status::invocation(m, scale, backend),
+        out,
+        net: &net,
+        progress: Progress::new(runs.len()),
+        done: std::sync::atomic::AtomicUsize::new(0),
+        total: runs.len(),
+        refused: refusals(args, runs)?,
+    };
+    let rows = in_parallel(runs, jobs(args.jobs, backend, runs, &net), &|r| {
+        session.execute(r)
+    });
+    session.progress.finish();
+    // this invocation's outcome is its own runs'; the files hold them merged
+    // with the earlier runs at other grid points
+    // a run refused for memory did not run either: the exit code says so
+    let failed = rows
+        .iter()
+        .filter(|r| matches!(r.status(), "failed" | results::REFUSED))
+        .count();
+    let finished = rows
+        .iter()
+        .filter(|r| !matches!(r.status(), "failed" | results::NOT_RUN))
+        .count();
+    let ran = rows.len();
+    let (merged, failed_attempts) = results::merge(previous, rows, runs);
+    for a in &failed_attempts {
+        crate::util::progress::note(&format!(
+            "  {} failed again; its earlier result stays in runs.csv (the attempt: attempts.csv, its logs: raw/attempts/)",
+            a.run_id
+        ));
+    }
+    results::record_attempts(out, &failed_attempts)?;
+    if !phase.is_empty() {
+        results::write_csv(&out.join("runs.csv"), &merged)?;
+        frames::write_parquet(
+            &out.join("runs.parquet"),
+            RunsFrame::new(&merged)?.export()?,
+        )?;
+    }
+    Ok(Executed {
+        merged,
+        ran,
+        failed,
+        finished,
+        invocation: session.invocation,
+    })
+}
+
+/// The manifest's table and figure name metrics and grid keys that exist.
+fn check_specs(
+    m: &manifest::Manifest,
+    path: &std::path::Path,
+    backend: Backend,
+    runs: &[PlannedRun],
+) -> Result<()> {
+    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
+    if let Some(spec) = &m.tune {
+        tune::check(spec, backend, &points).map_err(|(key, message)| {
+            crate::spec::errors::DriverError::Manifest {
+                path: path.to_path_buf(),
+                key,
+                message,
+            }
+        })?;
+    }
+    // a tuned experiment's runs carry their configuration as a grid key
+    let mut keys: Vec<String> = runs
+        .first()
+        .map(|r| r.point.keys().cloned().collect())
+        .unwrap_or_default();
+    if m.tune.is_some() {
+        keys.push(plan::CONFIG_KEY.to_string());
+    }
+    // a grid key names a runs.csv column of its own, so no key may be one
+    // of the measured, provenance or identity columns
+    if let Some(k) = keys
+        .iter()
+        .find(|k| k.as_str() == "run_id" || results::columns().any(|c| c == k.as_str()))
+    {
+        return Err(crate::spec::errors::DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: format!("grid.{k}"),
+            message: format!("`{k}` is a column runs.csv already has; a grid key must not be one"),
+        }
+        .into());
+    }
+    // the paper's numbers are read at plan time, so a bad path fails now
+    table::load_paper(&m.table).map_err(|e| crate::spec::errors::DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: "table.paper.file".into(),
+        message: format!("{e:#}"),
+    })?;
+    let figure = m.figure.as_ref().map(|f| plot::check_spec(f, &keys));
+    table::check_spec(&m.table, &keys)
+        .and(figure.unwrap_or(Ok(())))
+        .and(claims::check_specs(&m.claims, &m.table, &points))
+        .map_err(|(key, message)| {
+            crate::spec::errors::DriverError::Manifest {
+                path: path.to_path_buf(),
+                key,
+                message,
+            }
+            .into()
+        })
+}
+
+/// The network context of a run of `m` whose commands go to `exec`.
+fn net_context(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    launcher: Launcher,
+    exec: Box<dyn crate::launch::net::Exec>,
+) -> NetContext {
+    NetContext {
+        mode: m.shaping,
+        host: HostNet::assumed(),
+        exec,
+        launcher,
+        interface: args.interface.clone(),
+    }
+}
+
+/// The real network context: with MPI ranks to shape, the shaping method
+/// checked against the options, and this host probed (never assumed) for
+/// every condition's qdiscs and congestion control.
+fn prepare_network(
+    args: &RunArgs,
+    m: &manifest::Manifest,
+    backend: Backend,
+    runs: &[PlannedRun],
+    launcher: Launcher,
+) -> Result<NetContext> {
+    let mut net = net_context(args, m, launcher, Box::new(crate::launch::net::System));
+    let shaped = backend == Backend::Mpi
+        && m.shaping != ShapingMode::None
+        && runs.iter().any(|r| r.network.is_some());
+    if !shaped {
+        return Ok(net);
+    }
+    match net.method()? {
+        Method::Hosts if args.jobs > 1 => anyhow::bail!(
+            "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \
+             would shape, save and restore the same interfaces); pass --jobs 1",
+            args.jobs
+        ),
+        Method::Netns => {
+            if !crate::util::process::is_root() {
+                return Err(crate::launch::net::NetError::NotRoot.into());
+            }
+            // what killed drivers left (never a live run's network)
+            let gone = crate::launch::net::reclaim(&*net.exec)
+                .context("could not remove the networks a killed run left")?;
+            if !gone.is_empty() {
+                crate::util::progress::note(&format!(
+                    "note: removed {} namespaces and links whose run is gone",
+                    gone.len()
+                ));
+            }
+            // probe, don't assume: every condition's qdiscs and congestion
+            // control are tried in a throwaway namespace before the first run
+            let conditions = shaped_conditions(runs, &net);
+            net.host = crate::launch::net::probe::preflight(&*net.exec, &conditions)
+                .context("this host cannot shape the experiment's network conditions")?;
+            if !net.host.netem && conditions.iter().any(|c| c.latency_s > 0.0) {
+                eprintln!(
+                    "note: this kernel has no netem; latency is injected per message by the transport (recorded in each run's shaping.json)"
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(net)
+}
+
+/// The memory each run may hold, bytes, and where the figure came from:
+/// `--max-memory`, else what the kernel has available now (MemAvailable),
+/// shared by `--jobs` runs at a time; `None` where neither is known.
+fn memory_budget(args: &RunArgs) -> Option<(u64, String)> {
+    let jobs = args.jobs.max(1) as u64;
+    let (bytes, what) = match args.max_memory {
+        Some(gb) => ((gb * 1e9) as u64, format!("--max-memory {gb}")),
+        None => {
+            let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+            let kb: u64 = info
+                .lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()?;
+            (kb * 1024, "available (MemAvailable)".to_string())
+        }
+    };
+    let per_job = if jobs > 1 {
+        format!("{what}, shared by --jobs {jobs}")
+    } else {
+        what
+    };
+    Some((bytes / jobs, per_job))
+}
+
+/// The simulator runs whose planned memory exceeds [`memory_budget`]:
+/// run id -> MB it would need. Each is named before anything runs.
+fn refusals(args: &RunArgs, runs: &[PlannedRun]) -> Result<BTreeMap<String, f64>> {
+    if let Some(gb) = args.max_memory
+        && !(gb.is_finite() && gb >= 0.0)
+    {
+        anyhow::bail!("--max-memory {gb}: give the memory runs may hold in GB, 0 or more");
+    }
+    let mut out = BTreeMap::new();
+    let Some((budget, what)) = memory_budget(args) else {
+        return Ok(out);
+    };
+    for r in runs {
+        let plan::Params::Sim(p) = &r.params else {
+            continue;
+        };
+        let need = sim_backend::footprint(p)?;
+        if need.total() > budget {
+            crate::util::progress::note(&format!(
+                "refused: {} {} would need {:.1} GB ({:.1} MB per worker: model {:.1}, state {:.1}, \
+                 frames {:.1}, optimizer {:.1}; objective {:.1} MB); {:.1} GB {what}",
+                r.id,
+                plan::describe(r),
+                need.total() as f64 / 1e9,
+                need.per_worker() as f64 / 1e6,
+                need.model as f64 / 1e6,
+                need.state as f64 / 1e6,
+                need.frames as f64 / 1e6,
+                need.optimizer as f64 / 1e6,
+                need.objective as f64 / 1e6,
+                budget as f64 / 1e9,
+            ));
+            out.insert(r.id.clone(), need.total() as f64 / 1e6);
+        }
+    }
+    Ok(out)
+}
+
+/// How many runs go at once. Shaped MPI runs go one at a time: each
+/// builds a network of namespaces on one subnet, and concurrent jobs would
+/// distort the times they measure. Other concurrent runs share the cores,
+/// which is said.
+fn jobs(asked: usize, backend: Backend, runs: &[PlannedRun], net: &NetContext) -> usize {
+    if asked <= 1 {
+        return 1;
+    }
+    if backend == Backend::Mpi && runs.iter().any(|r| net.shapes(r)) {
+        eprintln!(
+            "note: --jobs {asked}: shaped MPI runs go one at a time (one subnet, and measured times)"
+        );
+        return 1;
+    }
+    eprintln!(
+        "note: --jobs {asked}: concurrent runs share this machine's {} cores; their wall-clock times include that",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
+    asked
+}
+
+/// Maps `f` over `runs` on `jobs` threads (in order; one thread for 1).
+fn in_parallel(
+    runs: &[PlannedRun],
+    jobs: usize,
+    f: &(dyn Fn(&PlannedRun) -> RunRecord + Sync),
+) -> Vec<RunRecord> {
+    let jobs = jobs.clamp(1, runs.len().max(1));
+    if jobs == 1 {
+        return runs.iter().map(f).collect();
+    }
+    let chunk = runs.len().div_ceil(jobs);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(f).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
+/// What every run of one `repro run` shares.
+struct Session<'a> {
+    args: &'a RunArgs,
+    backend: Backend,
+    experiment: &'a str,
+    scale: &'a str,
+    /// This command line and the resolved manifest's hash, for provenance.
+    invocation: Invocation,
+    out: &'a std::path::Path,
+    net: &'a NetContext,
+    progress: Progress,
+    done: std::sync::atomic::AtomicUsize,
+    total: usize,
+    /// Runs refused at plan time, and the MB each would need.
+    refused: BTreeMap<String, f64>,
+}
+
+impl Session<'_> {
+    /// Runs `r` (or summarizes it from an earlier invocation's logs) and
+    /// reports it: its record, `failed` if it produced no summary.
+    fn execute(&self, r: &PlannedRun) -> RunRecord {
+        self.attempt(r).identified(self.experiment, self.scale, r)
+    }
+
+    /// [`Session::execute`] before the record gets its identity.
+    fn attempt(&self, r: &PlannedRun) -> RunRecord {
+        if let Some(&mb) = self.refused.get(&r.id) {
+            let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            self.progress.line(&format!(
+                "[{n}/{}] {} {}: refused (needs {:.1} GB)",
+                self.total,
+                r.id,
+                plan::describe(r),
+                mb / 1e3
+            ));
+            return RunRecord::refused(r, mb);
+        }
+        // a run that finished in an earlier invocation (same id: the same
+        // resolved config) is summarized from its logs with --resume, and
+        // also once Ctrl-C / SIGTERM stops this invocation, so an
+        // interrupted rerun never replaces finished results with "not run"
+        let interrupted = crate::util::signals::interrupted();
+        let raw = self.out.join("raw");
+        let earlier = match self.backend {
+            Backend::Mpi | Backend::InProcess if self.args.resume || interrupted => {
+                train_backend::resume(r, &raw.join(&r.id), self.net)
+            }
+            _ => None,
+        };
+        // --resume keeps a stale run only when told to
+        let earlier = earlier.filter(|s| {
+            if interrupted || self.args.resume_stale {
+                return true;
+            }
+            let p = s.provenance.clone().unwrap_or_default();
+            let state = status::judge(
+                &p.source,
+                p.manifest_hash.as_deref().unwrap_or(""),
+                &self.invocation,
+            );
+            if state != status::Freshness::Current {
+                self.progress.line(&format!(
+                    "  {} finished earlier but is {state}: running it again (--resume-stale keeps it)",
+                    r.id
+                ));
+            }
+            state == status::Freshness::Current
+        });
+        if interrupted && earlier.is_none() {
+            return RunRecord::not_run(r);
+        }
+        let t = Instant::now();
+        let iterations = match &r.params {
+            plan::Params::Train(c) => c.iterations,
+            plan::Params::Sim(p) => p.iterations,
+        };
+        if crate::util::progress::verbosity() == crate::util::progress::Verbosity::Verbose {
+            let params = match &r.params {
+                plan::Params::Train(c) => serde_json::to_string(c),
+                plan::Params::Sim(p) => serde_json::to_string(p),
+            };
+            self.progress
+                .line(&format!("{}: {}", r.id, params.unwrap_or_default()));
+        }
+        let mut bar = self
+            .progress
+            .run(&format!("{} {}", r.id, plan::describe(r)), iterations);
+        let result = match (self.backend, earlier) {
+            (Backend::Sim, _) => {
+                let log = raw.join(format!("{}.jsonl", r.id));
+                sim_backend::execute(r, self.experiment, &self.invocation, &log)
+            }
+            (_, Some(s)) => {
+                self.progress.line(&format!(
+                    "  {} finished earlier: summarized from its logs ({})",
+                    r.id,
+                    if interrupted {
+                        "interrupted, so not run again"
+                    } else {
+                        "--resume"
+                    }
+                ));
+                Ok(s)
+            }
+            (_, None) => {
+                let dir = raw.join(&r.id);
+                train_backend::execute(r, &dir, self.net, &self.invocation, &mut |k| bar.update(k))
+            }
+        };
+        self.progress.run_done(bar);
+        self.report(r, &result, t.elapsed().as_secs_f64());
+        if result.is_err() && crate::util::signals::interrupted() {
+            // stopped part-way: not a result, so it never replaces one
+            return RunRecord::not_run(r);
+        }
+        RunRecord::of(r, result.as_ref().map_err(|e| format!("{e:#}")))
+    }
+
+    /// One line for a finished run (and a warning if its bytes look wrong).
+    fn report(&self, r: &PlannedRun, result: &Result<sim_backend::Summary>, secs: f64) {
+        let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let total = self.total;
+        let s = match result {
+            Ok(s) => s,
+            Err(e) => {
+                self.progress.line(&format!(
+                    "[{n}/{total}] {} {}: FAILED: {e:#}",
+                    r.id,
+                    plan::describe(r)
+                ));
+                return;
+            }
+        };
+        // a simulator run's cost: per iteration, against reading every
+        // model once, and its peak memory against the plan's
+        let cost = match (s.iteration_s, s.stream_ratio(), s.peak_rss_mb) {
+            (Some(t), Some(ratio), peak) => format!(
+                ", {:.3} ms/iteration ({ratio:.2}x reading every model once){}",
+                t * 1e3,
+                peak.map_or(String::new(), |p| format!(
+                    ", peak {:.2} GB (plan {:.2} GB)",
+                    p / 1e3,
+                    s.memory_mb.unwrap_or(f64::NAN) / 1e3
+                ))
+            ),
+            _ => String::new(),
+        };
+        self.progress.line(&format!(
+            "[{n}/{total}] {} {}: {} in {secs:.1}s (final_loss {}, {} bytes{cost})",
+            r.id,
+            plan::describe(r),
+            s.status,
+            s.final_loss.map_or("none".into(), |l| format!("{l:.4e}")),
+            s.bytes
+        ));
+        if s.bytes_flagged() {
+            self.progress.line(&format!(
+                "  warning: the kernel sent {:.0} bytes per worker, {:.3}x the {:.0} counted (expected 1.00-1.10x: TCP/IP overhead)",
+                s.kernel_bytes_per_worker.unwrap_or(f64::NAN),
+                s.kernel_over_counted().unwrap_or(f64::NAN),
+                s.counted_bytes_per_worker.unwrap_or(f64::NAN)
+            ));
+        }
+    }
+}
+
+/// Writes the table in three formats (printing the Markdown), the claims
+/// and the figure, from the plan's run records. Returns the figure's files.
+fn write_results(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    print: bool,
+) -> Result<Vec<PathBuf>> {
+    if rows.is_empty() {
+        // interrupted before any run of this plan finished: the earlier
+        // table and figure stay as they were
+        crate::util::progress::note(
+            "no run of this plan finished: the table and figure are left as they were",
+        );
+        return Ok(Vec::new());
+    }
+    let frame = RunsFrame::new(rows)?;
+    let table = write_table(m, out, &frame)?;
+    if print {
+        println!("{}", table.markdown());
+    }
+    if let Some(claims) = write_claims(m, out, rows)?
+        && print
+    {
+        println!("{claims}");
+    }
+    let paths = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])?.unwrap_or_default();
+    for p in &paths {
+        crate::util::progress::note(&format!("figure: {}", p.display()));
+    }
+    Ok(paths)
+}
+
+/// Builds the manifest's table from the runs and writes it as table.md,
+/// table.tex and table.csv.
+fn write_table(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    frame: &RunsFrame,
+) -> Result<table::Table> {
+    let paper = table::load_paper(&m.table)?;
+    let table = table::build_table(&m.title, &m.source, &m.table, frame, paper.as_ref())?;
+    for (file, text) in [
+        ("table.md", table.markdown()),
+        ("table.tex", table.latex()),
+        ("table.csv", table.csv()?),
+    ] {
+        crate::util::atomic::write(&out.join(file), text)?;
+    }
+    Ok(table)
+}
+
+/// Tests the manifest's claims on `rows` and writes claims.md and
+/// claims.csv; the Markdown, or None when the manifest makes no claims.
+fn write_claims(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+) -> Result<Option<String>> {
+    if m.claims.is_empty() {
+        return Ok(None);
+    }
+    let verdicts = claims::evaluate(&m.claims, &m.table, rows, &mut |metric| {
+        run_curves(out, rows, metric).map(|(c, _)| c)
+    })?;
+    let md = claims::markdown(&m.title, &verdicts);
+    crate::util::atomic::write(&out.join("claims.md"), md.clone())?;
+    crate::util::atomic::write(&out.join("claims.csv"), claims::csv(&verdicts)?)?;
+    Ok(Some(md))
+}
+
+/// A YAML scalar as a manifest would write it.
+fn yaml_text(v: &yaml_serde::Value) -> String {
+    yaml_serde::to_string(v)
+        .map(|t| t.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `--dry-run`: the plan, and for MPI runs the exact commands (network
+/// setup and mpirun) each run would execute.
+#[allow(clippy::too_many_arguments)]
+fn dry_run(
+    m: &manifest::Manifest,
+    scale: &str,
+    backend: Backend,
+    runs: &[PlannedRun],
+    out: &std::path::Path,
+    net: &NetContext,
+    recorder: &crate::launch::net::DryRun,
+    refused: &BTreeMap<String, f64>,
+    json: bool,
+) -> Result<Vec<serde_json::Value>> {
+    let invocation = status::invocation(m, scale, backend);
+    let mut listed = Vec::new();
+    let entry = |r: &PlannedRun| {
+        serde_json::json!({
+            "id": r.id,
+            "point": r.point,
+            "params": serde_json::from_str::<serde_json::Value>(&plan::canonical_params(&r.params))
+                .unwrap_or_default(),
+            "network": r.network.as_ref().map(|c| c.label.clone()),
+            "refused": refused.contains_key(&r.id),
+        })
+    };
+    let mut text = String::new();
+    macro_rules! outln {
+        ($($arg:tt)*) => {{
+            text.push_str(&format!($($arg)*));
+            text.push('\n');
+        }};
+    }
+    outln!(
+        "{}: {} at scale `{scale}`, {} runs (backend {})",
+        m.name,
+        m.title,
+        runs.len(),
+        backend.name()
+    );
+    // the resolved parameters every run shares (the trainer's config of the
+    // first run without its grid keys), so a cluster user sees what runs
+    if let Some(plan::Params::Train(cfg)) = runs.first().map(|r| &r.params) {
+        let first = &runs[0];
+        if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(cfg) {
+            let common: Vec<String> = map
+                .iter()
+                .filter(|(k, _)| *k != "run_id" && !first.point.contains_key(*k))
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            outln!("  parameters: {}", common.join(" "));
+        }
+    }
+    for case in m
+        .cases
+        .iter()
+        .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
+    {
+        let when: Vec<String> = case
+            .when
+            .iter()
+            .map(|(k, v)| format!("{k}={}", yaml_text(v)))
+            .collect();
+        let set: Vec<String> = case
+            .set
+            .iter()
+            .map(|(k, v)| format!("{}={}", yaml_text(k), yaml_text(v)))
+            .collect();
+        outln!("  where {}: {}", when.join(" "), set.join(" "));
+    }
+    let train =
+        train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
+    let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
+    for r in runs {
+        if let plan::Params::Sim(p) = &r.params {
+            let need = sim_backend::footprint(p)?.total() as f64 / 1e9;
+            let refused = if refused.contains_key(&r.id) {
+                ": refused"
+            } else {
+                ""
+            };
+            outln!(
+                "  {}  {}  (memory {need:.3} GB{refused})",
+                r.id,
+                plan::describe(r)
+            );
+            let mut e = entry(r);
+            e["memory_gb"] = serde_json::json!(need);
+            listed.push(e);
+            continue;
+        }
+        outln!("  {}  {}", r.id, plan::describe(r));
+        let mut commands = Vec::new();
+        // the real run's code, with every command recorded instead of run
+        recorder.take();
+        // the job runs in a working directory that replaces raw/<id> at its end
+        let dir = crate::util::atomic::working_dir(&out.join("raw").join(&r.id));
+        let prepared = train_backend::prepare(r, &dir, net, &invocation, &train, &repro)?;
+        if let Some(h) = &prepared.hosts {
+            outln!("    # {} (if every node has netem)", h.describe());
+        }
+        if let Some(f) = &prepared.fabric {
+            outln!("    # {}", f.describe());
+        }
+        for c in recorder.take() {
+            outln!("    {c}");
+            commands.push(c.to_string());
+        }
+        outln!("    {}", prepared.launch.display());
+        commands.push(prepared.launch.display().to_string());
+        drop(prepared);
+        for c in recorder.take() {
+            outln!("    {c}");
+            commands.push(c.to_string());
+        }
+        let mut e = entry(r);
+        e["commands"] = serde_json::json!(commands);
+        listed.push(e);
+    }
+    if !json {
+        std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())
+            .context("could not write to stdout")?;
+    }
+    Ok(listed)
+}
+
+/// The curves of `y` of `rows`, in their order: from the runs' logs in
+/// raw/, and for a run without logs from the curves.parquet an earlier run
+/// wrote (committed results keep no logs). Whether any came from logs.
+fn run_curves(
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    y: &str,
+) -> Result<(Vec<curves::RunCurve>, bool)> {
+    let mut logged = curves::load_curves(&out.join("raw"), rows, y)?;
+    let missing: Vec<RunRecord> = rows
+        .iter()
+        .filter(|r| !logged.iter().any(|(l, _)| l.run_id == r.run_id))
+        .cloned()
+        .collect();
+    let saved = out.join("curves.parquet");
+    let kept = if missing.is_empty() || !saved.is_file() {
+        Vec::new()
+    } else {
+        match frames::read_curves(&saved, y, &missing) {
+            Ok(kept) => kept,
+            // runs that logged still make a figure
+            Err(e) if !logged.is_empty() => {
+                eprintln!("warning: {e:#}");
+                Vec::new()
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let from_logs = !logged.is_empty();
+    logged.extend(kept);
+    let order = |id: &str| rows.iter().position(|r| r.run_id == id);
+    logged.sort_by_key(|(r, _)| order(&r.run_id));
+    Ok((logged, from_logs))
+}
+
+/// The figure's panels from the runs' curves ([`run_curves`]), when the
+/// manifest has a figure. When any curve came from logs, curves.csv and
+/// curves.parquet are written anew; otherwise the files are left as they
+/// are.
+fn figure_panels(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+) -> Result<Option<(manifest::FigureSpec, Vec<plot::Panel>)>> {
+    let Some(spec) = &m.figure else {
+        return Ok(None);
+    };
+    let panels = match spec.kind {
+        manifest::FigureKind::Curves => {
+            let (curves, from_logs) = run_curves(out, rows, &spec.y)?;
+            if !spec.targets.is_empty() {
+                let reaches = plot::reaches(spec, &curves);
+                crate::util::atomic::write(
+                    &out.join("targets.md"),
+                    plot::reaches_markdown(&m.title, spec, &reaches),
+                )?;
+                crate::util::atomic::write(&out.join("targets.csv"), plot::reaches_csv(&reaches)?)?;
+            }
+            let frame = CurvesFrame::new(&spec.y, &curves)?;
+            if from_logs {
+                curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
+                frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
+            }
+            against_each_x(spec, &|s| plot::panels(s, &frame))?
+        }
+        manifest::FigureKind::Sweep => plot::sweep_panels(spec, &RunsFrame::new(rows)?)?,
+        manifest::FigureKind::Scaling => {
+            let runs = RunsFrame::new(rows)?;
+            let panels = against_each_x(spec, &|s| plot::scaling_panels(s, &runs))?;
+            if panels.is_empty() {
+                crate::util::progress::note(&format!(
+                    "no figure: its runs have fewer than two values of `{}`",
+                    spec.x
+                ));
+                return Ok(None);
+            }
+            panels
+        }
+    };
+    Ok(Some((spec.clone(), panels)))
+}
+
+/// `draw`'s panels for `spec`, then the same panels against each of
+/// `also_x` (the whole x range), titled by it.
+fn against_each_x(
+    spec: &manifest::FigureSpec,
+    draw: &dyn Fn(&manifest::FigureSpec) -> Result<Vec<plot::Panel>>,
+) -> Result<Vec<plot::Panel>> {
+    let mut panels = draw(spec)?;
+    for x in &spec.also_x {
+        let other = manifest::FigureSpec {
+            x: x.clone(),
+            x_range: None,
+            ..spec.clone()
+        };
+        for mut p in draw(&other)? {
+            p.title = match p.title.is_empty() {
+                true => format!("against {x}"),
+                false => format!("{} against {x}", p.title),
+            };
+            panels.push(p);
+        }
+    }
+    Ok(panels)
+}
+
+/// Draws `panels` as `dir/figure.<ext>` in each format; the paths written.
+fn draw_figure(
+    dir: &std::path::Path,
+    title: &str,
+    spec: &manifest::FigureSpec,
+    panels: &[plot::Panel],
+    formats: &[ImageFormat],
+) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for format in formats {
+        let path = dir.join(format!("figure.{}", format.extension()));
+        plot::render(&path, *format, title, spec, panels)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Writes curves.csv, curves.parquet and the figure in each format from the
+/// runs' logs when the manifest has a figure; the paths of the figures.
+fn figure(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    formats: &[ImageFormat],
+) -> Result<Option<Vec<PathBuf>>> {
+    match figure_panels(m, out, rows)? {
+        Some((spec, panels)) => Ok(Some(draw_figure(out, &m.title, &spec, &panels, formats)?)),
+        None => Ok(None),
+    }
+}
+
+/// Options of `repro plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Experiment name or path to a manifest.
+    pub experiment: String,
+    /// Results directory (default: results/<experiment>, or
+    /// scratch/<scale>/<experiment> for another scale).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub plan: status::PlanArgs,
+    /// Image format (default: both SVG and PNG).
+    #[arg(long, value_enum)]
+    pub format: Option<ImageFormat>,
+    /// Draw these experiments' panels beside this one's, in one figure
+    /// (each from results/<experiment>), e.g. `repro plot figure2a --with
+    /// figure2b --name figure2` for the paper's two-panel Figure 2.
+    #[arg(long = "with", value_name = "EXPERIMENT", requires = "name")]
+    pub with: Vec<String>,
+    /// With `--with`: the combined figure goes to results/<NAME>/figure.*
+    /// (or to `--out`; the experiments are read from results/<experiment>).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// With `--with`: the combined figure's title (default: the
+    /// experiments' titles).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// `repro plot A --with B --name N`: A's and B's panels in one figure,
+/// each panel titled by its experiment where it had no title of its own.
+fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> {
+    if !manifest::is_plain_name(name) {
+        anyhow::bail!(
+            "--name `{name}`: use letters, digits, `-` and `_` (it names a results directory)"
+        );
+    }
+    let mut all = Vec::new();
+    let mut titles = Vec::new();
+    let mut first_spec = None;
+    for e in std::iter::once(&args.experiment).chain(&args.with) {
+        let (m, out, rows) = planned_results(e, &None, &args.plan)?;
+        let Some((spec, panels)) = figure_panels(&m, &out, &rows)? else {
+            anyhow::bail!(
+                "experiment `{}` has no figure (its manifest has no `figure`)",
+                m.name
+            );
+        };
+        for mut p in panels {
+            p.title = if p.title.is_empty() {
+                m.title.clone()
+            } else {
+                format!("{}: {}", m.title, p.title)
+            };
+            all.push(p);
+        }
+        titles.push(m.title.clone());
+        first_spec.get_or_insert(spec);
+    }
+    let dir = match &args.out {
+        Some(o) => o.clone(),
+        None => crate::spec::project::root()?.join("results").join(name),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));
+    let spec = first_spec.context("no experiment to draw")?;
+    for p in draw_figure(&dir, &title, &spec, &all, formats)? {
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// `repro plot`: redraws the figure from runs.csv and the logs.
+pub fn plot(args: &PlotArgs) -> Result<()> {
+    let formats = match args.format {
+        Some(f) => vec![f],
+        None => vec![ImageFormat::Svg, ImageFormat::Png],
+    };
+    if let Some(name) = &args.name {
+        return combined(args, name, &formats);
+    }
+    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
+    let drawn = figure(&m, &out, &rows, &formats);
+    crate::util::sudo::give(&out);
+    match drawn? {
+        Some(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+        None => anyhow::bail!(
+            "experiment `{}` has no figure (its manifest has no `figure`)",
+            m.name
+        ),
+    }
+}
+
+/// `repro table`: the table (and the claims' verdicts) from runs.csv,
+/// written beside it and printed.
+pub fn table(args: &TableArgs) -> Result<()> {
+    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
+    let table = write_table(&m, &out, &RunsFrame::new(&rows)?)?;
+    let claims = write_claims(&m, &out, &rows)?;
+    crate::util::sudo::give(&out);
+    print!(
+        "{}",
+        match args.format {
+            TableFormat::Md => table.markdown(),
+            TableFormat::Latex => table.latex(),
+            TableFormat::Csv => table.csv()?,
+        }
+    );
+    // the verdicts follow a Markdown table (they are in claims.* always)
+    if let (TableFormat::Md, Some(claims)) = (args.format, claims) {
+        print!("\n{claims}");
+    }
+    Ok(())
+}
+
+/// Options of `repro list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// One JSON document instead of text: every experiment with its
+    /// path, title, source, backend and, per scale, the runs it plans.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One scale of an experiment in `repro list`: its runs, or why it is
+/// invalid.
+#[derive(Debug, serde::Serialize)]
+struct ListedScale {
+    runs: Option<usize>,
+    tuning_runs: Option<usize>,
+    cost: Option<String>,
+    error: Option<String>,
+}
+
+/// `repro list`.
+pub fn list(args: &ListArgs) -> Result<()> {
+    let mut listed = Vec::new();
+    let mut invalid_text = 0;
+    for path in manifest::all_manifests()? {
+        let m = match manifest::load(&path, &[]) {
+            Ok(m) => m,
+            Err(e) => {
+                if args.json {
+                    listed.push(serde_json::json!({
+                        "path": path.display().to_string(),
+                        "error": format!("{e:#}"),
+                    }));
+                } else {
+                    println!("{:<20} invalid manifest: {e}", path.display());
+                    invalid_text += 1;
+                }
+                continue;
+            }
+        };
+        let scales: BTreeMap<String, ListedScale> = m
+            .scales
+            .keys()
+            .map(|s| {
+                let cost = m.cost.get(s).cloned();
+                let listed = match plan::expand(&m, s, m.backend) {
+                    // a tuned experiment runs its search first
+                    Ok(runs) => ListedScale {
+                        runs: Some(runs.len()),
+                        tuning_runs: m.tune.as_ref().and_then(|t| {
+                            tune::tuning_runs(&m, t, s, m.backend, plan::Limits::default())
+                                .ok()
+                                .map(|t| t.len())
+                        }),
+                        cost,
+                        error: None,
+                    },
+                    Err(e) => ListedScale {
+                        runs: None,
+                        tuning_runs: None,
+                        cost,
+                        error: Some(format!("{e:#}")),
+                    },
+                };
+                (s.clone(), listed)
+            })
+            .collect();
+        invalid_text += scales.values().filter(|l| l.error.is_some()).count();
+        let shaped = m.backend == Backend::Mpi
+            && m.shaping != ShapingMode::None
+            && m.grid.contains_key("network");
+        if args.json {
+            listed.push(serde_json::json!({
+                "name": m.name,
+                "path": path.display().to_string(),
+                "title": m.title,
+                "source": m.source,
+                "backend": m.backend.name(),
+                "shapes_network": shaped,
+                "default_scale": m.default_scale,
+                "then": m.then,
+                "scales": scales,
+            }));
+            continue;
+        }
+        let text: Vec<String> = scales
+            .iter()
+            .map(|(s, l)| match l.runs {
+                Some(runs) => format!(
+                    "{s}{}: {runs} runs{}{}",
+                    if m.default_scale.as_ref() == Some(s) {
+                        " (default)"
+                    } else {
+                        ""
+                    },
+                    l.tuning_runs
+                        .map(|t| format!(" after {t} tuning runs"))
+                        .unwrap_or_default(),
+                    l.cost
+                        .as_ref()
+                        .map(|c| format!(", {c}"))
+                        .unwrap_or_default()
+                ),
+                None => format!("{s}: invalid"),
+            })
+            .collect();
+        println!(
+            "{:<20} {}\n{:<20} {}\n{:<20} {}{}{}",
+            m.name,
+            m.title,
+            "",
+            m.source,
+            "",
+            text.join("; "),
+            if shaped {
+                "; shapes the network (root)"
+            } else {
+                ""
+            },
+            if m.then.is_empty() {
+                String::new()
+            } else {
+                format!("; then {}", m.then.join(", "))
+            }
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&listed)?);
+    }
+    let invalid = listed.iter().filter(|l| l.get("error").is_some()).count() + invalid_text;
+    if invalid > 0 {
+        anyhow::bail!("{invalid} manifests or scales in the project are invalid (above)");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Outcome;
+
+    /// `repro run` reports the worst outcome of an experiment and those
+    /// its `then` runs: a failure outranks success, an interruption both.
+    #[test]
+    fn the_worse_outcome_wins() {
+        use Outcome::*;
+        assert_eq!(AllSucceeded.max(SomeFailed), SomeFailed);
+        assert_eq!(SomeFailed.max(AllSucceeded), SomeFailed);
+        assert_eq!(SomeFailed.max(Interrupted), Interrupted);
+        assert_eq!(Interrupted.max(AllSucceeded), Interrupted);
+    }
+}

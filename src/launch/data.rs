@@ -1,0 +1,1091 @@
+//! `repro data fetch <dataset>`: downloads a data set from its official
+//! source, verifies it (MD5 or SHA-256 of every download, then the files'
+//! sizes) and unpacks what the trainer reads. Safe to rerun: what is
+//! already there and verified is kept; a download goes to a `.part` file
+//! that is renamed into place only after its checksum matched, so an
+//! interrupted or corrupt download never looks like data.
+//!
+//! The LIBSVM sets (`epsilon`, or any file with `libsvm --url --sha256`)
+//! stay compressed: the simulator reads `.bz2` and `.gz` directly.
+//! `epsilon-like` is no download: a generated set of epsilon's width,
+//! written as LIBSVM text, that the CPU-scale convex benchmark reads
+//! through the same path (`repro run` writes it when a manifest names it
+//! and it is missing).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use md5::{Digest, Md5};
+use sha2::Sha256;
+
+use crate::spec::data::{
+    Dataset, EPSILON_LIKE, EPSILON_LIKE_FILE, EPSILON_TRAIN_FILE, Generated, Known, known,
+};
+
+/// A file's checksum, as a lowercase hex digest.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sum {
+    Md5(String),
+    Sha256(String),
+}
+
+impl Sum {
+    fn name(&self) -> &'static str {
+        match self {
+            Sum::Md5(_) => "MD5",
+            Sum::Sha256(_) => "SHA-256",
+        }
+    }
+
+    fn hex(&self) -> &str {
+        match self {
+            Sum::Md5(h) | Sum::Sha256(h) => h,
+        }
+    }
+
+    fn hasher(&self) -> Hasher {
+        match self {
+            Sum::Md5(_) => Hasher::Md5(Md5::new()),
+            Sum::Sha256(_) => Hasher::Sha256(Sha256::new()),
+        }
+    }
+
+    /// Whether the file at `path` has this checksum.
+    fn matches(&self, path: &Path) -> bool {
+        file_sum(path, self).ok().as_deref() == Some(self.hex())
+    }
+}
+
+enum Hasher {
+    Md5(Md5),
+    Sha256(Sha256),
+}
+
+impl Hasher {
+    fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::Md5(h) => h.update(bytes),
+            Hasher::Sha256(h) => h.update(bytes),
+        }
+    }
+
+    fn finish(self) -> String {
+        match self {
+            Hasher::Md5(h) => hex(&h.finalize()),
+            Hasher::Sha256(h) => hex(&h.finalize()),
+        }
+    }
+}
+
+/// One file to download: where from, its checksum, its name on disk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Download {
+    pub url: String,
+    pub sum: Sum,
+    pub file: String,
+    /// The most bytes the file may have: a larger answer is refused, and a
+    /// body that goes past it is cut off (a wrong URL, or a hostile server,
+    /// cannot fill the disk).
+    pub max_bytes: u64,
+}
+
+/// How long a download may wait: to connect, for the response's headers,
+/// and for each read of its body (a stalled server fails, a slow one that
+/// keeps sending does not).
+#[derive(Debug, Clone, Copy)]
+pub struct Patience {
+    pub connect: std::time::Duration,
+    pub response: std::time::Duration,
+    pub per_read: std::time::Duration,
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        let s = std::time::Duration::from_secs;
+        Self {
+            connect: s(30),
+            response: s(60),
+            per_read: s(60),
+        }
+    }
+}
+
+const CIFAR_URL: &str = "https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz";
+const CIFAR_MD5: &str = "c32a1d4ab5d03f1284b67883e8d87530";
+const CIFAR_MEMBERS: [&str; 6] = [
+    "data_batch_1.bin",
+    "data_batch_2.bin",
+    "data_batch_3.bin",
+    "data_batch_4.bin",
+    "data_batch_5.bin",
+    "test_batch.bin",
+];
+/// One record: a label byte and 3x32x32 pixels.
+const CIFAR_RECORD: usize = 1 + 3 * 32 * 32;
+/// 10000 records.
+const CIFAR_BATCH_BYTES: u64 = 10_000 * CIFAR_RECORD as u64;
+const FASHION_URL: &str = "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/";
+const FASHION_FILES: [(&str, &str); 4] = [
+    (
+        "train-images-idx3-ubyte.gz",
+        "8d4fb7e6c68d591d4c3dfef9ec88bf0d",
+    ),
+    (
+        "train-labels-idx1-ubyte.gz",
+        "25c81989df183df01b3e8a0aad5dffbe",
+    ),
+    (
+        "t10k-images-idx3-ubyte.gz",
+        "bef4ecab320f06d8554ea6380940ec79",
+    ),
+    (
+        "t10k-labels-idx1-ubyte.gz",
+        "bb300cfdad3c16e7a12a480ee83cd310",
+    ),
+];
+
+/// LIBSVM's binary data sets.
+const LIBSVM_URL: &str = "https://www.csie.ntu.edu.tw/~cjlin/libsvmtools/datasets/binary/";
+/// epsilon's two files and their SHA-256 (LIBSVM publishes none; these two
+/// are the ones two independent benchmark suites pin, and agree on).
+const EPSILON_FILES: [(&str, &str, u64); 2] = [
+    (
+        EPSILON_TRAIN_FILE,
+        "aff916d4f97f18d286558ca088d2a9f7e1fcee9376539a5aa6ef5b7ef9dfa978",
+        6_000_000_000,
+    ),
+    (
+        "epsilon_normalized.t.bz2",
+        "cb299295ad11e200696eaa3050f5d8cf700eaa9c65e6aa859bda959f8669458b",
+        1_500_000_000,
+    ),
+];
+
+/// A mirror or a file named on the command line.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Source<'a> {
+    pub url: Option<&'a str>,
+    pub md5: Option<&'a str>,
+    pub sha256: Option<&'a str>,
+}
+
+/// Fetches `dataset` into `dir`; returns what a manifest names: the
+/// directory the trainer reads, or the LIBSVM file the simulator reads.
+pub fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    match dataset {
+        Dataset::Cifar10 => {
+            let out = dir.join("cifar-10-batches-bin");
+            if verify_cifar(&out).is_ok() {
+                eprintln!("CIFAR-10 is already in {} (sizes verified)", out.display());
+                return Ok(out);
+            }
+            let d = Download {
+                url: source.url.unwrap_or(CIFAR_URL).to_string(),
+                sum: Sum::Md5(source.md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase()),
+                file: "cifar-10-binary.tar.gz".into(),
+                // the archive is 170,498,071 bytes
+                max_bytes: 200_000_000,
+            };
+            let archive = dir.join(&d.file);
+            if !d.sum.matches(&archive) {
+                download(&d, &archive, Patience::default())?;
+            }
+            extract_cifar(&archive, &out)?;
+            verify_cifar(&out)?;
+            Ok(out)
+        }
+        Dataset::FashionMnist => {
+            let base = directory_url(source.url.unwrap_or(FASHION_URL));
+            for (file, sum) in FASHION_FILES {
+                let d = Download {
+                    url: format!("{base}{file}"),
+                    sum: Sum::Md5(sum.to_string()),
+                    file: file.to_string(),
+                    // the largest file is 26,421,880 bytes
+                    max_bytes: 32 << 20,
+                };
+                fetch_file(&d, &dir.join(file))?;
+            }
+            Ok(dir.to_path_buf())
+        }
+        Dataset::Epsilon => {
+            let base = directory_url(source.url.unwrap_or(LIBSVM_URL));
+            for (file, sum, max_bytes) in EPSILON_FILES {
+                let d = Download {
+                    url: format!("{base}{file}"),
+                    sum: Sum::Sha256(sum.to_string()),
+                    file: file.to_string(),
+                    max_bytes,
+                };
+                fetch_file(&d, &dir.join(file))?;
+            }
+            Ok(dir.join(EPSILON_FILES[0].0))
+        }
+        Dataset::EpsilonLike => {
+            let path = dir.join(EPSILON_LIKE_FILE);
+            generate_epsilon_like(&path, &EPSILON_LIKE)?;
+            Ok(path)
+        }
+        Dataset::Cifar10Like => {
+            if verify_cifar(dir).is_ok() {
+                eprintln!(
+                    "generated CIFAR-10 is already in {} (sizes verified)",
+                    dir.display()
+                );
+            } else {
+                generate_cifar10_like(dir, CIFAR10_LIKE_SEED)?;
+            }
+            Ok(dir.to_path_buf())
+        }
+        Dataset::Libsvm => {
+            let (Some(url), Some(sha256)) = (source.url, source.sha256) else {
+                bail!(
+                    "`repro data fetch libsvm` fetches any LIBSVM file: give its --url and its --sha256 \
+                     (e.g. --url {LIBSVM_URL}rcv1_train.binary.bz2 --sha256 <64 hex digits>)"
+                );
+            };
+            let sha256 = sha256.to_ascii_lowercase();
+            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+                bail!("--sha256 `{sha256}` is not 64 hex digits");
+            }
+            let file = url
+                .rsplit('/')
+                .next()
+                .filter(|f| !f.is_empty() && !f.starts_with('.'))
+                .with_context(|| format!("{url} names no file"))?;
+            let d = Download {
+                url: url.to_string(),
+                sum: Sum::Sha256(sha256),
+                file: file.to_string(),
+                max_bytes: 20_000_000_000,
+            };
+            let path = dir.join(file);
+            fetch_file(&d, &path)?;
+            Ok(path)
+        }
+    }
+}
+
+fn directory_url(base: &str) -> String {
+    if base.ends_with('/') {
+        base.to_string()
+    } else {
+        format!("{base}/")
+    }
+}
+
+/// Downloads `d` to `path` unless a file with its checksum is there.
+fn fetch_file(d: &Download, path: &Path) -> Result<()> {
+    if d.sum.matches(path) {
+        eprintln!(
+            "{} is already there ({} verified)",
+            path.display(),
+            d.sum.name()
+        );
+        return Ok(());
+    }
+    download(d, path, Patience::default())
+}
+
+/// Writes every generated data set that `runs` read and that is missing
+/// (`dry_run`: says which it would write).
+pub fn prepare<'a>(
+    runs: impl IntoIterator<Item = &'a crate::spec::plan::PlannedRun>,
+    dry_run: bool,
+) -> Result<()> {
+    let mut done = std::collections::BTreeSet::new();
+    for r in runs {
+        let crate::spec::plan::Params::Sim(p) = &r.params else {
+            continue;
+        };
+        let Some(path) = p.data.as_deref().map(Path::new) else {
+            continue;
+        };
+        if path.is_file() || !done.insert(path.to_path_buf()) {
+            continue;
+        }
+        match known(path) {
+            Some(Known::Generated(g)) if dry_run => println!(
+                "would write {} first: {} generated samples x {} features",
+                path.display(),
+                g.samples,
+                g.dim
+            ),
+            Some(Known::Generated(g)) => generate_epsilon_like(path, &g)?,
+            Some(Known::Fetched(d)) => {
+                let name = d.to_possible_value().map(|v| v.get_name().to_string());
+                let message = format!(
+                    "{} is missing: run `repro data fetch {}` first",
+                    path.display(),
+                    name.unwrap_or_default()
+                );
+                if dry_run {
+                    println!("{message}");
+                } else {
+                    bail!("{message}");
+                }
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// A run's data set and a checksum of the data it reads: the `dataset`
+/// and `data_checksum` columns. Files are checksummed (xxh3-128 of every
+/// regular file's name and bytes, in name order; each path once per
+/// process); data generated from the run's parameters is `generated`, and
+/// data that is not there yet is `missing`.
+pub fn identity(params: &crate::spec::plan::Params) -> (String, String) {
+    use crate::spec::plan::Params;
+    let (dataset, path) = match params {
+        Params::Train(c) => {
+            let dir = match (c.dataset.as_str(), &c.data_dir) {
+                (_, Some(d)) => Some(PathBuf::from(d)),
+                ("fashion-mnist", None) => Some(PathBuf::from(repro_runlog::FASHION_MNIST_DIR)),
+                _ => None,
+            };
+            (c.dataset.clone(), dir.filter(|_| c.dataset != "synthetic"))
+        }
+        Params::Sim(p) => match &p.data {
+            Some(d) => (format!("{} on {d}", p.objective), Some(PathBuf::from(d))),
+            None => (p.objective.clone(), None),
+        },
+    };
+    let checksum = match path {
+        None => "generated".to_string(),
+        Some(p) => checksum(&p),
+    };
+    (dataset, checksum)
+}
+
+/// [`identity`]'s checksum of a file or a directory's files, cached.
+fn checksum(path: &Path) -> String {
+    static SEEN: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>> =
+        std::sync::Mutex::new(std::collections::BTreeMap::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(c) = seen.get(path) {
+        return c.clone();
+    }
+    let mut files: Vec<PathBuf> = if path.is_dir() {
+        std::fs::read_dir(path)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    } else {
+        vec![path.to_path_buf()]
+    };
+    files.retain(|f| f.metadata().is_ok_and(|m| m.is_file()));
+    files.sort();
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    let mut any = false;
+    for f in &files {
+        let Ok(mut file) = std::fs::File::open(f) else {
+            continue;
+        };
+        h.update(f.file_name().map_or(&b""[..], |n| n.as_encoded_bytes()));
+        let mut buf = vec![0u8; 1 << 20];
+        while let Ok(n) = file.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            h.update(&buf[..n]);
+        }
+        any = true;
+    }
+    let c = if any {
+        format!("xxh3:{:032x}", h.digest128())
+    } else {
+        "missing".to_string()
+    };
+    seen.insert(path.to_path_buf(), c.clone());
+    c
+}
+
+/// Writes `g`'s samples (Gaussian, then scaled to unit norm, as epsilon's
+/// are) to `path` as gzipped LIBSVM text, through a temporary file, and
+/// reads it back to check the shape. Kept when it is there and whole.
+pub fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
+    let shape_ok = |p: &Path| -> Result<()> {
+        let f = std::fs::File::open(p)?;
+        let ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+            flate2::read::MultiGzDecoder::new(f),
+        ))?;
+        if ds.len() != g.samples || ds.dim() != g.dim {
+            bail!(
+                "{} has {} samples of {} features, expected {} of {}",
+                p.display(),
+                ds.len(),
+                ds.dim(),
+                g.samples,
+                g.dim
+            );
+        }
+        Ok(())
+    };
+    if path.is_file() && shape_ok(path).is_ok() {
+        eprintln!("{} is already there (shape verified)", path.display());
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("could not create {}", parent.display()))?;
+    }
+    eprintln!(
+        "writing {}: {} samples x {} features (generated; about {} MB)",
+        path.display(),
+        g.samples,
+        g.dim,
+        g.samples * g.dim * 11 / 1_000_000
+    );
+    let mut ds = repro_algos::data::Dataset::generate(g.samples, g.dim, g.noise, true, g.seed);
+    ds.normalize_rows();
+    let part = path.with_extension("part");
+    let result = (|| -> Result<()> {
+        let f = std::fs::File::create(&part)
+            .with_context(|| format!("could not create {}", part.display()))?;
+        let mut gz =
+            flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+        ds.write_libsvm(&mut gz)
+            .with_context(|| format!("could not write {}", part.display()))?;
+        gz.finish()?.flush()?;
+        shape_ok(&part)?;
+        std::fs::rename(&part, path).with_context(|| format!("could not write {}", path.display()))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&part);
+    }
+    result
+}
+
+fn file_sum(path: &Path, sum: &Sum) -> Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sum.hasher();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finish())
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Removes a file when dropped, unless [`RemoveOnDrop::keep`] was called.
+struct RemoveOnDrop<'p>(&'p Path);
+
+impl RemoveOnDrop<'_> {
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for RemoveOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.0);
+    }
+}
+
+/// Downloads `d.url` to `dest` through `dest.part`, with a progress bar,
+/// and checks its MD5 before renaming it into place.
+pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
+    let part = dest.with_extension("part");
+    let fail = || format!("could not download {} (is this machine online?)", d.url);
+    let agent = ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .timeout_connect(Some(patience.connect))
+            .timeout_recv_response(Some(patience.response))
+            .timeout_per_read(Some(patience.per_read))
+            .build(),
+    );
+    let mut response = agent.get(&d.url).call().with_context(fail)?;
+    let total = response
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if let Some(n) = total.filter(|&n| n > d.max_bytes) {
+        bail!(
+            "{} is {n} bytes, more than the {} this file can be: refused (wrong URL?)",
+            d.url,
+            d.max_bytes
+        );
+    }
+    let mut bar = crate::util::progress::bytes_bar(&format!("downloading {}", d.file), total);
+    let mut reader = response.body_mut().as_reader();
+    // a fresh file, never through what is there: a planted symlink is
+    // removed (not followed), and create_new refuses to follow one
+    match std::fs::symlink_metadata(&part) {
+        Ok(m) if m.is_dir() => bail!("{} is a directory; remove it", part.display()),
+        Ok(_) => std::fs::remove_file(&part)
+            .with_context(|| format!("could not remove the old {}", part.display()))?,
+        Err(_) => {}
+    }
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&part)
+        .with_context(|| format!("could not create {}", part.display()))?;
+    // whatever stops the download (a full disk included) removes the part
+    let removed = RemoveOnDrop(&part);
+    let mut out = std::io::BufWriter::new(file);
+    let mut h = d.sum.hasher();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut received = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(e).with_context(fail);
+            }
+        };
+        if n == 0 {
+            break;
+        }
+        received += n as u64;
+        if received > d.max_bytes {
+            drop(out);
+            let _ = std::fs::remove_file(&part);
+            bail!(
+                "{} sent more than the {} bytes this file can be: stopped and removed (wrong URL?)",
+                d.url,
+                d.max_bytes
+            );
+        }
+        h.update(&buf[..n]);
+        out.write_all(&buf[..n])
+            .with_context(|| format!("could not write {}", part.display()))?;
+        bar.inc(n as u64);
+    }
+    out.flush()
+        .with_context(|| format!("could not write {}", part.display()))?;
+    drop(out);
+    bar.finish();
+    let got = h.finish();
+    if got != d.sum.hex() {
+        let _ = std::fs::remove_file(&part);
+        bail!(
+            "{} is corrupt: {} {got}, expected {} (removed; run the command again, or pass \
+             --{} for a mirror that repacked the file)",
+            d.url,
+            d.sum.name(),
+            d.sum.hex(),
+            match d.sum {
+                Sum::Md5(_) => "md5",
+                Sum::Sha256(_) => "sha256",
+            }
+        );
+    }
+    std::fs::rename(&part, dest).with_context(|| format!("could not write {}", dest.display()))?;
+    removed.keep();
+    Ok(())
+}
+
+/// Unpacks the six batches (and nothing else: no other member, no path
+/// outside `out`) from the archive.
+fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
+    std::fs::create_dir_all(out).with_context(|| format!("could not create {}", out.display()))?;
+    let f = std::fs::File::open(archive)
+        .with_context(|| format!("could not open {}", archive.display()))?;
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(f));
+    let mut found = 0;
+    let bad = || format!("{} is not the CIFAR-10 binary archive", archive.display());
+    for entry in tar.entries().with_context(bad)? {
+        let mut entry = entry.with_context(bad)?;
+        let path = entry.path().with_context(bad)?.into_owned();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !entry.header().entry_type().is_file() || !CIFAR_MEMBERS.contains(&name) {
+            continue;
+        }
+        // a member of another size is not a batch: refused before a byte
+        // is written (and never more than a batch is copied)
+        let size = entry.header().size().with_context(bad)?;
+        if size != CIFAR_BATCH_BYTES {
+            bail!(
+                "{}: member {name} has {size} bytes, expected {CIFAR_BATCH_BYTES}",
+                bad()
+            );
+        }
+        let dest = out.join(name);
+        let tmp = dest.with_extension("part");
+        let mut w = std::fs::File::create(&tmp)
+            .with_context(|| format!("could not create {}", tmp.display()))?;
+        let copied = std::io::copy(&mut (&mut entry).take(CIFAR_BATCH_BYTES), &mut w);
+        if copied.as_ref().ok() != Some(&CIFAR_BATCH_BYTES) {
+            let _ = std::fs::remove_file(&tmp);
+            copied.with_context(bad)?;
+            bail!("{}: member {name} is truncated", bad());
+        }
+        std::fs::rename(&tmp, &dest)
+            .with_context(|| format!("could not write {}", dest.display()))?;
+        found += 1;
+    }
+    if found < CIFAR_MEMBERS.len() {
+        bail!(
+            "{}: only {found} of the {} batches (data_batch_1..5.bin, test_batch.bin)",
+            bad(),
+            CIFAR_MEMBERS.len()
+        );
+    }
+    Ok(())
+}
+
+/// The six batches are there with their exact sizes.
+/// The seed of `repro data fetch cifar10-like`.
+pub const CIFAR10_LIKE_SEED: u64 = 2020;
+
+/// Writes CIFAR-10's six binary batches into `dir`, generated from `seed`:
+/// each record a label drawn uniformly from 0-9 (batch `b` from stream
+/// `b + 1`) and pixels its class's fixed random pattern plus uniform noise
+/// in [-32, 31] (clamped to a byte), so a model can learn something. Each
+/// batch goes to a temporary file renamed into place.
+pub fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
+    use repro_algos::rng::Rng;
+    const PIXELS: usize = CIFAR_RECORD - 1;
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let mut rng = Rng::new(seed, 0xc1fa);
+    let patterns: Vec<Vec<u8>> = (0..10)
+        .map(|_| (0..PIXELS).map(|_| (rng.next_u64() >> 56) as u8).collect())
+        .collect();
+    eprintln!(
+        "writing generated CIFAR-10 batches to {} (6 x 10,000 records, 184 MB)",
+        dir.display()
+    );
+    for (b, member) in CIFAR_MEMBERS.iter().enumerate() {
+        let mut rng = Rng::new(seed, b as u64 + 1);
+        let mut bytes = Vec::with_capacity(CIFAR_BATCH_BYTES as usize);
+        for _ in 0..10_000 {
+            let label = (rng.next_u64() % 10) as usize;
+            bytes.push(label as u8);
+            let pattern = &patterns[label];
+            for chunk in pattern.chunks(8) {
+                let noise = rng.next_u64().to_le_bytes();
+                for (&p, &n) in chunk.iter().zip(&noise) {
+                    // n / 4 - 32: uniform in [-32, 31]
+                    let v = i16::from(p) + i16::from(n / 4) - 32;
+                    bytes.push(v.clamp(0, 255) as u8);
+                }
+            }
+        }
+        crate::util::atomic::write(&dir.join(member), &bytes)?;
+    }
+    verify_cifar(dir)
+}
+
+fn verify_cifar(dir: &Path) -> Result<()> {
+    for m in CIFAR_MEMBERS {
+        let p = dir.join(m);
+        let len = std::fs::metadata(&p)
+            .with_context(|| format!("{} is missing", p.display()))?
+            .len();
+        if len != CIFAR_BATCH_BYTES {
+            bail!(
+                "{} has {len} bytes, expected {CIFAR_BATCH_BYTES} (10000 records of {CIFAR_RECORD} bytes)",
+                p.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::BufRead;
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// The generated batches have CIFAR-10's layout (the official sizes,
+    /// labels 0-9 with every class present), and a class's images share
+    /// its pattern. `rehearsal::paper_scales_rehearse_on_generated_cifar10` trains
+    /// on them through the trainer's reader.
+    #[test]
+    fn generated_cifar10_has_the_official_layout() {
+        let dir = std::env::temp_dir().join(format!("repro-cifar10-like-{}", std::process::id()));
+        let path = fetch(Dataset::Cifar10Like, &dir, Source::default()).unwrap();
+        assert_eq!(path, dir);
+        let mut seen = [0usize; 10];
+        for m in CIFAR_MEMBERS {
+            let bytes = std::fs::read(dir.join(m)).unwrap();
+            assert_eq!(bytes.len() as u64, CIFAR_BATCH_BYTES, "{m}");
+            for record in bytes.chunks(CIFAR_RECORD) {
+                seen[usize::from(record[0])] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&c| c > 5_000), "{seen:?}");
+        let batch = std::fs::read(dir.join("test_batch.bin")).unwrap();
+        let record = |i: usize| &batch[i * CIFAR_RECORD..(i + 1) * CIFAR_RECORD];
+        let distance = |a: &[u8], b: &[u8]| -> u64 {
+            a[1..]
+                .iter()
+                .zip(&b[1..])
+                .map(|(&x, &y)| u64::from(x.abs_diff(y)))
+                .sum()
+        };
+        let nth = |label: u8, skip: usize| {
+            (0..10_000)
+                .filter(|&i| record(i)[0] == label)
+                .nth(skip)
+                .unwrap()
+        };
+        let (a, b, c) = (nth(3, 0), nth(3, 1), nth(4, 0));
+        assert!(distance(record(a), record(b)) < distance(record(a), record(c)));
+        // kept when it is there and whole
+        let again = fetch(Dataset::Cifar10Like, &dir, Source::default()).unwrap();
+        assert_eq!(again, dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Serves `body` over HTTP on loopback for each of `requests` requests.
+    fn serve(body: Vec<u8>, requests: usize) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().take(requests) {
+                let mut stream = stream.unwrap();
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap() > 2 {
+                    line.clear();
+                }
+                write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                )
+                .unwrap();
+                stream.write_all(&body).unwrap();
+            }
+        });
+        format!("http://{addr}/cifar-10-binary.tar.gz")
+    }
+
+    /// A small archive shaped like the real one, with batches of the right
+    /// size (zeros compress to almost nothing) and a stray member.
+    fn archive() -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let batch = vec![0u8; CIFAR_BATCH_BYTES as usize];
+        for m in CIFAR_MEMBERS {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(batch.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            tar.append_data(&mut h, format!("cifar-10-batches-bin/{m}"), &batch[..])
+                .unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_size(3);
+        h.set_cksum();
+        tar.append_data(&mut h, "cifar-10-batches-bin/readme.html", &b"hi\n"[..])
+            .unwrap();
+        tar.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn mirror<'a>(url: &'a str, md5: Option<&'a str>) -> Source<'a> {
+        Source {
+            url: Some(url),
+            md5,
+            sha256: None,
+        }
+    }
+
+    fn tmp(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("repro-data-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn cifar_downloads_verifies_and_unpacks_only_the_batches() {
+        let body = archive();
+        let sum = hex(&Md5::digest(&body));
+        let url = serve(body, 1);
+        let dir = tmp("ok");
+        let out = fetch(Dataset::Cifar10, &dir, mirror(&url, Some(&sum))).unwrap();
+        assert_eq!(out, dir.join("cifar-10-batches-bin"));
+        verify_cifar(&out).unwrap();
+        assert!(!out.join("readme.html").exists());
+        assert!(dir.join("cifar-10-binary.tar.gz").exists());
+        // a second fetch finds it there and downloads nothing (the server is gone)
+        fetch(Dataset::Cifar10, &dir, mirror(&url, Some(&sum))).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_corrupt_download_is_an_error_and_leaves_nothing_behind() {
+        let url = serve(b"not an archive".to_vec(), 1);
+        let dir = tmp("bad");
+        let err = fetch(Dataset::Cifar10, &dir, mirror(&url, None))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("corrupt") && err.contains(CIFAR_MD5), "{err}");
+        assert!(!dir.join("cifar-10-binary.tar.gz").exists());
+        assert!(!dir.join("cifar-10-binary.tar.part").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unreachable_source_names_the_url() {
+        let dir = tmp("offline");
+        // a port nothing listens on
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}/x.tar.gz");
+        let err = format!(
+            "{:#}",
+            fetch(Dataset::Cifar10, &dir, mirror(&url, None)).unwrap_err()
+        );
+        assert!(err.contains(&url) && err.contains("online"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A server that answers with `head` (status line and headers), sends
+    /// `body`, then keeps the connection open without a word.
+    fn serve_raw(head: String, body: Vec<u8>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).unwrap() > 2 {
+                line.clear();
+            }
+            stream.write_all(head.as_bytes()).unwrap();
+            let _ = stream.write_all(&body);
+            std::thread::sleep(std::time::Duration::from_secs(20));
+        });
+        format!("http://{addr}/f")
+    }
+
+    fn small(url: String, max_bytes: u64) -> Download {
+        Download {
+            url,
+            sum: Sum::Md5("0".repeat(32)),
+            file: "f".into(),
+            max_bytes,
+        }
+    }
+
+    const QUICK: Patience = Patience {
+        connect: std::time::Duration::from_secs(5),
+        response: std::time::Duration::from_secs(1),
+        per_read: std::time::Duration::from_secs(1),
+    };
+
+    #[test]
+    fn a_stalled_or_oversized_download_is_stopped_and_removed() {
+        let dir = tmp("limits");
+        std::fs::create_dir_all(&dir).unwrap();
+        let dest = dir.join("f.bin");
+        let part = dest.with_extension("part");
+        // announced too large: refused before a byte is read
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n".into(),
+            Vec::new(),
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("5000 bytes, more than the 4096"), "{err}");
+        // no length, more than the cap: cut off
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".into(),
+            vec![7u8; 10_000],
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("more than the 4096 bytes"), "{err}");
+        assert!(!part.exists() && !dest.exists());
+        // headers, a little body, then silence: the read times out
+        let url = serve_raw(
+            "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".into(),
+            vec![1u8; 10],
+        );
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("timeout: per read"), "{err}");
+        assert!(!part.exists() && !dest.exists());
+        // no answer at all: the response times out
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/f", listener.local_addr().unwrap());
+        let err = format!(
+            "{:#}",
+            download(&small(url, 4096), &dest, QUICK).unwrap_err()
+        );
+        assert!(err.contains("timeout: receive response"), "{err}");
+        drop(listener);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_archive_member_of_the_wrong_size_is_refused_unwritten() {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut tar = tar::Builder::new(gz);
+        let big = vec![0u8; CIFAR_BATCH_BYTES as usize + 1];
+        let mut h = tar::Header::new_gnu();
+        h.set_size(big.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        tar.append_data(&mut h, "cifar-10-batches-bin/data_batch_1.bin", &big[..])
+            .unwrap();
+        let bytes = tar.into_inner().unwrap().finish().unwrap();
+        let dir = tmp("bomb");
+        std::fs::create_dir_all(&dir).unwrap();
+        let archive = dir.join("a.tar.gz");
+        std::fs::write(&archive, bytes).unwrap();
+        let out = dir.join("out");
+        let err = format!("{:#}", extract_cifar(&archive, &out).unwrap_err());
+        assert!(err.contains("data_batch_1.bin has 30730001 bytes"), "{err}");
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A LIBSVM file by URL and SHA-256: fetched, kept compressed, read by
+    /// the simulator's reader; a wrong checksum leaves nothing; epsilon's
+    /// pinned checksums refuse a mirror that serves something else.
+    #[test]
+    fn libsvm_files_are_fetched_by_sha256() {
+        let text = "+1 1:0.5 2:-1\n-1 2:0.25\n";
+        let mut bz = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
+        bz.write_all(text.as_bytes()).unwrap();
+        let body = bz.finish().unwrap();
+        let sum = hex(&Sha256::digest(&body));
+        let url = serve(body.clone(), 1).replace("cifar-10-binary.tar.gz", "tiny.bz2");
+        let dir = tmp("libsvm");
+        let source = Source {
+            url: Some(&url),
+            md5: None,
+            sha256: Some(&sum),
+        };
+        let path = fetch(Dataset::Libsvm, &dir, source).unwrap();
+        assert_eq!(path, dir.join("tiny.bz2"));
+        let ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+            bzip2::read::MultiBzDecoder::new(std::fs::File::open(&path).unwrap()),
+        ))
+        .unwrap();
+        assert_eq!((ds.len(), ds.dim()), (2, 2));
+        // there and verified: no second download (the server is gone)
+        fetch(Dataset::Libsvm, &dir, source).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        let url = serve(body, 1).replace("cifar-10-binary.tar.gz", "tiny.bz2");
+        let wrong = "ab".repeat(32);
+        let err = format!(
+            "{:#}",
+            fetch(
+                Dataset::Libsvm,
+                &dir,
+                Source {
+                    sha256: Some(&wrong),
+                    url: Some(&url),
+                    ..source
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("corrupt: SHA-256") && err.contains(&sum),
+            "{err}"
+        );
+        assert!(!dir.join("tiny.bz2").exists() && !dir.join("tiny.part").exists());
+        let err = fetch(Dataset::Libsvm, &dir, Source::default()).unwrap_err();
+        assert!(err.to_string().contains("--url and its --sha256"), "{err}");
+
+        let url = serve(b"not epsilon".to_vec(), 1);
+        let base = url.trim_end_matches("cifar-10-binary.tar.gz");
+        let err = format!(
+            "{:#}",
+            fetch(
+                Dataset::Epsilon,
+                &dir,
+                Source {
+                    url: Some(base),
+                    ..Source::default()
+                }
+            )
+            .unwrap_err()
+        );
+        assert!(
+            err.contains("epsilon_normalized.bz2 is corrupt") && err.contains(EPSILON_FILES[0].1),
+            "{err}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The generated stand-in: written once as gzipped LIBSVM text of the
+    /// asked shape (unit rows, two labels), kept when whole, rewritten when
+    /// not.
+    #[test]
+    fn a_generated_set_is_written_once_and_checked() {
+        let dir = tmp("generated");
+        let path = dir.join("g.libsvm.gz");
+        let g = Generated {
+            samples: 30,
+            dim: 12,
+            noise: 0.5,
+            seed: 1,
+        };
+        generate_epsilon_like(&path, &g).unwrap();
+        let read = || {
+            let mut ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
+                flate2::read::MultiGzDecoder::new(std::fs::File::open(&path).unwrap()),
+            ))
+            .unwrap();
+            let labels = ds.binary_labels().unwrap();
+            (ds, labels)
+        };
+        let (ds, labels) = read();
+        assert_eq!((ds.len(), ds.dim(), labels), (30, 12, (-1.0, 1.0)));
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        generate_epsilon_like(&path, &g).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            modified
+        );
+        // a truncated file is written again
+        std::fs::write(&path, b"").unwrap();
+        generate_epsilon_like(&path, &g).unwrap();
+        assert_eq!(read().0, ds);
+        assert!(matches!(
+            known(Path::new("data/epsilon-like/epsilon_like.libsvm.gz")),
+            Some(Known::Generated(EPSILON_LIKE))
+        ));
+        assert_eq!(
+            known(Path::new("data/epsilon/epsilon_normalized.bz2")),
+            Some(Known::Fetched(Dataset::Epsilon))
+        );
+        assert!(known(Path::new("elsewhere/epsilon_like.libsvm.gz")).is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_truncated_batch_fails_verification() {
+        let dir = tmp("short");
+        std::fs::create_dir_all(&dir).unwrap();
+        for m in CIFAR_MEMBERS {
+            std::fs::write(dir.join(m), b"x").unwrap();
+        }
+        let err = verify_cifar(&dir).unwrap_err().to_string();
+        assert!(err.contains("expected 30730000"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,7 @@
+//! Running a plan: the simulator and MPI backends, the shaped network, and
+//! the data a run reads.
+
+pub(crate) mod data;
+pub(crate) mod net;
+pub(crate) mod sim;
+pub(crate) mod train;

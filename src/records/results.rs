@@ -1,0 +1,717 @@
+//! The run records of an experiment: one per run, typed, written to and
+//! read back from `runs.csv`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+
+use crate::launch::sim::Summary;
+use crate::spec::condition::Condition;
+
+/// One run's record: its id, its grid point and its typed metrics (a row
+/// of runs.csv). Built from the run's Summary, which is read from its logs
+/// ([`RunRecord::of`]), or from a committed runs.csv.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub point: BTreeMap<String, String>,
+    /// The measured columns a run has ([`METRICS`]); a failed run has only
+    /// its status.
+    pub metrics: BTreeMap<String, Cell>,
+}
+
+/// How runs.csv writes a metric column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Text,
+    Count,
+    /// A number in scientific notation, every digit kept.
+    Sci,
+    /// A number with this many decimals.
+    Fixed(usize),
+}
+
+/// The kind of metric column `metric`: the one place it is defined.
+pub fn kind(metric: &str) -> Kind {
+    match metric {
+        "status" | "shaping" | "bytes_check" | "error" => Kind::Text,
+        m if PROVENANCE.contains(&m) || IDENTITY.contains(&m) => Kind::Text,
+        "bytes" | "hash_failures" | "hash_verified" => Kind::Count,
+        "wall_s" => Kind::Fixed(3),
+        "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
+        _ => Kind::Sci,
+    }
+}
+
+/// One metric of one run, typed by its column.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Count(u64),
+    /// `None`: not measured, or not a number.
+    Number(Option<f64>),
+}
+
+impl Cell {
+    /// The value as a number, if it is one.
+    pub fn number(&self) -> Option<f64> {
+        match self {
+            Cell::Number(v) => *v,
+            Cell::Count(n) => Some(*n as f64),
+            Cell::Text(_) => None,
+        }
+    }
+
+    /// The text of a text cell ("" for others).
+    pub fn text(&self) -> &str {
+        match self {
+            Cell::Text(t) => t,
+            _ => "",
+        }
+    }
+
+    /// The cell as runs.csv writes it in column `metric` (a missing number
+    /// as `NaN`).
+    pub fn csv(&self, metric: &str) -> String {
+        match (self, kind(metric)) {
+            (Cell::Text(t), _) => t.clone(),
+            (Cell::Count(n), _) => n.to_string(),
+            (Cell::Number(None), _) => "NaN".into(),
+            (Cell::Number(Some(v)), Kind::Fixed(d)) => format!("{v:.d$}"),
+            (Cell::Number(Some(v)), _) => format!("{v:e}"),
+        }
+    }
+
+    /// A runs.csv cell of column `metric` read back: the one place text
+    /// becomes a cell. An empty cell is no cell.
+    pub fn parse(metric: &str, text: &str) -> Option<Cell> {
+        if text.is_empty() {
+            return None;
+        }
+        let number = || Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan()));
+        Some(match kind(metric) {
+            Kind::Text => Cell::Text(text.to_string()),
+            Kind::Count => text.parse().map_or_else(|_| number(), Cell::Count),
+            Kind::Sci | Kind::Fixed(_) => number(),
+        })
+    }
+}
+
+impl RunRecord {
+    /// The run's status (`completed`, `diverged`, `failed`, ...).
+    pub fn status(&self) -> &str {
+        self.metrics.get("status").map_or("", Cell::text)
+    }
+
+    /// The record of a run refused at plan time for the `memory_mb` it
+    /// would need.
+    pub fn refused(run: &crate::spec::plan::PlannedRun, memory_mb: f64) -> RunRecord {
+        let mut metrics = BTreeMap::from([
+            ("status".into(), Cell::Text(REFUSED.into())),
+            ("memory_mb".into(), Cell::Number(Some(memory_mb))),
+        ]);
+        metrics.extend(condition_cells(run.network.as_ref()));
+        RunRecord {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics,
+        }
+    }
+
+    /// Whether the run ended with a result (completed or diverged): not
+    /// failed, interrupted or refused.
+    pub fn finished(&self) -> bool {
+        !matches!(self.status(), "" | "failed" | NOT_RUN | REFUSED)
+    }
+
+    /// The record with what makes its identity (see [`IDENTITY`]): the
+    /// experiment and scale it was planned for, its data and parameters.
+    pub fn identified(
+        mut self,
+        experiment: &str,
+        scale: &str,
+        run: &crate::spec::plan::PlannedRun,
+    ) -> Self {
+        let (dataset, checksum) = crate::launch::data::identity(&run.params);
+        for (k, v) in [
+            ("experiment", experiment.to_string()),
+            ("scale", scale.to_string()),
+            ("data_source", dataset),
+            ("data_checksum", checksum),
+            ("params", crate::spec::plan::canonical_params(&run.params)),
+        ] {
+            self.metrics.insert(k.to_string(), Cell::Text(v));
+        }
+        self
+    }
+
+    /// The record of a run this invocation did not finish (interrupted).
+    pub fn not_run(run: &crate::spec::plan::PlannedRun) -> RunRecord {
+        RunRecord {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics: BTreeMap::from([("status".into(), Cell::Text(NOT_RUN.into()))]),
+        }
+    }
+
+    /// The row of planned run `run`: its summary's metrics as runs.csv
+    /// writes them, or `status: failed` without one. The one place a
+    /// summary's fields get their column names.
+    pub fn of(run: &crate::spec::plan::PlannedRun, summary: Result<&Summary, String>) -> RunRecord {
+        let mut metrics = BTreeMap::new();
+        match summary {
+            Err(error) => {
+                // one line, at most 2000 characters: a cell, not a log
+                let mut line: String = error
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                if let Some((cut, _)) = line.char_indices().nth(2000) {
+                    line.truncate(cut);
+                    line.push_str(" ...");
+                }
+                metrics.insert("status".into(), Cell::Text("failed".into()));
+                metrics.insert("error".into(), Cell::Text(line));
+            }
+            Ok(s) => {
+                for (k, v) in [
+                    ("status", Cell::Text(s.status.clone())),
+                    ("final_loss", Cell::Number(s.final_loss)),
+                    ("train_loss", Cell::Number(s.train_loss)),
+                    ("local_loss", Cell::Number(s.local_loss)),
+                    ("grad_norm_sq", Cell::Number(s.grad_norm_sq)),
+                    ("consensus", Cell::Number(s.consensus)),
+                    ("bytes", Cell::Count(s.bytes)),
+                    ("virtual_s", Cell::Number(s.virtual_s)),
+                    ("hash_failures", Cell::Count(s.hash_failures)),
+                    ("hash_verified", Cell::Count(s.hash_verified)),
+                    (
+                        "failed_recovery_rate",
+                        Cell::Number(s.failed_recovery_rate()),
+                    ),
+                    ("test_accuracy", Cell::Number(s.test_accuracy)),
+                    ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
+                    ("val_loss", Cell::Number(s.val_loss)),
+                    ("val_accuracy", Cell::Number(s.val_accuracy)),
+                    ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
+                    ("wrap_rate", Cell::Number(s.wrap_rate)),
+                    ("subopt", Cell::Number(s.subopt)),
+                    ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
+                    ("setup_s", Cell::Number(s.setup_s)),
+                    ("metrics_s", Cell::Number(s.metrics_s)),
+                    ("summary_s", Cell::Number(s.summary_s)),
+                    ("iteration_s", Cell::Number(s.iteration_s)),
+                    ("stream_s", Cell::Number(s.stream_s)),
+                    ("stream_ratio", Cell::Number(s.stream_ratio())),
+                    ("overhead", Cell::Number(s.overhead())),
+                    ("coordinates", Cell::Number(s.coordinates)),
+                    ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
+                    ("memory_mb", Cell::Number(s.memory_mb)),
+                    ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
+                    ("peak_over_memory", Cell::Number(s.peak_over_memory())),
+                    ("model_mb", Cell::Number(s.model_mb)),
+                    ("measured_extra_mb", Cell::Number(s.measured_extra_mb())),
+                    (
+                        "measured_extra_models",
+                        Cell::Number(s.in_models(s.measured_extra_mb())),
+                    ),
+                    ("state_models", Cell::Number(s.in_models(s.state_mb))),
+                    ("frames_models", Cell::Number(s.in_models(s.frames_mb))),
+                    (
+                        "optimizer_models",
+                        Cell::Number(s.in_models(s.optimizer_mb)),
+                    ),
+                    (
+                        "extra_memory_models",
+                        Cell::Number(s.in_models(s.extra_memory_mb)),
+                    ),
+                    ("epoch_time_s", Cell::Number(s.epoch_time_s)),
+                    ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
+                    (
+                        "time_over_bound",
+                        Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
+                    ),
+                    ("comm_fraction", Cell::Number(s.comm_fraction)),
+                    ("shaping", Cell::Text(s.shaping.clone())),
+                    (
+                        "counted_bytes_per_worker",
+                        Cell::Number(s.counted_bytes_per_worker),
+                    ),
+                    (
+                        "kernel_bytes_per_worker",
+                        Cell::Number(s.kernel_bytes_per_worker),
+                    ),
+                    ("kernel_over_counted", Cell::Number(s.kernel_over_counted())),
+                    (
+                        "bytes_check",
+                        Cell::Text(if s.kernel_over_counted().is_none() {
+                            String::new()
+                        } else if s.bytes_flagged() {
+                            "flagged".into()
+                        } else {
+                            "ok".into()
+                        }),
+                    ),
+                ]
+                .into_iter()
+                .chain(
+                    s.provenance
+                        .as_ref()
+                        .map(provenance_cells)
+                        .unwrap_or_default(),
+                ) {
+                    metrics.insert(k.to_string(), v);
+                }
+            }
+        }
+        metrics.extend(condition_cells(run.network.as_ref()));
+        RunRecord {
+            run_id: run.id.clone(),
+            point: run.point.clone(),
+            metrics,
+        }
+    }
+}
+
+/// The typed network condition of a run, as its `bandwidth_bps` and
+/// `latency_s` columns (none when unshaped; no bandwidth when unlimited).
+pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
+    let Some(c) = c else {
+        return Vec::new();
+    };
+    let mut cells = vec![("latency_s".to_string(), Cell::Number(Some(c.latency_s)))];
+    if let Some(b) = c.bandwidth_bps {
+        cells.push(("bandwidth_bps".to_string(), Cell::Number(Some(b))));
+    }
+    cells
+}
+
+/// The measured columns, in order, then the run's network condition.
+pub const METRICS: [&str; 50] = [
+    "status",
+    "final_loss",
+    "train_loss",
+    "local_loss",
+    "grad_norm_sq",
+    "consensus",
+    "bytes",
+    "virtual_s",
+    "hash_failures",
+    "hash_verified",
+    "failed_recovery_rate",
+    "test_accuracy",
+    "avg_test_accuracy",
+    "val_loss",
+    "val_accuracy",
+    "recovery_over_bound",
+    "wrap_rate",
+    "subopt",
+    "wall_s",
+    "setup_s",
+    "metrics_s",
+    "summary_s",
+    "iteration_s",
+    "stream_s",
+    "stream_ratio",
+    "overhead",
+    "coordinates",
+    "extra_memory_mb",
+    "memory_mb",
+    "peak_rss_mb",
+    "peak_over_memory",
+    "model_mb",
+    "measured_extra_mb",
+    "measured_extra_models",
+    "state_models",
+    "frames_models",
+    "optimizer_models",
+    "extra_memory_models",
+    "epoch_time_s",
+    "wire_bound_epoch_s",
+    "time_over_bound",
+    "comm_fraction",
+    "shaping",
+    "counted_bytes_per_worker",
+    "kernel_bytes_per_worker",
+    "kernel_over_counted",
+    "bytes_check",
+    "bandwidth_bps",
+    "latency_s",
+    "error",
+];
+
+/// Where each run came from, after [`METRICS`] in runs.csv: the run log's
+/// provenance (see `repro_runlog::Provenance`); `source` and
+/// `manifest_hash` decide whether a run is current (`repro status`).
+pub const PROVENANCE: [&str; 10] = [
+    "git_commit",
+    "git_dirty",
+    "source",
+    "rustc",
+    "version",
+    "host",
+    "libtorch",
+    "mpi",
+    "command",
+    "manifest_hash",
+];
+
+/// What a run is a run of, after [`PROVENANCE`] in runs.csv: the
+/// experiment and scale it was planned for, its data set and a checksum of
+/// the data files it read (`generated` for data made from its
+/// parameters), and its resolved parameters (canonical JSON without the
+/// defaults, the text its run id hashes). A results directory holds one
+/// experiment at one scale ([`check_identity`]).
+pub const IDENTITY: [&str; 5] = [
+    "experiment",
+    "scale",
+    "data_source",
+    "data_checksum",
+    "params",
+];
+
+/// Every column of a run record after its grid point: [`METRICS`], then
+/// [`PROVENANCE`], then [`IDENTITY`].
+pub fn columns() -> impl Iterator<Item = &'static str> {
+    METRICS.into_iter().chain(PROVENANCE).chain(IDENTITY)
+}
+
+/// Refuses to mix: the runs already recorded in a results directory
+/// (`previous`; `recorded_scale` from its provenance.json for rows written
+/// before runs had a `scale` column) must be runs of `experiment` at
+/// `scale`. Two scales never share a table.
+pub fn check_identity(
+    dir: &Path,
+    previous: &[RunRecord],
+    recorded_scale: Option<&str>,
+    experiment: &str,
+    scale: &str,
+) -> Result<()> {
+    let text = |r: &RunRecord, k: &str| r.metrics.get(k).map(|c| c.text().to_string());
+    for r in previous {
+        let theirs_scale = text(r, "scale").or_else(|| recorded_scale.map(str::to_string));
+        let theirs_experiment = text(r, "experiment");
+        let (what, theirs, ours) = match (&theirs_experiment, &theirs_scale) {
+            (Some(e), _) if e != experiment => ("experiment", e.clone(), experiment),
+            (_, Some(s)) if s != scale => ("scale", s.clone(), scale),
+            _ => continue,
+        };
+        bail!(
+            "{} holds runs of {what} `{theirs}` (run {}); this run is of {what} `{ours}`. \
+             A results directory holds one experiment at one scale, so their tables never mix: \
+             pass --out DIR with a new directory, or remove {}",
+            dir.display(),
+            r.run_id,
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The rows of `rows` that are runs of `plan` (same run id), in their
+/// recorded order: what a table, figure or claim of that plan reads.
+pub fn planned(rows: &[RunRecord], plan: &[crate::spec::plan::PlannedRun]) -> Vec<RunRecord> {
+    let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
+    rows.iter()
+        .filter(|r| ids.contains(r.run_id.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The provenance columns of a run whose log header says `p`.
+fn provenance_cells(p: &repro_runlog::Provenance) -> Vec<(&'static str, Cell)> {
+    let text = |s: &str| Cell::Text(s.to_string());
+    let or_none = |s: &Option<String>| text(s.as_deref().unwrap_or("none"));
+    vec![
+        ("git_commit", text(&p.git_commit)),
+        (
+            "git_dirty",
+            text(match p.git_dirty {
+                Some(true) => "true",
+                Some(false) => "false",
+                None => "unknown",
+            }),
+        ),
+        ("source", text(&p.source)),
+        ("rustc", text(&p.rustc)),
+        ("version", text(&p.version)),
+        ("host", text(&p.host)),
+        ("libtorch", or_none(&p.libtorch)),
+        ("mpi", or_none(&p.mpi)),
+        ("command", or_none(&p.command)),
+        ("manifest_hash", or_none(&p.manifest_hash)),
+    ]
+}
+
+/// Rows of fields as CSV text (quoted where a field needs it), through
+/// the `csv` crate: the one CSV writer of the driver.
+pub(crate) fn csv_text<R, F>(rows: impl IntoIterator<Item = R>) -> Result<String>
+where
+    R: IntoIterator<Item = F>,
+    F: AsRef<[u8]>,
+{
+    let mut w = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    for row in rows {
+        w.write_record(row)
+            .context("could not write a CSV record")?;
+    }
+    let bytes = w.into_inner().context("could not finish the CSV text")?;
+    String::from_utf8(bytes).context("CSV text is not UTF-8")
+}
+
+/// CSV text as rows of fields, through the `csv` crate: a quoted field
+/// may hold commas, quotes and newlines.
+pub(crate) fn csv_rows(text: &str) -> Result<Vec<Vec<String>>> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes())
+        .records()
+        .map(|r| {
+            r.map(|r| r.iter().map(str::to_string).collect())
+                .context("not valid CSV")
+        })
+        .collect()
+}
+
+/// The runs of an earlier invocation (`previous`, from its runs.csv)
+/// updated by this one's (`new`, planned as `plan`).
+///
+/// - An earlier run whose id is in the plan takes the plan's grid point,
+///   so a grid key added since keeps it (with the key's value).
+/// - A new run replaces the earlier one with its id (else at its grid
+///   point), unless it was not run (interrupted), or it failed where the
+///   earlier one had finished: a failure never replaces a result. Such
+///   failures are returned apart, for `attempts.csv`.
+/// - Earlier runs elsewhere stay, in their order; new ones follow. Nothing
+///   is dropped: rows without one of the grid keys leave it empty.
+pub fn merge(
+    previous: Vec<RunRecord>,
+    new: Vec<RunRecord>,
+    plan: &[crate::spec::plan::PlannedRun],
+) -> (Vec<RunRecord>, Vec<RunRecord>) {
+    let mut merged = previous;
+    for r in &mut merged {
+        if let Some(p) = plan.iter().find(|p| p.id == r.run_id) {
+            r.point = p.point.clone();
+        }
+    }
+    let mut failed_attempts = Vec::new();
+    for run in new {
+        let slot = match merged.iter().position(|r| r.run_id == run.run_id) {
+            Some(i) => Some(i),
+            None => merged.iter().position(|r| r.point == run.point),
+        };
+        match slot {
+            Some(_) if run.status() == NOT_RUN => {}
+            Some(i) if !run.finished() && merged[i].finished() => failed_attempts.push(run),
+            Some(i) => merged[i] = run,
+            None => merged.push(run),
+        }
+    }
+    (merged, failed_attempts)
+}
+
+/// Appends the failed `attempts` to `dir/attempts.csv` (run id, grid
+/// point, status, error, when): runs that failed while an earlier result
+/// of theirs stayed in runs.csv. Their logs are in raw/attempts/.
+pub fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> {
+    if attempts.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join("attempts.csv");
+    let mut rows = match std::fs::read_to_string(&path) {
+        Ok(text) => csv_rows(&text)?,
+        Err(_) => vec![
+            ["run_id", "point", "status", "error", "recorded_unix_s"]
+                .map(str::to_string)
+                .to_vec(),
+        ],
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    for a in attempts {
+        rows.push(vec![
+            a.run_id.clone(),
+            a.point
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            a.status().to_string(),
+            a.metrics.get("error").map_or("", Cell::text).to_string(),
+            now.to_string(),
+        ]);
+    }
+    crate::util::atomic::write(&path, csv_text(rows)?)
+}
+
+/// The status of a run an interrupted invocation did not reach.
+pub const NOT_RUN: &str = "not run (interrupted)";
+
+/// The status of a run refused at plan time: it would need more memory
+/// than the machine has (its `memory_mb` says how much).
+pub const REFUSED: &str = "refused";
+
+/// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
+/// without one leaves it empty), then [`columns`].
+pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
+    let keys: Vec<&String> = rows
+        .iter()
+        .flat_map(|r| r.point.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let header: Vec<String> = std::iter::once("run_id".to_string())
+        .chain(keys.iter().map(|k| k.to_string()))
+        .chain(columns().map(str::to_string))
+        .collect();
+    let lines = rows.iter().map(|r| {
+        std::iter::once(r.run_id.clone())
+            .chain(
+                keys.iter()
+                    .map(|k| r.point.get(*k).cloned().unwrap_or_default()),
+            )
+            .chain(columns().map(|m| r.metrics.get(m).map_or(String::new(), |c| c.csv(m))))
+            .collect::<Vec<_>>()
+    });
+    crate::util::atomic::write(path, csv_text(std::iter::once(header).chain(lines))?)
+}
+
+/// Reads runs.csv back.
+pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "could not read {}; run the experiment first (`repro run`)",
+            path.display()
+        )
+    })?;
+    let mut lines = csv_rows(&text)
+        .with_context(|| format!("{} is not valid CSV", path.display()))?
+        .into_iter();
+    let header = lines.next().context("runs.csv is empty")?;
+    // grid keys sit between run_id and the first metric; metrics are read by
+    // name, so a runs.csv written before a metric existed still loads (the
+    // new metric empty)
+    let first_metric = header.iter().position(|h| h == METRICS[0]);
+    let (true, Some(first_metric)) = (
+        header.first().map(String::as_str) == Some("run_id"),
+        first_metric,
+    ) else {
+        bail!(
+            "{} does not look like a runs.csv written by repro",
+            path.display()
+        );
+    };
+    let grid = &header[1..first_metric];
+    lines
+        .enumerate()
+        .map(|(i, f)| {
+            if f.len() != header.len() {
+                bail!(
+                    "{} record {}: {} fields, expected {}",
+                    path.display(),
+                    i + 2,
+                    f.len(),
+                    header.len()
+                );
+            }
+            let cell = |name: &str| {
+                header[first_metric..]
+                    .iter()
+                    .position(|h| h == name)
+                    .map(|j| f[first_metric + j].clone())
+                    .unwrap_or_default()
+            };
+            let point: BTreeMap<String, String> = grid
+                .iter()
+                .cloned()
+                .zip(f[1..first_metric].iter().cloned())
+                .collect();
+            let mut metrics: BTreeMap<String, Cell> = columns()
+                .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
+                .collect();
+            if !header.iter().any(|h| h == "latency_s") {
+                // written before the condition had columns: from its label
+                let label = point.get("network").map_or("", String::as_str);
+                metrics.extend(condition_cells(Condition::from_label(label).as_ref()));
+            }
+            Ok(RunRecord {
+                run_id: f[0].clone(),
+                point,
+                metrics,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A run with `status` and `final_loss`, every other metric 0.
+    pub(crate) fn row(alg: &str, seed: &str, loss: &str, status: &str) -> RunRecord {
+        RunRecord {
+            run_id: format!("{alg}{seed}"),
+            point: [
+                ("algorithm".to_string(), alg.to_string()),
+                ("seed".to_string(), seed.to_string()),
+            ]
+            .into(),
+            metrics: METRICS
+                .iter()
+                .filter_map(|m| {
+                    let v = match *m {
+                        "status" => status.to_string(),
+                        "final_loss" => loss.to_string(),
+                        _ => "0".to_string(),
+                    };
+                    Some((m.to_string(), Cell::parse(m, &v)?))
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn csv_round_trips() {
+        let rows = vec![
+            row("moniqua", "0", "1.0", "completed"),
+            row("moniqua", "1", "3.0", "completed"),
+            row("dcd,x", "0", "NaN", "diverged"),
+            // a field with a newline, quotes and a comma reads back whole
+            row("two\nlines, \"quoted\"", "2", "0.5", "completed"),
+        ];
+        let path = std::env::temp_dir().join(format!("repro-runs-{}.csv", std::process::id()));
+        write_csv(&path, &rows).unwrap();
+        let back = read_csv(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(back, rows);
+    }
+
+    #[test]
+    fn runs_csv_from_before_a_metric_existed_still_loads() {
+        // the header of session 2's runs.csv: no train_loss, no comm_fraction
+        let old = "run_id,algorithm,status,final_loss,local_loss,grad_norm_sq,consensus,bytes,\
+                   virtual_s,hash_failures,test_accuracy,avg_test_accuracy,wall_s,extra_memory_mb,\
+                   peak_rss_mb,epoch_time_s,wire_bound_epoch_s,time_over_bound,shaping,\
+                   counted_bytes_per_worker,kernel_bytes_per_worker,kernel_over_counted,bytes_check\n\
+                   a1,dcd,completed,0.5,0.6,NaN,NaN,10,1,0,0.8,0.9,3.5,0.4,200,NaN,NaN,NaN,none,NaN,NaN,NaN,\n";
+        let path = std::env::temp_dir().join(format!("repro-old-{}.csv", std::process::id()));
+        std::fs::write(&path, old).unwrap();
+        let rows = read_csv(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].point["algorithm"], "dcd");
+        assert_eq!(rows[0].metrics["wall_s"], Cell::Number(Some(3.5)));
+        assert_eq!(rows[0].metrics["shaping"], Cell::Text("none".into()));
+        // written before the column existed: no cell, not zero
+        assert_eq!(rows[0].metrics.get("train_loss"), None);
+        assert_eq!(rows[0].metrics.get("comm_fraction"), None);
+    }
+}

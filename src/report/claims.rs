@@ -1,0 +1,1164 @@
+//! Claims: what a manifest says its results show, each tested on the runs
+//! with the test that fits (`stats`), and written as claims.md and
+//! claims.csv. A verdict is only as strong as its test: *supported* when
+//! the interval (or exact test) rules out the opposite at the claim's
+//! level, *contradicted* when it rules out the claim, *not supported*
+//! otherwise.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+
+use crate::records::curves::{CURVE_METRICS, RunCurve};
+use crate::records::results::{Kind as Column, METRICS, RunRecord, csv_text, kind};
+use crate::report::stats::{self, Difference};
+use crate::report::table::{number, short};
+use crate::spec::manifest::{ClaimSpec, TableSpec};
+use crate::spec::plan::{self, SEED_KEY};
+
+/// What a claim says, resolved from its spec.
+#[derive(Debug, Clone, PartialEq)]
+enum Kind {
+    /// The method's metric is better than the baseline's.
+    Better,
+    /// The method's metric is within the margin of the baseline's.
+    Within(f64),
+    /// The method diverges in more than `rate` of its runs (or, with a
+    /// baseline, more often than it).
+    Diverges { rate: f64 },
+    /// The method's curve of `metric` reaches `target` at a smaller `by`
+    /// than the baseline's.
+    FasterTo {
+        metric: String,
+        target: f64,
+        by: String,
+    },
+}
+
+/// A claim, checked: what it compares.
+#[derive(Debug, Clone)]
+struct Claim<'a> {
+    spec: &'a ClaimSpec,
+    kind: Kind,
+    method: String,
+    baseline: Option<String>,
+    /// `better`, `within`: the runs.csv column compared.
+    metric: Option<String>,
+    /// A larger value of the metric is better.
+    higher: bool,
+    scale: f64,
+}
+
+/// Whether a larger value of `metric` is better, unless a claim says.
+fn higher_by_name(metric: &str) -> bool {
+    metric.contains("accuracy")
+}
+
+impl<'a> Claim<'a> {
+    /// The claim `spec` says, or the manifest path of what is wrong in it
+    /// (relative to the claim) and why.
+    fn resolve(spec: &'a ClaimSpec, table: &TableSpec) -> Result<Self, (String, String)> {
+        let err = |k: &str, m: String| Err((k.to_string(), m));
+        let kinds = [
+            spec.better.is_some(),
+            spec.within.is_some(),
+            spec.diverges.is_some(),
+            spec.faster_to.is_some(),
+        ];
+        if kinds.iter().filter(|k| **k).count() != 1 {
+            return err(
+                "",
+                "say exactly one of `better`, `within`, `diverges`, `faster_to`".into(),
+            );
+        }
+        if !(spec.level > 0.0 && spec.level < 0.5) {
+            return err("level", format!("{} is not in (0, 0.5)", spec.level));
+        }
+        let need = |field: &str, v: &Option<String>| -> Result<String, (String, String)> {
+            v.clone()
+                .ok_or_else(|| (field.to_string(), "missing: name the method".to_string()))
+        };
+        let numeric_metric = || -> Result<String, (String, String)> {
+            let m = spec.metric.clone().ok_or_else(|| {
+                (
+                    "metric".to_string(),
+                    "missing: name a column of runs.csv".to_string(),
+                )
+            })?;
+            if !METRICS.contains(&m.as_str()) || kind(&m) == Column::Text {
+                return Err((
+                    "metric".into(),
+                    format!(
+                        "`{m}` is not a numeric run metric; use one of {}",
+                        METRICS
+                            .iter()
+                            .filter(|m| kind(m) != Column::Text)
+                            .copied()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            Ok(m)
+        };
+        let (kind, method, baseline, metric) = if let Some(m) = &spec.better {
+            (
+                Kind::Better,
+                m.clone(),
+                Some(need("than", &spec.than)?),
+                Some(numeric_metric()?),
+            )
+        } else if let Some(margin) = spec.within {
+            if !(margin > 0.0 && margin.is_finite()) {
+                return err("within", format!("{margin} is not a positive margin"));
+            }
+            (
+                Kind::Within(margin),
+                need("method", &spec.method)?,
+                Some(need("of", &spec.of)?),
+                Some(numeric_metric()?),
+            )
+        } else if let Some(m) = &spec.diverges {
+            let rate = spec.rate.unwrap_or(0.5);
+            if !(rate > 0.0 && rate < 1.0) {
+                return err("rate", format!("{rate} is not in (0, 1)"));
+            }
+            (Kind::Diverges { rate }, m.clone(), spec.than.clone(), None)
+        } else {
+            let targets = spec.faster_to.as_ref().expect("one kind");
+            let Some((metric, target)) = targets.iter().next().filter(|_| targets.len() == 1)
+            else {
+                return err(
+                    "faster_to",
+                    "give one metric and its target: `{train_loss: 0.6}`".into(),
+                );
+            };
+            if !CURVE_METRICS.contains(&metric.as_str()) {
+                return err(
+                    &format!("faster_to.{metric}"),
+                    format!(
+                        "not a curve metric; use one of {}",
+                        CURVE_METRICS.join(", ")
+                    ),
+                );
+            }
+            let by = spec.by.clone().unwrap_or_else(|| "wall_s".into());
+            if !crate::report::plot::CURVE_X.contains(&by.as_str()) {
+                return err(
+                    "by",
+                    format!(
+                        "`{by}` is not one of {}",
+                        crate::report::plot::CURVE_X.join(", ")
+                    ),
+                );
+            }
+            (
+                Kind::FasterTo {
+                    metric: metric.clone(),
+                    target: *target,
+                    by,
+                },
+                need("method", &spec.method)?,
+                Some(need("than", &spec.than)?),
+                None,
+            )
+        };
+        let named = metric.clone().or_else(|| match &kind {
+            Kind::FasterTo { metric, .. } => Some(metric.clone()),
+            _ => None,
+        });
+        let higher = spec
+            .higher_is_better
+            .unwrap_or_else(|| named.as_deref().is_some_and(higher_by_name));
+        let scale = spec.scale.unwrap_or_else(|| match &metric {
+            Some(m) if *m == table.value => table.scale.unwrap_or(1.0),
+            _ => 1.0,
+        });
+        Ok(Self {
+            spec,
+            kind,
+            method,
+            baseline,
+            metric,
+            higher,
+            scale,
+        })
+    }
+
+    /// The grid values that select the method's runs (`by_baseline`:
+    /// the baseline's).
+    fn selection(&self, by_baseline: bool) -> BTreeMap<String, String> {
+        let mut s: BTreeMap<String, String> = self
+            .spec
+            .select
+            .iter()
+            .map(|(k, v)| (k.clone(), plan::text(v)))
+            .collect();
+        if by_baseline {
+            for (k, v) in &self.spec.baseline_where {
+                s.insert(k.clone(), plan::text(v));
+            }
+        }
+        let name = if by_baseline {
+            self.baseline.clone().unwrap_or_default()
+        } else {
+            self.method.clone()
+        };
+        s.insert(self.spec.key.clone(), name);
+        s
+    }
+
+    /// The claim in words.
+    fn text(&self) -> String {
+        if let Some(t) = &self.spec.claim {
+            return t.clone();
+        }
+        let base = self.baseline.as_deref().unwrap_or("");
+        let said = match &self.kind {
+            Kind::Better => format!(
+                "{} has a {} {} than {base}",
+                self.method,
+                if self.higher { "higher" } else { "lower" },
+                self.metric.as_deref().unwrap_or("")
+            ),
+            Kind::Within(m) => format!(
+                "{}'s {} is within {} of {base}'s",
+                self.method,
+                self.metric.as_deref().unwrap_or(""),
+                short(*m)
+            ),
+            Kind::Diverges { rate } => match &self.baseline {
+                Some(b) => format!("{} diverges more often than {b}", self.method),
+                None => format!(
+                    "{} diverges in more than {}% of runs",
+                    self.method,
+                    short(rate * 100.0)
+                ),
+            },
+            Kind::FasterTo { metric, target, by } => format!(
+                "{} reaches {metric} {} {} at a smaller {by} than {base}",
+                self.method,
+                if self.higher { ">=" } else { "<=" },
+                short(*target)
+            ),
+        };
+        let show = |m: &BTreeMap<String, String>| {
+            m.iter()
+                .filter(|(k, _)| **k != self.spec.key)
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (mine, theirs) = (show(&self.selection(false)), show(&self.selection(true)));
+        match (mine.is_empty(), mine == theirs || self.baseline.is_none()) {
+            (true, true) => said,
+            (false, true) => format!("{said} ({mine})"),
+            (_, false) => format!(
+                "{said} ({}: {}; {base}: {theirs})",
+                self.method,
+                if mine.is_empty() { "all" } else { &mine }
+            ),
+        }
+    }
+}
+
+/// Whether a run's grid point matches every entry of `selection`.
+fn matches(point: &BTreeMap<String, String>, selection: &BTreeMap<String, String>) -> bool {
+    selection.iter().all(|(k, v)| point.get(k) == Some(v))
+}
+
+/// Checks the manifest's claims against the planned runs' grid points
+/// before anything runs: each resolves, names grid keys and known methods,
+/// and selects runs that differ only in their seed. The error is the path
+/// in the manifest and what is wrong.
+pub fn check_specs(
+    claims: &[ClaimSpec],
+    table: &TableSpec,
+    points: &[BTreeMap<String, String>],
+) -> Result<(), (String, String)> {
+    let keys: Vec<&String> = points
+        .first()
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    for (i, spec) in claims.iter().enumerate() {
+        let at = |k: &str| {
+            if k.is_empty() {
+                format!("claims[{i}]")
+            } else {
+                format!("claims[{i}].{k}")
+            }
+        };
+        let claim = Claim::resolve(spec, table).map_err(|(k, m)| (at(&k), m))?;
+        let grid_key = |path: String, k: &String| {
+            if keys.contains(&k) {
+                Ok(())
+            } else {
+                Err((
+                    path,
+                    format!(
+                        "`{k}` is not a grid key; grid keys: {}",
+                        keys.iter()
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ))
+            }
+        };
+        grid_key(at("key"), &spec.key)?;
+        for k in spec.select.keys() {
+            grid_key(at(&format!("where.{k}")), k)?;
+        }
+        for k in spec.baseline_where.keys() {
+            grid_key(at(&format!("baseline_where.{k}")), k)?;
+        }
+        let sides = [(false, "method"), (true, "baseline")];
+        for (by_baseline, _) in sides.iter().filter(|(b, _)| !b || claim.baseline.is_some()) {
+            let selection = claim.selection(*by_baseline);
+            let name = &selection[&spec.key];
+            // a name that is no method is a typo: with `algorithm` as the
+            // key, any algorithm the suite knows is fine (a subset rerun may
+            // plan none of its runs)
+            let known = if spec.key == "algorithm" {
+                repro_algos::ALGORITHM_NAMES
+                    .iter()
+                    .chain(&repro_algos::ASYNC_ALGORITHM_NAMES)
+                    .any(|a| a == name)
+            } else {
+                points.iter().any(|p| p.get(&spec.key) == Some(name))
+            };
+            if !known {
+                return Err((
+                    at(""),
+                    format!("`{name}` is no value of grid key `{}`", spec.key),
+                ));
+            }
+            // the runs selected may differ in their seed only
+            let chosen: Vec<&BTreeMap<String, String>> =
+                points.iter().filter(|p| matches(p, &selection)).collect();
+            for k in keys.iter().filter(|k| k.as_str() != SEED_KEY) {
+                let mut values: Vec<&str> = chosen
+                    .iter()
+                    .map(|p| p.get(*k).map_or("", String::as_str))
+                    .collect();
+                values.sort_unstable();
+                values.dedup();
+                if values.len() > 1 {
+                    return Err((
+                        at(if *by_baseline && claim.baseline.is_some() {
+                            "baseline_where"
+                        } else {
+                            "where"
+                        }),
+                        format!(
+                            "the runs of `{name}` it selects differ in `{k}` ({}): fix `{k}` in `where`",
+                            values.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A claim's verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Supported,
+    NotSupported,
+    Contradicted,
+    /// No test could be made (too few runs, no curves): the note says why.
+    NotEvaluated,
+}
+
+impl Outcome {
+    /// The verdict of an exact test: `p` is the claim's one-sided p-value,
+    /// `against` the opposite claim's.
+    fn of_exact_test(p: f64, against: f64, level: f64) -> Self {
+        if stats::below(p, level) {
+            Outcome::Supported
+        } else if stats::below(against, level) {
+            Outcome::Contradicted
+        } else {
+            Outcome::NotSupported
+        }
+    }
+
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Supported => "supported",
+            Outcome::NotSupported => "not supported",
+            Outcome::Contradicted => "contradicted",
+            Outcome::NotEvaluated => "not evaluated",
+        }
+    }
+}
+
+/// One claim tested.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub claim: String,
+    pub source: String,
+    /// The test made ("paired t", "Welch t", "exact binomial", "Fisher exact").
+    pub test: String,
+    pub n_method: usize,
+    pub n_baseline: usize,
+    /// The method's and the baseline's mean (or divergence rate), scaled.
+    pub method_value: Option<f64>,
+    pub baseline_value: Option<f64>,
+    /// Method minus baseline, and its interval at `1 - level`.
+    pub effect: Option<f64>,
+    pub ci: Option<(f64, f64)>,
+    pub p: Option<f64>,
+    pub level: f64,
+    pub outcome: Outcome,
+    /// What else a reader needs: runs left out, why nothing was tested.
+    pub note: String,
+}
+
+/// A side's runs: the value of each by seed (its run id without a seed
+/// key), and what was left out.
+struct Side {
+    values: stats::Seeded,
+    left_out: BTreeMap<String, usize>,
+}
+
+impl Side {
+    fn numbers(&self) -> Vec<f64> {
+        self.values.iter().map(|(_, v)| *v).collect()
+    }
+
+    fn describe(&self, name: &str) -> Option<String> {
+        (!self.left_out.is_empty()).then(|| {
+            let parts: Vec<String> = self
+                .left_out
+                .iter()
+                .map(|(why, n)| format!("{n} {why}"))
+                .collect();
+            format!("{name}: {} left out", parts.join(", "))
+        })
+    }
+}
+
+fn seed_of(r: &RunRecord) -> String {
+    r.point
+        .get(SEED_KEY)
+        .cloned()
+        .unwrap_or_else(|| r.run_id.clone())
+}
+
+fn status_of(r: &RunRecord) -> &str {
+    r.metrics.get("status").map_or("", |c| c.text())
+}
+
+/// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
+/// a metric (for `faster_to`).
+pub fn evaluate(
+    specs: &[ClaimSpec],
+    table: &TableSpec,
+    rows: &[RunRecord],
+    curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
+) -> Result<Vec<Verdict>> {
+    let mut out = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        let claim = Claim::resolve(spec, table)
+            .map_err(|(k, m)| anyhow::anyhow!("claims[{i}].{k}: {m}"))?;
+        out.push(test(&claim, rows, curves));
+    }
+    Ok(out)
+}
+
+/// One claim's verdict.
+fn test(
+    c: &Claim<'_>,
+    rows: &[RunRecord],
+    curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
+) -> Verdict {
+    let runs = |by_baseline: bool| -> Vec<&RunRecord> {
+        let s = c.selection(by_baseline);
+        rows.iter().filter(|r| matches(&r.point, &s)).collect()
+    };
+    let mut v = Verdict {
+        claim: c.text(),
+        source: c.spec.source.clone().unwrap_or_default(),
+        test: String::new(),
+        n_method: 0,
+        n_baseline: 0,
+        method_value: None,
+        baseline_value: None,
+        effect: None,
+        ci: None,
+        p: None,
+        level: c.spec.level,
+        outcome: Outcome::NotEvaluated,
+        note: String::new(),
+    };
+    let (mine, theirs) = (runs(false), runs(true));
+    let base = c.baseline.clone().unwrap_or_default();
+    if mine.is_empty() || (c.baseline.is_some() && theirs.is_empty()) {
+        let who = if mine.is_empty() { &c.method } else { &base };
+        v.note = format!("no recorded runs of {who} match");
+        return v;
+    }
+    match &c.kind {
+        Kind::Better | Kind::Within(_) => {
+            let metric = c.metric.as_deref().unwrap_or_default();
+            let side = |runs: &[&RunRecord]| {
+                let mut s = Side {
+                    values: Vec::new(),
+                    left_out: BTreeMap::new(),
+                };
+                for r in runs {
+                    let value = r.metrics.get(metric).and_then(|m| m.number());
+                    match value.filter(|x| x.is_finite()) {
+                        Some(x) if status_of(r) == "completed" => {
+                            s.values.push((seed_of(r), x * c.scale));
+                        }
+                        _ => {
+                            let why = match status_of(r) {
+                                "completed" => "without a value",
+                                "" => "without a status",
+                                other => other,
+                            };
+                            *s.left_out.entry(why.to_string()).or_default() += 1;
+                        }
+                    }
+                }
+                s
+            };
+            let (a, b) = (side(&mine), side(&theirs));
+            two_samples(c, &mut v, &a, &b, |d, level| match c.kind {
+                Kind::Within(margin) => {
+                    let (lo, hi) = d.interval(level);
+                    let p = d.p_equivalent(margin);
+                    let outcome = if lo > -margin && hi < margin {
+                        Outcome::Supported
+                    } else if lo >= margin || hi <= -margin {
+                        Outcome::Contradicted
+                    } else {
+                        Outcome::NotSupported
+                    };
+                    (p, outcome)
+                }
+                _ => {
+                    let (lo, hi) = d.interval(level);
+                    let (good, bad) = if c.higher {
+                        (lo > 0.0, hi < 0.0)
+                    } else {
+                        (hi < 0.0, lo > 0.0)
+                    };
+                    let outcome = if good {
+                        Outcome::Supported
+                    } else if bad {
+                        Outcome::Contradicted
+                    } else {
+                        Outcome::NotSupported
+                    };
+                    (d.p_two_sided(), outcome)
+                }
+            });
+        }
+        Kind::Diverges { rate } => {
+            let count = |runs: &[&RunRecord]| {
+                let diverged = runs.iter().filter(|r| status_of(r) == "diverged").count();
+                let ended = runs
+                    .iter()
+                    .filter(|r| matches!(status_of(r), "diverged" | "completed"))
+                    .count();
+                (diverged as u64, ended as u64, runs.len() - ended)
+            };
+            let (ka, na, other_a) = count(&mine);
+            v.n_method = na as usize;
+            let mut notes = Vec::new();
+            if other_a > 0 {
+                notes.push(format!(
+                    "{}: {other_a} runs neither completed nor diverged, left out",
+                    c.method
+                ));
+            }
+            if na == 0 {
+                v.note = format!("{}: no run completed or diverged", c.method);
+                return v;
+            }
+            v.method_value = Some(ka as f64 / na as f64);
+            if c.baseline.is_some() {
+                let (kb, nb, other_b) = count(&theirs);
+                v.n_baseline = nb as usize;
+                if other_b > 0 {
+                    notes.push(format!(
+                        "{base}: {other_b} runs neither completed nor diverged, left out"
+                    ));
+                }
+                if nb == 0 {
+                    v.note = format!("{base}: no run completed or diverged");
+                    return v;
+                }
+                v.baseline_value = Some(kb as f64 / nb as f64);
+                v.effect = Some(ka as f64 / na as f64 - kb as f64 / nb as f64);
+                v.test = "Fisher exact (one-sided)".into();
+                let p = stats::fisher_greater(ka, na, kb, nb);
+                let against = stats::fisher_greater(kb, nb, ka, na);
+                v.p = Some(p);
+                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
+            } else {
+                v.test = format!(
+                    "exact binomial against {}% (one-sided)",
+                    short(rate * 100.0)
+                );
+                v.effect = Some(ka as f64 / na as f64);
+                v.ci = Some(stats::clopper_pearson(ka, na, c.spec.level));
+                let p = stats::binomial_at_least(ka, na, *rate);
+                let against = stats::binomial_at_most(ka, na, *rate);
+                v.p = Some(p);
+                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
+                // the fewest runs that could support it, all diverging
+                let needed = (c.spec.level.ln() / rate.ln()).floor() as u64 + 1;
+                if v.outcome != Outcome::Supported && na < needed {
+                    notes.push(format!(
+                        "{na} runs cannot support it at level {}, even all diverging: that takes {needed} of {needed}",
+                        short(c.spec.level)
+                    ));
+                }
+            }
+            v.note = notes.join("; ");
+        }
+        Kind::FasterTo { metric, target, by } => {
+            let all = match curves(metric) {
+                Ok(all) => all,
+                Err(e) => {
+                    v.note = format!("no curves of {metric}: {e:#}");
+                    return v;
+                }
+            };
+            let by_id: BTreeMap<&str, &Vec<crate::records::curves::CurvePoint>> =
+                all.iter().map(|(r, p)| (r.run_id.as_str(), p)).collect();
+            // each run's x at the target; a run that never reached it counts
+            // at its last point (a lower bound) and is flagged
+            let side = |runs: &[&RunRecord]| {
+                let mut s = Side {
+                    values: Vec::new(),
+                    left_out: BTreeMap::new(),
+                };
+                let mut censored = 0;
+                for r in runs {
+                    let points = by_id
+                        .get(r.run_id.as_str())
+                        .map_or(&[][..], |p| p.as_slice());
+                    match crate::records::curves::first_reach(points, *target, c.higher, by) {
+                        Ok(x) => s.values.push((seed_of(r), x)),
+                        Err(Some(x)) => {
+                            censored += 1;
+                            s.values.push((seed_of(r), x));
+                        }
+                        Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
+                    }
+                }
+                (s, censored)
+            };
+            let ((a, ca), (b, cb)) = (side(&mine), side(&theirs));
+            two_samples(c, &mut v, &a, &b, |d, level| {
+                let (lo, hi) = d.interval(level);
+                // a run that never got there took longer than recorded: the
+                // claim stands only if the method's times are all real, and
+                // falls only if the baseline's are
+                let outcome = if hi < 0.0 && ca == 0 {
+                    Outcome::Supported
+                } else if lo > 0.0 && cb == 0 {
+                    Outcome::Contradicted
+                } else {
+                    Outcome::NotSupported
+                };
+                (d.p_two_sided(), outcome)
+            });
+            let mut notes: Vec<String> = [v.note.clone()]
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .collect();
+            for (name, n, of) in [(&c.method, ca, a.values.len()), (&base, cb, b.values.len())] {
+                if n > 0 {
+                    notes.push(format!(
+                        "{name}: {n} of {of} runs never reached it (counted at their last point)"
+                    ));
+                }
+            }
+            v.note = notes.join("; ");
+        }
+    }
+    v
+}
+
+/// Fills `v` from a two-sample comparison of `a` (the method) and `b`;
+/// `decide` gives the p-value and outcome from the difference.
+fn two_samples(
+    c: &Claim<'_>,
+    v: &mut Verdict,
+    a: &Side,
+    b: &Side,
+    decide: impl Fn(&Difference, f64) -> (f64, Outcome),
+) {
+    v.n_method = a.values.len();
+    v.n_baseline = b.values.len();
+    let mean = |s: &Side| (!s.values.is_empty()).then(|| stats::mean_sd(&s.numbers()).0);
+    v.method_value = mean(a);
+    v.baseline_value = mean(b);
+    let base = c.baseline.as_deref().unwrap_or_default();
+    let mut notes: Vec<String> = [a.describe(&c.method), b.describe(base)]
+        .into_iter()
+        .flatten()
+        .collect();
+    match stats::difference(&a.values, &b.values) {
+        Some(d) => {
+            v.test = d.test.name().into();
+            v.effect = Some(d.effect);
+            v.ci = Some(d.interval(c.spec.level));
+            let (p, outcome) = decide(&d, c.spec.level);
+            v.p = Some(p);
+            v.outcome = outcome;
+        }
+        None => notes.push(format!(
+            "too few runs to test ({} and {}; two a side needed)",
+            a.values.len(),
+            b.values.len()
+        )),
+    }
+    v.note = notes.join("; ");
+}
+
+/// A signed number for an effect.
+fn signed(x: f64) -> String {
+    if x > 0.0 {
+        format!("+{}", number(x))
+    } else {
+        number(x)
+    }
+}
+
+fn cell(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), number)
+}
+
+fn p_text(p: Option<f64>) -> String {
+    match p {
+        None => "-".into(),
+        Some(p) if p < 1e-4 => "<0.0001".into(),
+        Some(p) => format!("{p:.4}"),
+    }
+}
+
+/// claims.md: one row per claim, the level stated, the notes below.
+pub fn markdown(title: &str, verdicts: &[Verdict]) -> String {
+    let mut s = format!("# Claims: {title}\n\n");
+    let mut levels: Vec<f64> = verdicts.iter().map(|v| v.level).collect();
+    levels.dedup();
+    let say = |f: &dyn Fn(f64) -> f64| {
+        levels
+            .iter()
+            .map(|l| short(f(*l)))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    s.push_str(&format!(
+        "Each claim is tested on the recorded runs: a paired t-test where both sides ran the same seeds, Welch's t-test otherwise, exact tests for divergence counts. \
+         Intervals are {}% t intervals of the method minus the baseline. \
+         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise; \
+         `within` claims are supported when the whole interval lies inside the margin (two one-sided tests).\n\n",
+        say(&|l| (1.0 - l) * 100.0),
+        say(&|l| l)
+    ));
+    s.push_str("| claim | test | n | method | baseline | effect [CI] | p | verdict |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for (i, v) in verdicts.iter().enumerate() {
+        let n = if v.n_baseline > 0 {
+            format!("{} / {}", v.n_method, v.n_baseline)
+        } else {
+            v.n_method.to_string()
+        };
+        let effect = match (v.effect, v.ci) {
+            (Some(e), Some((lo, hi))) => format!("{} [{}, {}]", signed(e), number(lo), number(hi)),
+            (Some(e), None) => signed(e),
+            _ => "-".into(),
+        };
+        let claim = if v.note.is_empty() {
+            v.claim.clone()
+        } else {
+            format!("{} ({})", v.claim, i + 1)
+        };
+        s.push_str(&format!(
+            "| {claim} | {} | {n} | {} | {} | {effect} | {} | **{}** |\n",
+            if v.test.is_empty() { "-" } else { &v.test },
+            cell(v.method_value),
+            cell(v.baseline_value),
+            p_text(v.p),
+            v.outcome.word()
+        ));
+    }
+    let notes: Vec<String> = verdicts
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| !v.note.is_empty())
+        .map(|(i, v)| format!("{}. {}", i + 1, v.note))
+        .collect();
+    if !notes.is_empty() {
+        s.push_str("\nNotes:\n\n");
+        for n in notes {
+            s.push_str(&n);
+            s.push('\n');
+        }
+    }
+    let sources: Vec<String> = verdicts
+        .iter()
+        .filter(|v| !v.source.is_empty())
+        .map(|v| format!("- {}: {}", v.claim, v.source))
+        .collect();
+    if !sources.is_empty() {
+        s.push_str("\nSources:\n\n");
+        s.push_str(&sources.join("\n"));
+        s.push('\n');
+    }
+    s
+}
+
+/// claims.csv: every field of every verdict, numbers unrounded.
+pub fn csv(verdicts: &[Verdict]) -> Result<String> {
+    let header = [
+        "claim",
+        "source",
+        "test",
+        "n_method",
+        "n_baseline",
+        "method",
+        "baseline",
+        "effect",
+        "ci_low",
+        "ci_high",
+        "p",
+        "level",
+        "verdict",
+        "note",
+    ]
+    .map(String::from)
+    .to_vec();
+    let opt = |x: Option<f64>| x.map_or_else(String::new, |x| x.to_string());
+    let rows = verdicts.iter().map(|v| {
+        vec![
+            v.claim.clone(),
+            v.source.clone(),
+            v.test.clone(),
+            v.n_method.to_string(),
+            v.n_baseline.to_string(),
+            opt(v.method_value),
+            opt(v.baseline_value),
+            opt(v.effect),
+            opt(v.ci.map(|c| c.0)),
+            opt(v.ci.map(|c| c.1)),
+            opt(v.p),
+            v.level.to_string(),
+            v.outcome.word().to_string(),
+            v.note.clone(),
+        ]
+    });
+    csv_text(std::iter::once(header).chain(rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::curves::CurvePoint;
+    use crate::records::results::tests::row;
+
+    fn table() -> TableSpec {
+        yaml_serde::from_str("{ rows: [algorithm], value: final_loss }").unwrap()
+    }
+
+    fn claims(yaml: &str) -> Vec<ClaimSpec> {
+        yaml_serde::from_str(yaml).unwrap()
+    }
+
+    /// Runs of `alg` with these final losses, seeds 0, 1, ...
+    fn runs(alg: &str, losses: &[&str], status: &str) -> Vec<RunRecord> {
+        losses
+            .iter()
+            .enumerate()
+            .map(|(i, l)| row(alg, &i.to_string(), l, status))
+            .collect()
+    }
+
+    fn no_curves(_: &str) -> Result<Vec<RunCurve>> {
+        anyhow::bail!("no curves here")
+    }
+
+    fn verdicts(yaml: &str, rows: &[RunRecord]) -> Vec<Verdict> {
+        evaluate(&claims(yaml), &table(), rows, &mut no_curves).unwrap()
+    }
+
+    #[test]
+    fn a_claim_is_checked_before_anything_runs() {
+        let points: Vec<BTreeMap<String, String>> =
+            [("moniqua", "0.1"), ("moniqua", "0.5"), ("choco", "0.1")]
+                .iter()
+                .flat_map(|(a, lr)| {
+                    ["0", "1"].map(|s| {
+                        [("algorithm", *a), ("lr", lr), ("seed", s)]
+                            .map(|(k, v)| (k.to_string(), v.to_string()))
+                            .into()
+                    })
+                })
+                .collect();
+        let check = |yaml: &str| check_specs(&claims(yaml), &table(), &points);
+        assert!(
+            check("[{better: moniqua, than: choco, where: {lr: 0.1}, metric: final_loss}]").is_ok()
+        );
+        let cases = [
+            (
+                "[{better: moniqua, within: 1, than: choco, metric: final_loss}]",
+                "claims[0]",
+                "exactly one",
+            ),
+            (
+                "[{better: moniqua, where: {lr: 0.1}, metric: final_loss}]",
+                "claims[0].than",
+                "missing",
+            ),
+            (
+                "[{better: moniqua, than: choco, where: {lr: 0.1}, metric: status}]",
+                "claims[0].metric",
+                "not a numeric",
+            ),
+            (
+                "[{better: moniqua, than: choco, where: {bits: 1}, metric: final_loss}]",
+                "claims[0].where.bits",
+                "not a grid key",
+            ),
+            (
+                "[{better: monqua, than: choco, where: {lr: 0.1}, metric: final_loss}]",
+                "claims[0]",
+                "`monqua` is no value",
+            ),
+            // moniqua ran at two learning rates: which one is meant?
+            (
+                "[{better: moniqua, than: choco, metric: final_loss}]",
+                "claims[0].where",
+                "differ in `lr`",
+            ),
+            (
+                "[{faster_to: {train_loss: 1, test_loss: 2}, method: moniqua, than: choco}]",
+                "claims[0].faster_to",
+                "one metric",
+            ),
+            (
+                "[{faster_to: {train_loss: 1}, method: moniqua, than: choco, by: hours, where: {lr: 0.1}}]",
+                "claims[0].by",
+                "not one of",
+            ),
+            (
+                "[{diverges: choco, rate: 1.5}]",
+                "claims[0].rate",
+                "not in (0, 1)",
+            ),
+            (
+                "[{within: -1, method: moniqua, of: choco, metric: final_loss}]",
+                "claims[0].within",
+                "positive",
+            ),
+            (
+                "[{diverges: choco, level: 0.7}]",
+                "claims[0].level",
+                "not in (0, 0.5)",
+            ),
+        ];
+        for (yaml, path, says) in cases {
+            let (p, m) = check(yaml).unwrap_err();
+            assert_eq!(p, path, "{yaml}: {m}");
+            assert!(m.contains(says), "{yaml}: {m}");
+        }
+    }
+
+    /// Same seeds on both sides: paired; otherwise Welch. Lower loss is
+    /// better, so a method with a clearly lower loss is supported, one with
+    /// a clearly higher loss contradicted, and noise is not supported.
+    #[test]
+    fn better_is_paired_by_seed_and_decided_by_the_interval() {
+        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9"], "completed");
+        rows.extend(runs("choco", &["2.0", "2.1", "1.9"], "completed"));
+        rows.extend(runs("dcd", &["1.5", "0.5", "1.0"], "completed"));
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss},
+              {better: choco, than: moniqua, metric: final_loss},
+              {better: moniqua, than: dcd, metric: final_loss}]",
+            &rows,
+        );
+        // differences are exactly -1 for every seed: no spread at all
+        assert_eq!(v[0].test, "paired t");
+        assert_eq!((v[0].n_method, v[0].n_baseline), (3, 3));
+        assert_eq!(v[0].outcome, Outcome::Supported);
+        assert!((v[0].effect.unwrap() + 1.0).abs() < 1e-12);
+        assert_eq!(v[1].outcome, Outcome::Contradicted);
+        assert_eq!(v[2].outcome, Outcome::NotSupported);
+        // the differences -0.5, 0.6, -0.1: mean 0, the audit's kind of tie
+        assert!(v[2].p.unwrap() > 0.9, "{:?}", v[2]);
+        // a seed missing on one side: the samples are no longer paired
+        let mut rows = runs("moniqua", &["1.0", "1.2", "0.9"], "completed");
+        rows.extend(runs("choco", &["2.0", "2.1"], "completed"));
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss}]",
+            &rows,
+        );
+        assert_eq!(v[0].test, "Welch t");
+        assert_eq!(v[0].outcome, Outcome::Supported);
+    }
+
+    #[test]
+    fn diverged_runs_are_left_out_and_said() {
+        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9"], "completed");
+        rows.extend(runs("choco", &["2.0", "NaN", "1.9"], "completed"));
+        rows[4].metrics.insert(
+            "status".into(),
+            crate::records::results::Cell::Text("diverged".into()),
+        );
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss}]",
+            &rows,
+        );
+        assert_eq!(v[0].test, "Welch t");
+        assert_eq!(v[0].n_baseline, 2);
+        assert!(
+            v[0].note.contains("choco: 1 diverged left out"),
+            "{}",
+            v[0].note
+        );
+        // one run a side cannot be tested
+        let rows = [
+            runs("moniqua", &["1.0"], "completed"),
+            runs("choco", &["2.0"], "completed"),
+        ]
+        .concat();
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss}]",
+            &rows,
+        );
+        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
+        assert!(v[0].note.contains("too few runs"), "{}", v[0].note);
+        let v = verdicts("[{better: moniqua, than: dcd, metric: final_loss}]", &rows);
+        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
+        assert!(
+            v[0].note.contains("no recorded runs of dcd"),
+            "{}",
+            v[0].note
+        );
+    }
+
+    #[test]
+    fn within_needs_the_whole_interval_inside_the_margin() {
+        let mut rows = runs("moniqua", &["1.00", "1.02", "0.98"], "completed");
+        rows.extend(runs("d-psgd", &["1.01", "1.01", "1.00"], "completed"));
+        rows.extend(runs("dcd", &["3.0", "3.1", "2.9"], "completed"));
+        let v = verdicts(
+            "[{within: 0.2, method: moniqua, of: d-psgd, metric: final_loss},
+              {within: 0.0001, method: moniqua, of: d-psgd, metric: final_loss},
+              {within: 0.2, method: dcd, of: d-psgd, metric: final_loss}]",
+            &rows,
+        );
+        assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
+        assert!(v[0].p.unwrap() < 0.025);
+        assert_eq!(v[1].outcome, Outcome::NotSupported);
+        assert_eq!(v[2].outcome, Outcome::Contradicted);
+    }
+
+    /// 5 of 5 diverged is the fewest that supports "diverges" at 0.05
+    /// (1/32 < 0.05 < 1/16); 3 of 3 cannot, and the note says so.
+    #[test]
+    fn divergence_is_an_exact_count() {
+        let mut rows = runs("dcd", &["NaN"; 5], "diverged");
+        rows.extend(runs("ecd", &["NaN"; 3], "diverged"));
+        rows.extend(runs("moniqua", &["1"; 5], "completed"));
+        rows.extend(runs("choco", &["NaN", "1", "1"], "failed"));
+        let v = verdicts(
+            "[{diverges: dcd}, {diverges: ecd}, {diverges: moniqua}, {diverges: dcd, than: moniqua}, {diverges: choco}]",
+            &rows,
+        );
+        assert_eq!(v[0].outcome, Outcome::Supported);
+        assert!((v[0].p.unwrap() - 1.0 / 32.0).abs() < 1e-12);
+        assert_eq!(v[1].outcome, Outcome::NotSupported);
+        assert!(v[1].note.contains("that takes 5 of 5"), "{}", v[1].note);
+        assert_eq!(v[2].outcome, Outcome::Contradicted);
+        // Fisher: 5 of 5 against 0 of 5, p = 1 / C(10, 5) = 1/252
+        assert_eq!(v[3].outcome, Outcome::Supported);
+        assert!((v[3].p.unwrap() - 1.0 / 252.0).abs() < 1e-12);
+        assert_eq!(v[4].outcome, Outcome::NotEvaluated);
+        assert!(v[4].note.contains("no run completed or diverged"));
+    }
+
+    /// Time to a target from the curves; a run that never reaches it is
+    /// counted at its last point, which can only make the claim harder to
+    /// support for the method and never supports it.
+    #[test]
+    fn faster_to_reads_the_curves() {
+        let rows = [
+            runs("moniqua", &["1"; 3], "completed"),
+            runs("d-psgd", &["1"; 3], "completed"),
+        ]
+        .concat();
+        // losses fall by 1 per second from 10; moniqua's run i is 2 + i/10
+        // s ahead of d-psgd's
+        let curve = |shift: f64| -> Vec<CurvePoint> {
+            (0..20)
+                .map(|k| CurvePoint {
+                    iteration: k,
+                    epoch: 0.0,
+                    wall_s: k as f64,
+                    value: 10.0 - k as f64 - shift,
+                    bytes: Some(k as f64 * 8.0),
+                })
+                .collect()
+        };
+        let mut curves = |_: &str| -> Result<Vec<RunCurve>> {
+            Ok(rows
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let shift = if i < 3 { 2.0 + i as f64 / 10.0 } else { 0.0 };
+                    (r.clone(), curve(shift))
+                })
+                .collect())
+        };
+        let specs = claims(
+            "[{faster_to: {train_loss: 3}, method: moniqua, than: d-psgd},
+              {faster_to: {train_loss: 3}, method: d-psgd, than: moniqua, by: bytes},
+              {faster_to: {train_loss: -12}, method: moniqua, than: d-psgd}]",
+        );
+        let v = evaluate(&specs, &table(), &rows, &mut curves).unwrap();
+        assert_eq!(v[0].test, "paired t");
+        assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
+        // moniqua reaches 3 at 5, 5, 5 s (value 10 - k - 2.x <= 3), d-psgd at 7
+        assert_eq!(v[0].method_value, Some(5.0));
+        assert_eq!(v[0].baseline_value, Some(7.0));
+        assert_eq!(v[1].outcome, Outcome::Contradicted);
+        assert_eq!(v[1].method_value, Some(56.0));
+        // nobody reaches -12: every run counted at its last point, no verdict either way
+        assert_eq!(v[2].outcome, Outcome::NotSupported);
+        assert!(
+            v[2].note.contains("3 of 3 runs never reached it"),
+            "{}",
+            v[2].note
+        );
+        // without curves, nothing is tested
+        let v = evaluate(&specs[..1], &table(), &rows, &mut no_curves).unwrap();
+        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
+        assert!(v[0].note.contains("no curves here"));
+    }
+
+    #[test]
+    fn claims_files_have_every_verdict() {
+        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9"], "completed");
+        rows.extend(runs("choco", &["2.0", "2.1", "1.9"], "completed"));
+        rows.extend(runs("dcd", &["NaN"; 3], "diverged"));
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss, source: 'Table 2'},
+              {diverges: dcd, claim: 'DCD diverges'}]",
+            &rows,
+        );
+        insta::assert_snapshot!("claims_md", markdown("Demo", &v));
+        insta::assert_snapshot!("claims_csv", csv(&v).unwrap());
+    }
+}

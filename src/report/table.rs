@@ -1,0 +1,979 @@
+//! An experiment's table: the runs frame grouped as the manifest's `table`
+//! says, with the paper's numbers beside ours, as Markdown, LaTeX and CSV.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
+
+use crate::records::frames::{self, RunsFrame};
+use crate::records::results::{METRICS, csv_rows, csv_text};
+use crate::spec::manifest::TableSpec;
+use crate::spec::plan::SEED_KEY;
+
+/// Checks `spec` against the runs' grid `keys` before anything runs:
+/// the value and extra columns are run metrics, and the row, column and
+/// reference keys are grid keys (a typo would fold the table into one
+/// cell). The error is the key's path in the manifest and what is wrong.
+pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, String)> {
+    let metric = |path: String, v: &str| {
+        if METRICS.contains(&v) {
+            Ok(())
+        } else {
+            Err((
+                path,
+                format!(
+                    "`{v}` is not a run metric; use one of {}",
+                    METRICS.join(", ")
+                ),
+            ))
+        }
+    };
+    let grid = |path: String, k: &str| {
+        if keys.iter().any(|g| g == k) {
+            Ok(())
+        } else {
+            Err((
+                path,
+                format!("`{k}` is not a grid key; grid keys: {}", keys.join(", ")),
+            ))
+        }
+    };
+    metric("table.value".into(), &spec.value)?;
+    for (i, k) in spec.rows.iter().enumerate() {
+        grid(format!("table.rows[{i}]"), k)?;
+    }
+    if let Some(c) = &spec.cols {
+        grid("table.cols".into(), c)?;
+    }
+    for k in spec.reference.iter().flat_map(|r| r.keys()) {
+        if !spec.rows.contains(k) {
+            return Err((
+                format!("table.reference.{k}"),
+                format!(
+                    "`{k}` is not a row key; the reference names a row by {}",
+                    spec.rows.join(", ")
+                ),
+            ));
+        }
+    }
+    for (i, e) in spec.extra.iter().enumerate() {
+        metric(format!("table.extra[{i}].value"), &e.value)?;
+        for k in e.relative_to.iter().flat_map(|r| r.keys()) {
+            grid(format!("table.extra[{i}].relative_to.{k}"), k)?;
+        }
+        for k in e.select.keys() {
+            grid(format!("table.extra[{i}].where.{k}"), k)?;
+        }
+    }
+    Ok(())
+}
+
+/// A rendered table: a header and rows of formatted cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub source: String,
+    /// The metric in the cells.
+    pub value: String,
+    /// The reference row's label, when the table has difference rows.
+    pub reference: Option<String>,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+/// The rows of a paper CSV (column -> value), read for `table.paper`.
+pub type PaperRows = Vec<BTreeMap<String, String>>;
+
+/// Reads `spec.paper`'s CSV, a path inside the project (relative, no
+/// `..`): the paper's numbers are the project's data, never a file
+/// elsewhere on the machine.
+pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
+    let Some(p) = &spec.paper else {
+        return Ok(None);
+    };
+    let file = Path::new(&p.file);
+    if file.is_absolute()
+        || file
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_)))
+    {
+        anyhow::bail!(
+            "table.paper.file `{}`: give a path inside the project, relative and without `..` (e.g. paper/moniqua_table2.csv)",
+            p.file.escape_default()
+        );
+    }
+    let path = crate::spec::project::root()
+        .map(|r| r.join(file))
+        .unwrap_or_else(|_| file.to_path_buf());
+    crate::util::sudo::check_readable(&path).map_err(anyhow::Error::msg)?;
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("could not read the paper's numbers {}", path.display()))?;
+    let mut lines = csv_rows(&text)
+        .with_context(|| format!("{} is not valid CSV", path.display()))?
+        .into_iter();
+    let header = lines.next().unwrap_or_default();
+    for col in p
+        .keys
+        .values()
+        .chain([&p.value])
+        .chain(p.sd.iter())
+        .chain(p.diverged.iter())
+    {
+        if !header.contains(col) {
+            bail!(
+                "{} has no column `{col}` (table.paper names it)",
+                path.display()
+            );
+        }
+    }
+    Ok(Some(
+        lines
+            .filter(|l| l.iter().any(|f| !f.trim().is_empty()))
+            .map(|l| header.iter().cloned().zip(l).collect())
+            .collect(),
+    ))
+}
+
+/// The paper's cell for a group of runs, by `spec.paper.keys`: its value
+/// (± sd, or "diverge"), or column `column` as written.
+fn paper_cell(
+    spec: &TableSpec,
+    paper: &PaperRows,
+    point: &BTreeMap<String, String>,
+    column: Option<&String>,
+) -> String {
+    let Some(p) = &spec.paper else {
+        return String::new();
+    };
+    let found = paper.iter().find(|prow| {
+        p.keys.iter().all(|(ours, col)| {
+            let v = point.get(ours).or_else(|| p.defaults.get(ours));
+            v.is_some() && prow.get(col) == v
+        })
+    });
+    match found {
+        None => "-".into(),
+        Some(prow) if column.is_some() => column
+            .and_then(|c| prow.get(c))
+            .filter(|v| !v.is_empty())
+            .cloned()
+            .unwrap_or_else(|| "-".into()),
+        Some(prow) => {
+            if p.diverged
+                .as_ref()
+                .and_then(|c| prow.get(c))
+                .map(String::as_str)
+                == Some("true")
+            {
+                return "diverge".into();
+            }
+            let v = prow.get(&p.value).map_or("", String::as_str);
+            match p
+                .sd
+                .as_ref()
+                .and_then(|c| prow.get(c))
+                .filter(|s| !s.is_empty())
+            {
+                Some(sd) if !v.is_empty() => format!("{v} ± {sd}"),
+                _ if v.is_empty() => "-".into(),
+                _ => v.to_string(),
+            }
+        }
+    }
+}
+
+/// Groups the runs into the table `spec` asks for: one row per value of the
+/// row keys, one column per value of the column key, each cell the mean ±
+/// sd of `spec.value` over its runs (seeds), "diverged" if any run diverged,
+/// "failed" if every run failed, "-" if there is no run. The groups are
+/// polars group-by queries on the runs frame.
+pub fn build_table(
+    title: &str,
+    source: &str,
+    spec: &TableSpec,
+    runs: &RunsFrame,
+    paper: Option<&PaperRows>,
+) -> Result<Table> {
+    for (what, value) in std::iter::once(("table value", &spec.value))
+        .chain(spec.extra.iter().map(|e| ("table.extra value", &e.value)))
+    {
+        if !METRICS.contains(&value.as_str()) {
+            bail!(
+                "{what} `{value}` is not a column of runs.csv ({})",
+                METRICS.join(", ")
+            );
+        }
+    }
+    let g = Groups::new(spec, runs, paper.filter(|_| spec.paper.is_some()));
+    let cells = g.cells()?;
+    let extras = g.extras()?;
+    let mut body: Vec<Vec<String>> = cells
+        .rows
+        .iter()
+        .map(|rk| {
+            let mut line = vec![rk.join(" / ")];
+            for ck in &cells.cols {
+                match cells.text.get(&(rk.clone(), ck.clone())) {
+                    Some(texts) => line.extend(texts.iter().cloned()),
+                    None => {
+                        line.push("-".into());
+                        line.extend(g.paper.map(|_| "-".to_string()));
+                    }
+                }
+            }
+            line.extend(extras.get(rk).cloned().unwrap_or_default());
+            line
+        })
+        .collect();
+    let reference = match &spec.reference {
+        Some(r) => {
+            let (label, rows) = g.differences(r, &cells)?;
+            let width = body.first().map_or(0, Vec::len);
+            body.extend(rows.into_iter().map(|mut r| {
+                r.resize(width, "-".into());
+                r
+            }));
+            Some(label)
+        }
+        None => None,
+    };
+    Ok(Table {
+        title: title.to_string(),
+        source: source.to_string(),
+        value: spec.value.clone(),
+        reference,
+        header: g.header(&cells.cols),
+        rows: body,
+    })
+}
+
+/// How a table groups the runs frame: row keys and column key as String
+/// expressions, and the paper's keys of each group's first run.
+struct Groups<'a> {
+    spec: &'a TableSpec,
+    runs: &'a RunsFrame,
+    paper: Option<&'a PaperRows>,
+    /// The result columns of the row keys (`__row0`, ...).
+    row_names: Vec<String>,
+    row_exprs: Vec<Expr>,
+    /// The paper's keys that are columns of the frame.
+    paper_keys: Vec<&'a String>,
+}
+
+/// The cells of a table: rows and columns in the order the runs first
+/// have them, and each cell's texts (ours, then the paper's).
+struct Cells {
+    rows: Vec<Vec<String>>,
+    cols: Vec<String>,
+    text: BTreeMap<(Vec<String>, String), Vec<String>>,
+}
+
+impl<'a> Groups<'a> {
+    fn new(spec: &'a TableSpec, runs: &'a RunsFrame, paper: Option<&'a PaperRows>) -> Self {
+        let df = &runs.df;
+        let row_names: Vec<String> = (0..spec.rows.len()).map(|i| format!("__row{i}")).collect();
+        let row_exprs = spec
+            .rows
+            .iter()
+            .zip(&row_names)
+            .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
+            .collect();
+        let paper_keys = spec
+            .paper
+            .iter()
+            .flat_map(|p| p.keys.keys())
+            .filter(|k| df.column(k.as_str()).is_ok())
+            .collect();
+        Self {
+            spec,
+            runs,
+            paper,
+            row_names,
+            row_exprs,
+            paper_keys,
+        }
+    }
+
+    /// Aggregates of the paper's keys: their value in a group's first run.
+    fn firsts(&self) -> impl Iterator<Item = Expr> + '_ {
+        self.paper_keys
+            .iter()
+            .map(|k| col(k.as_str()).first().alias(format!("__first_{k}")))
+    }
+
+    /// The paper's keys of group `i` of `g` (from [`firsts`](Self::firsts)).
+    fn point_of(&self, g: &DataFrame, i: usize) -> Result<BTreeMap<String, String>> {
+        let mut point = BTreeMap::new();
+        for k in &self.paper_keys {
+            if let Some(v) = g.column(&format!("__first_{k}"))?.str()?.get(i) {
+                point.insert(k.to_string(), v.to_string());
+            }
+        }
+        Ok(point)
+    }
+
+    /// The row key of group `i` of `g`.
+    fn row_of(&self, g: &DataFrame, i: usize) -> Result<Vec<String>> {
+        self.row_names
+            .iter()
+            .map(|n| frames::text_at(g, n, i))
+            .collect()
+    }
+
+    /// One group per cell: its runs' statuses and the value over its
+    /// completed runs.
+    fn cells(&self) -> Result<Cells> {
+        let df = &self.runs.df;
+        let completed = col("status").eq(lit("completed"));
+        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let done = value.filter(completed.clone());
+        let mut aggs = vec![
+            col("status")
+                .eq(lit("diverged"))
+                .cast(DataType::Float64)
+                .sum()
+                .alias("__diverged"),
+            len().cast(DataType::Float64).alias("__runs"),
+            completed.any(true).alias("__completed"),
+            // a run refused at plan time: the memory it would have needed
+            frames::number(df, "memory_mb")
+                .filter(col("status").eq(lit(crate::records::results::REFUSED)))
+                .max()
+                .alias("__refused_mb"),
+            done.clone().mean().alias("__mean"),
+            done.clone().std(1).alias("__sd"),
+            done.count().cast(DataType::Float64).alias("__n"),
+        ];
+        aggs.extend(self.firsts());
+        let col_expr = match &self.spec.cols {
+            Some(c) => frames::key(df, c),
+            None => lit(""),
+        };
+        let mut by = self.row_exprs.clone();
+        by.push(col_expr.alias("__col"));
+        let groups = self
+            .runs
+            .lazy()
+            .group_by_stable(by)
+            .agg(aggs)
+            .collect()
+            .context("could not group the runs into the table's cells")?;
+        let mut cells = Cells {
+            rows: Vec::new(),
+            cols: Vec::new(),
+            text: BTreeMap::new(),
+        };
+        for i in 0..groups.height() {
+            let (rk, ck) = (
+                self.row_of(&groups, i)?,
+                frames::text_at(&groups, "__col", i)?,
+            );
+            if !cells.rows.contains(&rk) {
+                cells.rows.push(rk.clone());
+            }
+            if !cells.cols.contains(&ck) {
+                cells.cols.push(ck.clone());
+            }
+            let bool_at =
+                |n: &str| -> Result<bool> { Ok(groups.column(n)?.bool()?.get(i).unwrap_or(false)) };
+            let count = |n: &str| -> Result<usize> {
+                Ok(frames::number_at(&groups, n, i)?.unwrap_or(0.0) as usize)
+            };
+            let ours = if count("__diverged")? > 0 {
+                format!("diverged ({}/{})", count("__diverged")?, count("__runs")?)
+            } else if !bool_at("__completed")?
+                && let Some(mb) = frames::number_at(&groups, "__refused_mb", i)?
+            {
+                format!("refused: needs {:.1} GB", mb / 1e3)
+            } else if !bool_at("__completed")? {
+                "failed".to_string()
+            } else {
+                let mean = frames::number_at(&groups, "__mean", i)?;
+                let sd = frames::number_at(&groups, "__sd", i)?;
+                mean_ci(count("__n")?, mean, sd)
+            };
+            let point = self.point_of(&groups, i)?;
+            let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
+            cells
+                .text
+                .insert((rk, ck), std::iter::once(ours).chain(theirs).collect());
+        }
+        Ok(cells)
+    }
+
+    /// The extra columns of each row: means over the row's runs (every
+    /// column), optionally relative to a reference row's.
+    fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
+        let df = &self.runs.df;
+        let usable = col("status").neq(lit("failed"));
+        let mean_of = |e: &crate::spec::manifest::ExtraColumn| {
+            let v = frames::number(df, &e.value);
+            let mut keep = usable.clone().and(v.clone().is_finite());
+            for (k, want) in &e.select {
+                keep = keep.and(frames::key(df, k).eq(lit(crate::spec::plan::text(want))));
+            }
+            (v * lit(e.scale.unwrap_or(1.0))).filter(keep).mean()
+        };
+        let mut aggs: Vec<Expr> = self
+            .spec
+            .extra
+            .iter()
+            .enumerate()
+            .map(|(j, e)| mean_of(e).alias(format!("__extra{j}")))
+            .collect();
+        aggs.extend(self.firsts());
+        let by_row = self
+            .runs
+            .lazy()
+            .group_by_stable(self.row_exprs.clone())
+            .agg(aggs)
+            .collect()
+            .context("could not group the runs into the table's rows")?;
+        let mut extras = BTreeMap::new();
+        for i in 0..by_row.height() {
+            let rk = self.row_of(&by_row, i)?;
+            let mut out = Vec::new();
+            for (j, e) in self.spec.extra.iter().enumerate() {
+                let v = frames::number_at(&by_row, &format!("__extra{j}"), i)?;
+                let v = match &e.relative_to {
+                    None => v,
+                    Some(reference) => match (v, self.reference_mean(&e.value, reference, &rk)?) {
+                        // both sides scaled alike
+                        (Some(x), Some(b)) if b != 0.0 => Some(x / (b * e.scale.unwrap_or(1.0))),
+                        _ => None,
+                    },
+                };
+                out.push(v.map_or_else(|| "-".into(), number));
+                if let (Some(paper), Some(c)) = (self.paper, &e.paper) {
+                    let point = self.point_of(&by_row, i)?;
+                    out.push(paper_cell(self.spec, paper, &point, Some(c)));
+                }
+            }
+            extras.insert(rk, out);
+        }
+        Ok(extras)
+    }
+
+    /// The mean of `metric` over the runs of `reference` (grid key ->
+    /// value) that share row `rk`'s values for the row keys the reference
+    /// leaves free.
+    fn reference_mean(
+        &self,
+        metric: &str,
+        reference: &BTreeMap<String, String>,
+        rk: &[String],
+    ) -> Result<Option<f64>> {
+        let df = &self.runs.df;
+        let mut matches = lit(true);
+        for (k, v) in reference {
+            matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+        }
+        for (k, v) in self.spec.rows.iter().zip(rk) {
+            if !reference.contains_key(k) {
+                matches = matches.and(frames::key(df, k).eq(lit(v.as_str())));
+            }
+        }
+        let v = frames::number(df, metric);
+        let usable = col("status").neq(lit("failed")).and(v.clone().is_finite());
+        let mean = self
+            .runs
+            .lazy()
+            .filter(matches)
+            .select([v.filter(usable).mean().alias("__mean")])
+            .collect()
+            .context("could not compute a table's reference row")?;
+        frames::number_at(&mean, "__mean", 0)
+    }
+
+    /// The rows of differences to the reference row: for every other row
+    /// and column, its completed runs' values minus the reference's in the
+    /// same column, paired by seed where both ran the same seeds (Welch
+    /// otherwise), as mean ± the half-width of the 95% t interval. The
+    /// reference's label and the rows (row label and one cell a column).
+    fn differences(
+        &self,
+        reference: &BTreeMap<String, yaml_serde::Value>,
+        cells: &Cells,
+    ) -> Result<(String, Vec<Vec<String>>)> {
+        let df = &self.runs.df;
+        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let mut select = self.row_exprs.clone();
+        select.push(
+            match &self.spec.cols {
+                Some(c) => frames::key(df, c),
+                None => lit(""),
+            }
+            .alias("__col"),
+        );
+        select.push(frames::key(df, SEED_KEY).alias("__seed"));
+        select.push(frames::key(df, "run_id").alias("__id"));
+        select.push(value.alias("__v"));
+        let runs = self
+            .runs
+            .lazy()
+            .filter(col("status").eq(lit("completed")))
+            .select(select)
+            .collect()
+            .context("could not select the runs for the table's differences")?;
+        let values = frames::numbers(&runs, "__v")?;
+        let mut by_cell: BTreeMap<(Vec<String>, String), crate::report::stats::Seeded> =
+            BTreeMap::new();
+        for (i, v) in values.iter().enumerate() {
+            let Some(v) = v.filter(|v| v.is_finite()) else {
+                continue;
+            };
+            let seed = match frames::text_at(&runs, "__seed", i)? {
+                s if s.is_empty() => frames::text_at(&runs, "__id", i)?,
+                s => s,
+            };
+            by_cell
+                .entry((self.row_of(&runs, i)?, frames::text_at(&runs, "__col", i)?))
+                .or_default()
+                .push((seed, v));
+        }
+        let wanted: Vec<Option<String>> = self
+            .spec
+            .rows
+            .iter()
+            .map(|k| reference.get(k).map(crate::spec::plan::text))
+            .collect();
+        let base = cells
+            .rows
+            .iter()
+            .find(|rk| {
+                wanted
+                    .iter()
+                    .zip(rk.iter())
+                    .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
+            })
+            .cloned();
+        let label = wanted
+            .iter()
+            .zip(&self.spec.rows)
+            .filter_map(|(w, k)| w.as_ref().map(|w| format!("{k}={w}")))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(base) = base else {
+            return Ok((format!("{label} (no runs)"), Vec::new()));
+        };
+        let mut rows = Vec::new();
+        for rk in cells.rows.iter().filter(|rk| **rk != base) {
+            let mut line = vec![format!("Δ {} − {}", rk.join(" / "), base.join(" / "))];
+            for ck in &cells.cols {
+                let get = |r: &Vec<String>| {
+                    by_cell
+                        .get(&(r.clone(), ck.clone()))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let text = match crate::report::stats::difference(&get(rk), &get(&base)) {
+                    Some(d) => {
+                        let (lo, hi) = d.interval(0.05);
+                        let sign = if d.effect > 0.0 { "+" } else { "" };
+                        format!(
+                            "{sign}{} ± {} ({}, n={})",
+                            number(d.effect),
+                            number((hi - lo) / 2.0),
+                            d.test.name(),
+                            d.n_a.min(d.n_b)
+                        )
+                    }
+                    None => "-".into(),
+                };
+                line.push(text);
+                line.extend(self.paper.map(|_| "-".to_string()));
+            }
+            rows.push(line);
+        }
+        Ok((label, rows))
+    }
+
+    /// The header: the row keys, each column (and the paper's beside it),
+    /// then the extra columns.
+    fn header(&self, cols: &[String]) -> Vec<String> {
+        let spec = self.spec;
+        let paper_label = spec
+            .paper
+            .as_ref()
+            .filter(|_| self.paper.is_some())
+            .map(|p| &p.label);
+        let mut header = vec![spec.rows.join(" / ")];
+        for c in cols {
+            let name = match &spec.cols {
+                Some(t) if !t.is_empty() => format!("{t}={c}"),
+                _ => spec.value.clone(),
+            };
+            match paper_label {
+                Some(label) => {
+                    header.push(format!("{name} (measured)"));
+                    header.push(format!("{name} (paper: {label})"));
+                }
+                None => header.push(name),
+            }
+        }
+        for e in &spec.extra {
+            header.push(e.label.clone());
+            if let (Some(label), Some(_)) = (paper_label, &e.paper) {
+                header.push(format!("{} (paper: {label})", e.label));
+            }
+        }
+        header
+    }
+}
+
+impl Table {
+    /// GitHub Markdown, with the title and the source above.
+    pub fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over the completed runs (seeds), and their number n; \"diverged (k/n)\" if k of a cell's n runs diverged.{}{}\n",
+            self.title,
+            self.source,
+            self.value,
+            if self.header.iter().any(|h| h.contains("(paper: ")) {
+                " The paper's cells are as printed (mean ± sd)."
+            } else {
+                ""
+            },
+            match &self.reference {
+                Some(r) => format!(
+                    " Rows `Δ a − b`: a's runs minus the reference row's ({r}) in the same column, paired by seed where both ran the same seeds (Welch otherwise), mean ± 95% t half-width."
+                ),
+                None => String::new(),
+            }
+        );
+        let _ = writeln!(out, "| {} |", self.header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
+        for r in &self.rows {
+            let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        out
+    }
+
+    /// A LaTeX `tabular` (booktabs) with the title as a comment.
+    pub fn latex(&self) -> String {
+        // one character at a time, so no replacement is escaped again
+        let esc = |s: &str| {
+            s.chars()
+                .map(|c| match c {
+                    '\\' => "\\textbackslash{}".to_string(),
+                    '~' => "\\textasciitilde{}".to_string(),
+                    '^' => "\\textasciicircum{}".to_string(),
+                    '&' | '%' | '$' | '#' | '_' | '{' | '}' => format!("\\{c}"),
+                    '±' => "$\\pm$".to_string(),
+                    c => c.to_string(),
+                })
+                .collect::<String>()
+        };
+        // a comment ends at a line break: none gets into the LaTeX
+        let comment = |s: &str| s.replace(['\n', '\r'], " ");
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "% {}\n% Source: {}",
+            comment(&self.title),
+            comment(&self.source)
+        );
+        let _ = writeln!(
+            out,
+            "\\begin{{tabular}}{{l{}}}",
+            "r".repeat(self.header.len() - 1)
+        );
+        let _ = writeln!(out, "\\toprule");
+        let line = |cells: &[String]| cells.iter().map(|c| esc(c)).collect::<Vec<_>>().join(" & ");
+        let _ = writeln!(out, "{} \\\\", line(&self.header));
+        let _ = writeln!(out, "\\midrule");
+        for r in &self.rows {
+            let _ = writeln!(out, "{} \\\\", line(r));
+        }
+        let _ = writeln!(out, "\\bottomrule\n\\end{{tabular}}");
+        out
+    }
+
+    /// CSV: the header, then one line per row.
+    pub fn csv(&self) -> Result<String> {
+        csv_text(std::iter::once(&self.header).chain(&self.rows))
+    }
+}
+
+/// A number for a table: four significant digits, plain where that reads
+/// well, scientific otherwise.
+pub(crate) fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    if (1e-3..1e5).contains(&a) {
+        let decimals = (3 - a.log10().floor() as i32).clamp(0, 6) as usize;
+        format!("{x:.decimals$}")
+    } else {
+        format!("{x:.3e}")
+    }
+}
+
+/// A number as a person writes it: [`number`] without trailing zeros
+/// (`1`, `0.5`, `50`).
+pub(crate) fn short(x: f64) -> String {
+    let s = number(x);
+    if s.contains('.') && !s.contains('e') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A cell's text from `n` values' mean and sample sd: the mean, the
+/// half-width of its 95% t interval and n; "-" for none, no interval for
+/// one.
+fn mean_ci(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
+    match (n, mean) {
+        (0, _) | (_, None) => "-".into(),
+        (1, Some(m)) => format!("{} (n=1)", number(m)),
+        (_, Some(m)) => {
+            let half = sd.map(|sd| {
+                crate::report::stats::t_star((n - 1) as f64, 0.05) * sd / (n as f64).sqrt()
+            });
+            format!(
+                "{} ± {} (n={n})",
+                number(m),
+                half.map_or_else(|| "-".into(), number)
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::records::results::Cell;
+    use crate::records::results::tests::row;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(number(0.9123456), "0.9123");
+        assert_eq!(number(91.08), "91.08");
+        assert_eq!(number(1234.4), "1234");
+        assert_eq!(number(3.2e-7), "3.200e-7");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(f64::NAN), "NaN");
+    }
+
+    /// A table of `final_loss` with a row per algorithm.
+    fn by_algorithm(extra: Vec<crate::spec::manifest::ExtraColumn>) -> TableSpec {
+        TableSpec {
+            rows: vec!["algorithm".into()],
+            cols: None,
+            value: "final_loss".into(),
+            scale: None,
+            paper: None,
+            extra,
+            reference: None,
+        }
+    }
+
+    #[test]
+    fn tables_aggregate_seeds() {
+        let rows = vec![
+            row("moniqua", "0", "1.0", "completed"),
+            row("moniqua", "1", "3.0", "completed"),
+            row("dcd,x", "0", "NaN", "diverged"),
+        ];
+        let frame = RunsFrame::new(&rows).unwrap();
+        let spec = by_algorithm(Vec::new());
+        let md = build_table("T", "S", &spec, &frame, None)
+            .unwrap()
+            .markdown();
+        // mean 2, sd 1.414, half-width 12.706 * 1.414 / sqrt(2) = 12.71
+        assert!(md.contains("| moniqua | 2.000 ± 12.71 (n=2) |"), "{md}");
+        assert!(md.contains("| dcd,x | diverged (1/1) |"), "{md}");
+        let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
+        insta::assert_snapshot!("table_md", table.markdown());
+        insta::assert_snapshot!("table_latex", table.latex());
+        insta::assert_snapshot!("table_csv", table.csv().unwrap());
+        // an extra column over the runs of one setting only
+        let seed0 = by_algorithm(vec![crate::spec::manifest::ExtraColumn {
+            value: "final_loss".into(),
+            label: "seed 0".into(),
+            paper: None,
+            relative_to: None,
+            select: [("seed".to_string(), yaml_serde::Value::from(0))].into(),
+            scale: Some(2.0),
+        }]);
+        let t = build_table("T", "S", &seed0, &frame, None).unwrap();
+        assert_eq!(t.rows[0], ["moniqua", "2.000 ± 12.71 (n=2)", "2.000"]);
+        let bad = TableSpec {
+            value: "accuracy".into(),
+            ..spec
+        };
+        assert!(build_table("T", "S", &bad, &frame, None).is_err());
+    }
+
+    #[test]
+    fn an_extra_column_relative_to_a_reference_row() {
+        let mut rows = vec![
+            row("allreduce", "0", "1", "completed"),
+            row("allreduce", "1", "1", "completed"),
+            row("pqasgd", "0", "1", "completed"),
+        ];
+        for (r, bytes) in rows.iter_mut().zip(["1000", "3000", "50"]) {
+            r.metrics
+                .insert("bytes".into(), Cell::parse("bytes", bytes).unwrap());
+        }
+        let spec = by_algorithm(vec![crate::spec::manifest::ExtraColumn {
+            value: "bytes".into(),
+            label: "bytes / allreduce".into(),
+            paper: None,
+            relative_to: Some([("algorithm".to_string(), "allreduce".to_string())].into()),
+            select: BTreeMap::new(),
+            scale: None,
+        }]);
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        // mean of the reference's runs: 2000
+        assert_eq!(t.rows[0][2], "1.000");
+        assert_eq!(t.rows[1][2], "0.02500");
+        let missing = TableSpec {
+            extra: vec![crate::spec::manifest::ExtraColumn {
+                relative_to: Some([("algorithm".to_string(), "none".to_string())].into()),
+                ..spec.extra[0].clone()
+            }],
+            ..spec
+        };
+        let t = build_table("T", "S", &missing, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        assert_eq!(t.rows[1][2], "-", "no reference runs: no ratio");
+    }
+
+    /// Difference rows: each row's runs minus the reference row's, paired
+    /// by seed where the seeds match, Welch's test where they do not.
+    #[test]
+    fn a_reference_row_gives_paired_differences() {
+        let rows = vec![
+            row("d-psgd", "0", "1.0", "completed"),
+            row("d-psgd", "1", "2.0", "completed"),
+            row("d-psgd", "2", "3.0", "completed"),
+            row("moniqua", "0", "1.5", "completed"),
+            row("moniqua", "1", "2.4", "completed"),
+            row("moniqua", "2", "3.6", "completed"),
+            row("choco", "5", "1.0", "completed"),
+            row("choco", "6", "2.0", "completed"),
+        ];
+        let spec = TableSpec {
+            reference: Some([("algorithm".to_string(), "d-psgd".into())].into()),
+            ..by_algorithm(Vec::new())
+        };
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        assert_eq!(t.reference.as_deref(), Some("algorithm=d-psgd"));
+        // differences 0.5, 0.4, 0.6: mean 0.5, sd 0.1, 4.303 * 0.1 / sqrt(3)
+        assert_eq!(
+            t.rows[3],
+            ["Δ moniqua − d-psgd", "+0.5000 ± 0.2484 (paired t, n=3)"]
+        );
+        // other seeds: Welch, 1.5 - 2.0
+        assert!(
+            t.rows[4][1].starts_with("-0.5000 ± ") && t.rows[4][1].contains("Welch t"),
+            "{:?}",
+            t.rows[4]
+        );
+        assert_eq!(t.rows.len(), 5);
+        assert!(t.markdown().contains("paired by seed"));
+        // the reference names a row by its row keys
+        let bad = TableSpec {
+            reference: Some([("seed".to_string(), "0".into())].into()),
+            ..spec
+        };
+        let (path, _) = check_spec(&bad, &["algorithm".into(), "seed".into()]).unwrap_err();
+        assert_eq!(path, "table.reference.seed");
+    }
+
+    /// LaTeX's special characters are escaped once each, and a line break
+    /// in a title cannot end its comment.
+    #[test]
+    fn latex_escapes_every_special_character_once() {
+        let t = Table {
+            title: "a\n\\input{x}".into(),
+            source: "s".into(),
+            value: "v".into(),
+            reference: None,
+            header: vec!["a_b".into(), "{c}".into()],
+            rows: vec![vec!["\\x".into(), "1 ± 2 & 50% ~^".into()]],
+        };
+        let tex = t.latex();
+        assert!(tex.starts_with("% a \\input{x}\n"), "{tex}");
+        assert!(tex.contains("a\\_b & \\{c\\}"), "{tex}");
+        assert!(
+            tex.contains(
+                "\\textbackslash{}x & 1 $\\pm$ 2 \\& 50\\% \\textasciitilde{}\\textasciicircum{}"
+            ),
+            "{tex}"
+        );
+    }
+
+    #[test]
+    fn the_papers_numbers_sit_beside_ours() {
+        // a path inside the project (the tests run in the source tree):
+        // scratch/, which git ignores
+        let dir =
+            std::path::PathBuf::from("scratch").join(format!("test-paper-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let csv = dir.join("p.csv");
+        std::fs::write(
+            &csv,
+            "model,bits,alg,acc,sd,div\nresnet20,1,moniqua,91.08,0.19,false\nresnet20,1,dcd,,,true\nresnet110,1,moniqua,92.97,0.23,false\n",
+        )
+        .unwrap();
+        let mut rows = vec![
+            row("moniqua", "0", "0.9", "completed"),
+            row("moniqua", "1", "0.8", "completed"),
+            row("dcd", "0", "0.1", "diverged"),
+            row("choco", "0", "0.7", "completed"),
+        ];
+        for r in &mut rows {
+            r.point.insert("bits".into(), "1".into());
+        }
+        let spec: TableSpec = yaml_serde::from_str(&format!(
+            "{{rows: [algorithm], cols: bits, value: final_loss, scale: 100, paper: {{file: {}, keys: {{model: model, bits: bits, algorithm: alg}}, defaults: {{model: resnet20}}, value: acc, sd: sd, diverged: div, label: ResNet20}}}}",
+            csv.display()
+        ))
+        .unwrap();
+        let paper = load_paper(&spec).unwrap().unwrap();
+        let t = build_table(
+            "T",
+            "S",
+            &spec,
+            &RunsFrame::new(&rows).unwrap(),
+            Some(&paper),
+        )
+        .unwrap();
+        insta::assert_snapshot!("table_with_paper", t.markdown());
+        // sd 7.071 over 2 runs: half-width 12.706 * 7.071 / sqrt(2) = 63.53
+        assert_eq!(
+            t.rows[0],
+            ["moniqua", "85.00 ± 63.53 (n=2)", "91.08 ± 0.19"]
+        );
+        assert_eq!(t.rows[1], ["dcd", "diverged (1/1)", "diverge"]);
+        assert_eq!(t.rows[2], ["choco", "70.00 (n=1)", "-"]);
+        let bad: TableSpec = yaml_serde::from_str(&format!(
+            "{{rows: [algorithm], value: final_loss, paper: {{file: {}, keys: {{bits: budget}}, value: acc, label: x}}}}",
+            csv.display()
+        ))
+        .unwrap();
+        let err = load_paper(&bad).unwrap_err().to_string();
+        assert!(err.contains("no column `budget`"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+        // a path outside the project is refused, before it is read
+        for outside in ["/etc/passwd", "../x.csv"] {
+            let spec: TableSpec = yaml_serde::from_str(&format!(
+                "{{rows: [algorithm], value: final_loss, paper: {{file: \"{outside}\", keys: {{bits: bits}}, value: acc, label: x}}}}"
+            ))
+            .unwrap();
+            let err = load_paper(&spec).unwrap_err().to_string();
+            assert!(err.contains("inside the project"), "{outside}: {err}");
+        }
+    }
+}

@@ -1,0 +1,866 @@
+//! Experiment manifests (`experiments/*.yaml`): parsed into raw structs with
+//! unknown keys rejected and errors that name the YAML path, after `--set`
+//! overrides are applied to the YAML tree.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use yaml_serde::{Mapping, Value};
+
+use crate::spec::condition::ShapingMode;
+use crate::spec::errors::DriverError;
+
+/// Which machinery runs the experiment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// The in-process simulator with a virtual clock.
+    Sim,
+    /// MPI ranks running the trainer.
+    Mpi,
+    /// The trainer's workers as threads of one process (`repro-train
+    /// --in-process`), the network condition modelled by a virtual clock.
+    /// `local`, its first name, is still accepted.
+    #[serde(rename = "in-process", alias = "local")]
+    #[value(name = "in-process", alias = "local")]
+    InProcess,
+}
+
+impl Backend {
+    /// The backend as the command line and a manifest spell it: the one
+    /// spelling of its name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Sim => "sim",
+            Backend::Mpi => "mpi",
+            Backend::InProcess => "in-process",
+        }
+    }
+}
+
+/// What the table shows.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableSpec {
+    /// Grid keys that make the rows.
+    pub rows: Vec<String>,
+    /// A grid key whose values make the columns (none: one column).
+    #[serde(default)]
+    pub cols: Option<String>,
+    /// The metric in the cells (a column of runs.csv).
+    pub value: String,
+    /// Multiply the measured values by this (100: fractions as percent).
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// The paper's numbers, printed beside ours.
+    #[serde(default)]
+    pub paper: Option<PaperSpec>,
+    /// More columns: one metric per row, over all of the row's runs.
+    #[serde(default)]
+    pub extra: Vec<ExtraColumn>,
+    /// A reference row (row-key values, `{algorithm: d-psgd}`): every
+    /// other row gets a row of its differences to it, paired by seed.
+    #[serde(default)]
+    pub reference: Option<BTreeMap<String, Value>>,
+}
+
+/// A column of one metric per table row (the extra-memory column of Table 2).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtraColumn {
+    /// A column of runs.csv.
+    pub value: String,
+    /// The column's title.
+    pub label: String,
+    /// The paper CSV's column with the same quantity, printed beside it.
+    #[serde(default)]
+    pub paper: Option<String>,
+    /// Divide by the same metric of a reference: the runs with these grid
+    /// values (and this row's values for the other row keys), e.g.
+    /// `{algorithm: allreduce}` for bytes as a fraction of full-precision SGD's.
+    #[serde(default)]
+    pub relative_to: Option<BTreeMap<String, String>>,
+    /// Only the runs with these grid values (`{bits: 1}`): one column per
+    /// setting of a key that is not a row key.
+    #[serde(default, rename = "where")]
+    pub select: BTreeMap<String, Value>,
+    /// Multiply by this (100: fractions as percent).
+    #[serde(default)]
+    pub scale: Option<f64>,
+}
+
+/// Where the paper's numbers for a table come from: a CSV in `paper/`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperSpec {
+    /// The CSV, relative to the repository (`paper/moniqua_table2.csv`).
+    pub file: String,
+    /// Our grid key -> the CSV column that must hold the same value.
+    pub keys: BTreeMap<String, String>,
+    /// Values for keys a run does not have in its grid point (a CPU-scale
+    /// stand-in for the paper's model, say).
+    #[serde(default)]
+    pub defaults: BTreeMap<String, String>,
+    /// The CSV column with the number, and optionally its sd and a
+    /// true/false column saying the paper reports divergence.
+    pub value: String,
+    #[serde(default)]
+    pub sd: Option<String>,
+    #[serde(default)]
+    pub diverged: Option<String>,
+    /// What the paper measured, for the caption ("ResNet20 on CIFAR-10").
+    pub label: String,
+}
+
+/// A manifest as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub title: String,
+    /// The paper, table or figure it reproduces.
+    pub source: String,
+    #[serde(default = "default_backend")]
+    pub backend: Backend,
+    /// How `network` conditions are applied (auto: netns for MPI runs,
+    /// the virtual clock for the simulator).
+    #[serde(default)]
+    pub shaping: ShapingMode,
+    /// Scale name -> parameter overrides (smoke: seconds; cpu: minutes; paper).
+    pub scales: BTreeMap<String, Mapping>,
+    /// Scale name -> what a run of it costs, as measured (`repro list` shows it).
+    #[serde(default)]
+    pub cost: BTreeMap<String, String>,
+    /// The scale `repro run` uses when `--scale` is not given (default: smoke).
+    #[serde(default)]
+    pub default_scale: Option<String>,
+    /// The scale whose results `results/<name>/` holds (default: `cpu`
+    /// where the manifest has it). Every other scale writes to
+    /// `scratch/<scale>/<name>/` unless `--out` says otherwise
+    /// ([`Manifest::committed_scale`]).
+    #[serde(default)]
+    pub committed_scale: Option<String>,
+    /// Experiments `repro run` runs after this one, at the same scale, each
+    /// into a directory of this one's results named after it.
+    #[serde(default)]
+    pub then: Vec<String>,
+    /// What to run next, printed after the results (the full-size command).
+    #[serde(default)]
+    pub next: Option<String>,
+    /// Grid key -> values; every combination is a run.
+    #[serde(default)]
+    pub grid: BTreeMap<String, Vec<Value>>,
+    /// Parameters shared by every run.
+    #[serde(default)]
+    pub params: Mapping,
+    /// Grid points left out: each entry's values (`{algorithm: d-psgd,
+    /// bits: 8}`) remove every point that has them all.
+    #[serde(default)]
+    pub exclude: Vec<BTreeMap<String, Value>>,
+    /// Parameters for some grid points only (a hyper-parameter tuned per
+    /// algorithm), applied after the grid point.
+    #[serde(default)]
+    pub cases: Vec<Case>,
+    pub table: TableSpec,
+    /// The figure drawn from the runs' per-step logs (none: no figure).
+    #[serde(default)]
+    pub figure: Option<FigureSpec>,
+    /// Statements about the results, each tested on the runs
+    /// (`claims.md`, `claims.csv`).
+    #[serde(default)]
+    pub claims: Vec<ClaimSpec>,
+    /// A tuning protocol run before the grid: each method's settings
+    /// chosen on a validation metric and tuning seeds (`tuning.md`).
+    #[serde(default)]
+    pub tune: Option<TuneSpec>,
+    /// The manifest as resolved (overrides applied) without its
+    /// [`PRESENTATION`] keys: JSON with sorted keys.
+    #[serde(skip)]
+    pub resolved: String,
+}
+
+impl Manifest {
+    /// The scale whose results are committed under `results/<name>/`:
+    /// `committed_scale`, else `cpu` where the manifest has that scale.
+    pub fn committed_scale(&self) -> Option<&str> {
+        match &self.committed_scale {
+            Some(s) => Some(s),
+            None => self.scales.get_key_value("cpu").map(|(k, _)| k.as_str()),
+        }
+    }
+
+    /// Where this manifest's results at `scale` go without `--out`.
+    pub fn default_out(&self, scale: &str) -> PathBuf {
+        crate::spec::project::default_out(&self.name, scale, self.committed_scale())
+    }
+
+    /// The hash of the resolved manifest at `scale` for `backend`: runs
+    /// planned from another hash are stale (`repro status`).
+    pub fn hash(&self, scale: &str, backend: Backend) -> String {
+        let text = format!("manifest:{scale}:{backend:?}:{}", self.resolved);
+        format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+    }
+}
+
+/// The manifest keys that only present the runs (read them, never decide
+/// them): changing one leaves the runs current.
+pub const PRESENTATION: [&str; 10] = [
+    "title",
+    "source",
+    "cost",
+    "default_scale",
+    "committed_scale",
+    "then",
+    "next",
+    "table",
+    "figure",
+    "claims",
+];
+
+/// `value` as JSON with every object's keys sorted.
+fn sorted_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        J::Object(m) => {
+            let sorted: BTreeMap<String, J> =
+                m.into_iter().map(|(k, v)| (k, sorted_json(v))).collect();
+            J::Object(sorted.into_iter().collect())
+        }
+        J::Array(a) => J::Array(a.into_iter().map(sorted_json).collect()),
+        other => other,
+    }
+}
+
+/// The tuning protocol: for every method (a value of grid key `key`), up
+/// to `budget` configurations from its `space` run on the `seeds` (never
+/// the grid's), scored by `metric` on the validation split; the best is
+/// then run on the grid's seeds. Methods without a space run untuned.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TuneSpec {
+    /// A run metric that selects (`val_accuracy`, or `final_loss` in the
+    /// simulator); never one measured on the test set.
+    pub metric: String,
+    /// Whether a larger metric is better (default: accuracies are).
+    #[serde(default)]
+    pub higher_is_better: Option<bool>,
+    /// Configurations tried per method: the same for every method.
+    pub budget: usize,
+    /// The tuning seeds, disjoint from the grid's `seed` values.
+    pub seeds: Vec<Value>,
+    /// Fraction of the training images held out for the metric (trainer
+    /// runs), in every tuning and final run alike.
+    #[serde(default)]
+    pub validation: Option<f64>,
+    /// Method -> parameter -> the values to try.
+    pub space: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// The grid key naming the methods.
+    #[serde(default = "default_claim_key")]
+    pub key: String,
+}
+
+/// A claim about the results, as a manifest writes it. Exactly one of
+/// `better`, `within`, `diverges` and `faster_to` says what kind:
+///
+/// - `{better: moniqua, than: choco, where: {bits: 1}, metric: avg_test_accuracy}`
+/// - `{within: 1.0, method: moniqua, of: d-psgd, metric: ..., where: ...}`
+/// - `{diverges: dcd, where: {bits: 1}}` (in more than `rate` of its runs),
+///   or with `than: choco`: more often than it
+/// - `{faster_to: {train_loss: 0.6}, method: moniqua, than: d-psgd, by: wall_s}`
+///
+/// The methods are values of grid key `key` (default `algorithm`). `where`
+/// selects the runs of both sides; `baseline_where` overrides it for the
+/// baseline (`{bits: 32}` for full precision).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimSpec {
+    /// The claim in words (default: written from its fields).
+    #[serde(default)]
+    pub claim: Option<String>,
+    /// Who makes it ("Moniqua, Table 2").
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub better: Option<String>,
+    #[serde(default)]
+    pub within: Option<f64>,
+    #[serde(default)]
+    pub diverges: Option<String>,
+    #[serde(default)]
+    pub faster_to: Option<BTreeMap<String, f64>>,
+    /// The method of a `within` or `faster_to` claim.
+    #[serde(default)]
+    pub method: Option<String>,
+    /// The baseline of `better`, `faster_to` and `diverges`.
+    #[serde(default)]
+    pub than: Option<String>,
+    /// The baseline of `within`.
+    #[serde(default)]
+    pub of: Option<String>,
+    #[serde(default, rename = "where")]
+    pub select: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub baseline_where: BTreeMap<String, Value>,
+    /// A column of runs.csv (`better`, `within`).
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// Whether a larger metric is better (default: by its name; accuracy
+    /// is, losses, times and bytes are not).
+    #[serde(default)]
+    pub higher_is_better: Option<bool>,
+    /// Multiply the metric by this before comparing (default: the table's
+    /// `scale` when the metric is the table's value, else 1), so that
+    /// `within: 1.0` on a percent table means one point.
+    #[serde(default)]
+    pub scale: Option<f64>,
+    /// `faster_to`: the curves' x (wall_s, iteration, epoch, bytes).
+    #[serde(default)]
+    pub by: Option<String>,
+    /// `diverges` without `than`: the share of runs it must exceed.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    /// The grid key whose values name the methods.
+    #[serde(default = "default_claim_key")]
+    pub key: String,
+    /// The test's level (0.05: 95% intervals).
+    #[serde(default = "default_level")]
+    pub level: f64,
+}
+
+fn default_claim_key() -> String {
+    "algorithm".into()
+}
+
+fn default_level() -> f64 {
+    0.05
+}
+
+/// `{when: {algorithm: deepsqueeze}, set: {gamma: 0.05}, scales: [cpu]}`:
+/// `set` applies to the runs whose grid values match every `when` entry, at
+/// the listed scales (every scale if none).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    pub when: BTreeMap<String, Value>,
+    pub set: Mapping,
+    #[serde(default)]
+    pub scales: Vec<String>,
+}
+
+fn default_backend() -> Backend {
+    Backend::Sim
+}
+
+/// Finds an experiment by name in the project's `experiments/` (see
+/// [`crate::spec::project::root`]), or takes a path to a YAML file.
+pub fn locate(name: &str) -> Result<PathBuf, DriverError> {
+    let direct = Path::new(name);
+    if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
+        return Ok(direct.to_path_buf());
+    }
+    let candidate = experiments_dir()?.join(format!("{name}.yaml"));
+    if candidate.is_file() {
+        return Ok(candidate);
+    }
+    Err(DriverError::UnknownExperiment {
+        name: name.to_string(),
+        tried: candidate.display().to_string(),
+    })
+}
+
+/// The project's experiments directory.
+pub fn experiments_dir() -> Result<PathBuf, DriverError> {
+    Ok(crate::spec::project::root()?.join("experiments"))
+}
+
+/// Every manifest in [`experiments_dir`], sorted by path.
+pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
+    use anyhow::Context as _;
+    let dir = experiments_dir()?;
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("could not read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    paths.sort();
+    Ok(paths)
+}
+
+/// The deepest `--set` key accepted (`a.b.c` has 3 parts).
+pub const MAX_KEY_DEPTH: usize = 16;
+/// The largest manifest read, bytes.
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// The deepest nesting of flow brackets (`[`, `{`) or indentation levels
+/// accepted in a manifest or a `--set` value.
+pub const MAX_NESTING: usize = 32;
+
+/// Refuses YAML text nested deeper than [`MAX_NESTING`] before it is
+/// parsed (a parser takes seconds, or its stack, on deep nesting). Counts
+/// flow brackets outside quotes and comments, and block indentation.
+pub fn check_nesting(text: &str, what: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start_matches([' ', '-']).len();
+        deepest = deepest.max(indent / 2 + depth);
+        let mut quote: Option<char> = None;
+        for c in line.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') => break,
+                (None, '[' | '{') => {
+                    depth += 1;
+                    deepest = deepest.max(indent / 2 + depth);
+                }
+                (None, ']' | '}') => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if deepest > MAX_NESTING {
+                return Err(format!(
+                    "{what} is nested more than {MAX_NESTING} levels deep; no manifest needs that"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Reads `path`, applies `key=value` overrides, and parses the manifest.
+pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+    let read_error = |source| DriverError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    // a manifest is a small regular file: not a FIFO or device that would
+    // block or never end, not a file of gigabytes; under sudo, one the
+    // invoking user can read
+    crate::util::sudo::check_readable(path).map_err(|message| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: String::new(),
+        message,
+    })?;
+    let meta = std::fs::metadata(path).map_err(read_error)?;
+    if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: String::new(),
+            message: if meta.is_file() {
+                format!(
+                    "{} bytes; a manifest is at most {MAX_MANIFEST_BYTES} bytes",
+                    meta.len()
+                )
+            } else {
+                "not a regular file (a manifest is a YAML file)".into()
+            },
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    check_nesting(&text, "the manifest").map_err(|message| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: String::new(),
+        message,
+    })?;
+    let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    for arg in overrides {
+        apply_override(&mut tree, arg)?;
+        command_line_wins(&mut tree, arg)?;
+    }
+    // what decides the runs: a table, figure or claim reads the runs and
+    // may change without making them stale
+    let mut deciding = tree.clone();
+    if let Value::Mapping(m) = &mut deciding {
+        for k in PRESENTATION {
+            m.remove(k);
+        }
+    }
+    let resolved = serde_json::to_value(&deciding)
+        .map(|v| sorted_json(v).to_string())
+        .unwrap_or_default();
+    let mut manifest: Manifest =
+        serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+    manifest.resolved = resolved;
+    if let Some((key, text)) = manifest
+        .texts()
+        .into_iter()
+        .find(|(k, t)| !is_printable(t) || (k != "next" && t.contains('\n')))
+    {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key,
+            message: format!(
+                "`{}` holds a control character (a terminal escape?) or a line break; titles and labels are one line of printable text",
+                text.escape_default()
+            ),
+        });
+    }
+    if !is_plain_name(&manifest.name) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "name".into(),
+            message: format!(
+                "`{}` is not a plain name: use letters, digits, `-` and `_` (it names a directory under results/)",
+                manifest.name.escape_default()
+            ),
+        });
+    }
+    for (key, scale) in [
+        ("default_scale", &manifest.default_scale),
+        ("committed_scale", &manifest.committed_scale),
+    ] {
+        let Some(scale) = scale else { continue };
+        if manifest.scales.contains_key(scale) {
+            continue;
+        }
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: key.into(),
+            message: format!(
+                "`{scale}` is not one of the manifest's scales ({})",
+                manifest
+                    .scales
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        });
+    }
+    if let Some(name) = manifest.then.iter().find(|n| !is_plain_name(n)) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "then".into(),
+            message: format!(
+                "`{}` is not an experiment's name (see `repro list`)",
+                name.escape_default()
+            ),
+        });
+    }
+    Ok(manifest)
+}
+
+/// Makes the override `arg` (already applied to `tree`) win over the
+/// layers that would otherwise shadow it, as in Hydra: a scale that sets
+/// the same parameter or grid axis gets the command line's value too. A
+/// value set per grid point (a case's `set`, a tuning space) cannot be
+/// overridden for every run at once: that is an error naming where it is
+/// set.
+fn command_line_wins(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
+    let Some((key, raw)) = arg.split_once('=') else {
+        return Ok(());
+    };
+    let (layer_key, param) = if let Some(p) = key.strip_prefix("params.") {
+        (p.to_string(), p.split('.').next().unwrap_or(p).to_string())
+    } else if let Some(axis) = key.strip_prefix("grid.") {
+        // a scale replaces an axis with its key `grid.<axis>`
+        if axis.contains('.') {
+            return Ok(());
+        }
+        (key.to_string(), key.to_string())
+    } else {
+        return Ok(());
+    };
+    let Value::Mapping(top) = tree else {
+        return Ok(());
+    };
+    if let Some(Value::Mapping(scales)) = top.get_mut("scales") {
+        for (_, scale) in scales.iter_mut() {
+            let Value::Mapping(layer) = scale else {
+                continue;
+            };
+            if layer.contains_key(param.as_str()) {
+                let mut wrapped = Value::Mapping(std::mem::take(layer));
+                if param == layer_key || key.starts_with("grid.") {
+                    // flat scale keys: `iterations`, `grid.seed`
+                    if let Value::Mapping(m) = &mut wrapped {
+                        let value: Value = yaml_serde::from_str(raw).unwrap_or(Value::Null);
+                        m.insert(Value::from(param.clone()), value);
+                    }
+                } else {
+                    apply_override(&mut wrapped, &format!("{layer_key}={raw}"))?;
+                }
+                if let Value::Mapping(m) = wrapped {
+                    *layer = m;
+                }
+            }
+        }
+    }
+    if !key.starts_with("params.") {
+        return Ok(());
+    }
+    let mut shadows = Vec::new();
+    if let Some(Value::Sequence(cases)) = top.get("cases") {
+        for (i, case) in cases.iter().enumerate() {
+            if case
+                .get("set")
+                .and_then(Value::as_mapping)
+                .is_some_and(|m| m.contains_key(param.as_str()))
+            {
+                shadows.push(format!("cases[{i}].set.{param}"));
+            }
+        }
+    }
+    if let Some(Value::Mapping(space)) = top.get("tune").and_then(|t| t.get("space")) {
+        for (method, params) in space {
+            if params
+                .as_mapping()
+                .is_some_and(|m| m.contains_key(param.as_str()))
+            {
+                shadows.push(format!(
+                    "tune.space.{}.{param}",
+                    method.as_str().unwrap_or("?")
+                ));
+            }
+        }
+    }
+    if shadows.is_empty() {
+        return Ok(());
+    }
+    Err(DriverError::Override {
+        message: format!(
+            "--set `{arg}`: `{param}` is also set per grid point by {}, which would win for those runs; \
+             change it there in the manifest, or restrict the grid to runs it does not touch",
+            shadows.join(", "),
+        ),
+    })
+}
+
+/// Printable text: no control characters but newlines and tabs.
+pub fn is_printable(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
+
+impl Manifest {
+    /// Every text a table, figure, claim or report shows, with its key.
+    fn texts(&self) -> Vec<(String, &str)> {
+        let mut out = vec![
+            ("title".to_string(), self.title.as_str()),
+            ("source".to_string(), self.source.as_str()),
+        ];
+        if let Some(n) = &self.next {
+            out.push(("next".into(), n));
+        }
+        for (s, c) in &self.cost {
+            out.push((format!("cost.{s}"), c));
+        }
+        for (i, e) in self.table.extra.iter().enumerate() {
+            out.push((format!("table.extra[{i}].label"), &e.label));
+        }
+        if let Some(p) = &self.table.paper {
+            out.push(("table.paper.label".into(), &p.label));
+        }
+        for (i, c) in self.claims.iter().enumerate() {
+            for (k, v) in [("claim", &c.claim), ("source", &c.source)] {
+                if let Some(v) = v {
+                    out.push((format!("claims[{i}].{k}"), v));
+                }
+            }
+        }
+        for (k, values) in &self.grid {
+            for v in values {
+                if let Value::String(t) = v {
+                    out.push((format!("grid.{k}"), t));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Letters, digits, `-` and `_`, not starting with `-`: safe as a
+/// directory name and on a command line.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// `a.b.c=value`: sets the key, creating mappings on the way; the value is
+/// parsed as YAML (`0.05`, `[1, 2]`, `ring`).
+pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
+    let bad = || DriverError::BadOverride {
+        arg: arg.to_string(),
+    };
+    let (key, raw) = arg.split_once('=').ok_or_else(bad)?;
+    if key.is_empty() || key.split('.').any(str::is_empty) {
+        return Err(bad());
+    }
+    if key.split('.').count() > MAX_KEY_DEPTH {
+        return Err(DriverError::Override {
+            message: format!(
+                "--set: a key of {} parts; no manifest key is deeper than {MAX_KEY_DEPTH}",
+                key.split('.').count()
+            ),
+        });
+    }
+    check_nesting(raw, "--set value").map_err(|message| DriverError::Override { message })?;
+    let value: Value = yaml_serde::from_str(raw).map_err(|_| bad())?;
+    let mut node = tree;
+    let parts: Vec<&str> = key.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if !node.is_mapping() {
+            *node = Value::Mapping(Mapping::new());
+        }
+        let map = node.as_mapping_mut().ok_or_else(bad)?;
+        let k = Value::String((*part).to_string());
+        if i + 1 == parts.len() {
+            map.insert(k, value);
+            return Ok(());
+        }
+        node = map.entry(k).or_insert(Value::Mapping(Mapping::new()));
+    }
+    Ok(())
+}
+
+/// What a figure shows (the manifest's `figure`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FigureSpec {
+    /// `curves` (a metric of the logs' steps against x), `sweep` (a
+    /// runs.csv metric against the network condition's bandwidth and
+    /// latency) or `scaling` (a runs.csv metric against another:
+    /// `iteration_s` against `coordinates`, log-log).
+    #[serde(default)]
+    pub kind: FigureKind,
+    /// curves: `wall_s` (seconds), `iteration` or `epoch`; scaling: a
+    /// column of runs.csv; sweep: unused.
+    #[serde(default = "default_x")]
+    pub x: String,
+    /// curves: `train_loss`; sweep: a column of runs.csv (`epoch_time_s`).
+    #[serde(default = "default_y")]
+    pub y: String,
+    /// sweep: a column of runs.csv drawn dashed beside `y` (`wire_bound_epoch_s`).
+    #[serde(default)]
+    pub bound: Option<String>,
+    /// A grid key: one panel per value (none: one panel).
+    #[serde(default)]
+    pub panels: Option<String>,
+    /// A grid key: one line per value.
+    pub series: String,
+    /// Moving-average window over steps (1: raw).
+    #[serde(default = "default_smooth")]
+    pub smooth: usize,
+    /// Logarithmic y axis.
+    #[serde(default)]
+    pub log_y: bool,
+    /// Logarithmic x axis (curves, scaling; a sweep's bandwidth axis is always).
+    #[serde(default)]
+    pub log_x: bool,
+    /// Show only this part of the x axis (`[0, 10]`: the first 10 s); y
+    /// fits what is shown.
+    #[serde(default)]
+    pub x_range: Option<[f64; 2]>,
+    /// The y axis' range (default: the points shown).
+    #[serde(default)]
+    pub y_range: Option<[f64; 2]>,
+    /// Values of y to reach: targets.md gives each series' x at the first
+    /// point that reaches each (curves).
+    #[serde(default)]
+    pub targets: Vec<f64>,
+    /// Curves: draw the panels again against each of these x as well
+    /// (`[bytes]`: suboptimality per epoch and per byte sent).
+    #[serde(default)]
+    pub also_x: Vec<String>,
+}
+
+/// What a figure plots.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureKind {
+    #[default]
+    Curves,
+    Sweep,
+    Scaling,
+}
+
+fn default_x() -> String {
+    "wall_s".into()
+}
+fn default_y() -> String {
+    "train_loss".into()
+}
+fn default_smooth() -> usize {
+    10
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = "
+name: demo
+title: A demo
+source: nowhere
+scales:
+  smoke: { iterations: 10 }
+grid:
+  algorithm: [d-psgd, moniqua]
+params:
+  workers: 4
+table: { rows: [algorithm], value: final_loss }
+";
+
+    fn write(text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "repro-manifest-{}-{}.yaml",
+            std::process::id(),
+            text.len()
+        ));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn parses_and_overrides() {
+        let p = write(GOOD);
+        let m = load(&p, &["params.lr=0.05".into(), "grid.seed=[1, 2]".into()]).unwrap();
+        assert_eq!(m.name, "demo");
+        assert_eq!(m.backend, Backend::Sim);
+        assert_eq!(m.params.get("lr"), Some(&Value::from(0.05)));
+        assert_eq!(m.grid["seed"].len(), 2);
+        assert_eq!(m.grid["algorithm"].len(), 2);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_that_name_the_path() {
+        let p = write(&GOOD.replace("table: { rows", "table: { colour: red, rows"));
+        let err = load(&p, &[]).unwrap_err().to_string();
+        assert!(err.contains("table") && err.contains("colour"), "{err}");
+        let p = write(&GOOD.replace("name: demo", "name: demo\nbogus: 1"));
+        assert!(load(&p, &[]).unwrap_err().to_string().contains("bogus"));
+        let err = load(&p, &["noequals".into()]).unwrap_err().to_string();
+        assert!(err.contains("key=value"), "{err}");
+    }
+
+    /// A new claim, table column or title leaves the runs current; a new
+    /// parameter does not.
+    #[test]
+    fn only_what_decides_the_runs_is_hashed() {
+        let hash = |overrides: &[&str]| {
+            let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            load(&write(GOOD), &o).unwrap().hash("smoke", Backend::Sim)
+        };
+        let base = hash(&[]);
+        assert_eq!(hash(&["title=Another"]), base);
+        assert_eq!(hash(&["table.value=local_loss"]), base);
+        assert_eq!(
+            hash(&["claims=[{better: moniqua, than: d-psgd, metric: final_loss}]"]),
+            base
+        );
+        assert_ne!(hash(&["params.workers=8"]), base);
+        assert_ne!(hash(&["scales.smoke.iterations=11"]), base);
+    }
+}

@@ -1,0 +1,359 @@
+//! Files that are whole or absent, and one writer per results directory.
+//! Every results file is written to a temporary file of its own beside the
+//! target, flushed to disk, and renamed into place: a reader, or a driver
+//! killed mid-write, never leaves half a file. A results directory is
+//! locked for the whole of a `repro run`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{Context, Result};
+
+/// A temporary path beside `path`, unique to this process and call:
+/// `.<name>.<pid>-<n>.tmp.<ext>` (the extension stays last, for writers
+/// that pick a format from it).
+pub fn temp_beside(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{stem}.{}-{n}.tmp{ext}", std::process::id()))
+}
+
+/// Moves a finished temporary file into place (flushed first), or
+/// removes it if `result` says writing it failed.
+pub fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
+    let done = result.and_then(|()| {
+        std::fs::File::open(tmp)
+            .and_then(|f| f.sync_all())
+            .with_context(|| format!("could not flush {}", tmp.display()))?;
+        std::fs::rename(tmp, path).with_context(|| format!("could not write {}", path.display()))
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(tmp);
+    }
+    done
+}
+
+/// Writes `bytes` to `path` whole (see the module's doc).
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    let tmp = temp_beside(path);
+    let written = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes.as_ref()))
+        .with_context(|| format!("could not write {}", tmp.display()));
+    finish(&tmp, path, written)
+}
+
+/// The hidden working directory beside `dir` in which a run writes what
+/// will replace `dir`: `.<name>.running`. One results directory has one
+/// writer (its lock), so the name need not be unique.
+pub fn working_dir(dir: &Path) -> PathBuf {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    dir.with_file_name(format!(".{name}.running"))
+}
+
+/// Puts the finished directory `work` in place of `dir`. The earlier `dir`
+/// is first renamed aside (`.<name>.replaced`) and removed only once `work`
+/// is in place, so a driver killed in between loses neither.
+pub fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
+    let aside = working_dir(dir).with_extension("replaced");
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside)
+            .with_context(|| format!("could not remove {}", aside.display()))?;
+    }
+    if dir.exists() {
+        std::fs::rename(dir, &aside)
+            .with_context(|| format!("could not move {} aside", dir.display()))?;
+    }
+    std::fs::rename(work, dir)
+        .with_context(|| format!("could not move {} to {}", work.display(), dir.display()))?;
+    if aside.exists() {
+        std::fs::remove_dir_all(&aside)
+            .with_context(|| format!("could not remove {}", aside.display()))?;
+    }
+    Ok(())
+}
+
+/// The files and directories a results directory may hold, besides
+/// hidden temporaries: what [`lock`] may tidy lives only in such a
+/// directory.
+const RESULTS_ENTRIES: [&str; 7] = [
+    "runs.csv",
+    "provenance.json",
+    "raw",
+    "tuning",
+    "attempts.csv",
+    "runs.parquet",
+    ".lock",
+];
+
+/// Refuses `dir` as a results directory when it exists, is not empty and
+/// holds none of a results directory's files: `--out` pointed at another
+/// directory must never have its files tidied or mixed with ours.
+pub fn check_results_dir(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let names: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() || names.iter().any(|n| RESULTS_ENTRIES.contains(&n.as_str())) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{} is not empty and is not a results directory (it holds no runs.csv, provenance.json or raw/): \
+         pass --out with a new or empty directory, or an earlier run's results directory",
+        dir.display()
+    )
+}
+
+/// Where the logs of a failed attempt of run `id` go when an earlier
+/// result of that run stays: `raw/attempts/<id>-<unix ms>[.<ext>]`.
+pub fn attempt_path(raw: &Path, id: &str, ext: &str) -> PathBuf {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let name = if ext.is_empty() {
+        format!("{id}-{ms}")
+    } else {
+        format!("{id}-{ms}.{ext}")
+    };
+    raw.join("attempts").join(name)
+}
+
+/// The lock of a results directory, released when dropped.
+#[derive(Debug)]
+pub struct DirLock {
+    path: PathBuf,
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Locks `dir` (creating it) for this process: `dir/.lock` holds our pid
+/// and command line. A second locker is refused with the holder's; a lock
+/// whose process is gone (a killed driver) is taken over.
+pub fn lock(dir: &Path) -> Result<DirLock> {
+    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let path = dir.join(".lock");
+    // pid, command line, start time: a reused pid is not the holder
+    let me = format!(
+        "{}\n{}\n{}\n",
+        std::process::id(),
+        std::env::args().collect::<Vec<_>>().join(" "),
+        crate::util::process::start_time(std::process::id()).unwrap_or(0)
+    );
+    for _ in 0..2 {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(mut f) => {
+                f.write_all(me.as_bytes())
+                    .with_context(|| format!("could not write {}", path.display()))?;
+                let held = DirLock { path };
+                recover(dir)?;
+                recover(&dir.join("raw"))?;
+                return Ok(held);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                let pid = holder.lines().next().unwrap_or("").trim();
+                let started = holder
+                    .lines()
+                    .nth(2)
+                    .and_then(|s| s.trim().parse::<u64>().ok());
+                let alive = match (pid.parse::<u32>(), started) {
+                    (Ok(p), Some(s)) => crate::util::process::start_time(p) == Some(s),
+                    (Ok(p), None) => crate::util::process::start_time(p).is_some(),
+                    _ => false,
+                };
+                if alive {
+                    anyhow::bail!(
+                        "{} is in use by another repro (pid {pid}: {}); wait for it to finish, or pass another --out",
+                        dir.display(),
+                        holder.lines().nth(1).unwrap_or("").trim()
+                    );
+                }
+                // its process is gone: a stale lock
+                let _ = std::fs::remove_file(&path);
+            }
+            Err(e) => {
+                return Err(e).with_context(|| format!("could not create {}", path.display()));
+            }
+        }
+    }
+    anyhow::bail!(
+        "could not lock {}: another process keeps taking it",
+        dir.display()
+    )
+}
+
+/// Puts `dir` (one level, not recursive) back in order after a writer that
+/// was killed: a directory moved aside by [`replace_dir`] goes back if its
+/// replacement never arrived and is removed if it did; working directories
+/// and the temporary files of processes that are gone are removed. Called
+/// with the lock held, so no run of ours is writing there.
+fn recover(dir: &Path) -> Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(hidden) = name.strip_prefix('.') else {
+            continue;
+        };
+        let path = entry.path();
+        let removed = if let Some(of) = hidden.strip_suffix(".replaced") {
+            let original = dir.join(of);
+            if original.exists() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::rename(&path, &original)
+            }
+        } else if hidden
+            .strip_suffix(".running")
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_hexdigit()))
+        {
+            // a run's working directory: named after its hex run id
+            std::fs::remove_dir_all(&path)
+        } else if temp_owner(hidden).is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
+            std::fs::remove_file(&path)
+        } else {
+            Ok(())
+        };
+        removed.with_context(|| format!("could not tidy {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The pid in a [`temp_beside`] name (without its leading dot):
+/// `<stem>.<pid>-<n>.tmp[.<ext>]`.
+fn temp_owner(name: &str) -> Option<&str> {
+    let parts: Vec<&str> = name.split('.').collect();
+    parts.windows(2).find_map(|w| {
+        let (pid, n) = w[0].split_once('-')?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        (w[1] == "tmp" && digits(pid) && digits(n)).then_some(pid)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_replaces_the_file_whole_and_leaves_no_temporary() {
+        let dir = std::env::temp_dir().join(format!("repro-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("runs.csv");
+        write(&path, "a\n").unwrap();
+        write(&path, "b\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\n");
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["runs.csv"]);
+        // two temporaries of one path differ, and keep the extension last
+        let (a, b) = (temp_beside(&path), temp_beside(&path));
+        assert_ne!(a, b);
+        assert!(a.to_string_lossy().ends_with(".tmp.csv"), "{}", a.display());
+        // a write into a missing directory fails and leaves nothing
+        assert!(write(&dir.join("no/such.csv"), "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_directory_replaced_in_place_and_a_killed_writer_tidied_up() {
+        let dir = std::env::temp_dir().join(format!("repro-replace-{}", std::process::id()));
+        let raw = dir.join("raw");
+        let run = raw.join("abc");
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join("rank-0.jsonl"), "old").unwrap();
+        let work = working_dir(&run);
+        assert_eq!(work, raw.join(".abc.running"));
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join("rank-0.jsonl"), "new").unwrap();
+        replace_dir(&work, &run).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(run.join("rank-0.jsonl")).unwrap(),
+            "new"
+        );
+        assert!(!work.exists() && !raw.join(".abc.replaced").exists());
+        // what a writer killed at each point leaves behind
+        let mkdir = |name: &str| {
+            std::fs::create_dir_all(raw.join(name)).unwrap();
+            std::fs::write(raw.join(name).join("f"), name).unwrap();
+        };
+        mkdir(".gone.replaced"); // killed between the two renames
+        mkdir(".abc.replaced"); // killed before removing the old one
+        mkdir(".0f1e.running"); // killed during the run
+        mkdir(".notes.running"); // not a run's: left alone
+        let mine = format!(".runs.{}-0.tmp.csv", std::process::id());
+        for file in [
+            ".runs.999999999-3.tmp.csv",
+            ".figure.999999999-0.tmp",
+            &mine,
+        ] {
+            std::fs::write(raw.join(file), "x").unwrap();
+        }
+        std::fs::write(raw.join(".keep.me"), "x").unwrap();
+        let held = lock(&dir).unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&raw)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [".keep.me", ".notes.running", mine.as_str(), "abc", "gone"]
+        );
+        assert_eq!(
+            std::fs::read_to_string(raw.join("gone/f")).unwrap(),
+            ".gone.replaced"
+        );
+        assert_eq!(
+            std::fs::read_to_string(run.join("rank-0.jsonl")).unwrap(),
+            "new"
+        );
+        drop(held);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_results_directory_has_one_writer() {
+        let dir = std::env::temp_dir().join(format!("repro-lock-{}", std::process::id()));
+        let held = lock(&dir).unwrap();
+        let err = lock(&dir).unwrap_err().to_string();
+        assert!(err.contains("in use by another repro"), "{err}");
+        assert!(err.contains(&std::process::id().to_string()), "{err}");
+        drop(held);
+        // released on drop
+        let again = lock(&dir).unwrap();
+        drop(again);
+        // a lock left by a process that is gone is taken over
+        std::fs::write(dir.join(".lock"), "999999999\nrepro run x\n").unwrap();
+        let taken = lock(&dir).unwrap();
+        drop(taken);
+        assert!(!dir.join(".lock").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

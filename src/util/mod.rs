@@ -1,0 +1,7 @@
+//! Helpers every stage uses; they import nothing else of the driver.
+
+pub(crate) mod atomic;
+pub(crate) mod process;
+pub(crate) mod progress;
+pub(crate) mod signals;
+pub(crate) mod sudo;
