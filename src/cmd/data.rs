@@ -11,7 +11,7 @@ use crate::spec::data::{Dataset, default_dir};
 
 /// Options of `repro data`.
 #[derive(Debug, Args)]
-pub struct DataArgs {
+pub(crate) struct DataArgs {
     #[command(subcommand)]
     command: DataCommand,
 }
@@ -45,7 +45,7 @@ struct FetchArgs {
 }
 
 /// `repro data ...`.
-pub fn run(args: &DataArgs) -> Result<()> {
+pub(crate) fn run(args: &DataArgs) -> Result<()> {
     match &args.command {
         DataCommand::Fetch(f) => {
             let dir = f.dir.clone().unwrap_or_else(|| default_dir(f.dataset));

@@ -13,7 +13,7 @@ use repro_codec::{
 
 /// Options of `repro demo`.
 #[derive(Debug, Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Model size d (ResNet20 has ~270k parameters, ResNet110 ~1.7M).
     #[arg(long, default_value_t = 270_000)]
     pub d: usize,
@@ -55,7 +55,7 @@ struct Line {
     micros: f64,
 }
 
-pub fn run(args: &DemoArgs) -> Result<()> {
+pub(crate) fn run(args: &DemoArgs) -> Result<()> {
     ensure!(args.d > 0, "--d must be positive");
     ensure!(
         args.spread >= 0.0 && args.spread.is_finite(),

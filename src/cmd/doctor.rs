@@ -13,7 +13,7 @@ use crate::spec::condition::TcpCongestion;
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Check {
+pub(crate) struct Check {
     pub what: &'static str,
     pub ok: bool,
     pub found: String,
@@ -92,7 +92,7 @@ fn probe_text(result: Option<bool>) -> String {
 }
 
 /// All checks, in report order; every command goes through `exec`.
-pub fn checks(exec: &dyn Exec) -> Vec<Check> {
+pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
     let mut out = Vec::new();
     let mpirun = run(exec, "mpirun", &["--version"]);
     out.push(Check {
@@ -315,7 +315,7 @@ pub fn checks(exec: &dyn Exec) -> Vec<Check> {
 }
 
 /// Prints the report.
-pub fn run_doctor() -> Result<()> {
+pub(crate) fn run_doctor() -> Result<()> {
     for c in checks(&System) {
         let mark = if c.ok { "ok     " } else { "MISSING" };
         println!("{mark} {:<28} {}", c.what, c.found);

@@ -12,13 +12,13 @@ use crate::launch::net::{
 
 /// Options of `repro net`.
 #[derive(Debug, Args)]
-pub struct NetArgs {
+pub(crate) struct NetArgs {
     #[command(subcommand)]
     pub command: NetCommand,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum NetCommand {
+pub(crate) enum NetCommand {
     /// List the network namespaces and links of shaped runs, each with its
     /// owner (pid, command) and whether the owner is alive.
     Status,
@@ -60,7 +60,7 @@ pub enum NetCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum NodeAction {
+pub(crate) enum NodeAction {
     /// Print `<host> netem: yes|no` (tried in a throwaway namespace).
     Probe {
         #[arg(long)]
@@ -202,7 +202,7 @@ fn hosts_records() -> Vec<String> {
     found
 }
 
-pub fn run(args: &NetArgs) -> Result<()> {
+pub(crate) fn run(args: &NetArgs) -> Result<()> {
     match &args.command {
         NetCommand::Status => {
             let found = leftovers(&System).context("could not list namespaces and links")?;

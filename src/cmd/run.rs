@@ -23,11 +23,11 @@ use crate::util::progress::Progress;
 use repro_runlog::Invocation;
 
 /// The experiment `repro run` runs when none is named.
-pub const DEFAULT_EXPERIMENT: &str = "quickstart";
+pub(crate) const DEFAULT_EXPERIMENT: &str = "quickstart";
 
 /// Options of `repro run`.
 #[derive(Debug, Clone, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// Experiment name (see `repro list`) or path to a manifest.
     #[arg(default_value = DEFAULT_EXPERIMENT)]
     pub experiment: String,
@@ -106,7 +106,7 @@ impl RunArgs {
     /// The experiment and every override: the `KEY=VALUE` arguments, then
     /// `--set`. `repro run lr=0.1` (no experiment named) is the default
     /// experiment with that override.
-    pub fn experiment_and_overrides(&self) -> (String, Vec<String>) {
+    pub(crate) fn experiment_and_overrides(&self) -> (String, Vec<String>) {
         let mut overrides = self.assignments.clone();
         let experiment =
             if self.experiment.contains('=') && !std::path::Path::new(&self.experiment).exists() {
@@ -122,7 +122,7 @@ impl RunArgs {
 
 /// `--launcher`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LauncherArg {
+pub(crate) enum LauncherArg {
     Auto,
     Mpirun,
     Srun,
@@ -156,7 +156,7 @@ fn launcher(args: &RunArgs, backend: Backend) -> Result<Launcher> {
 
 /// A table's output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum TableFormat {
+pub(crate) enum TableFormat {
     Md,
     Latex,
     Csv,
@@ -164,7 +164,7 @@ pub enum TableFormat {
 
 /// Options of `repro table`.
 #[derive(Debug, Args)]
-pub struct TableArgs {
+pub(crate) struct TableArgs {
     /// Experiment name or path to a manifest.
     pub experiment: String,
     /// Markdown, LaTeX (booktabs tabular) or CSV.
@@ -221,7 +221,7 @@ fn planned_results(
 /// Whether every run of an experiment succeeded (ordered: the worse of
 /// two outcomes is the larger).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     AllSucceeded,
     SomeFailed,
     /// Stopped by Ctrl-C or SIGTERM, after cleaning up.
@@ -286,7 +286,7 @@ fn limits(args: &RunArgs) -> plan::Limits {
 /// experiments its manifest names in `then`, at the same scale, each into a
 /// directory of the first one's results; then prints the manifest's `next`.
 /// Every experiment is planned before the first run starts.
-pub fn run(args: &RunArgs) -> Result<Outcome> {
+pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let (experiment, overrides) = args.experiment_and_overrides();
     let path = manifest::locate(&experiment)?;
     let m = manifest::load(&path, &overrides)?;
@@ -1484,7 +1484,7 @@ fn figure(
 
 /// Options of `repro plot`.
 #[derive(Debug, Args)]
-pub struct PlotArgs {
+pub(crate) struct PlotArgs {
     /// Experiment name or path to a manifest.
     pub experiment: String,
     /// Results directory (default: results/<experiment>, or
@@ -1555,7 +1555,7 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
 }
 
 /// `repro plot`: redraws the figure from runs.csv and the logs.
-pub fn plot(args: &PlotArgs) -> Result<()> {
+pub(crate) fn plot(args: &PlotArgs) -> Result<()> {
     let formats = match args.format {
         Some(f) => vec![f],
         None => vec![ImageFormat::Svg, ImageFormat::Png],
@@ -1582,7 +1582,7 @@ pub fn plot(args: &PlotArgs) -> Result<()> {
 
 /// `repro table`: the table (and the claims' verdicts) from runs.csv,
 /// written beside it and printed.
-pub fn table(args: &TableArgs) -> Result<()> {
+pub(crate) fn table(args: &TableArgs) -> Result<()> {
     let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
     let table = write_table(&m, &out, &RunsFrame::new(&rows)?)?;
     let claims = write_claims(&m, &out, &rows)?;
@@ -1604,7 +1604,7 @@ pub fn table(args: &TableArgs) -> Result<()> {
 
 /// Options of `repro list`.
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// One JSON document instead of text: every experiment with its
     /// path, title, source, backend and, per scale, the runs it plans.
     #[arg(long)]
@@ -1622,7 +1622,7 @@ struct ListedScale {
 }
 
 /// `repro list`.
-pub fn list(args: &ListArgs) -> Result<()> {
+pub(crate) fn list(args: &ListArgs) -> Result<()> {
     let mut listed = Vec::new();
     let mut invalid_text = 0;
     for path in manifest::all_manifests()? {

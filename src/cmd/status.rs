@@ -20,7 +20,7 @@ use crate::spec::plan::{self, PlannedRun};
 /// a backend (as `repro run` planned them). Recorded runs the plan does
 /// not contain are left out of tables and figures.
 #[derive(Debug, Clone, Args)]
-pub struct PlanArgs {
+pub(crate) struct PlanArgs {
     /// The scale (default: the one the results directory's provenance.json
     /// records, else the manifest's committed scale).
     #[arg(long)]
@@ -34,7 +34,7 @@ pub struct PlanArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct StatusArgs {
+pub(crate) struct StatusArgs {
     /// Experiment name or path to a manifest (every experiment if left out)
     pub experiment: Option<String>,
     #[command(flatten)]
@@ -50,7 +50,7 @@ pub struct StatusArgs {
 
 /// A planned run's state in the results directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Freshness {
+pub(crate) enum Freshness {
     /// Recorded by this build from this manifest.
     Current,
     /// Recorded, by another build or from another manifest (why).
@@ -60,7 +60,7 @@ pub enum Freshness {
 }
 
 impl Freshness {
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Freshness::Current => "current",
             Freshness::Stale(_) => "stale",
@@ -71,7 +71,7 @@ impl Freshness {
 
 impl Freshness {
     /// Why a run is stale or missing (empty when current).
-    pub fn reason(&self) -> &str {
+    pub(crate) fn reason(&self) -> &str {
         match self {
             Freshness::Current => "",
             Freshness::Stale(why) | Freshness::Missing(why) => why,
@@ -92,7 +92,7 @@ impl std::fmt::Display for Freshness {
 /// This invocation as a run's provenance records it: the command line
 /// (arguments quoted where a shell would need it) and the resolved
 /// manifest's hash at `scale` for `backend`.
-pub fn invocation(m: &manifest::Manifest, scale: &str, backend: Backend) -> Invocation {
+pub(crate) fn invocation(m: &manifest::Manifest, scale: &str, backend: Backend) -> Invocation {
     let quote = |a: String| {
         let plain = !a.is_empty()
             && a.chars()
@@ -120,7 +120,7 @@ fn short(id: &str) -> String {
 /// Whether a run produced by the build `source` from the manifest `hash`
 /// is current for `now` (this build and this invocation's manifest). The
 /// one rule of staleness.
-pub fn judge(source: &str, hash: &str, now: &Invocation) -> Freshness {
+pub(crate) fn judge(source: &str, hash: &str, now: &Invocation) -> Freshness {
     let build = repro_build::BUILD.source;
     if source.is_empty() {
         Freshness::Stale("recorded without provenance (before it existed)".into())
@@ -144,7 +144,7 @@ pub fn judge(source: &str, hash: &str, now: &Invocation) -> Freshness {
 }
 
 /// The state of planned run `run` given the recorded runs.
-pub fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocation) -> Freshness {
+pub(crate) fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocation) -> Freshness {
     let text = |r: &RunRecord, k: &str| r.metrics.get(k).map_or("", Cell::text).to_string();
     let Some(r) = recorded.iter().find(|r| r.run_id == run.id) else {
         return match recorded.iter().find(|r| r.point == run.point) {
@@ -182,7 +182,7 @@ fn counts(states: &[Freshness]) -> BTreeMap<&'static str, usize> {
 /// Writes `out/provenance.json`: what produced the experiment's results
 /// this time (build, host, command line, resolved manifest), and how many
 /// of its recorded runs are current.
-pub fn write_provenance(
+pub(crate) fn write_provenance(
     out: &Path,
     m: &manifest::Manifest,
     scale: &str,
@@ -228,7 +228,7 @@ pub fn write_provenance(
 }
 
 /// The scale `out/provenance.json` records, if any.
-pub fn recorded_scale(out: &Path) -> Option<String> {
+pub(crate) fn recorded_scale(out: &Path) -> Option<String> {
     let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
     json.get("scale")?.as_str().map(str::to_string)
@@ -318,7 +318,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
 
 /// `repro status`: every planned run of one experiment, or a line per
 /// experiment; `--json` says the same as one document.
-pub fn status(args: &StatusArgs) -> Result<()> {
+pub(crate) fn status(args: &StatusArgs) -> Result<()> {
     let build = serde_json::json!({
         "version": repro_build::VERSION,
         "source": repro_build::BUILD.source,

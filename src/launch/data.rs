@@ -26,7 +26,7 @@ use crate::spec::data::{
 
 /// A file's checksum, as a lowercase hex digest.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Sum {
+pub(crate) enum Sum {
     Md5(String),
     Sha256(String),
 }
@@ -81,7 +81,7 @@ impl Hasher {
 
 /// One file to download: where from, its checksum, its name on disk.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Download {
+pub(crate) struct Download {
     pub url: String,
     pub sum: Sum,
     pub file: String,
@@ -95,7 +95,7 @@ pub struct Download {
 /// and for each read of its body (a stalled server fails, a slow one that
 /// keeps sending does not).
 #[derive(Debug, Clone, Copy)]
-pub struct Patience {
+pub(crate) struct Patience {
     pub connect: std::time::Duration,
     pub response: std::time::Duration,
     pub per_read: std::time::Duration,
@@ -165,7 +165,7 @@ const EPSILON_FILES: [(&str, &str, u64); 2] = [
 
 /// A mirror or a file named on the command line.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     pub url: Option<&'a str>,
     pub md5: Option<&'a str>,
     pub sha256: Option<&'a str>,
@@ -173,7 +173,7 @@ pub struct Source<'a> {
 
 /// Fetches `dataset` into `dir`; returns what a manifest names: the
 /// directory the trainer reads, or the LIBSVM file the simulator reads.
-pub fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
+pub(crate) fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     match dataset {
         Dataset::Cifar10 => {
@@ -292,7 +292,7 @@ fn fetch_file(d: &Download, path: &Path) -> Result<()> {
 
 /// Writes every generated data set that `runs` read and that is missing
 /// (`dry_run`: says which it would write).
-pub fn prepare<'a>(
+pub(crate) fn prepare<'a>(
     runs: impl IntoIterator<Item = &'a crate::spec::plan::PlannedRun>,
     dry_run: bool,
 ) -> Result<()> {
@@ -339,7 +339,7 @@ pub fn prepare<'a>(
 /// regular file's name and bytes, in name order; each path once per
 /// process); data generated from the run's parameters is `generated`, and
 /// data that is not there yet is `missing`.
-pub fn identity(params: &crate::spec::plan::Params) -> (String, String) {
+pub(crate) fn identity(params: &crate::spec::plan::Params) -> (String, String) {
     use crate::spec::plan::Params;
     let (dataset, path) = match params {
         Params::Train(c) => {
@@ -409,7 +409,7 @@ fn checksum(path: &Path) -> String {
 /// Writes `g`'s samples (Gaussian, then scaled to unit norm, as epsilon's
 /// are) to `path` as gzipped LIBSVM text, through a temporary file, and
 /// reads it back to check the shape. Kept when it is there and whole.
-pub fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
+pub(crate) fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
     let shape_ok = |p: &Path| -> Result<()> {
         let f = std::fs::File::open(p)?;
         let ds = repro_algos::data::Dataset::read_libsvm(std::io::BufReader::new(
@@ -497,7 +497,7 @@ impl Drop for RemoveOnDrop<'_> {
 
 /// Downloads `d.url` to `dest` through `dest.part`, with a progress bar,
 /// and checks its MD5 before renaming it into place.
-pub fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
+pub(crate) fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
     let part = dest.with_extension("part");
     let fail = || format!("could not download {} (is this machine online?)", d.url);
     let agent = ureq::Agent::new_with_config(
@@ -641,14 +641,14 @@ fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
 
 /// The six batches are there with their exact sizes.
 /// The seed of `repro data fetch cifar10-like`.
-pub const CIFAR10_LIKE_SEED: u64 = 2020;
+pub(crate) const CIFAR10_LIKE_SEED: u64 = 2020;
 
 /// Writes CIFAR-10's six binary batches into `dir`, generated from `seed`:
 /// each record a label drawn uniformly from 0-9 (batch `b` from stream
 /// `b + 1`) and pixels its class's fixed random pattern plus uniform noise
 /// in [-32, 31] (clamped to a byte), so a model can learn something. Each
 /// batch goes to a temporary file renamed into place.
-pub fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
+pub(crate) fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
     use repro_algos::rng::Rng;
     const PIXELS: usize = CIFAR_RECORD - 1;
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;

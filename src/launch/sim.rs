@@ -21,7 +21,7 @@ use crate::spec::plan::{Params, PlannedRun, SimParams};
 /// What one run measured, read from its logs. A metric the backend cannot
 /// measure, or that is not a number (a diverged model), is `None`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
+pub(crate) struct Summary {
     pub status: String,
     /// `f(x_bar)` at the end.
     pub final_loss: Option<f64>,
@@ -110,27 +110,27 @@ pub struct Summary {
 
 impl Summary {
     /// kernel / counted bytes, when both are known.
-    pub fn kernel_over_counted(&self) -> Option<f64> {
+    pub(crate) fn kernel_over_counted(&self) -> Option<f64> {
         finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)
     }
 
     /// Host time per iteration over the time to read every model once
     /// (simulator runs): how far an iteration is from the memory traffic
     /// it cannot avoid.
-    pub fn stream_ratio(&self) -> Option<f64> {
+    pub(crate) fn stream_ratio(&self) -> Option<f64> {
         finite(self.iteration_s? / self.stream_s?)
     }
 
     /// The share of the run's host time spent setting it up and
     /// summarizing it at its end (simulator runs); the metrics between
     /// iterations are `metrics_s` less `summary_s`.
-    pub fn overhead(&self) -> Option<f64> {
+    pub(crate) fn overhead(&self) -> Option<f64> {
         finite((self.setup_s? + self.summary_s?) / self.wall_s)
     }
 
     /// The resident memory the run added at its peak over what the plan
     /// expected it to hold.
-    pub fn peak_over_memory(&self) -> Option<f64> {
+    pub(crate) fn peak_over_memory(&self) -> Option<f64> {
         finite((self.peak_rss_mb? - self.base_rss_mb?) / self.memory_mb?)
     }
 
@@ -139,7 +139,7 @@ impl Summary {
     /// and what is held once (the objective, per-thread scratch), over the
     /// workers. The plan puts state, frames and optimizer buffers there;
     /// buffers of the metrics (the averaged model) add a share.
-    pub fn measured_extra_mb(&self) -> Option<f64> {
+    pub(crate) fn measured_extra_mb(&self) -> Option<f64> {
         let added = self.peak_rss_mb? - self.base_rss_mb?;
         let n = self.workers? as f64;
         finite((added - n * self.model_mb? - self.shared_mb?) / n)
@@ -148,20 +148,20 @@ impl Summary {
     /// The share of the frames checked by Moniqua's hash whose recovery
     /// failed it (a coordinate wrapped around the modulus); `None` when no
     /// frame was checked.
-    pub fn failed_recovery_rate(&self) -> Option<f64> {
+    pub(crate) fn failed_recovery_rate(&self) -> Option<f64> {
         let checked = self.hash_failures + self.hash_verified;
         (checked > 0).then(|| self.hash_failures as f64 / checked as f64)
     }
 
     /// `mb` in models of this run (`model_mb`).
-    pub fn in_models(&self, mb: Option<f64>) -> Option<f64> {
+    pub(crate) fn in_models(&self, mb: Option<f64>) -> Option<f64> {
         finite(mb? / self.model_mb?)
     }
 
     /// Whether the kernel's bytes disagree with the counted ones beyond
     /// TCP/IP overhead: fewer bytes than counted (counted bits that were
     /// never sent), or more than 10% extra.
-    pub fn bytes_flagged(&self) -> bool {
+    pub(crate) fn bytes_flagged(&self) -> bool {
         self.kernel_over_counted()
             .is_some_and(|r| !(1.0..=1.10).contains(&r))
     }
@@ -417,7 +417,7 @@ fn threads(p: &SimParams) -> usize {
 /// built: the plan refuses a run that does not fit. The objective's part
 /// counts the quadratics' targets (at most 11 distinct, see [`objective`])
 /// and their means, and generated data; a data file's set is not counted.
-pub fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
+pub(crate) fn footprint(p: &SimParams) -> Result<repro_algos::Footprint> {
     let topology = topology(p)?;
     let degree = (0..p.workers)
         .map(|i| topology.neighbours(i).len())
@@ -577,7 +577,7 @@ fn network(run: &PlannedRun, p: &SimParams) -> Result<Option<Network>> {
 /// beside it under a temporary name and renamed into place when the run
 /// ends, failed runs included; a run stopped by Ctrl-C / SIGTERM (or a
 /// killed driver) leaves an earlier run's log as it was.
-pub fn execute(
+pub(crate) fn execute(
     run: &PlannedRun,
     experiment: &str,
     invocation: &Invocation,
@@ -941,7 +941,7 @@ fn iterate(
 
 /// A simulator run's summary from its log (`wall_s`: seconds it took on
 /// this host). A log without final metrics (a run cut short) has none.
-pub fn summarize(
+pub(crate) fn summarize(
     log: &repro_runlog::Log,
     workers: usize,
     dim: usize,

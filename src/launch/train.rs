@@ -21,7 +21,7 @@ use crate::spec::condition::{Condition, ShapingMode};
 use crate::spec::plan::{Params, PlannedRun};
 
 /// The `repro-train` binary: `$REPRO_TRAIN`, else next to this executable.
-pub fn train_binary() -> Result<PathBuf> {
+pub(crate) fn train_binary() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("REPRO_TRAIN") {
         return Ok(PathBuf::from(p));
     }
@@ -43,7 +43,7 @@ pub fn train_binary() -> Result<PathBuf> {
 ///
 /// With `user` (ranks dropped to the `sudo` user), the question is asked as
 /// that user, and a trainer it cannot run is an error: every rank would fail.
-pub fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
+pub(crate) fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
     let mut argv = user.map(|u| u.argv()).unwrap_or_default();
     argv.extend([train.display().to_string(), "--version".into()]);
     let asked = Command::new(&argv[0])
@@ -103,7 +103,7 @@ fn terminate_group(pgid: u32) {
 }
 
 /// Ranks a run launches (`workers: 0` in a config means 8, the paper's).
-pub fn workers(cfg: &TrainConfig) -> usize {
+pub(crate) fn workers(cfg: &TrainConfig) -> usize {
     if cfg.workers == 0 { 8 } else { cfg.workers }
 }
 
@@ -116,7 +116,7 @@ fn diverged(log: &repro_runlog::Log) -> bool {
 }
 
 /// How the network conditions of MPI runs are applied.
-pub struct NetContext {
+pub(crate) struct NetContext {
     pub mode: ShapingMode,
     /// What the kernel that shapes can do (netem, IPv6, its TCP sysctls),
     /// probed before the first run.
@@ -130,7 +130,7 @@ pub struct NetContext {
 
 /// How the ranks of a run are started.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum Launcher {
+pub(crate) enum Launcher {
     /// mpirun on this host, ranks oversubscribing its cores (the default).
     #[default]
     Local,
@@ -145,7 +145,7 @@ pub enum Launcher {
 
 impl Launcher {
     /// Whether the ranks start on this host.
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         matches!(self, Launcher::Local | Launcher::InProcess)
     }
 }
@@ -153,7 +153,7 @@ impl Launcher {
 impl Launcher {
     /// A prefix that starts one copy of a command on every node (`hosts`
     /// shaping); `None` for a local launch.
-    pub fn per_host(&self) -> Option<Vec<String>> {
+    pub(crate) fn per_host(&self) -> Option<Vec<String>> {
         let mut argv: Vec<String> = match self {
             Launcher::Local | Launcher::InProcess => return None,
             Launcher::Hostfile(h) => vec![
@@ -177,7 +177,7 @@ impl Launcher {
 
 /// Where a run's network condition is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
+pub(crate) enum Method {
     /// Namespaces and veths on this host.
     Netns,
     /// netem on every node's interface.
@@ -197,13 +197,13 @@ impl std::fmt::Debug for NetContext {
 
 impl NetContext {
     /// Whether `run` gets a shaped network of namespaces.
-    pub fn shapes(&self, run: &PlannedRun) -> bool {
+    pub(crate) fn shapes(&self, run: &PlannedRun) -> bool {
         run.network.is_some() && self.mode != ShapingMode::None && !self.is_virtual()
     }
 
     /// Whether networks are modelled by the in-process virtual clock
     /// instead of shaped.
-    pub fn is_virtual(&self) -> bool {
+    pub(crate) fn is_virtual(&self) -> bool {
         self.launcher == Launcher::InProcess
     }
 
@@ -215,7 +215,7 @@ impl NetContext {
 
     /// How shaped runs are shaped with this launcher: namespaces for a
     /// local launch, every node's interface for a cluster launch.
-    pub fn method(&self) -> Result<Method, NetError> {
+    pub(crate) fn method(&self) -> Result<Method, NetError> {
         let local = self.launcher == Launcher::Local;
         match (self.mode, local) {
             (ShapingMode::Auto | ShapingMode::Netns, true) => Ok(Method::Netns),
@@ -237,7 +237,7 @@ impl NetContext {
     }
 
     /// The per-node shaping of `condition` (hosts mode).
-    pub fn host_shaping(&self, condition: &Condition) -> Result<HostShaping<'_>, NetError> {
+    pub(crate) fn host_shaping(&self, condition: &Condition) -> Result<HostShaping<'_>, NetError> {
         let per_host = self.launcher.per_host().ok_or(NetError::ShapingLauncher {
             mode: "hosts".into(),
         })?;
@@ -249,14 +249,14 @@ impl NetContext {
 
 /// The launch of one run: mpirun's argument vector and extra environment.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Launch {
+pub(crate) struct Launch {
     pub argv: Vec<String>,
     pub env: Vec<(String, String)>,
 }
 
 impl Launch {
     /// The command as one line, environment first (for --dry-run and logs).
-    pub fn display(&self) -> String {
+    pub(crate) fn display(&self) -> String {
         self.env
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
@@ -272,7 +272,7 @@ impl Launch {
 /// user through `setpriv` before the trainer starts. Without `SUDO_UID`
 /// (root logged in as root) the ranks run as root, and the driver says so.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RankUser {
+pub(crate) struct RankUser {
     pub uid: u32,
     pub gid: u32,
 }
@@ -281,7 +281,7 @@ impl RankUser {
     /// The ranks' user for `launcher`: `None` unless the driver is root,
     /// `SUDO_UID` names another user and the ranks start on this host
     /// (mpirun without a hostfile, or in-process).
-    pub fn for_launcher(launcher: &Launcher) -> Option<Self> {
+    pub(crate) fn for_launcher(launcher: &Launcher) -> Option<Self> {
         if !launcher.is_local() {
             return None;
         }
@@ -294,7 +294,7 @@ impl RankUser {
     /// What runs a rank's command as this user: no supplementary groups,
     /// and SIGTERM when its parent dies (a change of user clears the
     /// parent-death signal the driver set, so it is set again here).
-    pub fn argv(&self) -> Vec<String> {
+    pub(crate) fn argv(&self) -> Vec<String> {
         vec![
             "setpriv".into(),
             format!("--reuid={}", self.uid),
@@ -310,7 +310,7 @@ impl RankUser {
 /// namespaces when there is one (each rank enters its namespace through
 /// `repro net exec`), each rank as `user` when there is one.
 #[allow(clippy::too_many_arguments)]
-pub fn launch(
+pub(crate) fn launch(
     workers: usize,
     train: &Path,
     config: &Path,
@@ -420,7 +420,7 @@ struct TcpRecord<'a> {
 
 /// Seconds per iteration measured and the wire-time bound for it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IterationTiming {
+pub(crate) struct IterationTiming {
     /// Mean over iterations of the slowest rank's compute + communication.
     pub step_s: f64,
     /// Mean over iterations of the slowest rank's `bytes on the wire /
@@ -435,7 +435,7 @@ pub struct IterationTiming {
 /// algorithm on `n` ranks: the ring all-reduce's 2 (n - 1) for the
 /// algorithms that sum f32 frames, one otherwise (every message of a gossip
 /// exchange or an all-gather leaves at once).
-pub fn latency_rounds(cfg: &TrainConfig, n: usize) -> u32 {
+pub(crate) fn latency_rounds(cfg: &TrainConfig, n: usize) -> u32 {
     match cfg.algorithm.as_str() {
         "allreduce" | "psgd" | "rsgd" => 2 * (n.max(1) as u32 - 1),
         _ => 1,
@@ -446,7 +446,7 @@ pub fn latency_rounds(cfg: &TrainConfig, n: usize) -> u32 {
 /// left out as warm-up. `wire_ratio` scales counted payload bytes to bytes
 /// on the wire (the run's kernel/counted ratio; 1 when unknown); `rounds`
 /// is [`latency_rounds`].
-pub fn iteration_timing(
+pub(crate) fn iteration_timing(
     logs: &[repro_runlog::Log],
     condition: Option<&Condition>,
     wire_ratio: f64,
@@ -518,7 +518,7 @@ pub fn iteration_timing(
 /// through `net.exec` (the system, or `--dry-run`'s recorder) and the
 /// command that starts it. A real run and `--dry-run` both build it here;
 /// dropping it takes the network down.
-pub struct Prepared<'n> {
+pub(crate) struct Prepared<'n> {
     pub cfg: TrainConfig,
     /// How the network was shaped, in words.
     pub shaping: String,
@@ -541,7 +541,7 @@ impl std::fmt::Debug for Prepared<'_> {
 
 /// Sets up `run`'s network and builds its launch (`train`: the trainer,
 /// `repro`: this program, through which ranks enter their namespaces).
-pub fn prepare<'n>(
+pub(crate) fn prepare<'n>(
     run: &PlannedRun,
     dir: &Path,
     net: &'n NetContext,
@@ -619,7 +619,7 @@ pub fn prepare<'n>(
 /// never read as this one's. When the job ends (failed included) that
 /// directory replaces `dir`; when Ctrl-C / SIGTERM stopped it, or the
 /// driver was killed, `dir` keeps the earlier run's logs.
-pub fn execute(
+pub(crate) fn execute(
     run: &PlannedRun,
     dir: &Path,
     net: &NetContext,
@@ -882,7 +882,7 @@ struct StoredShaping {
 /// `--resume`: the summary of a run that already finished in `dir` (every
 /// rank's log ends completed or diverged, for this run id), from its logs
 /// and shaping.json; `None` if it has to run (again).
-pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary> {
+pub(crate) fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary> {
     let Params::Train(cfg) = &run.params else {
         return None;
     };
@@ -922,7 +922,7 @@ pub fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<Summary>
 
 /// The ranks' mean training loss over their last tenth of steps (at least
 /// one step each; NaN without steps).
-pub fn final_train_loss(logs: &[repro_runlog::Log]) -> f64 {
+pub(crate) fn final_train_loss(logs: &[repro_runlog::Log]) -> f64 {
     let per_rank: Vec<f64> = logs
         .iter()
         .filter(|l| !l.steps.is_empty())
@@ -940,7 +940,7 @@ pub fn final_train_loss(logs: &[repro_runlog::Log]) -> f64 {
 }
 
 /// Share of step time spent communicating, over every step of every rank.
-pub fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
+pub(crate) fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
     let (comm, total) = logs
         .iter()
         .flat_map(|l| &l.steps)

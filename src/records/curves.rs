@@ -11,7 +11,7 @@ use crate::records::results::RunRecord;
 
 /// One step of one run, averaged over its ranks.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CurvePoint {
+pub(crate) struct CurvePoint {
     pub iteration: u64,
     pub epoch: f64,
     /// When the slowest rank finished the step, in seconds since its first
@@ -27,7 +27,7 @@ pub struct CurvePoint {
 }
 
 /// One run and its curve.
-pub type RunCurve = (RunRecord, Vec<CurvePoint>);
+pub(crate) type RunCurve = (RunRecord, Vec<CurvePoint>);
 
 /// The logs of one run: `raw/<id>/rank-*.jsonl` (MPI) or `raw/<id>.jsonl` (simulator).
 fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
@@ -129,7 +129,7 @@ fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<C
 
 /// The training loss of one run: the ranks' steps averaged iteration by
 /// iteration (see [`average_ranks`]).
-pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
+pub(crate) fn curve(logs: &[Log]) -> Vec<CurvePoint> {
     average_ranks(logs, |log| {
         log.steps
             .iter()
@@ -148,7 +148,7 @@ pub fn curve(logs: &[Log]) -> Vec<CurvePoint> {
 
 /// The `y` values a figure can draw: `train_loss` (every step), or a metric
 /// of the evaluations (every `eval_every` steps).
-pub const CURVE_METRICS: [&str; 10] = [
+pub(crate) const CURVE_METRICS: [&str; 10] = [
     "train_loss",
     "test_loss",
     "test_accuracy",
@@ -165,7 +165,7 @@ pub const CURVE_METRICS: [&str; 10] = [
 /// training loss; for an evaluation metric, the ranks' evaluations averaged
 /// at each evaluated iteration (the averaged model's are the same on every
 /// rank), at the time of the slowest rank.
-pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
+pub(crate) fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     let pick: fn(&repro_runlog::Eval) -> Option<f64> = match y {
         "train_loss" => return Ok(curve(logs)),
         "test_loss" => |e| e.test_loss,
@@ -192,7 +192,7 @@ pub fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
 
 /// Point `p`'s coordinate on axis `x` (one of `plot::CURVE_X`): None for
 /// bytes a file did not record.
-pub fn x_of(p: &CurvePoint, x: &str) -> Option<f64> {
+pub(crate) fn x_of(p: &CurvePoint, x: &str) -> Option<f64> {
     match x {
         "iteration" => Some(p.iteration as f64),
         "epoch" => Some(p.epoch),
@@ -204,7 +204,7 @@ pub fn x_of(p: &CurvePoint, x: &str) -> Option<f64> {
 /// When a curve first reaches `target` (at or above it when `higher` is
 /// better, at or below otherwise), on axis `x`: `Ok(x)`, or `Err(last)`
 /// with the curve's last x when it never does (None: no points).
-pub fn first_reach(
+pub(crate) fn first_reach(
     points: &[CurvePoint],
     target: f64,
     higher: bool,
@@ -224,7 +224,7 @@ pub fn first_reach(
 }
 
 /// The curves of `y` of every run that left logs, in the order of `runs`.
-pub fn load_curves(raw: &Path, runs: &[RunRecord], y: &str) -> Result<Vec<RunCurve>> {
+pub(crate) fn load_curves(raw: &Path, runs: &[RunRecord], y: &str) -> Result<Vec<RunCurve>> {
     let mut out = Vec::new();
     for r in runs {
         let Ok(logs) = run_logs(raw, &r.run_id) else {
@@ -239,7 +239,7 @@ pub fn load_curves(raw: &Path, runs: &[RunRecord], y: &str) -> Result<Vec<RunCur
 }
 
 /// curves.csv: run id, grid keys, then one line per step.
-pub fn write_curves_csv(path: &Path, y: &str, curves: &[RunCurve]) -> Result<()> {
+pub(crate) fn write_curves_csv(path: &Path, y: &str, curves: &[RunCurve]) -> Result<()> {
     let keys: Vec<String> = curves
         .first()
         .map(|(r, _)| r.point.keys().cloned().collect())

@@ -95,7 +95,7 @@ fn typed_keys(df: &DataFrame, keys: &[String]) -> Result<DataFrame> {
 
 /// A grid key as a String expression: "" where a run lacks it, and for a
 /// key no run has.
-pub fn key(frame: &DataFrame, k: &str) -> Expr {
+pub(crate) fn key(frame: &DataFrame, k: &str) -> Expr {
     if frame.column(k).is_ok() {
         col(k).fill_null(lit(""))
     } else {
@@ -105,7 +105,7 @@ pub fn key(frame: &DataFrame, k: &str) -> Expr {
 
 /// Grid key `k`'s values as numbers (`bits: 2` is the text "2"): null
 /// where a value is not a number or the frame has no such key.
-pub fn key_number(frame: &DataFrame, k: &str) -> Expr {
+pub(crate) fn key_number(frame: &DataFrame, k: &str) -> Expr {
     if frame.column(k).is_ok() {
         col(k).cast(DataType::Float64)
     } else {
@@ -115,7 +115,7 @@ pub fn key_number(frame: &DataFrame, k: &str) -> Expr {
 
 /// A column as a Float64 expression: null for a text column, and for a
 /// column the frame does not have.
-pub fn number(frame: &DataFrame, name: &str) -> Expr {
+pub(crate) fn number(frame: &DataFrame, name: &str) -> Expr {
     match frame.column(name).map(|c| c.dtype().clone()) {
         Ok(DataType::Float64 | DataType::Int64) => col(name).cast(DataType::Float64),
         _ => lit(polars::prelude::Null {}).cast(DataType::Float64),
@@ -123,7 +123,7 @@ pub fn number(frame: &DataFrame, name: &str) -> Expr {
 }
 
 /// String cell `i` of column `name` of a query's result ("" when null).
-pub fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
+pub(crate) fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
     Ok(df
         .column(name)?
         .str()?
@@ -133,26 +133,26 @@ pub fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
 }
 
 /// Column `name` of a query's result as numbers, cast once.
-pub fn numbers(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
+pub(crate) fn numbers(df: &DataFrame, name: &str) -> Result<Vec<Option<f64>>> {
     let column = df.column(name)?.cast(&DataType::Float64)?;
     Ok(column.f64()?.iter().collect())
 }
 
 /// Number cell `i` of column `name` of a query's result.
-pub fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f64>> {
+pub(crate) fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f64>> {
     Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.get(i))
 }
 
 /// The runs: `run_id`, the grid keys (sorted), then [`results::columns`], one row
 /// per run.
 #[derive(Debug, Clone)]
-pub struct RunsFrame {
+pub(crate) struct RunsFrame {
     pub df: DataFrame,
     keys: Vec<String>,
 }
 
 impl RunsFrame {
-    pub fn new(rows: &[RunRecord]) -> Result<Self> {
+    pub(crate) fn new(rows: &[RunRecord]) -> Result<Self> {
         let rows: Vec<&RunRecord> = rows.iter().collect();
         let keys = grid_keys(&rows);
         let mut columns = id_and_keys(&rows, &keys, &|_| 1);
@@ -182,17 +182,17 @@ impl RunsFrame {
         Ok(Self { df, keys })
     }
 
-    pub fn lazy(&self) -> LazyFrame {
+    pub(crate) fn lazy(&self) -> LazyFrame {
         self.df.clone().lazy()
     }
 
     /// The grid keys, sorted.
-    pub fn keys(&self) -> &[String] {
+    pub(crate) fn keys(&self) -> &[String] {
         &self.keys
     }
 
     /// The frame as runs.parquet holds it (grid keys typed).
-    pub fn export(&self) -> Result<DataFrame> {
+    pub(crate) fn export(&self) -> Result<DataFrame> {
         typed_keys(&self.df, &self.keys)
     }
 }
@@ -201,7 +201,7 @@ impl RunsFrame {
 /// `iteration, epoch, wall_s, bytes` and the figure's `y`, one row per
 /// point.
 #[derive(Debug, Clone)]
-pub struct CurvesFrame {
+pub(crate) struct CurvesFrame {
     pub df: DataFrame,
     keys: Vec<String>,
     /// The column holding the figure's `y`.
@@ -209,7 +209,7 @@ pub struct CurvesFrame {
 }
 
 impl CurvesFrame {
-    pub fn new(y: &str, curves: &[RunCurve]) -> Result<Self> {
+    pub(crate) fn new(y: &str, curves: &[RunCurve]) -> Result<Self> {
         let rows: Vec<&RunRecord> = curves.iter().map(|(r, _)| r).collect();
         let keys = grid_keys(&rows);
         let height: usize = curves.iter().map(|(_, p)| p.len()).sum();
@@ -251,12 +251,12 @@ impl CurvesFrame {
         })
     }
 
-    pub fn lazy(&self) -> LazyFrame {
+    pub(crate) fn lazy(&self) -> LazyFrame {
         self.df.clone().lazy()
     }
 
     /// The frame as curves.parquet holds it (grid keys typed).
-    pub fn export(&self) -> Result<DataFrame> {
+    pub(crate) fn export(&self) -> Result<DataFrame> {
         typed_keys(&self.df, &self.keys)
     }
 }
@@ -265,7 +265,7 @@ impl CurvesFrame {
 /// holds for `runs`, in the order of `runs` (a run it lacks is left out).
 /// This is how a figure is drawn from committed results, whose raw logs are
 /// not kept. A file written before bytes were recorded has no `bytes`.
-pub fn read_curves(path: &Path, y: &str, runs: &[RunRecord]) -> Result<Vec<RunCurve>> {
+pub(crate) fn read_curves(path: &Path, y: &str, runs: &[RunRecord]) -> Result<Vec<RunCurve>> {
     let df = read_parquet(path)?;
     if df.column(y).is_err() {
         anyhow::bail!(
@@ -320,7 +320,7 @@ pub fn read_curves(path: &Path, y: &str, runs: &[RunRecord]) -> Result<Vec<RunCu
 /// polars uses inside: pyarrow reads views but cannot filter on them, and
 /// pandas and older readers need the plain type. The column data is the same
 /// either way (a Parquet string column).
-pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
+pub(crate) fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
     let tmp = crate::util::atomic::temp_beside(path);
     let schema = df.schema().to_arrow(CompatLevel::oldest());
     let arrow_schema = polars_parquet::write::schema_to_metadata_key(&schema);
@@ -341,7 +341,7 @@ pub fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
 }
 
 /// Reads a Parquet file back into a frame.
-pub fn read_parquet(path: &Path) -> Result<DataFrame> {
+pub(crate) fn read_parquet(path: &Path) -> Result<DataFrame> {
     let file =
         std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
     ParquetReader::new(file)

@@ -13,7 +13,7 @@ use crate::spec::condition::Condition;
 /// of runs.csv). Built from the run's Summary, which is read from its logs
 /// ([`RunRecord::of`]), or from a committed runs.csv.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RunRecord {
+pub(crate) struct RunRecord {
     pub run_id: String,
     pub point: BTreeMap<String, String>,
     /// The measured columns a run has ([`METRICS`]); a failed run has only
@@ -23,7 +23,7 @@ pub struct RunRecord {
 
 /// How runs.csv writes a metric column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Text,
     Count,
     /// A number in scientific notation, every digit kept.
@@ -33,7 +33,7 @@ pub enum Kind {
 }
 
 /// The kind of metric column `metric`: the one place it is defined.
-pub fn kind(metric: &str) -> Kind {
+pub(crate) fn kind(metric: &str) -> Kind {
     match metric {
         "status" | "shaping" | "bytes_check" | "error" => Kind::Text,
         m if PROVENANCE.contains(&m) || IDENTITY.contains(&m) => Kind::Text,
@@ -46,7 +46,7 @@ pub fn kind(metric: &str) -> Kind {
 
 /// One metric of one run, typed by its column.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Cell {
+pub(crate) enum Cell {
     Text(String),
     Count(u64),
     /// `None`: not measured, or not a number.
@@ -55,7 +55,7 @@ pub enum Cell {
 
 impl Cell {
     /// The value as a number, if it is one.
-    pub fn number(&self) -> Option<f64> {
+    pub(crate) fn number(&self) -> Option<f64> {
         match self {
             Cell::Number(v) => *v,
             Cell::Count(n) => Some(*n as f64),
@@ -64,7 +64,7 @@ impl Cell {
     }
 
     /// The text of a text cell ("" for others).
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         match self {
             Cell::Text(t) => t,
             _ => "",
@@ -73,7 +73,7 @@ impl Cell {
 
     /// The cell as runs.csv writes it in column `metric` (a missing number
     /// as `NaN`).
-    pub fn csv(&self, metric: &str) -> String {
+    pub(crate) fn csv(&self, metric: &str) -> String {
         match (self, kind(metric)) {
             (Cell::Text(t), _) => t.clone(),
             (Cell::Count(n), _) => n.to_string(),
@@ -85,7 +85,7 @@ impl Cell {
 
     /// A runs.csv cell of column `metric` read back: the one place text
     /// becomes a cell. An empty cell is no cell.
-    pub fn parse(metric: &str, text: &str) -> Option<Cell> {
+    pub(crate) fn parse(metric: &str, text: &str) -> Option<Cell> {
         if text.is_empty() {
             return None;
         }
@@ -100,13 +100,13 @@ impl Cell {
 
 impl RunRecord {
     /// The run's status (`completed`, `diverged`, `failed`, ...).
-    pub fn status(&self) -> &str {
+    pub(crate) fn status(&self) -> &str {
         self.metrics.get("status").map_or("", Cell::text)
     }
 
     /// The record of a run refused at plan time for the `memory_mb` it
     /// would need.
-    pub fn refused(run: &crate::spec::plan::PlannedRun, memory_mb: f64) -> RunRecord {
+    pub(crate) fn refused(run: &crate::spec::plan::PlannedRun, memory_mb: f64) -> RunRecord {
         let mut metrics = BTreeMap::from([
             ("status".into(), Cell::Text(REFUSED.into())),
             ("memory_mb".into(), Cell::Number(Some(memory_mb))),
@@ -121,13 +121,13 @@ impl RunRecord {
 
     /// Whether the run ended with a result (completed or diverged): not
     /// failed, interrupted or refused.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         !matches!(self.status(), "" | "failed" | NOT_RUN | REFUSED)
     }
 
     /// The record with what makes its identity (see [`IDENTITY`]): the
     /// experiment and scale it was planned for, its data and parameters.
-    pub fn identified(
+    pub(crate) fn identified(
         mut self,
         experiment: &str,
         scale: &str,
@@ -147,7 +147,7 @@ impl RunRecord {
     }
 
     /// The record of a run this invocation did not finish (interrupted).
-    pub fn not_run(run: &crate::spec::plan::PlannedRun) -> RunRecord {
+    pub(crate) fn not_run(run: &crate::spec::plan::PlannedRun) -> RunRecord {
         RunRecord {
             run_id: run.id.clone(),
             point: run.point.clone(),
@@ -158,7 +158,10 @@ impl RunRecord {
     /// The row of planned run `run`: its summary's metrics as runs.csv
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
-    pub fn of(run: &crate::spec::plan::PlannedRun, summary: Result<&Summary, String>) -> RunRecord {
+    pub(crate) fn of(
+        run: &crate::spec::plan::PlannedRun,
+        summary: Result<&Summary, String>,
+    ) -> RunRecord {
         let mut metrics = BTreeMap::new();
         match summary {
             Err(error) => {
@@ -290,7 +293,7 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
 }
 
 /// The measured columns, in order, then the run's network condition.
-pub const METRICS: [&str; 50] = [
+pub(crate) const METRICS: [&str; 50] = [
     "status",
     "final_loss",
     "train_loss",
@@ -346,7 +349,7 @@ pub const METRICS: [&str; 50] = [
 /// Where each run came from, after [`METRICS`] in runs.csv: the run log's
 /// provenance (see `repro_runlog::Provenance`); `source` and
 /// `manifest_hash` decide whether a run is current (`repro status`).
-pub const PROVENANCE: [&str; 10] = [
+pub(crate) const PROVENANCE: [&str; 10] = [
     "git_commit",
     "git_dirty",
     "source",
@@ -365,7 +368,7 @@ pub const PROVENANCE: [&str; 10] = [
 /// parameters), and its resolved parameters (canonical JSON without the
 /// defaults, the text its run id hashes). A results directory holds one
 /// experiment at one scale ([`check_identity`]).
-pub const IDENTITY: [&str; 5] = [
+pub(crate) const IDENTITY: [&str; 5] = [
     "experiment",
     "scale",
     "data_source",
@@ -375,7 +378,7 @@ pub const IDENTITY: [&str; 5] = [
 
 /// Every column of a run record after its grid point: [`METRICS`], then
 /// [`PROVENANCE`], then [`IDENTITY`].
-pub fn columns() -> impl Iterator<Item = &'static str> {
+pub(crate) fn columns() -> impl Iterator<Item = &'static str> {
     METRICS.into_iter().chain(PROVENANCE).chain(IDENTITY)
 }
 
@@ -383,7 +386,7 @@ pub fn columns() -> impl Iterator<Item = &'static str> {
 /// (`previous`; `recorded_scale` from its provenance.json for rows written
 /// before runs had a `scale` column) must be runs of `experiment` at
 /// `scale`. Two scales never share a table.
-pub fn check_identity(
+pub(crate) fn check_identity(
     dir: &Path,
     previous: &[RunRecord],
     recorded_scale: Option<&str>,
@@ -413,7 +416,10 @@ pub fn check_identity(
 
 /// The rows of `rows` that are runs of `plan` (same run id), in their
 /// recorded order: what a table, figure or claim of that plan reads.
-pub fn planned(rows: &[RunRecord], plan: &[crate::spec::plan::PlannedRun]) -> Vec<RunRecord> {
+pub(crate) fn planned(
+    rows: &[RunRecord],
+    plan: &[crate::spec::plan::PlannedRun],
+) -> Vec<RunRecord> {
     let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
     rows.iter()
         .filter(|r| ids.contains(r.run_id.as_str()))
@@ -490,7 +496,7 @@ pub(crate) fn csv_rows(text: &str) -> Result<Vec<Vec<String>>> {
 ///   failures are returned apart, for `attempts.csv`.
 /// - Earlier runs elsewhere stay, in their order; new ones follow. Nothing
 ///   is dropped: rows without one of the grid keys leave it empty.
-pub fn merge(
+pub(crate) fn merge(
     previous: Vec<RunRecord>,
     new: Vec<RunRecord>,
     plan: &[crate::spec::plan::PlannedRun],
@@ -520,7 +526,7 @@ pub fn merge(
 /// Appends the failed `attempts` to `dir/attempts.csv` (run id, grid
 /// point, status, error, when): runs that failed while an earlier result
 /// of theirs stayed in runs.csv. Their logs are in raw/attempts/.
-pub fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> {
+pub(crate) fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> {
     if attempts.is_empty() {
         return Ok(());
     }
@@ -553,15 +559,15 @@ pub fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> {
 }
 
 /// The status of a run an interrupted invocation did not reach.
-pub const NOT_RUN: &str = "not run (interrupted)";
+pub(crate) const NOT_RUN: &str = "not run (interrupted)";
 
 /// The status of a run refused at plan time: it would need more memory
 /// than the machine has (its `memory_mb` says how much).
-pub const REFUSED: &str = "refused";
+pub(crate) const REFUSED: &str = "refused";
 
 /// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
 /// without one leaves it empty), then [`columns`].
-pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
+pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     let keys: Vec<&String> = rows
         .iter()
         .flat_map(|r| r.point.keys())
@@ -585,7 +591,7 @@ pub fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
 }
 
 /// Reads runs.csv back.
-pub fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
+pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
     let text = std::fs::read_to_string(path).with_context(|| {
         format!(
             "could not read {}; run the experiment first (`repro run`)",

@@ -271,7 +271,7 @@ fn matches(point: &BTreeMap<String, String>, selection: &BTreeMap<String, String
 /// before anything runs: each resolves, names grid keys and known methods,
 /// and selects runs that differ only in their seed. The error is the path
 /// in the manifest and what is wrong.
-pub fn check_specs(
+pub(crate) fn check_specs(
     claims: &[ClaimSpec],
     table: &TableSpec,
     points: &[BTreeMap<String, String>],
@@ -364,7 +364,7 @@ pub fn check_specs(
 
 /// A claim's verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Supported,
     NotSupported,
     Contradicted,
@@ -385,7 +385,7 @@ impl Outcome {
         }
     }
 
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Outcome::Supported => "supported",
             Outcome::NotSupported => "not supported",
@@ -397,7 +397,7 @@ impl Outcome {
 
 /// One claim tested.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     pub claim: String,
     pub source: String,
     /// The test made ("paired t", "Welch t", "exact binomial", "Fisher exact").
@@ -454,7 +454,7 @@ fn status_of(r: &RunRecord) -> &str {
 
 /// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
 /// a metric (for `faster_to`).
-pub fn evaluate(
+pub(crate) fn evaluate(
     specs: &[ClaimSpec],
     table: &TableSpec,
     rows: &[RunRecord],
@@ -747,7 +747,7 @@ fn p_text(p: Option<f64>) -> String {
 }
 
 /// claims.md: one row per claim, the level stated, the notes below.
-pub fn markdown(title: &str, verdicts: &[Verdict]) -> String {
+pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
     let mut s = format!("# Claims: {title}\n\n");
     let mut levels: Vec<f64> = verdicts.iter().map(|v| v.level).collect();
     levels.dedup();
@@ -820,7 +820,7 @@ pub fn markdown(title: &str, verdicts: &[Verdict]) -> String {
 }
 
 /// claims.csv: every field of every verdict, numbers unrounded.
-pub fn csv(verdicts: &[Verdict]) -> Result<String> {
+pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
     let header = [
         "claim",
         "source",

@@ -50,7 +50,7 @@ fn experiments(results: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// The whole page.
-pub fn page(results: &Path) -> Result<String> {
+pub(crate) fn page(results: &Path) -> Result<String> {
     let dirs = experiments(results)?;
     let mut body = String::new();
     if let Ok(readme) = std::fs::read_to_string(results.join("README.md")) {

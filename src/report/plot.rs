@@ -14,7 +14,7 @@ use crate::spec::manifest::FigureSpec;
 
 /// One line of a panel.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Series {
+pub(crate) struct Series {
     pub label: String,
     /// Runs averaged into it (into each point, for a sweep).
     pub runs: usize,
@@ -37,7 +37,7 @@ fn half_width(sd: Option<f64>, n: f64) -> Option<f64> {
 
 /// One panel of a figure.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Panel {
+pub(crate) struct Panel {
     pub title: String,
     pub x_label: String,
     pub y_label: String,
@@ -58,13 +58,13 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
 
 /// What a curves figure can draw its `y` against: seconds since the first
 /// step, steps, epochs, or bytes each worker had sent.
-pub const CURVE_X: [&str; 4] = ["wall_s", "iteration", "epoch", "bytes"];
+pub(crate) const CURVE_X: [&str; 4] = ["wall_s", "iteration", "epoch", "bytes"];
 
 /// Checks `spec` against the runs' grid `keys` before anything runs: the
 /// series and panel keys are grid keys, and x and y are what the figure's
 /// kind can draw. The error is the key's path in the manifest and what is
 /// wrong.
-pub fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, String)> {
+pub(crate) fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (String, String)> {
     let grid = |path: &str, k: &str| {
         if keys.iter().any(|g| g == k) {
             Ok(())
@@ -143,7 +143,7 @@ fn in_order(lf: LazyFrame, e: Expr) -> Result<Vec<String>> {
 /// Groups curves into panels and series; runs that differ only in other
 /// grid keys (seeds) are averaged iteration by iteration, over the
 /// iterations every one of them has.
-pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
+pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
     if !CURVE_X.contains(&spec.x.as_str()) {
         bail!("figure.x `{}` is not one of {}", spec.x, CURVE_X.join(", "));
     }
@@ -267,7 +267,7 @@ pub fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
 /// of the completed runs against bandwidth, one panel per latency with two
 /// or more bandwidths, then against latency, one panel per bandwidth with
 /// two or more latencies; one series per value of `series`; seeds averaged.
-pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
+pub(crate) fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
     let done = completed(spec, runs)?.with_columns([
         frames::number(df, "bandwidth_bps").alias("__bw"),
@@ -325,7 +325,7 @@ pub fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
 /// panel per value of `panels`, seeds averaged; the `bound` column, the
 /// same for every series at an x (the time to read every model once), one
 /// dashed line.
-pub fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
+pub(crate) fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
     let panel = match &spec.panels {
         Some(k) => frames::key(df, k),
@@ -512,7 +512,7 @@ fn bound_label(column: &str) -> &str {
 
 /// One row of a time-to-target table: a series of a panel, one target.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Reach {
+pub(crate) struct Reach {
     pub panel: String,
     pub series: String,
     pub target: f64,
@@ -528,7 +528,10 @@ pub struct Reach {
 /// The time (the figure's x) each series takes to reach each of the
 /// figure's `targets` of y: a run's first point at or below the target (at
 /// or above for an accuracy), its mean over the runs that reached it.
-pub fn reaches(spec: &FigureSpec, curves: &[crate::records::curves::RunCurve]) -> Vec<Reach> {
+pub(crate) fn reaches(
+    spec: &FigureSpec,
+    curves: &[crate::records::curves::RunCurve],
+) -> Vec<Reach> {
     let higher = spec.y.contains("accuracy");
     let key = |r: &crate::records::results::RunRecord, k: Option<&String>| {
         k.and_then(|k| r.point.get(k)).cloned().unwrap_or_default()
@@ -573,7 +576,7 @@ pub fn reaches(spec: &FigureSpec, curves: &[crate::records::curves::RunCurve]) -
 }
 
 /// targets.md: one row per panel and series, one column per target.
-pub fn reaches_markdown(title: &str, spec: &FigureSpec, rows: &[Reach]) -> String {
+pub(crate) fn reaches_markdown(title: &str, spec: &FigureSpec, rows: &[Reach]) -> String {
     let mut s = format!(
         "# Time to target: {title}\n\n{} at the first logged point where {} (each run's own curve, as claims.md's `faster_to` claims test it; the figure draws a moving average over {} points) reaches each target ({} it): mean ± the half-width of the 95% t interval over the runs that reached it, and how many of the runs did.\n\n",
         axis_label(&spec.x),
@@ -643,7 +646,7 @@ pub fn reaches_markdown(title: &str, spec: &FigureSpec, rows: &[Reach]) -> Strin
 }
 
 /// targets.csv: every row unrounded.
-pub fn reaches_csv(rows: &[Reach]) -> Result<String> {
+pub(crate) fn reaches_csv(rows: &[Reach]) -> Result<String> {
     let header = [
         "panel", "series", "target", "reached", "runs", "mean", "ci_half",
     ]
@@ -747,13 +750,13 @@ fn marker<DB: DrawingBackend>(
 
 /// An image format for figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ImageFormat {
+pub(crate) enum ImageFormat {
     Svg,
     Png,
 }
 
 impl ImageFormat {
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             ImageFormat::Svg => "svg",
             ImageFormat::Png => "png",
@@ -798,7 +801,7 @@ fn size_for(panels: usize, title: &str) -> (u32, u32) {
 }
 
 /// Draws the figure into `path` in the given format.
-pub fn render(
+pub(crate) fn render(
     path: &Path,
     format: ImageFormat,
     title: &str,

@@ -17,7 +17,7 @@ use crate::spec::plan::SEED_KEY;
 /// the value and extra columns are run metrics, and the row, column and
 /// reference keys are grid keys (a typo would fold the table into one
 /// cell). The error is the key's path in the manifest and what is wrong.
-pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, String)> {
+pub(crate) fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, String)> {
     let metric = |path: String, v: &str| {
         if METRICS.contains(&v) {
             Ok(())
@@ -73,7 +73,7 @@ pub fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (String, Stri
 
 /// A rendered table: a header and rows of formatted cells.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Table {
+pub(crate) struct Table {
     pub title: String,
     pub source: String,
     /// The metric in the cells.
@@ -85,12 +85,12 @@ pub struct Table {
 }
 
 /// The rows of a paper CSV (column -> value), read for `table.paper`.
-pub type PaperRows = Vec<BTreeMap<String, String>>;
+pub(crate) type PaperRows = Vec<BTreeMap<String, String>>;
 
 /// Reads `spec.paper`'s CSV, a path inside the project (relative, no
 /// `..`): the paper's numbers are the project's data, never a file
 /// elsewhere on the machine.
-pub fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
+pub(crate) fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
     let Some(p) = &spec.paper else {
         return Ok(None);
     };
@@ -190,7 +190,7 @@ fn paper_cell(
 /// sd of `spec.value` over its runs (seeds), "diverged" if any run diverged,
 /// "failed" if every run failed, "-" if there is no run. The groups are
 /// polars group-by queries on the runs frame.
-pub fn build_table(
+pub(crate) fn build_table(
     title: &str,
     source: &str,
     spec: &TableSpec,
@@ -626,7 +626,7 @@ impl<'a> Groups<'a> {
 
 impl Table {
     /// GitHub Markdown, with the title and the source above.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -655,7 +655,7 @@ impl Table {
     }
 
     /// A LaTeX `tabular` (booktabs) with the title as a comment.
-    pub fn latex(&self) -> String {
+    pub(crate) fn latex(&self) -> String {
         // one character at a time, so no replacement is escaped again
         let esc = |s: &str| {
             s.chars()
@@ -695,7 +695,7 @@ impl Table {
     }
 
     /// CSV: the header, then one line per row.
-    pub fn csv(&self) -> Result<String> {
+    pub(crate) fn csv(&self) -> Result<String> {
         csv_text(std::iter::once(&self.header).chain(&self.rows))
     }
 }

@@ -20,7 +20,7 @@ use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 /// of its space (a config's label is its `key=value` pairs), cut to the
 /// budget by a fixed pseudo-random choice (the order of the labels'
 /// hashes); "untuned" alone for a method without a space.
-pub fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
+pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
     let Some(space) = spec.space.get(method) else {
         return vec![Config {
             label: "untuned".into(),
@@ -73,7 +73,7 @@ fn higher(spec: &TuneSpec) -> bool {
 /// disjoint from the grid's, a known key and known methods, a budget, and
 /// a validation split where the metric needs one. The error is the path in
 /// the manifest and what is wrong.
-pub fn check(
+pub(crate) fn check(
     spec: &TuneSpec,
     backend: Backend,
     points: &[BTreeMap<String, String>],
@@ -199,7 +199,7 @@ pub fn check(
 
 /// The tuning runs: every grid point of a method with a search space, on
 /// the tuning seeds, once per configuration.
-pub fn tuning_runs(
+pub(crate) fn tuning_runs(
     m: &Manifest,
     spec: &TuneSpec,
     scale: &str,
@@ -223,7 +223,7 @@ pub fn tuning_runs(
 /// a tuned experiment's follow from its recorded tuning
 /// ([`final_runs`]), any other's from its grid. What `repro status`,
 /// `repro table` and `repro plot` hold recorded runs against.
-pub fn recorded_plan(
+pub(crate) fn recorded_plan(
     m: &Manifest,
     scale: &str,
     backend: Backend,
@@ -239,7 +239,7 @@ pub fn recorded_plan(
 /// configuration its tuning runs recorded in `out/tuning/runs.csv` choose
 /// (none recorded: its first configuration, which `repro status` then
 /// reports missing). The tuning runs of this plan only count.
-pub fn final_runs(
+pub(crate) fn final_runs(
     m: &Manifest,
     spec: &TuneSpec,
     scale: &str,
@@ -286,7 +286,7 @@ fn group(point: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 
 /// One configuration's score in one group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tried {
+pub(crate) struct Tried {
     pub group: BTreeMap<String, String>,
     pub config: String,
     /// The metric's mean over the tuning seeds whose runs completed with a
@@ -301,7 +301,7 @@ pub struct Tried {
 /// The search's outcome: every configuration's score, and the chosen one
 /// of each group.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Selection {
+pub(crate) struct Selection {
     pub tried: Vec<Tried>,
 }
 
@@ -309,7 +309,11 @@ impl Selection {
     /// The configuration chosen for the group of `point`.
     /// A method without a space runs untuned; a group the search never
     /// scored (no tuning run of it) gets none.
-    pub fn chosen_for(&self, spec: &TuneSpec, point: &BTreeMap<String, String>) -> Vec<Config> {
+    pub(crate) fn chosen_for(
+        &self,
+        spec: &TuneSpec,
+        point: &BTreeMap<String, String>,
+    ) -> Vec<Config> {
         let method = point.get(&spec.key).map_or("", String::as_str);
         if !spec.space.contains_key(method) {
             return configs(spec, method);
@@ -327,7 +331,11 @@ impl Selection {
 
 /// [`select`] over the recorded runs that belong to the search `tuning`:
 /// runs an earlier search left in the same directory do not choose.
-pub fn select_planned(spec: &TuneSpec, tuning: &[PlannedRun], recorded: &[RunRecord]) -> Selection {
+pub(crate) fn select_planned(
+    spec: &TuneSpec,
+    tuning: &[PlannedRun],
+    recorded: &[RunRecord],
+) -> Selection {
     let these: Vec<RunRecord> = recorded
         .iter()
         .filter(|r| tuning.iter().any(|t| t.id == r.run_id))
@@ -340,7 +348,7 @@ pub fn select_planned(spec: &TuneSpec, tuning: &[PlannedRun], recorded: &[RunRec
 /// of the metric over the tuning seeds; a run that diverged or failed
 /// counts as the worst possible, so a configuration that ever diverged
 /// loses to one that never did. Ties keep the first configuration.
-pub fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
+pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     let higher = higher(spec);
     // (group, config) -> (the scored values, the runs)
     type Key = (BTreeMap<String, String>, String);
@@ -411,7 +419,12 @@ fn group_text(g: &BTreeMap<String, String>) -> String {
 
 /// tuning.md: the protocol in words, every configuration's score and the
 /// choices.
-pub fn markdown(m: &Manifest, spec: &TuneSpec, final_seeds: &[String], s: &Selection) -> String {
+pub(crate) fn markdown(
+    m: &Manifest,
+    spec: &TuneSpec,
+    final_seeds: &[String],
+    s: &Selection,
+) -> String {
     let seeds: Vec<String> = spec.seeds.iter().map(plan::text).collect();
     let mut out = format!("# Tuning: {}\n\n", m.title);
     let sizes: BTreeMap<&String, usize> = spec
@@ -482,7 +495,7 @@ pub fn markdown(m: &Manifest, spec: &TuneSpec, final_seeds: &[String], s: &Selec
 }
 
 /// tuning.csv: one line per configuration and setting.
-pub fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
+pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
     let keys: Vec<String> = s
         .tried
         .first()

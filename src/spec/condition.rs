@@ -8,7 +8,7 @@ use yaml_serde::Value;
 /// The queueing discipline that limits the rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
-pub enum RateQdisc {
+pub(crate) enum RateQdisc {
     /// A token bucket: every packet in one FIFO, so the ACKs of incoming
     /// data wait behind outgoing data.
     Tbf,
@@ -22,7 +22,7 @@ pub enum RateQdisc {
 
 impl RateQdisc {
     /// The name a manifest writes.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Tbf => "tbf",
             Self::Htb => "htb",
@@ -33,7 +33,7 @@ impl RateQdisc {
 
 /// One network condition: egress rate and one-way latency per worker.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Condition {
+pub(crate) struct Condition {
     /// Bits per second; `None`: unlimited.
     pub bandwidth_bps: Option<f64>,
     /// Seconds added to every message.
@@ -49,7 +49,7 @@ pub struct Condition {
 /// nothing else reaches `sysctl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum TcpCongestion {
+pub(crate) enum TcpCongestion {
     /// Linux's default, and what the paper's Ubuntu 16.04 hosts ran. The
     /// default here, whatever the host uses: BBR's pacing of the bursty,
     /// application-limited traffic of synchronous SGD was measured 28% slower
@@ -61,7 +61,7 @@ pub enum TcpCongestion {
 }
 
 impl TcpCongestion {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Cubic => "cubic",
             Self::Reno => "reno",
@@ -96,7 +96,10 @@ impl Condition {
     /// (every key optional). `Ok(None)`: no shaping. Errors name the key.
     /// `ours` is the run's model size in parameters, which a condition with
     /// `paper_model` scales its bandwidth by.
-    pub fn from_yaml(value: &Value, ours: Option<u64>) -> Result<Option<Self>, (String, String)> {
+    pub(crate) fn from_yaml(
+        value: &Value,
+        ours: Option<u64>,
+    ) -> Result<Option<Self>, (String, String)> {
         if matches!(value, Value::Null) || value.as_str() == Some("none") {
             return Ok(None);
         }
@@ -195,7 +198,7 @@ impl Condition {
     /// A condition from its label (`100mbit/0.15ms`, `1mbit`, `1ms`), for
     /// a runs.csv written before the condition had columns of its own.
     /// `None`: `none`, or no rate and no latency in it.
-    pub fn from_label(label: &str) -> Option<Self> {
+    pub(crate) fn from_label(label: &str) -> Option<Self> {
         let mut bandwidth_bps = None;
         let mut latency_s = 0.0;
         for part in label.split('/') {
@@ -218,7 +221,7 @@ impl Condition {
 /// How a manifest's network conditions are made real.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum ShapingMode {
+pub(crate) enum ShapingMode {
     /// `netns` where a run has a condition (the MPI backend; needs root),
     /// the virtual clock for the simulator.
     #[default]
@@ -232,7 +235,7 @@ pub enum ShapingMode {
 }
 
 /// `100mbit`, `1.5gbit`, `800kbit`, `1000000` (bits per second).
-pub fn parse_bandwidth(s: &str) -> Option<f64> {
+pub(crate) fn parse_bandwidth(s: &str) -> Option<f64> {
     let s = s.trim().to_ascii_lowercase();
     let (num, mult) = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)]
         .iter()
@@ -245,7 +248,7 @@ pub fn parse_bandwidth(s: &str) -> Option<f64> {
 }
 
 /// `0.15ms`, `1ms`, `20us`, `0.5s` (seconds).
-pub fn parse_latency(s: &str) -> Option<f64> {
+pub(crate) fn parse_latency(s: &str) -> Option<f64> {
     let s = s.trim().to_ascii_lowercase();
     let (num, mult) = [("ms", 1e-3), ("us", 1e-6), ("s", 1.0)]
         .iter()

@@ -8,7 +8,7 @@ use clap::ValueEnum;
 
 /// The data sets `repro data fetch` knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Dataset {
+pub(crate) enum Dataset {
     /// CIFAR-10, binary version (for the paper-scale experiments).
     Cifar10,
     /// Fashion-MNIST (the CPU-scale experiments; Debian also ships it as
@@ -32,7 +32,7 @@ pub enum Dataset {
 }
 
 /// Where a data set goes unless `--dir` says otherwise.
-pub fn default_dir(dataset: Dataset) -> PathBuf {
+pub(crate) fn default_dir(dataset: Dataset) -> PathBuf {
     PathBuf::from(match dataset {
         Dataset::Cifar10 => "data/cifar10",
         Dataset::FashionMnist => "data/fashion-mnist",
@@ -48,7 +48,7 @@ pub(crate) const EPSILON_TRAIN_FILE: &str = "epsilon_normalized.bz2";
 
 /// A data file `repro data fetch` writes where it is by default.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Known {
+pub(crate) enum Known {
     /// Generated here.
     Generated(Generated),
     /// Downloaded by `repro data fetch <this>`.
@@ -57,7 +57,7 @@ pub enum Known {
 
 /// What `path` is when it is where `repro data fetch` puts a data file
 /// (relative to the working directory).
-pub fn known(path: &Path) -> Option<Known> {
+pub(crate) fn known(path: &Path) -> Option<Known> {
     if let Some(g) = generated_at(path) {
         return Some(Known::Generated(g));
     }
@@ -67,7 +67,7 @@ pub fn known(path: &Path) -> Option<Known> {
 
 /// The generated stand-in for epsilon: its shape, its generator.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Generated {
+pub(crate) struct Generated {
     pub samples: usize,
     pub dim: usize,
     /// Label noise: `sign(x.w + noise N(0, 1))` before normalizing.
@@ -76,7 +76,7 @@ pub struct Generated {
 }
 
 /// epsilon's width and a CPU-sized number of samples.
-pub const EPSILON_LIKE: Generated = Generated {
+pub(crate) const EPSILON_LIKE: Generated = Generated {
     samples: 20_000,
     dim: 2_000,
     noise: 0.5,
@@ -95,7 +95,7 @@ fn generated_at(path: &Path) -> Option<Generated> {
 /// file (or, with `dir`, a directory of regular files), such as a FIFO or
 /// a device that would block or never end; or a file over 64 GiB. The
 /// message says what the path is.
-pub fn check_data_path(path: &Path, dir: bool) -> std::result::Result<(), String> {
+pub(crate) fn check_data_path(path: &Path, dir: bool) -> std::result::Result<(), String> {
     const MAX_BYTES: u64 = 64 << 30;
     crate::util::sudo::check_readable(path)?;
     let meta = std::fs::metadata(path).map_err(|e| format!("`{}`: {e}", path.display()))?;

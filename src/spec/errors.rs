@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use thiserror::Error;
 
 #[derive(Debug, Error)]
-pub enum DriverError {
+pub(crate) enum DriverError {
     #[error("no experiment `{name}`: looked for {tried}; `repro list` shows the experiments")]
     UnknownExperiment { name: String, tried: String },
     #[error("could not read {path}")]

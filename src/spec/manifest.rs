@@ -14,7 +14,7 @@ use crate::spec::errors::DriverError;
 /// Which machinery runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Backend {
+pub(crate) enum Backend {
     /// The in-process simulator with a virtual clock.
     Sim,
     /// MPI ranks running the trainer.
@@ -30,7 +30,7 @@ pub enum Backend {
 impl Backend {
     /// The backend as the command line and a manifest spell it: the one
     /// spelling of its name.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Backend::Sim => "sim",
             Backend::Mpi => "mpi",
@@ -42,7 +42,7 @@ impl Backend {
 /// What the table shows.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TableSpec {
+pub(crate) struct TableSpec {
     /// Grid keys that make the rows.
     pub rows: Vec<String>,
     /// A grid key whose values make the columns (none: one column).
@@ -68,7 +68,7 @@ pub struct TableSpec {
 /// A column of one metric per table row (the extra-memory column of Table 2).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ExtraColumn {
+pub(crate) struct ExtraColumn {
     /// A column of runs.csv.
     pub value: String,
     /// The column's title.
@@ -93,7 +93,7 @@ pub struct ExtraColumn {
 /// Where the paper's numbers for a table come from: a CSV in `paper/`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PaperSpec {
+pub(crate) struct PaperSpec {
     /// The CSV, relative to the repository (`paper/moniqua_table2.csv`).
     pub file: String,
     /// Our grid key -> the CSV column that must hold the same value.
@@ -116,7 +116,7 @@ pub struct PaperSpec {
 /// A manifest as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     pub name: String,
     pub title: String,
     /// The paper, table or figure it reproduces.
@@ -183,7 +183,7 @@ pub struct Manifest {
 impl Manifest {
     /// The scale whose results are committed under `results/<name>/`:
     /// `committed_scale`, else `cpu` where the manifest has that scale.
-    pub fn committed_scale(&self) -> Option<&str> {
+    pub(crate) fn committed_scale(&self) -> Option<&str> {
         match &self.committed_scale {
             Some(s) => Some(s),
             None => self.scales.get_key_value("cpu").map(|(k, _)| k.as_str()),
@@ -191,13 +191,13 @@ impl Manifest {
     }
 
     /// Where this manifest's results at `scale` go without `--out`.
-    pub fn default_out(&self, scale: &str) -> PathBuf {
+    pub(crate) fn default_out(&self, scale: &str) -> PathBuf {
         crate::spec::project::default_out(&self.name, scale, self.committed_scale())
     }
 
     /// The hash of the resolved manifest at `scale` for `backend`: runs
     /// planned from another hash are stale (`repro status`).
-    pub fn hash(&self, scale: &str, backend: Backend) -> String {
+    pub(crate) fn hash(&self, scale: &str, backend: Backend) -> String {
         let text = format!("manifest:{scale}:{backend:?}:{}", self.resolved);
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
     }
@@ -205,7 +205,7 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub const PRESENTATION: [&str; 10] = [
+pub(crate) const PRESENTATION: [&str; 10] = [
     "title",
     "source",
     "cost",
@@ -238,7 +238,7 @@ fn sorted_json(value: serde_json::Value) -> serde_json::Value {
 /// then run on the grid's seeds. Methods without a space run untuned.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TuneSpec {
+pub(crate) struct TuneSpec {
     /// A run metric that selects (`val_accuracy`, or `final_loss` in the
     /// simulator); never one measured on the test set.
     pub metric: String,
@@ -274,7 +274,7 @@ pub struct TuneSpec {
 /// baseline (`{bits: 32}` for full precision).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClaimSpec {
+pub(crate) struct ClaimSpec {
     /// The claim in words (default: written from its fields).
     #[serde(default)]
     pub claim: Option<String>,
@@ -341,7 +341,7 @@ fn default_level() -> f64 {
 /// the listed scales (every scale if none).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Case {
+pub(crate) struct Case {
     pub when: BTreeMap<String, Value>,
     pub set: Mapping,
     #[serde(default)]
@@ -354,7 +354,7 @@ fn default_backend() -> Backend {
 
 /// Finds an experiment by name in the project's `experiments/` (see
 /// [`crate::spec::project::root`]), or takes a path to a YAML file.
-pub fn locate(name: &str) -> Result<PathBuf, DriverError> {
+pub(crate) fn locate(name: &str) -> Result<PathBuf, DriverError> {
     let direct = Path::new(name);
     if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
         return Ok(direct.to_path_buf());
@@ -370,12 +370,12 @@ pub fn locate(name: &str) -> Result<PathBuf, DriverError> {
 }
 
 /// The project's experiments directory.
-pub fn experiments_dir() -> Result<PathBuf, DriverError> {
+pub(crate) fn experiments_dir() -> Result<PathBuf, DriverError> {
     Ok(crate::spec::project::root()?.join("experiments"))
 }
 
 /// Every manifest in [`experiments_dir`], sorted by path.
-pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
+pub(crate) fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
     use anyhow::Context as _;
     let dir = experiments_dir()?;
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -388,17 +388,17 @@ pub fn all_manifests() -> anyhow::Result<Vec<PathBuf>> {
 }
 
 /// The deepest `--set` key accepted (`a.b.c` has 3 parts).
-pub const MAX_KEY_DEPTH: usize = 16;
+pub(crate) const MAX_KEY_DEPTH: usize = 16;
 /// The largest manifest read, bytes.
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 1 << 20;
 /// The deepest nesting of flow brackets (`[`, `{`) or indentation levels
 /// accepted in a manifest or a `--set` value.
-pub const MAX_NESTING: usize = 32;
+pub(crate) const MAX_NESTING: usize = 32;
 
 /// Refuses YAML text nested deeper than [`MAX_NESTING`] before it is
 /// parsed (a parser takes seconds, or its stack, on deep nesting). Counts
 /// flow brackets outside quotes and comments, and block indentation.
-pub fn check_nesting(text: &str, what: &str) -> Result<(), String> {
+pub(crate) fn check_nesting(text: &str, what: &str) -> Result<(), String> {
     let mut depth = 0usize;
     let mut deepest = 0usize;
     for line in text.lines() {
@@ -429,7 +429,7 @@ pub fn check_nesting(text: &str, what: &str) -> Result<(), String> {
 }
 
 /// Reads `path`, applies `key=value` overrides, and parses the manifest.
-pub fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
     let read_error = |source| DriverError::Read {
         path: path.to_path_buf(),
         source,
@@ -635,7 +635,7 @@ fn command_line_wins(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
 }
 
 /// Printable text: no control characters but newlines and tabs.
-pub fn is_printable(text: &str) -> bool {
+pub(crate) fn is_printable(text: &str) -> bool {
     !text
         .chars()
         .any(|c| c.is_control() && c != '\n' && c != '\t')
@@ -680,7 +680,7 @@ impl Manifest {
 
 /// Letters, digits, `-` and `_`, not starting with `-`: safe as a
 /// directory name and on a command line.
-pub fn is_plain_name(name: &str) -> bool {
+pub(crate) fn is_plain_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('-')
         && name
@@ -690,7 +690,7 @@ pub fn is_plain_name(name: &str) -> bool {
 
 /// `a.b.c=value`: sets the key, creating mappings on the way; the value is
 /// parsed as YAML (`0.05`, `[1, 2]`, `ring`).
-pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
+pub(crate) fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
     let bad = || DriverError::BadOverride {
         arg: arg.to_string(),
     };
@@ -728,7 +728,7 @@ pub fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
 /// What a figure shows (the manifest's `figure`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FigureSpec {
+pub(crate) struct FigureSpec {
     /// `curves` (a metric of the logs' steps against x), `sweep` (a
     /// runs.csv metric against the network condition's bandwidth and
     /// latency) or `scaling` (a runs.csv metric against another:
@@ -779,7 +779,7 @@ pub struct FigureSpec {
 /// What a figure plots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
-pub enum FigureKind {
+pub(crate) enum FigureKind {
     #[default]
     Curves,
     Sweep,

@@ -12,14 +12,14 @@ use crate::spec::errors::DriverError;
 use crate::spec::manifest::{Backend, Manifest};
 
 /// The simulator's objectives (`objective`).
-pub const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
+pub(crate) const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
 /// How the simulator splits generated data among the workers (`split`).
-pub const SPLITS: [&str; 3] = ["iid", "by-label", "file-order"];
+pub(crate) const SPLITS: [&str; 3] = ["iid", "by-label", "file-order"];
 
 /// Everything one simulated run needs. Unknown keys are errors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
-pub struct SimParams {
+pub(crate) struct SimParams {
     /// allreduce, d-psgd, naive, naive-grid, moniqua, dcd, ecd, choco,
     /// deepsqueeze, d2, moniqua-d2, psgd, pqasgd, rsgd, qsgd, terngrad
     pub algorithm: String,
@@ -128,7 +128,7 @@ impl Default for SimParams {
 
 /// A run's resolved parameters, for the backend that runs it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Params {
+pub(crate) enum Params {
     /// The in-process simulator.
     Sim(SimParams),
     /// `repro-train` ranks under mpirun (the trainer's own config).
@@ -137,7 +137,7 @@ pub enum Params {
 
 /// One run of the plan.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedRun {
+pub(crate) struct PlannedRun {
     /// First 12 hex digits of the xxh3 of the resolved parameters (JSON).
     pub id: String,
     /// The grid values that define it, as text.
@@ -150,10 +150,10 @@ pub struct PlannedRun {
 /// The grid key that tells repetitions apart: runs that differ only in it
 /// are seeds of one setting, and are paired across settings by its value
 /// (claims, and a table's differences to its reference row).
-pub const SEED_KEY: &str = "seed";
+pub(crate) const SEED_KEY: &str = "seed";
 
 /// A YAML scalar as a grid point holds it (a string as itself).
-pub fn text(v: &Value) -> String {
+pub(crate) fn text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => yaml_serde::to_string(other)
@@ -165,13 +165,13 @@ pub fn text(v: &Value) -> String {
 
 /// The version of the run-id scheme. Bump it when a parameter's meaning or
 /// a default changes, so an old id never names a different run.
-pub const RUN_ID_VERSION: u32 = 2;
+pub(crate) const RUN_ID_VERSION: u32 = 2;
 
 /// A run's id: the first 12 hex digits of the xxh3 of the scheme's version,
 /// the backend kind, the canonical parameters (JSON with sorted keys,
 /// leaving out every field at its default) and the network condition. A new
 /// field that keeps its default therefore keeps every id.
-pub fn run_id<T: Serialize + Default>(
+pub(crate) fn run_id<T: Serialize + Default>(
     kind: &str,
     params: &T,
     network: Option<&Condition>,
@@ -222,7 +222,7 @@ fn knob_errors(map: &Mapping) -> Result<(), serde_path_to_error::Error<yaml_serd
 /// `params` as JSON with sorted keys and without the fields at their default.
 /// A run's resolved parameters as the canonical JSON its id hashes
 /// (without its network condition and its own id): the `params` column.
-pub fn canonical_params(params: &Params) -> String {
+pub(crate) fn canonical_params(params: &Params) -> String {
     match params {
         Params::Sim(p) => canonical(p),
         Params::Train(c) => canonical(&TrainConfig {
@@ -246,7 +246,7 @@ fn canonical<T: Serialize + Default>(params: &T) -> String {
 /// What a plan may hold: a grid larger than `max_runs`, or a run with more
 /// than `max_workers` workers, is refused before anything is built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
+pub(crate) struct Limits {
     pub max_runs: usize,
     pub max_workers: usize,
 }
@@ -262,7 +262,7 @@ impl Default for Limits {
 
 /// Expands `manifest` at `scale` for `backend` within the default
 /// [`Limits`].
-pub fn expand(
+pub(crate) fn expand(
     manifest: &Manifest,
     scale: &str,
     backend: Backend,
@@ -275,7 +275,7 @@ pub fn expand(
 /// and checked as a run would check them. The grid's size is checked
 /// against `limits` before it is expanded; two points that resolve to the
 /// same run are an error.
-pub fn expand_within(
+pub(crate) fn expand_within(
     manifest: &Manifest,
     scale: &str,
     backend: Backend,
@@ -285,7 +285,7 @@ pub fn expand_within(
 }
 
 /// Every parameter a run of `backend` takes, sorted (and `network`).
-pub fn parameter_names(backend: Backend) -> Vec<String> {
+pub(crate) fn parameter_names(backend: Backend) -> Vec<String> {
     let value = match backend {
         Backend::Sim => serde_json::to_value(SimParams::default()),
         Backend::Mpi | Backend::InProcess => serde_json::to_value(TrainConfig::default()),
@@ -304,18 +304,18 @@ pub fn parameter_names(backend: Backend) -> Vec<String> {
 /// protocol's): the label its point holds under [`CONFIG_KEY`], and the
 /// parameters it sets after every case.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Config {
+pub(crate) struct Config {
     pub label: String,
     pub set: Mapping,
 }
 
 /// The grid key a tuned experiment's runs hold their configuration in.
-pub const CONFIG_KEY: &str = "config";
+pub(crate) const CONFIG_KEY: &str = "config";
 
 /// [`expand_within`], with the seed axis replaced by `seeds` when given,
 /// and each point run once per configuration `configs` gives it (once as
 /// it is for none).
-pub fn expand_configured(
+pub(crate) fn expand_configured(
     manifest: &Manifest,
     scale: &str,
     backend: Backend,
@@ -455,7 +455,7 @@ fn check_labels(runs: &[PlannedRun]) -> Result<(), DriverError> {
 }
 
 /// A run as its grid values (`algorithm=moniqua seed=0`), for messages.
-pub fn describe(run: &PlannedRun) -> String {
+pub(crate) fn describe(run: &PlannedRun) -> String {
     if run.point.is_empty() {
         return "(no grid)".into();
     }
@@ -807,12 +807,12 @@ fn check_algorithm(run: &str, params: &Params, backend: Backend) -> Result<(), D
 /// The largest simulator dimension and sample count a plan accepts
 /// (2^31: far beyond this machine's memory, small enough that no size
 /// computed from them overflows).
-pub const MAX_SIZE: usize = 1 << 31;
+pub(crate) const MAX_SIZE: usize = 1 << 31;
 /// The longest latency a network condition, or a simulated step's
 /// compute, may have: longer ones are typos that would hang a run.
-pub const MAX_LATENCY_S: f64 = 10.0;
+pub(crate) const MAX_LATENCY_S: f64 = 10.0;
 /// The slowest bandwidth accepted, bits per second.
-pub const MIN_BANDWIDTH_BPS: f64 = 1_000.0;
+pub(crate) const MIN_BANDWIDTH_BPS: f64 = 1_000.0;
 
 /// Every numeric parameter within its valid range: a run that cannot do
 /// what it is asked is refused at plan time, naming the key.

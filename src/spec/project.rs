@@ -14,7 +14,7 @@ static GIVEN: OnceLock<PathBuf> = OnceLock::new();
 
 /// Sets the project from `--project DIR` (before any command runs). The
 /// directory must hold `experiments/`.
-pub fn set(dir: &Path) -> Result<(), DriverError> {
+pub(crate) fn set(dir: &Path) -> Result<(), DriverError> {
     if !dir.join("experiments").is_dir() {
         return Err(DriverError::NoProject {
             looked: format!("{} (from --project)", dir.display()),
@@ -28,7 +28,7 @@ pub fn set(dir: &Path) -> Result<(), DriverError> {
 /// directory and its parents that holds `experiments/`. Relative to the
 /// working directory where it is the working directory or above it
 /// (`""`, `..`), so messages name short paths.
-pub fn root() -> Result<PathBuf, DriverError> {
+pub(crate) fn root() -> Result<PathBuf, DriverError> {
     if let Some(dir) = GIVEN.get() {
         return Ok(dir.clone());
     }
@@ -51,7 +51,7 @@ pub fn root() -> Result<PathBuf, DriverError> {
 /// `results/<name>/` at the manifest's committed scale, else
 /// `scratch/<scale>/<name>/` (git ignores it). Outside a project (a
 /// manifest given by path), the same paths under the working directory.
-pub fn default_out(name: &str, scale: &str, committed: Option<&str>) -> PathBuf {
+pub(crate) fn default_out(name: &str, scale: &str, committed: Option<&str>) -> PathBuf {
     let root = root().unwrap_or_default();
     if committed == Some(scale) {
         root.join("results").join(name)

@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 /// A temporary path beside `path`, unique to this process and call:
 /// `.<name>.<pid>-<n>.tmp.<ext>` (the extension stays last, for writers
 /// that pick a format from it).
-pub fn temp_beside(path: &Path) -> PathBuf {
+pub(crate) fn temp_beside(path: &Path) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let stem = path
@@ -29,7 +29,7 @@ pub fn temp_beside(path: &Path) -> PathBuf {
 
 /// Moves a finished temporary file into place (flushed first), or
 /// removes it if `result` says writing it failed.
-pub fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
+pub(crate) fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
     let done = result.and_then(|()| {
         std::fs::File::open(tmp)
             .and_then(|f| f.sync_all())
@@ -43,7 +43,7 @@ pub fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` whole (see the module's doc).
-pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+pub(crate) fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     let tmp = temp_beside(path);
     let written = std::fs::File::create(&tmp)
         .and_then(|mut f| f.write_all(bytes.as_ref()))
@@ -54,7 +54,7 @@ pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
 /// The hidden working directory beside `dir` in which a run writes what
 /// will replace `dir`: `.<name>.running`. One results directory has one
 /// writer (its lock), so the name need not be unique.
-pub fn working_dir(dir: &Path) -> PathBuf {
+pub(crate) fn working_dir(dir: &Path) -> PathBuf {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -65,7 +65,7 @@ pub fn working_dir(dir: &Path) -> PathBuf {
 /// Puts the finished directory `work` in place of `dir`. The earlier `dir`
 /// is first renamed aside (`.<name>.replaced`) and removed only once `work`
 /// is in place, so a driver killed in between loses neither.
-pub fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
+pub(crate) fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
     let aside = working_dir(dir).with_extension("replaced");
     if aside.exists() {
         std::fs::remove_dir_all(&aside)
@@ -100,7 +100,7 @@ const RESULTS_ENTRIES: [&str; 7] = [
 /// Refuses `dir` as a results directory when it exists, is not empty and
 /// holds none of a results directory's files: `--out` pointed at another
 /// directory must never have its files tidied or mixed with ours.
-pub fn check_results_dir(dir: &Path) -> Result<()> {
+pub(crate) fn check_results_dir(dir: &Path) -> Result<()> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Ok(());
     };
@@ -120,7 +120,7 @@ pub fn check_results_dir(dir: &Path) -> Result<()> {
 
 /// Where the logs of a failed attempt of run `id` go when an earlier
 /// result of that run stays: `raw/attempts/<id>-<unix ms>[.<ext>]`.
-pub fn attempt_path(raw: &Path, id: &str, ext: &str) -> PathBuf {
+pub(crate) fn attempt_path(raw: &Path, id: &str, ext: &str) -> PathBuf {
     let ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis());
@@ -134,7 +134,7 @@ pub fn attempt_path(raw: &Path, id: &str, ext: &str) -> PathBuf {
 
 /// The lock of a results directory, released when dropped.
 #[derive(Debug)]
-pub struct DirLock {
+pub(crate) struct DirLock {
     path: PathBuf,
 }
 
@@ -147,7 +147,7 @@ impl Drop for DirLock {
 /// Locks `dir` (creating it) for this process: `dir/.lock` holds our pid
 /// and command line. A second locker is refused with the holder's; a lock
 /// whose process is gone (a killed driver) is taken over.
-pub fn lock(dir: &Path) -> Result<DirLock> {
+pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     let path = dir.join(".lock");
     // pid, command line, start time: a reused pid is not the holder

@@ -9,7 +9,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// How much `repro` says on stderr, set once from `--quiet` / `--verbose`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verbosity {
+pub(crate) enum Verbosity {
     /// Errors only: no progress, no per-run lines, no summary.
     Quiet,
     Normal,
@@ -20,12 +20,12 @@ pub enum Verbosity {
 static VERBOSITY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
 
 /// Sets how much `repro` says (once, from the command line).
-pub fn set_verbosity(v: Verbosity) {
+pub(crate) fn set_verbosity(v: Verbosity) {
     VERBOSITY.store(v as u8, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// How much `repro` says.
-pub fn verbosity() -> Verbosity {
+pub(crate) fn verbosity() -> Verbosity {
     match VERBOSITY.load(std::sync::atomic::Ordering::Relaxed) {
         0 => Verbosity::Quiet,
         1 => Verbosity::Normal,
@@ -34,7 +34,7 @@ pub fn verbosity() -> Verbosity {
 }
 
 /// Prints a note on stderr unless `--quiet`.
-pub fn note(msg: &str) {
+pub(crate) fn note(msg: &str) {
     if verbosity() > Verbosity::Quiet {
         eprintln!("{msg}");
     }
@@ -45,13 +45,13 @@ const PLAIN_EVERY: Duration = Duration::from_secs(30);
 
 /// The progress of a whole experiment.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     bars: Option<(MultiProgress, ProgressBar)>,
 }
 
 impl Progress {
     /// Bars on a terminal, plain lines elsewhere.
-    pub fn new(total_runs: usize) -> Self {
+    pub(crate) fn new(total_runs: usize) -> Self {
         if !std::io::stderr().is_terminal() || verbosity() == Verbosity::Quiet {
             return Self { bars: None };
         }
@@ -70,7 +70,7 @@ impl Progress {
     }
 
     /// A line of output above the bars.
-    pub fn line(&self, msg: &str) {
+    pub(crate) fn line(&self, msg: &str) {
         if verbosity() == Verbosity::Quiet {
             return;
         }
@@ -85,7 +85,7 @@ impl Progress {
     }
 
     /// A run starts; `iterations` it will log (0: unknown).
-    pub fn run(&self, label: &str, iterations: u64) -> RunProgress {
+    pub(crate) fn run(&self, label: &str, iterations: u64) -> RunProgress {
         let bar = self.bars.as_ref().map(|(multi, _)| {
             let bar = multi.add(ProgressBar::new(iterations.max(1)));
             bar.set_style(
@@ -105,7 +105,7 @@ impl Progress {
     }
 
     /// A run finished (either way).
-    pub fn run_done(&self, run: RunProgress) {
+    pub(crate) fn run_done(&self, run: RunProgress) {
         if let Some(bar) = run.bar {
             bar.finish_and_clear();
         }
@@ -115,7 +115,7 @@ impl Progress {
     }
 
     /// Every run finished.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some((_, overall)) = &self.bars {
             overall.finish_and_clear();
         }
@@ -124,7 +124,7 @@ impl Progress {
 
 /// The progress of one run.
 #[derive(Debug)]
-pub struct RunProgress {
+pub(crate) struct RunProgress {
     bar: Option<ProgressBar>,
     label: String,
     total: u64,
@@ -133,7 +133,7 @@ pub struct RunProgress {
 
 impl RunProgress {
     /// `done` iterations logged so far.
-    pub fn update(&mut self, done: u64) {
+    pub(crate) fn update(&mut self, done: u64) {
         match &self.bar {
             Some(bar) => bar.set_position(done),
             None => {
@@ -147,7 +147,7 @@ impl RunProgress {
 }
 
 /// Iterations logged so far in a rank's JSON-lines log (0 if unreadable).
-pub fn logged_steps(path: &std::path::Path) -> u64 {
+pub(crate) fn logged_steps(path: &std::path::Path) -> u64 {
     std::fs::read(path)
         .map(|b| {
             b.split(|&c| c == b'\n')
@@ -161,7 +161,7 @@ pub fn logged_steps(path: &std::path::Path) -> u64 {
 /// ETA on a terminal, a plain line every 10% (or every 8 MB when the size
 /// is unknown) elsewhere.
 #[derive(Debug)]
-pub struct BytesBar {
+pub(crate) struct BytesBar {
     bar: Option<ProgressBar>,
     label: String,
     total: Option<u64>,
@@ -170,7 +170,7 @@ pub struct BytesBar {
 }
 
 /// A [`BytesBar`] for `total` bytes (`None`: unknown).
-pub fn bytes_bar(label: &str, total: Option<u64>) -> BytesBar {
+pub(crate) fn bytes_bar(label: &str, total: Option<u64>) -> BytesBar {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr());
         bar.set_style(
@@ -194,7 +194,7 @@ pub fn bytes_bar(label: &str, total: Option<u64>) -> BytesBar {
 }
 
 impl BytesBar {
-    pub fn inc(&mut self, n: u64) {
+    pub(crate) fn inc(&mut self, n: u64) {
         self.done += n;
         match &self.bar {
             Some(bar) => bar.inc(n),
@@ -213,7 +213,7 @@ impl BytesBar {
         }
     }
 
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         match &self.bar {
             Some(bar) => bar.finish(),
             None => eprintln!("{}: done, {} bytes", self.label, self.done),

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Installs the handler (once; later calls do nothing).
-pub fn install() {
+pub(crate) fn install() {
     let _ = ctrlc::set_handler(|| {
         if !INTERRUPTED.swap(true, Ordering::SeqCst) {
             eprintln!("repro: stopping: terminating the running job and cleaning up");
@@ -16,7 +16,7 @@ pub fn install() {
 }
 
 /// Whether a stop was asked for.
-pub fn interrupted() -> bool {
+pub(crate) fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
@@ -24,7 +24,7 @@ pub fn interrupted() -> bool {
 /// `repro list | head -1` then ends quietly when `head` closes the pipe,
 /// as other Unix tools do, instead of panicking on a failed write.
 #[allow(unsafe_code)]
-pub fn default_sigpipe() {
+pub(crate) fn default_sigpipe() {
     // SAFETY: signal(2) with SIG_DFL installs no handler; called once at
     // start-up, before any thread exists.
     unsafe {

@@ -6,14 +6,14 @@ use std::path::Path;
 
 /// The user sudo ran the driver for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Invoker {
+pub(crate) struct Invoker {
     pub uid: u32,
     pub gid: u32,
 }
 
 /// The invoking user, when the driver is root through sudo for another
 /// user; `None` otherwise (then the driver acts as itself).
-pub fn invoker() -> Option<Invoker> {
+pub(crate) fn invoker() -> Option<Invoker> {
     if !crate::util::process::is_root() {
         return None;
     }
@@ -45,7 +45,7 @@ fn bits(who: Invoker, meta: &std::fs::Metadata) -> u32 {
 /// (and search every directory above it; a directory also needs search),
 /// so nothing is read on their behalf that they could not read
 /// themselves. Without sudo: nothing.
-pub fn check_readable(path: &Path) -> Result<(), String> {
+pub(crate) fn check_readable(path: &Path) -> Result<(), String> {
     let Some(who) = invoker() else {
         return Ok(());
     };
@@ -82,7 +82,7 @@ pub fn check_readable(path: &Path) -> Result<(), String> {
 /// Under sudo: gives `path` and everything under it to the invoking user
 /// (symbolic links themselves, never what they point at). Without sudo:
 /// nothing. Failures are warnings: the results are written either way.
-pub fn give(path: &Path) {
+pub(crate) fn give(path: &Path) {
     let Some(who) = invoker() else {
         return;
     };
@@ -110,7 +110,7 @@ pub fn give(path: &Path) {
 
 /// Under sudo: gives `path` alone (not what is under it) to the invoking
 /// user.
-pub fn give_one(path: &Path) {
+pub(crate) fn give_one(path: &Path) {
     if let Some(who) = invoker() {
         let _ = std::os::unix::fs::lchown(path, Some(who.uid), Some(who.gid));
     }

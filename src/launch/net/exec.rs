@@ -12,7 +12,7 @@ pub(crate) fn argv(parts: &[&str]) -> Vec<String> {
 }
 
 /// Runs one command given as an argument vector.
-pub trait Exec: Send + Sync {
+pub(crate) trait Exec: Send + Sync {
     /// Runs `argv`; its standard output when it succeeds.
     fn run(&self, argv: &[String]) -> Result<String, NetError>;
 
@@ -31,7 +31,7 @@ pub trait Exec: Send + Sync {
 
 /// Runs commands on this host.
 #[derive(Debug, Default)]
-pub struct System;
+pub(crate) struct System;
 
 impl Exec for System {
     fn run(&self, argv: &[String]) -> Result<String, NetError> {
@@ -63,7 +63,7 @@ type Reply = Box<dyn Fn(&[String], &[Vec<String>]) -> String + Send + Sync>;
 
 /// Records every command and answers each with `reply(argv)` (empty output
 /// by default): the whole shaping pipeline, testable without root.
-pub struct DryRun {
+pub(crate) struct DryRun {
     log: Mutex<Vec<Vec<String>>>,
     reply: Reply,
 }
@@ -82,7 +82,7 @@ impl Default for DryRun {
 
 impl DryRun {
     /// A dry run whose commands print `reply(argv)`.
-    pub fn answering(reply: impl Fn(&[String]) -> String + Send + Sync + 'static) -> Self {
+    pub(crate) fn answering(reply: impl Fn(&[String]) -> String + Send + Sync + 'static) -> Self {
         Self {
             log: Mutex::new(Vec::new()),
             reply: Box::new(move |argv, _| reply(argv)),
@@ -93,7 +93,7 @@ impl DryRun {
     /// and the nodes, so the real setup code runs unchanged. A route reads
     /// back as the last `route replace` in its namespace set it, every node
     /// says it has netem, and every other command prints nothing.
-    pub fn planning() -> Self {
+    pub(crate) fn planning() -> Self {
         Self {
             log: Mutex::new(Vec::new()),
             reply: Box::new(|argv, before| {
@@ -121,7 +121,7 @@ impl DryRun {
     }
 
     /// The commands since the last call, each as one line.
-    pub fn take(&self) -> Vec<String> {
+    pub(crate) fn take(&self) -> Vec<String> {
         self.log
             .lock()
             .map(|mut l| l.drain(..).map(|a| a.join(" ")).collect())
@@ -130,7 +130,7 @@ impl DryRun {
 
     /// The commands so far, each as one line.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn commands(&self) -> Vec<String> {
+    pub(crate) fn commands(&self) -> Vec<String> {
         self.log
             .lock()
             .map(|l| l.iter().map(|a| a.join(" ")).collect())

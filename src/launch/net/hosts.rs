@@ -42,14 +42,14 @@ use super::owner::Owner;
 use super::{Condition, Exec, NetError, RateQdisc};
 
 /// This machine's host name (for messages; [`boot_id`] tells machines apart).
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
         .unwrap_or_else(|_| "?".into())
 }
 
 /// This kernel's boot id: a pid means the same process only under it.
-pub fn boot_id() -> String {
+pub(crate) fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|b| b.trim().to_string())
         .unwrap_or_default()
@@ -58,7 +58,7 @@ pub fn boot_id() -> String {
 /// The process that shaped a node (or asks to restore one), as nodes
 /// record it: `host:boot:pid:start` on the command line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeOwner {
+pub(crate) struct NodeOwner {
     pub host: String,
     /// The kernel boot id of its machine ([`boot_id`]).
     pub boot: String,
@@ -69,7 +69,7 @@ pub struct NodeOwner {
 
 impl NodeOwner {
     /// This process.
-    pub fn me() -> Self {
+    pub(crate) fn me() -> Self {
         let o = Owner::me();
         Self {
             host: hostname(),
@@ -80,7 +80,7 @@ impl NodeOwner {
     }
 
     /// The command-line form, `host:boot:pid:start`.
-    pub fn arg(&self) -> String {
+    pub(crate) fn arg(&self) -> String {
         format!("{}:{}:{}:{}", self.host, self.boot, self.pid, self.start)
     }
 
@@ -90,7 +90,7 @@ impl NodeOwner {
     }
 
     /// Whether it still runs: `Some` only where that can be told here.
-    pub fn alive_here(&self) -> Option<bool> {
+    pub(crate) fn alive_here(&self) -> Option<bool> {
         self.here().then(|| {
             Owner {
                 pid: self.pid,
@@ -163,7 +163,7 @@ fn may_take(
 
 /// Whether `name` can be a Linux interface name: 1 to 15 characters of
 /// letters, digits, `_`, `.`, `-`, not starting with `-`.
-pub fn valid_interface(name: &str) -> bool {
+pub(crate) fn valid_interface(name: &str) -> bool {
     (1..=15).contains(&name.len())
         && !name.starts_with('-')
         && name
@@ -173,7 +173,7 @@ pub fn valid_interface(name: &str) -> bool {
 
 /// One entry of `tc -j qdisc show`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Qdisc {
+pub(crate) struct Qdisc {
     pub kind: String,
     pub handle: String,
     #[serde(default)]
@@ -185,7 +185,7 @@ pub struct Qdisc {
 }
 
 /// Parses `tc -j qdisc show dev IFACE` (an empty output: no qdisc).
-pub fn parse_qdiscs(json: &str) -> Result<Vec<Qdisc>, String> {
+pub(crate) fn parse_qdiscs(json: &str) -> Result<Vec<Qdisc>, String> {
     if json.trim().is_empty() {
         return Ok(Vec::new());
     }
@@ -205,7 +205,7 @@ fn root_tree(qdiscs: &[Qdisc]) -> (Option<&Qdisc>, Vec<&Qdisc>) {
 
 /// How to put back the root qdisc `saved` on `iface` once ours replaced
 /// it, or why that cannot be done exactly (then the node is not shaped).
-pub fn restore_commands(saved: &[Qdisc], iface: &str) -> Result<Vec<Vec<String>>, String> {
+pub(crate) fn restore_commands(saved: &[Qdisc], iface: &str) -> Result<Vec<Vec<String>>, String> {
     let del = vec![argv(&["tc", "qdisc", "del", "dev", iface, "root"])];
     let (root, under) = root_tree(saved);
     let Some(root) = root else {
@@ -258,7 +258,7 @@ pub fn restore_commands(saved: &[Qdisc], iface: &str) -> Result<Vec<Vec<String>>
 
 /// The root qdisc as it matters for a restore: kind, handle (`0:` for the
 /// kernel's default) and options; `None` when there is none.
-pub fn root_of(qdiscs: &[Qdisc]) -> Option<(String, String, serde_json::Value)> {
+pub(crate) fn root_of(qdiscs: &[Qdisc]) -> Option<(String, String, serde_json::Value)> {
     root_tree(qdiscs)
         .0
         .map(|q| (q.kind.clone(), q.handle.clone(), q.options.clone()))
@@ -267,7 +267,7 @@ pub fn root_of(qdiscs: &[Qdisc]) -> Option<(String, String, serde_json::Value)> 
 /// A condition as flags of `repro net node up` (plain tokens: they pass
 /// through any launcher unchanged).
 #[derive(Debug, Clone, PartialEq, clap::Args)]
-pub struct NodeCondition {
+pub(crate) struct NodeCondition {
     /// Bits per second (0: unlimited).
     #[arg(long, default_value_t = 0)]
     pub rate_bps: u64,
@@ -313,7 +313,7 @@ impl NodeCondition {
     }
 
     /// The `tc` commands that apply it on `iface`.
-    pub fn commands(&self, iface: &str) -> Result<Vec<Vec<String>>, NetError> {
+    pub(crate) fn commands(&self, iface: &str) -> Result<Vec<Vec<String>>, NetError> {
         if !self.no_netem {
             let mut cmd = argv(&["tc", "qdisc", "replace", "dev", iface, "root", "netem"]);
             if self.latency_us > 0 {
@@ -348,7 +348,7 @@ impl NodeCondition {
 
 /// What a node saved before it was shaped: `/run/repro/node-<netns>-<iface>.json`.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct NodeState {
+pub(crate) struct NodeState {
     pub interface: String,
     pub saved: Vec<Qdisc>,
     pub restore: Vec<Vec<String>>,
@@ -358,13 +358,13 @@ pub struct NodeState {
 }
 
 /// Where nodes keep their state: `REPRO_STATE_DIR`, default `/run/repro`.
-pub fn state_dir() -> PathBuf {
+pub(crate) fn state_dir() -> PathBuf {
     std::env::var_os("REPRO_STATE_DIR").map_or_else(|| "/run/repro".into(), PathBuf::from)
 }
 
 /// The start of this network namespace's state file names, `node-<netns>-`:
 /// namespaces that act as nodes of one machine keep theirs apart.
-pub fn state_prefix() -> String {
+pub(crate) fn state_prefix() -> String {
     let netns = std::fs::read_link("/proc/self/ns/net")
         .ok()
         .map(|l| {
@@ -378,7 +378,7 @@ pub fn state_prefix() -> String {
 }
 
 /// Where this node keeps the state of `iface`.
-pub fn state_path(iface: &str) -> PathBuf {
+pub(crate) fn state_path(iface: &str) -> PathBuf {
     state_dir().join(format!("{}{iface}.json", state_prefix()))
 }
 
@@ -394,7 +394,7 @@ fn show(exec: &dyn Exec, iface: &str) -> Result<Vec<Qdisc>, NetError> {
 /// state is there: it holds the original, and is taken over if that run is
 /// gone), then applies `condition` for `owner`. On a failure the root is
 /// put back. Returns a line for the driver's log.
-pub fn node_up(
+pub(crate) fn node_up(
     exec: &dyn Exec,
     iface: &str,
     condition: &NodeCondition,
@@ -462,7 +462,7 @@ fn read_state(iface: &str, state: &Path) -> Result<Option<NodeState>, NetError> 
 /// checks it, and removes the state file. Nothing saved: nothing to do.
 /// Asked by `by` (the run itself, or `repro net down`), and refused while
 /// another run that shaped it may be alive unless `force`.
-pub fn node_down(
+pub(crate) fn node_down(
     exec: &dyn Exec,
     iface: &str,
     state: &Path,
@@ -504,7 +504,12 @@ pub fn node_down(
 
 /// `repro net node <action> --interface <iface>` on every node through the
 /// launcher's per-host prefix.
-pub fn node_command(per_host: &[String], repro: &Path, action: &str, iface: &str) -> Vec<String> {
+pub(crate) fn node_command(
+    per_host: &[String],
+    repro: &Path,
+    action: &str,
+    iface: &str,
+) -> Vec<String> {
     let mut argv = per_host.to_vec();
     argv.push(repro.display().to_string());
     argv.extend(["net", "node", action, "--interface", iface].map(String::from));
@@ -513,7 +518,7 @@ pub fn node_command(per_host: &[String], repro: &Path, action: &str, iface: &str
 
 /// The network condition applied on every node of a cluster run; restored
 /// when dropped (on success, failure or interruption) if it was applied.
-pub struct HostShaping<'e> {
+pub(crate) struct HostShaping<'e> {
     exec: &'e dyn Exec,
     per_host: Vec<String>,
     repro: PathBuf,
@@ -543,7 +548,7 @@ impl<'e> HostShaping<'e> {
     /// `per_host` starts one copy of a command on every node (the
     /// launcher's per-host prefix); `repro` is this program's path, the
     /// same on every node. Until probed, netem is assumed.
-    pub fn new(
+    pub(crate) fn new(
         exec: &'e dyn Exec,
         per_host: Vec<String>,
         repro: PathBuf,
@@ -570,7 +575,7 @@ impl<'e> HostShaping<'e> {
 
     /// The owner record a run holds on its own machine while it shapes
     /// `interface` on the nodes: `hosts-<interface>`.
-    pub fn tag(interface: &str) -> String {
+    pub(crate) fn tag(interface: &str) -> String {
         format!("hosts-{interface}")
     }
 
@@ -579,13 +584,13 @@ impl<'e> HostShaping<'e> {
     }
 
     /// The command that asks every node whether it has netem.
-    pub fn probe_command(&self) -> Vec<String> {
+    pub(crate) fn probe_command(&self) -> Vec<String> {
         self.node_command("probe")
     }
 
     /// Asks every node whether its kernel has netem; without it on every
     /// node, the rate goes by htb or tbf and the transport adds latency.
-    pub fn probe(&mut self) -> Result<(), NetError> {
+    pub(crate) fn probe(&mut self) -> Result<(), NetError> {
         let out = self.exec.run(&self.probe_command())?;
         let answers: Vec<bool> = out
             .lines()
@@ -607,14 +612,14 @@ impl<'e> HostShaping<'e> {
 
     /// The command that applies the condition on every node (as recorded
     /// in shaping.json: [`HostShaping::up`] adds `--owner`).
-    pub fn setup_command(&self) -> Vec<String> {
+    pub(crate) fn setup_command(&self) -> Vec<String> {
         let mut argv = self.node_command("up");
         argv.extend(NodeCondition::of(&self.condition, self.netem).flags());
         argv
     }
 
     /// The command that restores every node's root qdisc as this run.
-    pub fn teardown_command(&self) -> Vec<String> {
+    pub(crate) fn teardown_command(&self) -> Vec<String> {
         let mut argv = self.node_command("down");
         argv.extend(["--by".into(), self.owner.arg()]);
         argv
@@ -623,7 +628,7 @@ impl<'e> HostShaping<'e> {
     /// Applies the condition on every node, after recording this process
     /// as the owner of the interface here (refused while another live run
     /// from this machine shapes it).
-    pub fn up(&mut self) -> Result<(), NetError> {
+    pub(crate) fn up(&mut self) -> Result<(), NetError> {
         let tag = Self::tag(&self.interface);
         if !self.exec.claim(&tag)? {
             let by = super::owner::of(&tag).map_or("another run".into(), |o| {
@@ -644,12 +649,12 @@ impl<'e> HostShaping<'e> {
 
     /// Latency the transport must add per message: the condition's where
     /// some node has no netem.
-    pub fn injected_latency_s(&self) -> Option<f64> {
+    pub(crate) fn injected_latency_s(&self) -> Option<f64> {
         (!self.netem && self.condition.latency_s > 0.0).then_some(self.condition.latency_s)
     }
 
     /// How the condition was applied, for runs.csv and shaping.json.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let how = if self.netem {
             "netem".to_string()
         } else {

@@ -6,27 +6,27 @@
 //! suffix, built from validated parts only: nothing from a manifest reaches
 //! `ip` or `tc` except numbers this module formats itself.
 
-pub mod exec;
-pub mod hosts;
-pub mod netns;
-pub mod owner;
-pub mod probe;
+pub(crate) mod exec;
+pub(crate) mod hosts;
+pub(crate) mod netns;
+pub(crate) mod owner;
+pub(crate) mod probe;
 
 use thiserror::Error;
 
 use crate::spec::condition::{Condition, RateQdisc, TcpCongestion};
 
-pub use exec::{DryRun, Exec, System};
-pub use hosts::{HostShaping, NodeCondition, NodeOwner};
-pub use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_dead};
-pub use probe::{HostNet, TcpSettings};
+pub(crate) use exec::{DryRun, Exec, System};
+pub(crate) use hosts::{HostShaping, NodeCondition, NodeOwner};
+pub(crate) use netns::{Fabric, QdiscStats, leftovers, reclaim, remove_dead};
+pub(crate) use probe::{HostNet, TcpSettings};
 
 /// The fixed prefix of every namespace, link and bridge the driver creates.
-pub const PREFIX: &str = "rpr";
+pub(crate) const PREFIX: &str = "rpr";
 
 /// A failure of network shaping.
 #[derive(Debug, Error)]
-pub enum NetError {
+pub(crate) enum NetError {
     #[error(
         "could not start `{program}`: {source}; install iproute2 and ethtool (ci/setup.sh does)"
     )]
@@ -129,7 +129,7 @@ pub enum NetError {
 }
 
 /// The rank number mpirun gave this process.
-pub fn rank_from_env() -> Result<usize, NetError> {
+pub(crate) fn rank_from_env() -> Result<usize, NetError> {
     ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
         .iter()
         .find_map(|k| std::env::var(k).ok()?.parse().ok())

@@ -25,7 +25,7 @@ use super::{Condition, Exec, HostNet, NetError, PREFIX, RateQdisc, TcpCongestion
 
 /// Packets and bytes a qdisc dequeued (what the rank really sent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct QdiscStats {
+pub(crate) struct QdiscStats {
     pub bytes: u64,
     pub packets: u64,
     pub dropped: u64,
@@ -34,7 +34,7 @@ pub struct QdiscStats {
 impl QdiscStats {
     /// Parses the first `Sent <bytes> bytes <pkts> pkt (dropped <d>, ...` of
     /// `tc -s qdisc show` (the root qdisc comes first).
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let line = text.lines().find(|l| l.trim_start().starts_with("Sent "))?;
         let words: Vec<&str> = line.split_whitespace().collect();
         let num =
@@ -71,7 +71,7 @@ impl Names {
 /// The subnet of every shaped network. Each lives in its own namespaces,
 /// so networks of concurrent runs do not collide, and nor does a route of
 /// the host's to the same addresses.
-pub const SUBNET: &str = "10.217.0.0/24";
+pub(crate) const SUBNET: &str = "10.217.0.0/24";
 
 /// The address of rank `r` (`None`: the hub's bridge, where mpirun listens).
 fn address(r: Option<usize>) -> String {
@@ -108,7 +108,7 @@ fn split_tag(rest: &str) -> Option<(&str, &str)> {
 /// probe), or a link `rpr<tag>h<k>` / `rpr<tag>p<k>` / `rpr<tag>br` (veth
 /// ends and bridges; only older versions left links in the host's
 /// namespace).
-pub fn is_our_name(name: &str) -> bool {
+pub(crate) fn is_our_name(name: &str) -> bool {
     if let Some(rest) = name.strip_prefix(&format!("{PREFIX}-")) {
         let Some((_, suffix)) = split_tag(rest) else {
             return false;
@@ -125,7 +125,7 @@ pub fn is_our_name(name: &str) -> bool {
 }
 
 /// The tag of a name [`is_our_name`] accepts.
-pub fn tag_in(name: &str) -> Option<&str> {
+pub(crate) fn tag_in(name: &str) -> Option<&str> {
     let rest = name
         .strip_prefix(&format!("{PREFIX}-"))
         .or_else(|| name.strip_prefix(PREFIX))?;
@@ -134,7 +134,7 @@ pub fn tag_in(name: &str) -> Option<&str> {
 
 /// What [`remove_dead`] did.
 #[derive(Debug)]
-pub struct Tidied {
+pub(crate) struct Tidied {
     /// What it tried to remove (those in `failed` are still there).
     pub removed: Vec<Leftover>,
     /// Names of live owners' networks, left alone.
@@ -144,7 +144,7 @@ pub struct Tidied {
 
 /// Removes the networks whose owner is gone or unrecorded (with `force`,
 /// live ones too), and their owner records once all of it is gone.
-pub fn remove_dead(exec: &dyn Exec, force: bool) -> Result<Tidied, NetError> {
+pub(crate) fn remove_dead(exec: &dyn Exec, force: bool) -> Result<Tidied, NetError> {
     let (removed, kept): (Vec<Leftover>, Vec<Leftover>) = leftovers(exec)?
         .into_iter()
         .partition(|l| force || !l.tag().is_some_and(super::owner::live));
@@ -167,7 +167,7 @@ pub fn remove_dead(exec: &dyn Exec, force: bool) -> Result<Tidied, NetError> {
 /// What a killed driver left, removed before a shaped run ([`remove_dead`]
 /// without force; never a live run's network). What could not be removed
 /// is an error.
-pub fn reclaim(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
+pub(crate) fn reclaim(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
     let tidied = remove_dead(exec, false)?;
     if let Some((_, e)) = tidied.failed.into_iter().next() {
         return Err(e);
@@ -191,21 +191,21 @@ fn checked(name: String) -> Result<String, NetError> {
 
 /// A namespace or link left behind (found by [`leftovers`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub enum Leftover {
+pub(crate) enum Leftover {
     Namespace(String),
     Link(String),
 }
 
 impl Leftover {
     /// The name.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Self::Namespace(n) | Self::Link(n) => n,
         }
     }
 
     /// The tag of its network.
-    pub fn tag(&self) -> Option<&str> {
+    pub(crate) fn tag(&self) -> Option<&str> {
         tag_in(self.name())
     }
 }
@@ -220,7 +220,7 @@ impl std::fmt::Display for Leftover {
 }
 
 /// Every namespace and link of this host whose name the driver creates.
-pub fn leftovers(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
+pub(crate) fn leftovers(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
     let mut out = Vec::new();
     let netns = exec.run(&argv(&["ip", "netns", "list"]))?;
     for line in netns.lines() {
@@ -247,7 +247,7 @@ pub fn leftovers(exec: &dyn Exec) -> Result<Vec<Leftover>, NetError> {
 
 /// Removes leftovers (links first: deleting one end of a veth removes both).
 /// Returns what could not be removed, with the reason.
-pub fn remove_leftovers(exec: &dyn Exec, found: &[Leftover]) -> Vec<(Leftover, NetError)> {
+pub(crate) fn remove_leftovers(exec: &dyn Exec, found: &[Leftover]) -> Vec<(Leftover, NetError)> {
     let mut failed = Vec::new();
     let mut ordered: Vec<&Leftover> = found
         .iter()
@@ -284,7 +284,7 @@ fn gone(stderr: &str) -> bool {
 /// because a bucket that holds a whole iteration's messages would let them
 /// out at line rate (measured here: 1 ms reaches 850 Mbit/s of 1 Gbit/s
 /// with one TCP stream, a 10 ms bucket no more).
-pub fn burst_bytes(rate_bps: f64) -> u64 {
+pub(crate) fn burst_bytes(rate_bps: f64) -> u64 {
     ((rate_bps / 8.0 / 1000.0) as u64).max(2 * 1514)
 }
 
@@ -449,7 +449,7 @@ pub(crate) fn route_has_congctl(route: &str, tcp: TcpCongestion) -> bool {
 
 /// A shaped network for one run; torn down when dropped (on success, on
 /// failure, and when a signal stops the run).
-pub struct Fabric<'e> {
+pub(crate) struct Fabric<'e> {
     exec: &'e dyn Exec,
     names: Names,
     ranks: usize,
@@ -481,7 +481,7 @@ impl<'e> Fabric<'e> {
     /// Plans the network of run `run_id` (hex) for `ranks` ranks on a host
     /// whose kernel is described by `host` (netem or not: without it the
     /// latency is left to the transport, see [`Fabric::injected_latency_s`]).
-    pub fn new(
+    pub(crate) fn new(
         exec: &'e dyn Exec,
         run_id: &str,
         ranks: usize,
@@ -535,28 +535,28 @@ impl<'e> Fabric<'e> {
     }
 
     /// `10.217.0.0/24`.
-    pub fn subnet(&self) -> String {
+    pub(crate) fn subnet(&self) -> String {
         SUBNET.into()
     }
 
     /// What `repro net exec` appends the rank number to.
-    pub fn namespace_prefix(&self) -> String {
+    pub(crate) fn namespace_prefix(&self) -> String {
         format!("{PREFIX}-{}-r", self.names.tag)
     }
 
     /// The hub namespace, where mpirun runs.
-    pub fn hub(&self) -> String {
+    pub(crate) fn hub(&self) -> String {
         self.names.hub()
     }
 
     /// Latency the transport must add per message: the condition's latency
     /// when the kernel has no netem, else none.
-    pub fn injected_latency_s(&self) -> Option<f64> {
+    pub(crate) fn injected_latency_s(&self) -> Option<f64> {
         (!self.host.netem && self.condition.latency_s > 0.0).then_some(self.condition.latency_s)
     }
 
     /// How the condition is applied, in words (for the provenance).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let rate = match self.condition.bandwidth_bps {
             Some(bps) => format!(
                 "rate {} bit/s by {} (burst {} B) on each rank's veth",
@@ -593,7 +593,7 @@ impl<'e> Fabric<'e> {
     }
 
     /// The commands that build the network, in order.
-    pub fn setup_commands(&self) -> Result<Vec<Vec<String>>, NetError> {
+    pub(crate) fn setup_commands(&self) -> Result<Vec<Vec<String>>, NetError> {
         let hub = checked(self.names.hub())?;
         let mut out = vec![
             argv(&["ip", "netns", "add", &hub]),
@@ -683,7 +683,7 @@ impl<'e> Fabric<'e> {
 
     /// The commands that remove the network (each may find its target
     /// gone): deleting a namespace deletes its veth ends, and their peers.
-    pub fn teardown_commands(&self) -> Vec<Vec<String>> {
+    pub(crate) fn teardown_commands(&self) -> Vec<Vec<String>> {
         let mut out: Vec<Vec<String>> = (0..self.ranks)
             .map(|r| argv(&["ip", "netns", "del", &self.names.namespace(r)]))
             .collect();
@@ -694,7 +694,7 @@ impl<'e> Fabric<'e> {
     /// Builds the network. Refuses to touch names that already exist; on a
     /// failure half-way removes what it made. Checks that every rank's
     /// route carries the condition's congestion control.
-    pub fn up(&mut self) -> Result<(), NetError> {
+    pub(crate) fn up(&mut self) -> Result<(), NetError> {
         self.claim_tag()?;
         let mine: Vec<String> = (0..self.ranks)
             .map(|r| self.names.namespace(r))
@@ -747,7 +747,7 @@ impl<'e> Fabric<'e> {
     }
 
     /// Removes the network; returns the failures (already-gone is fine).
-    pub fn down(&mut self) -> Vec<NetError> {
+    pub(crate) fn down(&mut self) -> Vec<NetError> {
         let mut failed = Vec::new();
         if self.up {
             self.up = false;
@@ -769,7 +769,7 @@ impl<'e> Fabric<'e> {
     }
 
     /// The root qdisc's counters of every rank's egress, in rank order.
-    pub fn counters(&self) -> Result<Vec<QdiscStats>, NetError> {
+    pub(crate) fn counters(&self) -> Result<Vec<QdiscStats>, NetError> {
         (0..self.ranks)
             .map(|r| {
                 let ns = self.names.namespace(r);
@@ -785,13 +785,13 @@ impl<'e> Fabric<'e> {
     }
 
     /// What starts mpirun inside the hub namespace.
-    pub fn mpirun_prefix(&self) -> Vec<String> {
+    pub(crate) fn mpirun_prefix(&self) -> Vec<String> {
         argv(&["ip", "netns", "exec", &self.names.hub()])
     }
 
     /// mpirun options that keep MPI's TCP transports and PMIx on the
     /// subnet, with shared memory off so nothing bypasses shaping.
-    pub fn mpirun_args(&self) -> Vec<String> {
+    pub(crate) fn mpirun_args(&self) -> Vec<String> {
         argv(&[
             "--mca",
             "btl",
@@ -806,7 +806,7 @@ impl<'e> Fabric<'e> {
     }
 
     /// Environment for mpirun (PMIx's server must listen on the bridge).
-    pub fn mpirun_env(&self) -> Vec<(String, String)> {
+    pub(crate) fn mpirun_env(&self) -> Vec<(String, String)> {
         vec![("PMIX_MCA_ptl_tcp_if_include".into(), SUBNET.into())]
     }
 }

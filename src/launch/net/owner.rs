@@ -13,7 +13,7 @@ use crate::util::process::start_time;
 
 /// A process, as its owner record names it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
+pub(crate) struct Owner {
     pub pid: u32,
     /// Clock ticks after boot at which it started (`/proc/<pid>/stat`
     /// field 22): with the pid, it tells a reused pid apart.
@@ -23,7 +23,7 @@ pub struct Owner {
 
 impl Owner {
     /// This process.
-    pub fn me() -> Self {
+    pub(crate) fn me() -> Self {
         let pid = std::process::id();
         Self {
             pid,
@@ -33,7 +33,7 @@ impl Owner {
     }
 
     /// Whether the process is still the one that wrote the record.
-    pub fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         start_time(self.pid).is_some_and(|s| s == self.start)
     }
 
@@ -42,7 +42,7 @@ impl Owner {
     }
 
     /// Reads a record written by [`Owner::text`].
-    pub fn parse(text: &str) -> Option<Self> {
+    pub(crate) fn parse(text: &str) -> Option<Self> {
         let mut lines = text.lines();
         Some(Self {
             pid: lines.next()?.trim().parse().ok()?,
@@ -53,7 +53,7 @@ impl Owner {
 }
 
 /// Where owner records live (`REPRO_NET_OWNERS` overrides it, for tests).
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     std::env::var_os("REPRO_NET_OWNERS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/run/repro/net"))
@@ -64,14 +64,14 @@ fn path(tag: &str) -> PathBuf {
 }
 
 /// The owner record of tag `tag`, if there is one.
-pub fn of(tag: &str) -> Option<Owner> {
+pub(crate) fn of(tag: &str) -> Option<Owner> {
     Owner::parse(&std::fs::read_to_string(path(tag)).ok()?)
 }
 
 /// Records this process as the owner of `tag`. `Ok(false)`: another
 /// record is there (a live owner, or a dead one whose leftovers
 /// [`super::reclaim`] removes).
-pub fn claim(tag: &str) -> Result<bool, NetError> {
+pub(crate) fn claim(tag: &str) -> Result<bool, NetError> {
     let io = |source| NetError::Start {
         program: format!("owner record {}", path(tag).display()),
         source,
@@ -108,12 +108,12 @@ fn link(tmp: &std::path::Path, tag: &str) -> std::io::Result<bool> {
 }
 
 /// Removes the owner record of `tag` (after its network is gone).
-pub fn release(tag: &str) {
+pub(crate) fn release(tag: &str) {
     let _ = std::fs::remove_file(path(tag));
 }
 
 /// Whether the network `tag` belongs to a live process.
-pub fn live(tag: &str) -> bool {
+pub(crate) fn live(tag: &str) -> bool {
     of(tag).is_some_and(|o| o.alive())
 }
 

@@ -12,7 +12,7 @@ use super::{Condition, Exec, NetError, PREFIX, TcpCongestion};
 
 /// What shaping knows of the kernel it shapes on.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HostNet {
+pub(crate) struct HostNet {
     /// The kernel accepts netem (else the transport injects latency).
     pub netem: bool,
     /// The kernel has IPv6 (then the ranks' interfaces get no link-local
@@ -24,7 +24,7 @@ pub struct HostNet {
 
 impl HostNet {
     /// What a dry run assumes (it probes nothing).
-    pub fn assumed() -> Self {
+    pub(crate) fn assumed() -> Self {
         Self {
             netem: true,
             ipv6: true,
@@ -36,7 +36,7 @@ impl HostNet {
 /// The host's TCP congestion-control sysctls (global, read in the host's
 /// namespace).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct TcpSettings {
+pub(crate) struct TcpSettings {
     /// `net.ipv4.tcp_available_congestion_control`: loaded algorithms.
     pub available: Vec<String>,
     /// `net.ipv4.tcp_allowed_congestion_control`: what an unprivileged
@@ -49,7 +49,7 @@ pub struct TcpSettings {
 
 impl TcpSettings {
     /// Reads the three sysctls from `/proc/sys/net/ipv4`.
-    pub fn read() -> Option<Self> {
+    pub(crate) fn read() -> Option<Self> {
         let read = |name: &str| {
             std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
                 .ok()
@@ -64,14 +64,14 @@ impl TcpSettings {
     }
 
     /// Refuses the first condition whose algorithm the kernel has not loaded.
-    pub fn check_loaded(&self, conditions: &[&Condition]) -> Result<(), NetError> {
+    pub(crate) fn check_loaded(&self, conditions: &[&Condition]) -> Result<(), NetError> {
         conditions
             .iter()
             .try_for_each(|c| self.check_available(c.tcp))
     }
 
     /// Refuses an algorithm the kernel has not loaded.
-    pub fn check_available(&self, tcp: TcpCongestion) -> Result<(), NetError> {
+    pub(crate) fn check_available(&self, tcp: TcpCongestion) -> Result<(), NetError> {
         if self.available.iter().any(|a| a == tcp.name()) {
             Ok(())
         } else {
@@ -84,21 +84,21 @@ impl TcpSettings {
 }
 
 /// The host kernel's release (`6.1.0-...`) as (major, minor).
-pub fn kernel_version() -> Option<(u32, u32)> {
+pub(crate) fn kernel_version() -> Option<(u32, u32)> {
     let text = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
     let mut parts = text.trim().split(['.', '-']);
     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 /// Whether the kernel has IPv6 (not booted with `ipv6.disable=1`).
-pub fn kernel_has_ipv6() -> bool {
+pub(crate) fn kernel_has_ipv6() -> bool {
     std::path::Path::new("/proc/sys/net/ipv6").exists()
 }
 
 /// A throwaway namespace `rpr-<tag>-probe` with one veth pair (`eth0`,
 /// `eth1`) and `eth0` addressed on the shaped subnet, deleted when dropped
 /// (`repro net down` finds it if the driver is killed first).
-pub struct ProbeNs<'e> {
+pub(crate) struct ProbeNs<'e> {
     exec: &'e dyn Exec,
     name: String,
     tag: String,
@@ -112,7 +112,7 @@ impl std::fmt::Debug for ProbeNs<'_> {
 
 impl<'e> ProbeNs<'e> {
     /// Makes the namespace (needs root).
-    pub fn new(exec: &'e dyn Exec) -> Result<Self, NetError> {
+    pub(crate) fn new(exec: &'e dyn Exec) -> Result<Self, NetError> {
         let seed = format!("{:06x}", std::process::id() & 0xff_ffff);
         let tag = tag_of(&seed).ok_or(NetError::BadName { name: seed })?;
         // owned like a run's network, so no other run tidies it away
@@ -151,7 +151,7 @@ impl<'e> ProbeNs<'e> {
     }
 
     /// Whether the kernel accepts `tc qdisc replace dev eth0 root <qdisc>`.
-    pub fn qdisc(&self, qdisc: &[&str]) -> bool {
+    pub(crate) fn qdisc(&self, qdisc: &[&str]) -> bool {
         let mut cmd = argv(&[
             "tc", "-n", &self.name, "qdisc", "replace", "dev", "eth0", "root",
         ]);
@@ -160,12 +160,12 @@ impl<'e> ProbeNs<'e> {
     }
 
     /// Whether the kernel accepts a netem qdisc.
-    pub fn netem(&self) -> bool {
+    pub(crate) fn netem(&self) -> bool {
         self.qdisc(&["netem", "delay", "1ms"])
     }
 
     /// Runs the `tc` commands of `condition` on `eth0`.
-    pub fn condition(&self, condition: &Condition, netem: bool) -> Result<(), NetError> {
+    pub(crate) fn condition(&self, condition: &Condition, netem: bool) -> Result<(), NetError> {
         let _ = self.exec.run(&argv(&[
             "tc", "-n", &self.name, "qdisc", "del", "dev", "eth0", "root",
         ]));
@@ -180,7 +180,7 @@ impl<'e> ProbeNs<'e> {
     }
 
     /// Sets `tcp` on `eth0`'s subnet route and reads the route back.
-    pub fn congctl(&self, tcp: TcpCongestion) -> Result<(), String> {
+    pub(crate) fn congctl(&self, tcp: TcpCongestion) -> Result<(), String> {
         self.exec
             .run(&congctl_command(&self.name, "10.217.0.1", tcp))
             .map_err(|e| e.to_string())?;
@@ -198,7 +198,7 @@ impl<'e> ProbeNs<'e> {
     /// Whether the namespace may take `tcp` as its default (writes only
     /// the probe namespace's sysctl; call it only where that sysctl is per
     /// namespace, kernel 4.15 and later, or it would change the host's).
-    pub fn namespace_default(&self, tcp: TcpCongestion) -> bool {
+    pub(crate) fn namespace_default(&self, tcp: TcpCongestion) -> bool {
         self.exec
             .run(&argv(&[
                 "ip",
@@ -226,7 +226,7 @@ impl Drop for ProbeNs<'_> {
 /// sysctls): each condition's congestion control is loaded and accepted on
 /// a namespace's route, and its `tc` commands are accepted as they will be
 /// run. Needs root.
-pub fn preflight(exec: &dyn Exec, conditions: &[&Condition]) -> Result<HostNet, NetError> {
+pub(crate) fn preflight(exec: &dyn Exec, conditions: &[&Condition]) -> Result<HostNet, NetError> {
     let tcp = TcpSettings::read().ok_or(NetError::NoTcpSysctls)?;
     tcp.check_loaded(conditions)?;
     let mut algorithms: Vec<TcpCongestion> = Vec::new();
