@@ -16,10 +16,13 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 pub(crate) mod data;
 pub(crate) mod demo;
 pub(crate) mod doctor;
+pub(crate) mod list;
 pub(crate) mod net;
+pub(crate) mod plot;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod status;
+pub(crate) mod table;
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.
@@ -48,11 +51,11 @@ enum Command {
     Run(run::RunArgs),
     /// Render an experiment's table from its runs.csv (writing table.md,
     /// table.tex, table.csv), and test its claims (claims.md, claims.csv).
-    Table(run::TableArgs),
+    Table(table::TableArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
-    Plot(run::PlotArgs),
+    Plot(plot::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
-    List(run::ListArgs),
+    List(list::ListArgs),
     /// Whether an experiment's recorded runs are current (this build, this
     /// manifest), stale or missing; every experiment if none is named.
     Status(status::StatusArgs),
@@ -183,9 +186,9 @@ pub fn main() -> ExitCode {
     });
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
-        Command::Table(args) => run::table(&args).map(|()| run::Outcome::AllSucceeded),
-        Command::Plot(args) => run::plot(&args).map(|()| run::Outcome::AllSucceeded),
-        Command::List(args) => run::list(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Status(args) => status::status(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),

@@ -429,6 +429,56 @@ pub(crate) fn status(args: &StatusArgs) -> Result<()> {
     Ok(())
 }
 
+/// The manifest `experiment` with `plan`'s overrides, its results
+/// directory and the recorded runs its plan contains.
+pub(crate) fn planned_results(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanArgs,
+) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
+    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
+    let (scale, out) = match (&plan.scale, out) {
+        (_, Some(o)) => (
+            plan.scale
+                .clone()
+                .or_else(|| recorded_scale(o))
+                .unwrap_or_else(|| read_scale(&m, &None)),
+            o.clone(),
+        ),
+        (Some(asked), None) => (asked.clone(), m.default_out(asked)),
+        // the committed directory, at the scale it records
+        (None, None) => {
+            let out = m.default_out(&read_scale(&m, &None));
+            let scale = recorded_scale(&out).unwrap_or_else(|| read_scale(&m, &None));
+            (scale, out)
+        }
+    };
+    let backend = plan.backend.unwrap_or(m.backend);
+    let rows = results::read_csv(&out.join("runs.csv"))?;
+    let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
+    let planned = results::planned(&rows, &runs);
+    let left_out = rows.len() - planned.len();
+    if left_out > 0 {
+        crate::util::progress::note(&format!(
+            "note: {left_out} of {} recorded runs in {} are not in the plan of `{}` at scale `{scale}` and are left out (`repro status` lists the plan)",
+            rows.len(),
+            out.join("runs.csv").display(),
+            m.name
+        ));
+    }
+    Ok((m, out, planned))
+}
+
+/// The scale to read `m`'s results at: `asked`, else the committed
+/// scale, else the default scale, else smoke.
+pub(crate) fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
+    asked
+        .clone()
+        .or_else(|| m.committed_scale().map(str::to_string))
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

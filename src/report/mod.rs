@@ -3,6 +3,7 @@
 
 pub(crate) mod claims;
 pub(crate) mod html;
+pub(crate) mod outputs;
 pub(crate) mod plot;
 pub mod stats;
 pub(crate) mod table;

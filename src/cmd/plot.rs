@@ -1,0 +1,110 @@
+//! `repro plot`: the figure redrawn from the recorded runs of the plan,
+//! alone or beside other experiments' panels.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::cmd::status::{self, planned_results};
+use crate::report::outputs::{draw_figure, figure, figure_panels};
+use crate::report::plot::ImageFormat;
+use crate::spec::manifest;
+
+/// Options of `repro plot`.
+#[derive(Debug, Args)]
+pub(crate) struct PlotArgs {
+    /// Experiment name or path to a manifest.
+    pub experiment: String,
+    /// Results directory (default: results/<experiment>, or
+    /// scratch/<scale>/<experiment> for another scale).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub plan: status::PlanArgs,
+    /// Image format (default: both SVG and PNG).
+    #[arg(long, value_enum)]
+    pub format: Option<ImageFormat>,
+    /// Draw these experiments' panels beside this one's, in one figure
+    /// (each from results/<experiment>), e.g. `repro plot figure2a --with
+    /// figure2b --name figure2` for the paper's two-panel Figure 2.
+    #[arg(long = "with", value_name = "EXPERIMENT", requires = "name")]
+    pub with: Vec<String>,
+    /// With `--with`: the combined figure goes to results/<NAME>/figure.*
+    /// (or to `--out`; the experiments are read from results/<experiment>).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// With `--with`: the combined figure's title (default: the
+    /// experiments' titles).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// `repro plot A --with B --name N`: A's and B's panels in one figure,
+/// each panel titled by its experiment where it had no title of its own.
+fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> {
+    if !manifest::is_plain_name(name) {
+        anyhow::bail!(
+            "--name `{name}`: use letters, digits, `-` and `_` (it names a results directory)"
+        );
+    }
+    let mut all = Vec::new();
+    let mut titles = Vec::new();
+    let mut first_spec = None;
+    for e in std::iter::once(&args.experiment).chain(&args.with) {
+        let (m, out, rows) = planned_results(e, &None, &args.plan)?;
+        let Some((spec, panels)) = figure_panels(&m, &out, &rows)? else {
+            anyhow::bail!(
+                "experiment `{}` has no figure (its manifest has no `figure`)",
+                m.name
+            );
+        };
+        for mut p in panels {
+            p.title = if p.title.is_empty() {
+                m.title.clone()
+            } else {
+                format!("{}: {}", m.title, p.title)
+            };
+            all.push(p);
+        }
+        titles.push(m.title.clone());
+        first_spec.get_or_insert(spec);
+    }
+    let dir = match &args.out {
+        Some(o) => o.clone(),
+        None => crate::spec::project::root()?.join("results").join(name),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));
+    let spec = first_spec.context("no experiment to draw")?;
+    for p in draw_figure(&dir, &title, &spec, &all, formats)? {
+        println!("wrote {}", p.display());
+    }
+    Ok(())
+}
+
+/// `repro plot`: redraws the figure from runs.csv and the logs.
+pub(crate) fn plot(args: &PlotArgs) -> Result<()> {
+    let formats = match args.format {
+        Some(f) => vec![f],
+        None => vec![ImageFormat::Svg, ImageFormat::Png],
+    };
+    if let Some(name) = &args.name {
+        return combined(args, name, &formats);
+    }
+    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
+    let drawn = figure(&m, &out, &rows, &formats);
+    crate::util::sudo::give(&out);
+    match drawn? {
+        Some(paths) => {
+            for p in paths {
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+        None => anyhow::bail!(
+            "experiment `{}` has no figure (its manifest has no `figure`)",
+            m.name
+        ),
+    }
+}
