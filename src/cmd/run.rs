@@ -127,30 +127,79 @@ pub(crate) enum LauncherArg {
     Srun,
 }
 
-/// The launcher the options ask for.
-fn launcher(args: &RunArgs, backend: Backend) -> Result<Launcher> {
-    if backend == Backend::InProcess {
-        if args.hostfile.is_some() || args.launcher != LauncherArg::Auto {
-            anyhow::bail!(
-                "--hostfile and --launcher start MPI ranks; the in-process backend runs every worker in one process"
-            );
+/// `repro run`'s options resolved once, before the first experiment is
+/// planned: what every step below [`run`] reads (none sees [`RunArgs`]).
+#[derive(Debug)]
+struct RunConfig {
+    limits: plan::Limits,
+    /// Runs at a time, as asked (see [`jobs`]).
+    jobs: usize,
+    dry_run: bool,
+    json: bool,
+    /// Keep finished MPI runs that are current; with `resume_stale`,
+    /// stale ones too.
+    resume: bool,
+    resume_stale: bool,
+    /// The memory each run may hold, bytes, and where the figure came
+    /// from ([`memory_budget`]).
+    memory: Option<(u64, String)>,
+    launcher: LauncherArg,
+    hostfile: Option<PathBuf>,
+    interface: Option<String>,
+    allow_root_ranks: bool,
+}
+
+impl RunConfig {
+    /// Checks and resolves the options (a bad `--max-memory` fails here).
+    fn resolve(args: &RunArgs) -> Result<Self> {
+        if let Some(gb) = args.max_memory
+            && !(gb.is_finite() && gb >= 0.0)
+        {
+            anyhow::bail!("--max-memory {gb}: give the memory runs may hold in GB, 0 or more");
         }
-        return Ok(Launcher::InProcess);
+        Ok(Self {
+            limits: plan::Limits {
+                max_runs: args.max_runs,
+                max_workers: args.max_workers,
+            },
+            jobs: args.jobs,
+            dry_run: args.dry_run,
+            json: args.json,
+            resume: args.resume,
+            resume_stale: args.resume_stale,
+            memory: memory_budget(args.max_memory, args.jobs),
+            launcher: args.launcher,
+            hostfile: args.hostfile.clone(),
+            interface: args.interface.clone(),
+            allow_root_ranks: args.allow_root_ranks,
+        })
     }
-    let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some();
-    Ok(match (args.launcher, &args.hostfile) {
-        (LauncherArg::Srun, Some(_)) => anyhow::bail!(
-            "--hostfile is for mpirun; srun takes its hosts from the Slurm allocation"
-        ),
-        (LauncherArg::Srun, None) => Launcher::Srun,
-        (_, Some(h)) => {
-            let h = std::fs::canonicalize(h)
-                .with_context(|| format!("hostfile {} not found", h.display()))?;
-            Launcher::Hostfile(h)
+
+    /// The launcher the options ask for, for `backend`.
+    fn launcher(&self, backend: Backend) -> Result<Launcher> {
+        if backend == Backend::InProcess {
+            if self.hostfile.is_some() || self.launcher != LauncherArg::Auto {
+                anyhow::bail!(
+                    "--hostfile and --launcher start MPI ranks; the in-process backend runs every worker in one process"
+                );
+            }
+            return Ok(Launcher::InProcess);
         }
-        (LauncherArg::Auto, None) if in_slurm => Launcher::Srun,
-        _ => Launcher::Local,
-    })
+        let in_slurm = std::env::var_os("SLURM_JOB_ID").is_some();
+        Ok(match (self.launcher, &self.hostfile) {
+            (LauncherArg::Srun, Some(_)) => anyhow::bail!(
+                "--hostfile is for mpirun; srun takes its hosts from the Slurm allocation"
+            ),
+            (LauncherArg::Srun, None) => Launcher::Srun,
+            (_, Some(h)) => {
+                let h = std::fs::canonicalize(h)
+                    .with_context(|| format!("hostfile {} not found", h.display()))?;
+                Launcher::Hostfile(h)
+            }
+            (LauncherArg::Auto, None) if in_slurm => Launcher::Srun,
+            _ => Launcher::Local,
+        })
+    }
 }
 
 /// Whether every run of an experiment succeeded (ordered: the worse of
@@ -200,18 +249,12 @@ fn shaped_conditions<'r>(runs: &'r [PlannedRun], net: &NetContext) -> Vec<&'r Co
     out
 }
 
-fn limits(args: &RunArgs) -> plan::Limits {
-    plan::Limits {
-        max_runs: args.max_runs,
-        max_workers: args.max_workers,
-    }
-}
-
 /// `repro run`: runs the experiment (see [`run_experiment`]), then the
 /// experiments its manifest names in `then`, at the same scale, each into a
 /// directory of the first one's results; then prints the manifest's `next`.
 /// Every experiment is planned before the first run starts.
 pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
+    let cfg = RunConfig::resolve(args)?;
     let (experiment, overrides) = args.experiment_and_overrides();
     let path = manifest::locate(&experiment)?;
     let m = manifest::load(&path, &overrides)?;
@@ -221,7 +264,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         .or_else(|| m.default_scale.clone())
         .unwrap_or_else(|| "smoke".to_string());
     let out = out_dir(&args.out, &m, &scale);
-    if args.out.is_none() && m.committed_scale() != Some(scale.as_str()) && !args.dry_run {
+    if args.out.is_none() && m.committed_scale() != Some(scale.as_str()) && !cfg.dry_run {
         crate::util::progress::note(&format!(
             "note: scale `{scale}` is not the scale results/{}/ holds ({}): writing to {} (--out chooses)",
             m.name,
@@ -230,13 +273,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         ));
     }
     let backend = args.backend.unwrap_or(m.backend);
-    let runs = plan::expand_within(&m, &scale, backend, limits(args))?;
+    let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
     let mut then = Vec::new();
     for name in &m.then {
         let p = manifest::locate(name)
             .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
         let c = manifest::load(&p, &[])?;
-        let runs = plan::expand_within(&c, &scale, c.backend, limits(args)).with_context(|| {
+        let runs = plan::expand_within(&c, &scale, c.backend, cfg.limits).with_context(|| {
             format!(
                 "{}: `then` runs `{name}` at scale `{scale}`",
                 path.display()
@@ -244,7 +287,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         })?;
         then.push((p, c, runs));
     }
-    let ran = run_experiment(args, &path, &m, &scale, backend, runs, &out);
+    let ran = run_experiment(&cfg, &path, &m, &scale, backend, runs, &out);
     crate::util::sudo::give(&out);
     let (mut outcome, mut summary) = ran?;
     let mut summaries = Vec::new();
@@ -253,7 +296,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             break;
         }
         let out = out.join(&c.name);
-        let ran = run_experiment(args, &p, &c, &scale, c.backend, runs, &out);
+        let ran = run_experiment(&cfg, &p, &c, &scale, c.backend, runs, &out);
         crate::util::sudo::give(&out);
         let (o, s) = ran?;
         outcome = outcome.max(o);
@@ -261,8 +304,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     }
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
     if let Some(next) = &m.next
-        && !args.json
-        && !args.dry_run
+        && !cfg.json
+        && !cfg.dry_run
         && !quiet
         && outcome != Outcome::Interrupted
     {
@@ -283,7 +326,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
 /// grid runs with each method's chosen configuration. With `--json`, the
 /// run's summary (not printed).
 fn run_experiment(
-    args: &RunArgs,
+    cfg: &RunConfig,
     path: &std::path::Path,
     m: &manifest::Manifest,
     scale: &str,
@@ -291,18 +334,18 @@ fn run_experiment(
     mut runs: Vec<PlannedRun>,
     out: &std::path::Path,
 ) -> Result<(Outcome, Option<serde_json::Value>)> {
-    let limits = limits(args);
+    let limits = cfg.limits;
     check_specs(m, path, backend, &runs)?;
     let tuning = match &m.tune {
         Some(spec) => Some((spec, tune::tuning_runs(m, spec, scale, backend, limits)?)),
         None => None,
     };
-    let launcher = launcher(args, backend)?;
+    let launcher = cfg.launcher(backend)?;
     // under sudo, ranks run as the invoking user or, when asked, as root
     if matches!(backend, Backend::Mpi | Backend::InProcess)
         && let Some(who) = crate::util::sudo::invoker()
         && train_backend::RankUser::for_launcher(&launcher).is_none()
-        && !args.allow_root_ranks
+        && !cfg.allow_root_ranks
     {
         anyhow::bail!(
             "under sudo, the ranks of this launch ({}) would run as root, not as uid {}: \
@@ -318,11 +361,11 @@ fn run_experiment(
     // generated data sets the runs read, written before the first run
     crate::launch::data::prepare(
         runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
-        args.dry_run,
+        cfg.dry_run,
     )?;
-    if args.dry_run {
+    if cfg.dry_run {
         let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
-        let net = net_context(args, m, launcher, Box::new(recorder.clone()));
+        let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
         // a congestion control this kernel has not loaded fails the real
         // run before anything starts; a dry run says so too
         if backend == Backend::Mpi
@@ -332,7 +375,7 @@ fn run_experiment(
         {
             tcp.check_loaded(&shaped_conditions(&runs, &net))?;
         }
-        let json = args.json;
+        let json = cfg.json;
         let say = |line: String| {
             if !json {
                 println!("{line}");
@@ -344,7 +387,7 @@ fn run_experiment(
                 tuning.len(),
                 out.join("tuning").display()
             ));
-            let refused = refusals(args, tuning)?;
+            let refused = refusals(cfg, tuning)?;
             let listed = dry_run(
                 m,
                 scale,
@@ -378,7 +421,7 @@ fn run_experiment(
                 refused,
             ),
             None => {
-                let refused = refusals(args, &runs)?;
+                let refused = refusals(cfg, &runs)?;
                 let listed = dry_run(
                     m, scale, backend, &runs, out, &net, &recorder, &refused, json,
                 )?;
@@ -440,7 +483,7 @@ fn run_experiment(
     if let Some((spec, tuning)) = &tuning {
         let dir = out.join("tuning");
         let done = execute(
-            args,
+            cfg,
             m,
             scale,
             backend,
@@ -484,7 +527,7 @@ fn run_experiment(
             selection.chosen_for(spec, p)
         })?;
     }
-    let done = execute(args, m, scale, backend, &runs, out, launcher, "")?;
+    let done = execute(cfg, m, scale, backend, &runs, out, launcher, "")?;
     failed += done.failed;
     let merged = done.merged;
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
@@ -499,7 +542,7 @@ fn run_experiment(
         m,
         out,
         &results::planned(&merged, &runs),
-        !args.json && !quiet,
+        !cfg.json && !quiet,
     )?;
     status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
     let csv = out.join("runs.csv");
@@ -523,7 +566,7 @@ fn run_experiment(
     } else {
         Outcome::SomeFailed
     };
-    if !args.json {
+    if !cfg.json {
         return Ok((outcome, None));
     }
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
@@ -573,7 +616,7 @@ struct Executed {
 /// `phase` names them in messages ("tuning"; "" for the grid).
 #[allow(clippy::too_many_arguments)]
 fn execute(
-    args: &RunArgs,
+    cfg: &RunConfig,
     m: &manifest::Manifest,
     scale: &str,
     backend: Backend,
@@ -597,7 +640,7 @@ fn execute(
         &m.name,
         scale,
     )?;
-    let net = prepare_network(args, m, backend, runs, launcher)?;
+    let net = prepare_network(cfg, m, backend, runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
     crate::util::progress::note(&format!(
@@ -613,7 +656,7 @@ fn execute(
         out.display()
     ));
     let session = Session {
-        args,
+        cfg,
         backend,
         experiment: &m.name,
         scale,
@@ -623,9 +666,9 @@ fn execute(
         progress: Progress::new(runs.len()),
         done: std::sync::atomic::AtomicUsize::new(0),
         total: runs.len(),
-        refused: refusals(args, runs)?,
+        refused: refusals(cfg, runs)?,
     };
-    let rows = in_parallel(runs, jobs(args.jobs, backend, runs, &net), &|r| {
+    let rows = in_parallel(runs, jobs(cfg.jobs, backend, runs, &net), &|r| {
         session.execute(r)
     });
     session.progress.finish();
@@ -725,7 +768,7 @@ fn check_specs(
 
 /// The network context of a run of `m` whose commands go to `exec`.
 fn net_context(
-    args: &RunArgs,
+    cfg: &RunConfig,
     m: &manifest::Manifest,
     launcher: Launcher,
     exec: Box<dyn crate::launch::net::Exec>,
@@ -735,7 +778,7 @@ fn net_context(
         host: HostNet::assumed(),
         exec,
         launcher,
-        interface: args.interface.clone(),
+        interface: cfg.interface.clone(),
     }
 }
 
@@ -743,13 +786,13 @@ fn net_context(
 /// checked against the options, and this host probed (never assumed) for
 /// every condition's qdiscs and congestion control.
 fn prepare_network(
-    args: &RunArgs,
+    cfg: &RunConfig,
     m: &manifest::Manifest,
     backend: Backend,
     runs: &[PlannedRun],
     launcher: Launcher,
 ) -> Result<NetContext> {
-    let mut net = net_context(args, m, launcher, Box::new(crate::launch::net::System));
+    let mut net = net_context(cfg, m, launcher, Box::new(crate::launch::net::System));
     let shaped = backend == Backend::Mpi
         && m.shaping != ShapingMode::None
         && runs.iter().any(|r| r.network.is_some());
@@ -757,10 +800,10 @@ fn prepare_network(
         return Ok(net);
     }
     match net.method()? {
-        Method::Hosts if args.jobs > 1 => anyhow::bail!(
+        Method::Hosts if cfg.jobs > 1 => anyhow::bail!(
             "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \
              would shape, save and restore the same interfaces); pass --jobs 1",
-            args.jobs
+            cfg.jobs
         ),
         Method::Netns => {
             if !crate::util::process::is_root() {
@@ -794,9 +837,9 @@ fn prepare_network(
 /// The memory each run may hold, bytes, and where the figure came from:
 /// `--max-memory`, else what the kernel has available now (MemAvailable),
 /// shared by `--jobs` runs at a time; `None` where neither is known.
-fn memory_budget(args: &RunArgs) -> Option<(u64, String)> {
-    let jobs = args.jobs.max(1) as u64;
-    let (bytes, what) = match args.max_memory {
+fn memory_budget(max_memory: Option<f64>, jobs: usize) -> Option<(u64, String)> {
+    let jobs = jobs.max(1) as u64;
+    let (bytes, what) = match max_memory {
         Some(gb) => ((gb * 1e9) as u64, format!("--max-memory {gb}")),
         None => {
             let info = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -820,14 +863,9 @@ fn memory_budget(args: &RunArgs) -> Option<(u64, String)> {
 
 /// The simulator runs whose planned memory exceeds [`memory_budget`]:
 /// run id -> MB it would need. Each is named before anything runs.
-fn refusals(args: &RunArgs, runs: &[PlannedRun]) -> Result<BTreeMap<String, f64>> {
-    if let Some(gb) = args.max_memory
-        && !(gb.is_finite() && gb >= 0.0)
-    {
-        anyhow::bail!("--max-memory {gb}: give the memory runs may hold in GB, 0 or more");
-    }
+fn refusals(cfg: &RunConfig, runs: &[PlannedRun]) -> Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
-    let Some((budget, what)) = memory_budget(args) else {
+    let Some((budget, what)) = cfg.memory.clone() else {
         return Ok(out);
     };
     for r in runs {
@@ -902,7 +940,7 @@ fn in_parallel(
 
 /// What every run of one `repro run` shares.
 struct Session<'a> {
-    args: &'a RunArgs,
+    cfg: &'a RunConfig,
     backend: Backend,
     experiment: &'a str,
     scale: &'a str,
@@ -944,14 +982,14 @@ impl Session<'_> {
         let interrupted = crate::util::signals::interrupted();
         let raw = self.out.join("raw");
         let earlier = match self.backend {
-            Backend::Mpi | Backend::InProcess if self.args.resume || interrupted => {
+            Backend::Mpi | Backend::InProcess if self.cfg.resume || interrupted => {
                 train_backend::resume(r, &raw.join(&r.id), self.net)
             }
             _ => None,
         };
         // --resume keeps a stale run only when told to
         let earlier = earlier.filter(|s| {
-            if interrupted || self.args.resume_stale {
+            if interrupted || self.cfg.resume_stale {
                 return true;
             }
             let p = s.provenance.clone().unwrap_or_default();
