@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::cmd::status;
 use crate::launch::net::HostNet;
+use crate::launch::summary::{RunStatus, Summary};
 use crate::launch::train::{Launcher, Method, NetContext};
 use crate::launch::{sim as sim_backend, train as train_backend};
 use crate::records::frames::{self, RunsFrame};
@@ -571,7 +572,8 @@ fn run_experiment(
     }
     let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
     for r in &merged {
-        *by_status.entry(r.status().to_string()).or_default() += 1;
+        let status = r.status().map_or("", RunStatus::text);
+        *by_status.entry(status.to_string()).or_default() += 1;
     }
     let file = |name: &str| {
         let p = out.join(name);
@@ -677,11 +679,11 @@ fn execute(
     // a run refused for memory did not run either: the exit code says so
     let failed = rows
         .iter()
-        .filter(|r| matches!(r.status(), "failed" | results::REFUSED))
+        .filter(|r| matches!(r.status(), Some(RunStatus::Failed | RunStatus::Refused)))
         .count();
     let finished = rows
         .iter()
-        .filter(|r| !matches!(r.status(), "failed" | results::NOT_RUN))
+        .filter(|r| !matches!(r.status(), Some(RunStatus::Failed | RunStatus::NotRun)))
         .count();
     let ran = rows.len();
     let (merged, failed_attempts) = results::merge(previous, rows, runs);
@@ -1057,7 +1059,7 @@ impl Session<'_> {
     }
 
     /// One line for a finished run (and a warning if its bytes look wrong).
-    fn report(&self, r: &PlannedRun, result: &Result<sim_backend::Summary>, secs: f64) {
+    fn report(&self, r: &PlannedRun, result: &Result<Summary>, secs: f64) {
         let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let total = self.total;
         let s = match result {

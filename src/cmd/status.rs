@@ -11,7 +11,8 @@ use anyhow::Result;
 use clap::Args;
 use repro_runlog::Invocation;
 
-use crate::records::results::{self, Cell, NOT_RUN, RunRecord};
+use crate::launch::summary::RunStatus;
+use crate::records::results::{self, Cell, RunRecord};
 use crate::spec::manifest::{self, Backend};
 use crate::spec::plan::{self, PlannedRun};
 
@@ -156,9 +157,9 @@ pub(crate) fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocati
         };
     };
     match r.status() {
-        "failed" => Freshness::Missing("failed".into()),
-        NOT_RUN => Freshness::Missing("interrupted before it ran".into()),
-        results::REFUSED => Freshness::Missing(format!(
+        Some(RunStatus::Failed) => Freshness::Missing("failed".into()),
+        Some(RunStatus::NotRun) => Freshness::Missing("interrupted before it ran".into()),
+        Some(RunStatus::Refused) => Freshness::Missing(format!(
             "refused: it needs {:.1} GB",
             r.metrics
                 .get("memory_mb")

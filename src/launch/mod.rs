@@ -4,4 +4,5 @@
 pub(crate) mod data;
 pub(crate) mod net;
 pub(crate) mod sim;
+pub(crate) mod summary;
 pub(crate) mod train;

@@ -16,7 +16,7 @@ use repro_runlog::{Invocation, Status, TrainConfig, read_log};
 use serde::{Deserialize, Serialize};
 
 use crate::launch::net::{Exec, Fabric, HostNet, HostShaping, NetError, QdiscStats};
-use crate::launch::sim::Summary;
+use crate::launch::summary::{RunStatus, Summary};
 use crate::spec::condition::{Condition, ShapingMode};
 use crate::spec::plan::{Params, PlannedRun};
 
@@ -1020,9 +1020,9 @@ fn summarize(
             None
         },
         status: if diverged {
-            "diverged".into()
+            RunStatus::Diverged
         } else {
-            "completed".into()
+            RunStatus::Completed
         },
         final_loss: some(last(&|e| e.avg_test_loss)),
         local_loss: some(last(&|e| e.test_loss)),

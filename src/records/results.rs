@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::launch::sim::Summary;
+use crate::launch::summary::{RunStatus, Summary};
 use crate::spec::condition::Condition;
 
 /// One run's record: its id, its grid point and its typed metrics (a row
@@ -99,16 +99,19 @@ impl Cell {
 }
 
 impl RunRecord {
-    /// The run's status (`completed`, `diverged`, `failed`, ...).
-    pub(crate) fn status(&self) -> &str {
-        self.metrics.get("status").map_or("", Cell::text)
+    /// How the run ended; `None` where runs.csv has no status it knows.
+    pub(crate) fn status(&self) -> Option<RunStatus> {
+        RunStatus::parse(self.metrics.get("status").map_or("", Cell::text))
     }
 
     /// The record of a run refused at plan time for the `memory_mb` it
     /// would need.
     pub(crate) fn refused(run: &crate::spec::plan::PlannedRun, memory_mb: f64) -> RunRecord {
         let mut metrics = BTreeMap::from([
-            ("status".into(), Cell::Text(REFUSED.into())),
+            (
+                "status".into(),
+                Cell::Text(RunStatus::Refused.text().into()),
+            ),
             ("memory_mb".into(), Cell::Number(Some(memory_mb))),
         ]);
         metrics.extend(condition_cells(run.network.as_ref()));
@@ -122,7 +125,7 @@ impl RunRecord {
     /// Whether the run ended with a result (completed or diverged): not
     /// failed, interrupted or refused.
     pub(crate) fn finished(&self) -> bool {
-        !matches!(self.status(), "" | "failed" | NOT_RUN | REFUSED)
+        self.status().is_some_and(RunStatus::finished)
     }
 
     /// The record with what makes its identity (see [`IDENTITY`]): the
@@ -151,7 +154,10 @@ impl RunRecord {
         RunRecord {
             run_id: run.id.clone(),
             point: run.point.clone(),
-            metrics: BTreeMap::from([("status".into(), Cell::Text(NOT_RUN.into()))]),
+            metrics: BTreeMap::from([(
+                "status".into(),
+                Cell::Text(RunStatus::NotRun.text().into()),
+            )]),
         }
     }
 
@@ -176,12 +182,12 @@ impl RunRecord {
                     line.truncate(cut);
                     line.push_str(" ...");
                 }
-                metrics.insert("status".into(), Cell::Text("failed".into()));
+                metrics.insert("status".into(), Cell::Text(RunStatus::Failed.text().into()));
                 metrics.insert("error".into(), Cell::Text(line));
             }
             Ok(s) => {
                 for (k, v) in [
-                    ("status", Cell::Text(s.status.clone())),
+                    ("status", Cell::Text(s.status.text().into())),
                     ("final_loss", Cell::Number(s.final_loss)),
                     ("train_loss", Cell::Number(s.train_loss)),
                     ("local_loss", Cell::Number(s.local_loss)),
@@ -514,7 +520,7 @@ pub(crate) fn merge(
             None => merged.iter().position(|r| r.point == run.point),
         };
         match slot {
-            Some(_) if run.status() == NOT_RUN => {}
+            Some(_) if run.status() == Some(RunStatus::NotRun) => {}
             Some(i) if !run.finished() && merged[i].finished() => failed_attempts.push(run),
             Some(i) => merged[i] = run,
             None => merged.push(run),
@@ -550,20 +556,13 @@ pub(crate) fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> 
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
                 .join(" "),
-            a.status().to_string(),
+            a.status().map_or("", RunStatus::text).to_string(),
             a.metrics.get("error").map_or("", Cell::text).to_string(),
             now.to_string(),
         ]);
     }
     crate::util::atomic::write(&path, csv_text(rows)?)
 }
-
-/// The status of a run an interrupted invocation did not reach.
-pub(crate) const NOT_RUN: &str = "not run (interrupted)";
-
-/// The status of a run refused at plan time: it would need more memory
-/// than the machine has (its `memory_mb` says how much).
-pub(crate) const REFUSED: &str = "refused";
 
 /// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
 /// without one leaves it empty), then [`columns`].

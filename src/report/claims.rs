@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
+use crate::launch::summary::RunStatus;
 use crate::records::curves::{CURVE_METRICS, RunCurve};
 use crate::records::results::{Kind as Column, METRICS, RunRecord, csv_text, kind};
 use crate::report::stats::{self, Difference};
@@ -448,8 +449,8 @@ fn seed_of(r: &RunRecord) -> String {
         .unwrap_or_else(|| r.run_id.clone())
 }
 
-fn status_of(r: &RunRecord) -> &str {
-    r.metrics.get("status").map_or("", |c| c.text())
+fn status_of(r: &RunRecord) -> Option<RunStatus> {
+    r.status()
 }
 
 /// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
@@ -512,14 +513,14 @@ fn test(
                 for r in runs {
                     let value = r.metrics.get(metric).and_then(|m| m.number());
                     match value.filter(|x| x.is_finite()) {
-                        Some(x) if status_of(r) == "completed" => {
+                        Some(x) if status_of(r) == Some(RunStatus::Completed) => {
                             s.values.push((seed_of(r), x * c.scale));
                         }
                         _ => {
                             let why = match status_of(r) {
-                                "completed" => "without a value",
-                                "" => "without a status",
-                                other => other,
+                                Some(RunStatus::Completed) => "without a value",
+                                None => "without a status",
+                                Some(other) => other.text(),
                             };
                             *s.left_out.entry(why.to_string()).or_default() += 1;
                         }
@@ -561,10 +562,13 @@ fn test(
         }
         Kind::Diverges { rate } => {
             let count = |runs: &[&RunRecord]| {
-                let diverged = runs.iter().filter(|r| status_of(r) == "diverged").count();
+                let diverged = runs
+                    .iter()
+                    .filter(|r| status_of(r) == Some(RunStatus::Diverged))
+                    .count();
                 let ended = runs
                     .iter()
-                    .filter(|r| matches!(status_of(r), "diverged" | "completed"))
+                    .filter(|r| status_of(r).is_some_and(RunStatus::finished))
                     .count();
                 (diverged as u64, ended as u64, runs.len() - ended)
             };

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
 use polars::prelude::{DataType, Expr, LazyFrame, col, len, lit};
 
+use crate::launch::summary::RunStatus;
 use crate::records::curves::CURVE_METRICS;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
 use crate::spec::manifest::FigureSpec;
@@ -369,7 +370,7 @@ fn completed(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
     let nan = |e: Expr| e.fill_null(lit(f64::NAN));
     Ok(runs
         .lazy()
-        .filter(col("status").eq(lit("completed")))
+        .filter(col("status").eq(lit(RunStatus::Completed.text())))
         .with_columns([
             frames::key(df, &spec.series).alias("__series"),
             nan(frames::number(df, &spec.y)).alias("__y"),

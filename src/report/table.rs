@@ -8,6 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
+use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
 use crate::records::results::{METRICS, csv_rows, csv_text};
 use crate::spec::manifest::TableSpec;
@@ -327,12 +328,12 @@ impl<'a> Groups<'a> {
     /// completed runs.
     fn cells(&self) -> Result<Cells> {
         let df = &self.runs.df;
-        let completed = col("status").eq(lit("completed"));
+        let completed = col("status").eq(lit(RunStatus::Completed.text()));
         let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
         let done = value.filter(completed.clone());
         let mut aggs = vec![
             col("status")
-                .eq(lit("diverged"))
+                .eq(lit(RunStatus::Diverged.text()))
                 .cast(DataType::Float64)
                 .sum()
                 .alias("__diverged"),
@@ -340,7 +341,7 @@ impl<'a> Groups<'a> {
             completed.any(true).alias("__completed"),
             // a run refused at plan time: the memory it would have needed
             frames::number(df, "memory_mb")
-                .filter(col("status").eq(lit(crate::records::results::REFUSED)))
+                .filter(col("status").eq(lit(RunStatus::Refused.text())))
                 .max()
                 .alias("__refused_mb"),
             done.clone().mean().alias("__mean"),
@@ -389,7 +390,7 @@ impl<'a> Groups<'a> {
             {
                 format!("refused: needs {:.1} GB", mb / 1e3)
             } else if !bool_at("__completed")? {
-                "failed".to_string()
+                RunStatus::Failed.text().to_string()
             } else {
                 let mean = frames::number_at(&groups, "__mean", i)?;
                 let sd = frames::number_at(&groups, "__sd", i)?;
@@ -408,7 +409,7 @@ impl<'a> Groups<'a> {
     /// column), optionally relative to a reference row's.
     fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
         let df = &self.runs.df;
-        let usable = col("status").neq(lit("failed"));
+        let usable = col("status").neq(lit(RunStatus::Failed.text()));
         let mean_of = |e: &crate::spec::manifest::ExtraColumn| {
             let v = frames::number(df, &e.value);
             let mut keep = usable.clone().and(v.clone().is_finite());
@@ -477,7 +478,9 @@ impl<'a> Groups<'a> {
             }
         }
         let v = frames::number(df, metric);
-        let usable = col("status").neq(lit("failed")).and(v.clone().is_finite());
+        let usable = col("status")
+            .neq(lit(RunStatus::Failed.text()))
+            .and(v.clone().is_finite());
         let mean = self
             .runs
             .lazy()
@@ -514,7 +517,7 @@ impl<'a> Groups<'a> {
         let runs = self
             .runs
             .lazy()
-            .filter(col("status").eq(lit("completed")))
+            .filter(col("status").eq(lit(RunStatus::Completed.text())))
             .select(select)
             .collect()
             .context("could not select the runs for the table's differences")?;

@@ -365,7 +365,7 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         let e = by.entry(k).or_default();
         e.1 += 1;
         let value = r.metrics.get(&spec.metric).and_then(|c| c.number());
-        if r.metrics.get("status").map(|c| c.text()) == Some("completed")
+        if r.status() == Some(crate::launch::summary::RunStatus::Completed)
             && let Some(v) = value.filter(|v| v.is_finite())
         {
             e.0.push(v);

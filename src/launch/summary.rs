@@ -1,0 +1,157 @@
+//! What a run measured ([`Summary`], read from its logs by either backend)
+//! and how it ended ([`RunStatus`], runs.csv's `status` column).
+
+/// How a run ended, as runs.csv records it. The one spelling of each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum RunStatus {
+    Completed,
+    /// The model became non-finite: a result, not a bug.
+    Diverged,
+    /// No result: the run's error column says why.
+    Failed,
+    /// Not started: the command was interrupted first.
+    NotRun,
+    /// Refused at plan time for the memory it would need.
+    Refused,
+}
+
+impl RunStatus {
+    pub(crate) const ALL: [RunStatus; 5] = [
+        Self::Completed,
+        Self::Diverged,
+        Self::Failed,
+        Self::NotRun,
+        Self::Refused,
+    ];
+
+    /// The text runs.csv holds.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Diverged => "diverged",
+            Self::Failed => "failed",
+            Self::NotRun => "not run (interrupted)",
+            Self::Refused => "refused",
+        }
+    }
+
+    /// The status `text` spells, if any.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.text() == text)
+    }
+
+    /// Whether the run ended with a result (completed or diverged).
+    pub(crate) fn finished(self) -> bool {
+        matches!(self, Self::Completed | Self::Diverged)
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// What one run measured, read from its logs. A metric the backend cannot
+/// measure, or that is not a number (a diverged model), is `None`.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Summary {
+    pub status: RunStatus,
+    /// `f(x_bar)` at the end.
+    pub final_loss: Option<f64>,
+    /// `mean_i f(x_i)` at the end.
+    pub local_loss: Option<f64>,
+    /// `mean_i |grad f(x_i)|^2`: averaged over every iteration of the last
+    /// fifth of the run for an analytic objective (Theorem 1's measure);
+    /// at the last iteration for a data objective, where it is a full pass
+    /// over the data per worker.
+    pub grad_norm_sq: Option<f64>,
+    pub consensus: Option<f64>,
+    pub bytes: u64,
+    /// Seconds: virtual (simulator) or wall-clock (MPI).
+    pub virtual_s: Option<f64>,
+    /// Received frames whose recovery failed the hash, and those whose hash
+    /// verified it (Moniqua with `hash`; all workers).
+    pub hash_failures: u64,
+    pub hash_verified: u64,
+    /// Test accuracy of the local models (mean over ranks) and of the averaged model.
+    pub test_accuracy: Option<f64>,
+    pub avg_test_accuracy: Option<f64>,
+    /// The averaged model on the held-out validation images (trainer runs
+    /// with `validation`), at the last evaluation.
+    pub val_loss: Option<f64>,
+    pub val_accuracy: Option<f64>,
+    /// Lemma 2 checked on real frames (simulator, `measure_recovery`): the
+    /// largest recovery error over `delta B`, and the share of recovered
+    /// coordinates beyond it.
+    pub recovery_over_bound: Option<f64>,
+    pub wrap_rate: Option<f64>,
+    /// `f(x_bar) - f*` at the end (simulator, data objectives).
+    pub subopt: Option<f64>,
+    /// Payload bytes each worker handed to the network (mean over workers).
+    pub counted_bytes_per_worker: Option<f64>,
+    /// Bytes the kernel's qdisc sent per worker (when shaped).
+    pub kernel_bytes_per_worker: Option<f64>,
+    /// How the network condition was applied.
+    pub shaping: String,
+    /// Seconds the run took on this host (for MPI: mpirun from start to exit).
+    pub wall_s: f64,
+    /// Of those, seconds spent setting up and computing metrics
+    /// (simulator runs).
+    pub setup_s: Option<f64>,
+    pub metrics_s: Option<f64>,
+    /// Of the metrics, seconds spent on the end-of-run summary.
+    pub summary_s: Option<f64>,
+    /// Host seconds per iteration (simulator runs), and the seconds to
+    /// read every worker's model once on the same threads, its reference.
+    pub iteration_s: Option<f64>,
+    pub stream_s: Option<f64>,
+    /// The memory the plan expected the run to hold, MB (simulator runs),
+    /// and the process's resident memory when the run started.
+    pub memory_mb: Option<f64>,
+    pub base_rss_mb: Option<f64>,
+    /// The plan's parts, MB (simulator runs; see `repro_runlog::Metrics`):
+    /// per worker model, state, frames, optimizer buffers; once the
+    /// objective and per-thread scratch.
+    pub model_mb: Option<f64>,
+    pub state_mb: Option<f64>,
+    pub frames_mb: Option<f64>,
+    pub optimizer_mb: Option<f64>,
+    pub shared_mb: Option<f64>,
+    /// Workers (simulator) or ranks that wrote a log (trainer).
+    pub workers: Option<usize>,
+    /// Coordinates of every worker's model together, n d (simulator runs).
+    pub coordinates: Option<f64>,
+    /// Algorithm state beyond D-PSGD's, MB per worker (mean over ranks).
+    pub extra_memory_mb: Option<f64>,
+    /// Peak resident memory of the largest rank, MB.
+    pub peak_rss_mb: Option<f64>,
+    /// Seconds per epoch: iterations (slowest rank's compute + communication)
+    /// times iterations per epoch.
+    pub epoch_time_s: Option<f64>,
+    /// Wire-time bound per epoch: bytes on the wire / bandwidth + latency per
+    /// iteration (when shaped).
+    pub wire_bound_epoch_s: Option<f64>,
+    /// Training loss at the end: the ranks' mean over their last tenth of
+    /// steps (MPI; none for the simulator, whose `final_loss` is exact).
+    pub train_loss: Option<f64>,
+    /// Share of the ranks' step time spent communicating:
+    /// sum of comm_s / sum of (compute_s + comm_s) over every step of every rank.
+    pub comm_fraction: Option<f64>,
+    /// Where the run came from, as its (first rank's) log header says.
+    pub provenance: Option<repro_runlog::Provenance>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_reads_back_from_its_text() {
+        for s in RunStatus::ALL {
+            assert_eq!(RunStatus::parse(s.text()), Some(s));
+        }
+        assert_eq!(RunStatus::parse("Completed"), None);
+        assert_eq!(RunStatus::parse(""), None);
+    }
+}
