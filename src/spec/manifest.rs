@@ -800,6 +800,18 @@ fn default_smooth() -> usize {
 mod tests {
     use super::*;
 
+    /// A manifest, the command line and the records spell a backend the
+    /// same: `name()` reads back through serde and clap.
+    #[test]
+    fn every_backend_reads_back_from_its_name() {
+        use clap::ValueEnum;
+        for b in Backend::value_variants() {
+            let yaml: Backend = yaml_serde::from_str(b.name()).unwrap();
+            assert_eq!(yaml, *b);
+            assert_eq!(Backend::from_str(b.name(), false), Ok(*b));
+        }
+    }
+
     const GOOD: &str = "
 name: demo
 title: A demo
