@@ -142,7 +142,7 @@ mod tests {
             b"",
         );
         let shown: Vec<&str> = PRESENTATION.split(',').collect();
-        assert!(shown.contains(&"src/plot.rs") && shown.contains(&"src/table.rs"));
+        assert!(shown.contains(&"src/report/plot.rs") && shown.contains(&"src/report/table.rs"));
         let is_shown = |path: &str| {
             shown
                 .iter()
@@ -160,7 +160,7 @@ mod tests {
             }
         }
         assert!(dropped >= 5, "the presentation modules are in the tree");
-        assert!(kept.contains("\tsrc/run.rs\n") && kept.contains("\tCargo.lock\n"));
+        assert!(kept.contains("\tsrc/cmd/run.rs\n") && kept.contains("\tCargo.lock\n"));
         assert!(kept.contains("\tcrates/repro-codec/src/moniqua.rs\n"));
         let id = git(&["hash-object", "--stdin"], kept.as_bytes());
         assert_eq!(String::from_utf8(id).unwrap().trim(), b.code);
