@@ -275,20 +275,18 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     }
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
-    let mut then = Vec::new();
-    for name in &m.then {
-        let p = manifest::locate(name)
-            .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
-        let c = manifest::load(&p, &[])?;
-        let runs = plan::expand_within(&c, &scale, c.backend, cfg.limits).with_context(|| {
-            format!(
-                "{}: `then` runs `{name}` at scale `{scale}`",
-                path.display()
-            )
-        })?;
-        then.push((p, c, runs));
-    }
-    let ran = run_experiment(&cfg, &path, &m, &scale, backend, runs, &out);
+    let then = plan_then(&m, &path, &scale, cfg.limits)?;
+    let ran = run_experiment(
+        Job {
+            cfg: &cfg,
+            m: &m,
+            scale: &scale,
+            backend,
+            out: &out,
+        },
+        &path,
+        runs,
+    );
     crate::util::sudo::give(&out);
     let (mut outcome, mut summary) = ran?;
     let mut summaries = Vec::new();
@@ -297,7 +295,17 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             break;
         }
         let out = out.join(&c.name);
-        let ran = run_experiment(&cfg, &p, &c, &scale, c.backend, runs, &out);
+        let ran = run_experiment(
+            Job {
+                cfg: &cfg,
+                m: &c,
+                scale: &scale,
+                backend: c.backend,
+                out: &out,
+            },
+            &p,
+            runs,
+        );
         crate::util::sudo::give(&out);
         let (o, s) = ran?;
         outcome = outcome.max(o);
@@ -321,20 +329,58 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     Ok(outcome)
 }
 
+/// The experiments `m` names in `then`, each planned at `scale` before
+/// the first run starts.
+fn plan_then(
+    m: &manifest::Manifest,
+    path: &std::path::Path,
+    scale: &str,
+    limits: plan::Limits,
+) -> Result<Vec<(PathBuf, manifest::Manifest, Vec<PlannedRun>)>> {
+    let mut then = Vec::new();
+    for name in &m.then {
+        let p = manifest::locate(name)
+            .with_context(|| format!("{}: `then` names `{name}`", path.display()))?;
+        let c = manifest::load(&p, &[])?;
+        let runs = plan::expand_within(&c, scale, c.backend, limits).with_context(|| {
+            format!(
+                "{}: `then` runs `{name}` at scale `{scale}`",
+                path.display()
+            )
+        })?;
+        then.push((p, c, runs));
+    }
+    Ok(then)
+}
+
+/// One experiment of a `repro run`: its manifest at a scale, for a
+/// backend, into a directory, under the command's options.
+#[derive(Clone, Copy)]
+struct Job<'a> {
+    cfg: &'a RunConfig,
+    m: &'a manifest::Manifest,
+    scale: &'a str,
+    backend: Backend,
+    out: &'a std::path::Path,
+}
+
 /// Runs one experiment's planned `runs` at `scale` into `out` (or prints
 /// the plan with `--dry-run`), then writes its records, table and figure. With
 /// a `tune` section, the tuning runs go first (into `tuning/`), and the
 /// grid runs with each method's chosen configuration. With `--json`, the
 /// run's summary (not printed).
 fn run_experiment(
-    cfg: &RunConfig,
+    x: Job<'_>,
     path: &std::path::Path,
-    m: &manifest::Manifest,
-    scale: &str,
-    backend: Backend,
     mut runs: Vec<PlannedRun>,
-    out: &std::path::Path,
 ) -> Result<(Outcome, Option<serde_json::Value>)> {
+    let Job {
+        cfg,
+        m,
+        scale,
+        backend,
+        out,
+    } = x;
     let limits = cfg.limits;
     check_specs(m, path, backend, &runs)?;
     let tuning = match &m.tune {
@@ -342,10 +388,222 @@ fn run_experiment(
         None => None,
     };
     let launcher = cfg.launcher(backend)?;
-    // under sudo, ranks run as the invoking user or, when asked, as root
+    check_root_ranks(cfg, backend, &launcher)?;
+    // generated data sets the runs read, written before the first run
+    crate::launch::data::prepare(
+        runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
+        cfg.dry_run,
+    )?;
+    if cfg.dry_run {
+        let summary = plan_only(x, &runs, tuning.as_ref(), launcher)?;
+        return Ok((Outcome::AllSucceeded, summary));
+    }
+    check_trainer(backend, &runs, &launcher)?;
+    crate::util::signals::install();
+    crate::util::atomic::check_results_dir(out)?;
+    create_dirs(out)?;
+    // one writer per results directory, from here to the last file
+    let _lock = crate::util::atomic::lock(out)?;
+    let started = Instant::now();
+    let mut failed = 0;
+    if let Some((spec, tuning)) = &tuning {
+        let Some((chosen, tuning_failed)) = tune_first(x, spec, tuning, &runs, &launcher)? else {
+            return Ok((Outcome::Interrupted, None));
+        };
+        runs = chosen;
+        failed += tuning_failed;
+    }
+    let done = execute(x, &runs, launcher, "")?;
+    failed += done.failed;
+    let figures = write_records(x, &done, &runs)?;
+    Ok(conclude(x, &done, failed, started, &figures))
+}
+
+/// The outcome of one experiment's run, said on stderr, and its JSON
+/// summary with `--json`.
+fn conclude(
+    x: Job<'_>,
+    done: &Executed,
+    failed: usize,
+    started: Instant,
+    figures: &[PathBuf],
+) -> (Outcome, Option<serde_json::Value>) {
+    let merged = &done.merged;
+    let csv = x.out.join("runs.csv");
+    if crate::util::signals::interrupted() {
+        eprintln!(
+            "interrupted: kept the {} runs that finished, and every earlier run, in {}",
+            done.finished,
+            csv.display()
+        );
+        return (Outcome::Interrupted, None);
+    }
+    let kept = merged.len().saturating_sub(done.ran);
+    crate::util::progress::note(&format!(
+        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
+        done.ran,
+        started.elapsed().as_secs_f64(),
+        csv.display()
+    ));
+    let outcome = if failed == 0 {
+        Outcome::AllSucceeded
+    } else {
+        Outcome::SomeFailed
+    };
+    if !x.cfg.json {
+        return (outcome, None);
+    }
+    let ran = Ran {
+        merged,
+        ran: done.ran,
+        failed,
+        kept,
+        wall_s: started.elapsed().as_secs_f64(),
+        figures,
+    };
+    (outcome, Some(summary_json(x, &ran)))
+}
+
+/// Writes runs.csv and runs.parquet (every run of the directory), the
+/// table, claims and figure (this plan's runs only) and provenance.json;
+/// the figure's files.
+fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec<PathBuf>> {
+    let Job {
+        cfg,
+        m,
+        scale,
+        backend,
+        out,
+    } = x;
+    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
+    results::write_csv(&out.join("runs.csv"), &done.merged)?;
+    frames::write_parquet(
+        &out.join("runs.parquet"),
+        RunsFrame::new(&done.merged)?.export()?,
+    )?;
+    let figures = write_results(
+        m,
+        out,
+        &results::planned(&done.merged, runs),
+        !cfg.json && !quiet,
+    )?;
+    status::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;
+    Ok(figures)
+}
+
+/// What one experiment's `repro run` did, for its JSON summary.
+struct Ran<'a> {
+    /// Every run of the directory after this one.
+    merged: &'a [RunRecord],
+    ran: usize,
+    failed: usize,
+    kept: usize,
+    wall_s: f64,
+    figures: &'a [PathBuf],
+}
+
+/// `--json`'s summary of one experiment: runs by status and the files.
+fn summary_json(x: Job<'_>, ran: &Ran<'_>) -> serde_json::Value {
+    let Job {
+        m,
+        scale,
+        backend,
+        out,
+        ..
+    } = x;
+    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
+    for r in ran.merged {
+        let status = r.status().map_or("", RunStatus::text);
+        *by_status.entry(status.to_string()).or_default() += 1;
+    }
+    let file = |name: &str| {
+        let p = out.join(name);
+        p.is_file().then(|| p.display().to_string())
+    };
+    let json = serde_json::json!({
+        "experiment": m.name,
+        "scale": scale,
+        "backend": backend.name(),
+        "out": out.display().to_string(),
+        "ran": ran.ran,
+        "failed": ran.failed,
+        "kept_earlier": ran.kept,
+        "wall_s": ran.wall_s,
+        "runs_by_status": by_status,
+        "files": {
+            "runs_csv": file("runs.csv"),
+            "runs_parquet": file("runs.parquet"),
+            "table": file("table.md"),
+            "claims": file("claims.md"),
+            "tuning": file("tuning.md"),
+            "provenance": file("provenance.json"),
+            "figures": ran.figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+        },
+    });
+    json
+}
+
+/// Runs the tuning into `out/tuning`, writes tuning.md and tuning.csv, and
+/// plans the grid with each method's chosen configuration: the grid's runs
+/// and the tuning runs that failed; `None` when interrupted.
+fn tune_first(
+    x: Job<'_>,
+    spec: &manifest::TuneSpec,
+    tuning: &[PlannedRun],
+    grid: &[PlannedRun],
+    launcher: &Launcher,
+) -> Result<Option<(Vec<PlannedRun>, usize)>> {
+    let Job {
+        cfg,
+        m,
+        scale,
+        backend,
+        out,
+    } = x;
+    let dir = out.join("tuning");
+    let done = execute(Job { out: &dir, ..x }, tuning, launcher.clone(), "tuning")?;
+    if crate::util::signals::interrupted() {
+        eprintln!(
+            "interrupted while tuning: kept the finished tuning runs in {}",
+            dir.join("runs.csv").display()
+        );
+        return Ok(None);
+    }
+    let selection = tune::select_planned(spec, tuning, &done.merged);
+    let mut seeds: Vec<String> = grid
+        .iter()
+        .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
+        .collect();
+    seeds.sort();
+    seeds.dedup();
+    crate::util::atomic::write(
+        &out.join("tuning.md"),
+        tune::markdown(m, spec, &seeds, &selection),
+    )?;
+    crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
+    for t in selection.tried.iter().filter(|t| t.chosen) {
+        crate::util::progress::note(&format!(
+            "tuning chose {} for {}",
+            t.config,
+            t.group
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
+    let runs = plan::expand_configured(m, scale, backend, cfg.limits, None, &|p| {
+        selection.chosen_for(spec, p)
+    })?;
+    Ok(Some((runs, done.failed)))
+}
+
+/// Under sudo, ranks run as the invoking user; a launch whose ranks would
+/// run as root instead is refused unless `--allow-root-ranks`.
+fn check_root_ranks(cfg: &RunConfig, backend: Backend, launcher: &Launcher) -> Result<()> {
     if matches!(backend, Backend::Mpi | Backend::InProcess)
         && let Some(who) = crate::util::sudo::invoker()
-        && train_backend::RankUser::for_launcher(&launcher).is_none()
+        && train_backend::RankUser::for_launcher(launcher).is_none()
         && !cfg.allow_root_ranks
     {
         anyhow::bail!(
@@ -359,103 +617,18 @@ fn run_experiment(
             who.uid
         );
     }
-    // generated data sets the runs read, written before the first run
-    crate::launch::data::prepare(
-        runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
-        cfg.dry_run,
-    )?;
-    if cfg.dry_run {
-        let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
-        let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
-        // a congestion control this kernel has not loaded fails the real
-        // run before anything starts; a dry run says so too
-        if backend == Backend::Mpi
-            && runs.iter().any(|r| net.shapes(r))
-            && net.method()? == Method::Netns
-            && let Some(tcp) = crate::launch::net::TcpSettings::read()
-        {
-            tcp.check_loaded(&shaped_conditions(&runs, &net))?;
-        }
-        let json = cfg.json;
-        let say = |line: String| {
-            if !json {
-                println!("{line}");
-            }
-        };
-        let (tuning_listed, refused) = if let Some((_, tuning)) = &tuning {
-            say(format!(
-                "tuning: {} runs into {}",
-                tuning.len(),
-                out.join("tuning").display()
-            ));
-            let refused = refusals(cfg, tuning)?;
-            let listed = dry_run(
-                m,
-                scale,
-                backend,
-                tuning,
-                &out.join("tuning"),
-                &net,
-                &recorder,
-                &refused,
-                json,
-            )?;
-            // the grid's ids follow from the configurations chosen
-            say(format!(
-                "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
-                runs.len(),
-                out.display()
-            ));
-            for r in &runs {
-                say(format!("  {}", plan::describe(r)));
-            }
-            (Some((listed, tuning.len())), refused.len())
-        } else {
-            (None, 0)
-        };
-        let (listed, refused) = match &tuning_listed {
-            // the grid's runs are known only once the tuning has chosen
-            Some(_) => (
-                runs.iter()
-                    .map(|r| serde_json::json!({ "point": r.point }))
-                    .collect(),
-                refused,
-            ),
-            None => {
-                let refused = refusals(cfg, &runs)?;
-                let listed = dry_run(
-                    m, scale, backend, &runs, out, &net, &recorder, &refused, json,
-                )?;
-                (listed, refused.len())
-            }
-        };
-        let planned = tuning_listed.as_ref().map_or(runs.len(), |(_, n)| *n);
-        if refused > 0 && refused == planned {
-            anyhow::bail!(
-                "every one of the plan's {planned} runs is refused for memory (above); give fewer or smaller runs, or --max-memory"
-            );
-        }
-        let summary = json.then(|| {
-            serde_json::json!({
-                "experiment": m.name,
-                "scale": scale,
-                "backend": backend.name(),
-                "out": out.display().to_string(),
-                "dry_run": true,
-                "tuning_runs": tuning_listed.map(|(l, _)| l),
-                "runs": listed,
-                "refused": refused,
-            })
-        });
-        return Ok((Outcome::AllSucceeded, summary));
-    }
-    // every MPI or in-process run needs the trainer: say so once, up front
+    Ok(())
+}
+
+/// Every MPI or in-process run needs the trainer: checked once, up front,
+/// with a note of the user its ranks run as.
+fn check_trainer(backend: Backend, runs: &[PlannedRun], launcher: &Launcher) -> Result<()> {
     if matches!(backend, Backend::Mpi | Backend::InProcess)
         && runs
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
     {
-        let user = train_backend::RankUser::for_launcher(&launcher);
+        let user = train_backend::RankUser::for_launcher(launcher);
         train_backend::check_trainer_build(&train_backend::train_binary()?, user)?;
         match user {
             Some(u) => crate::util::progress::note(&format!(
@@ -474,132 +647,97 @@ fn run_experiment(
             None => {}
         }
     }
-    crate::util::signals::install();
-    crate::util::atomic::check_results_dir(out)?;
-    create_dirs(out)?;
-    // one writer per results directory, from here to the last file
-    let _lock = crate::util::atomic::lock(out)?;
-    let started = Instant::now();
-    let mut failed = 0;
-    if let Some((spec, tuning)) = &tuning {
-        let dir = out.join("tuning");
-        let done = execute(
-            cfg,
-            m,
-            scale,
-            backend,
-            tuning,
-            &dir,
-            launcher.clone(),
-            "tuning",
-        )?;
-        failed += done.failed;
-        if crate::util::signals::interrupted() {
-            eprintln!(
-                "interrupted while tuning: kept the finished tuning runs in {}",
-                dir.join("runs.csv").display()
-            );
-            return Ok((Outcome::Interrupted, None));
-        }
-        let selection = tune::select_planned(spec, tuning, &done.merged);
-        let mut seeds: Vec<String> = runs
-            .iter()
-            .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
-            .collect();
-        seeds.sort();
-        seeds.dedup();
-        crate::util::atomic::write(
-            &out.join("tuning.md"),
-            tune::markdown(m, spec, &seeds, &selection),
-        )?;
-        crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
-        for t in selection.tried.iter().filter(|t| t.chosen) {
-            crate::util::progress::note(&format!(
-                "tuning chose {} for {}",
-                t.config,
-                t.group
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ));
-        }
-        runs = plan::expand_configured(m, scale, backend, limits, None, &|p| {
-            selection.chosen_for(spec, p)
-        })?;
-    }
-    let done = execute(cfg, m, scale, backend, &runs, out, launcher, "")?;
-    failed += done.failed;
-    let merged = done.merged;
-    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
-    // runs.csv keeps every run; the table, claims and figure read this
-    // plan's runs only
-    results::write_csv(&out.join("runs.csv"), &merged)?;
-    frames::write_parquet(
-        &out.join("runs.parquet"),
-        RunsFrame::new(&merged)?.export()?,
-    )?;
-    let figures = write_results(
+    Ok(())
+}
+
+/// `--dry-run` of one experiment: the plan (and the tuning's), the
+/// commands each MPI run would execute, and the runs refused for memory;
+/// the JSON summary with `--json`.
+fn plan_only(
+    x: Job<'_>,
+    runs: &[PlannedRun],
+    tuning: Option<&(&manifest::TuneSpec, Vec<PlannedRun>)>,
+    launcher: Launcher,
+) -> Result<Option<serde_json::Value>> {
+    let Job {
+        cfg,
         m,
+        scale,
+        backend,
         out,
-        &results::planned(&merged, &runs),
-        !cfg.json && !quiet,
-    )?;
-    status::write_provenance(out, m, scale, backend, &done.invocation, &runs, &merged)?;
-    let csv = out.join("runs.csv");
-    if crate::util::signals::interrupted() {
-        eprintln!(
-            "interrupted: kept the {} runs that finished, and every earlier run, in {}",
-            done.finished,
-            csv.display()
-        );
-        return Ok((Outcome::Interrupted, None));
+    } = x;
+    let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
+    let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
+    // a congestion control this kernel has not loaded fails the real
+    // run before anything starts; a dry run says so too
+    if backend == Backend::Mpi
+        && runs.iter().any(|r| net.shapes(r))
+        && net.method()? == Method::Netns
+        && let Some(tcp) = crate::launch::net::TcpSettings::read()
+    {
+        tcp.check_loaded(&shaped_conditions(runs, &net))?;
     }
-    let kept = merged.len().saturating_sub(done.ran);
-    crate::util::progress::note(&format!(
-        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
-        done.ran,
-        started.elapsed().as_secs_f64(),
-        csv.display()
-    ));
-    let outcome = if failed == 0 {
-        Outcome::AllSucceeded
+    let json = cfg.json;
+    let say = |line: String| {
+        if !json {
+            println!("{line}");
+        }
+    };
+    let (tuning_listed, refused) = if let Some((_, tuning)) = &tuning {
+        say(format!(
+            "tuning: {} runs into {}",
+            tuning.len(),
+            out.join("tuning").display()
+        ));
+        let refused = refusals(cfg, tuning)?;
+        let dir = out.join("tuning");
+        let listed = dry_run(Job { out: &dir, ..x }, tuning, &net, &recorder, &refused)?;
+        // the grid's ids follow from the configurations chosen
+        say(format!(
+            "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
+            runs.len(),
+            out.display()
+        ));
+        for r in runs {
+            say(format!("  {}", plan::describe(r)));
+        }
+        (Some((listed, tuning.len())), refused.len())
     } else {
-        Outcome::SomeFailed
+        (None, 0)
     };
-    if !cfg.json {
-        return Ok((outcome, None));
-    }
-    let mut by_status: BTreeMap<String, usize> = BTreeMap::new();
-    for r in &merged {
-        let status = r.status().map_or("", RunStatus::text);
-        *by_status.entry(status.to_string()).or_default() += 1;
-    }
-    let file = |name: &str| {
-        let p = out.join(name);
-        p.is_file().then(|| p.display().to_string())
+    let (listed, refused) = match &tuning_listed {
+        // the grid's runs are known only once the tuning has chosen
+        Some(_) => (
+            runs.iter()
+                .map(|r| serde_json::json!({ "point": r.point }))
+                .collect(),
+            refused,
+        ),
+        None => {
+            let refused = refusals(cfg, runs)?;
+            let listed = dry_run(x, runs, &net, &recorder, &refused)?;
+            (listed, refused.len())
+        }
     };
-    let json = serde_json::json!({
-        "experiment": m.name,
-        "scale": scale,
-        "backend": backend.name(),
-        "out": out.display().to_string(),
-        "ran": done.ran,
-        "failed": failed,
-        "kept_earlier": kept,
-        "wall_s": started.elapsed().as_secs_f64(),
-        "runs_by_status": by_status,
-        "files": {
-            "runs_csv": file("runs.csv"),
-            "runs_parquet": file("runs.parquet"),
-            "table": file("table.md"),
-            "claims": file("claims.md"),
-            "tuning": file("tuning.md"),
-            "provenance": file("provenance.json"),
-            "figures": figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
-        },
+    let planned = tuning_listed.as_ref().map_or(runs.len(), |(_, n)| *n);
+    if refused > 0 && refused == planned {
+        anyhow::bail!(
+            "every one of the plan's {planned} runs is refused for memory (above); give fewer or smaller runs, or --max-memory"
+        );
+    }
+    let summary = json.then(|| {
+        serde_json::json!({
+            "experiment": m.name,
+            "scale": scale,
+            "backend": backend.name(),
+            "out": out.display().to_string(),
+            "dry_run": true,
+            "tuning_runs": tuning_listed.map(|(l, _)| l),
+            "runs": listed,
+            "refused": refused,
+        })
     });
-    Ok((outcome, Some(json)))
+    Ok(summary)
 }
 
 /// What [`execute`] did.
@@ -616,17 +754,14 @@ struct Executed {
 /// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
 /// raw/), merging with the runs an earlier invocation left there.
 /// `phase` names them in messages ("tuning"; "" for the grid).
-#[allow(clippy::too_many_arguments)]
-fn execute(
-    cfg: &RunConfig,
-    m: &manifest::Manifest,
-    scale: &str,
-    backend: Backend,
-    runs: &[PlannedRun],
-    out: &std::path::Path,
-    launcher: Launcher,
-    phase: &str,
-) -> Result<Executed> {
+fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> Result<Executed> {
+    let Job {
+        cfg,
+        m,
+        scale,
+        backend,
+        out,
+    } = x;
     // an earlier invocation's runs stay unless this one reruns their point
     let runs_csv = out.join("runs.csv");
     let previous = if runs_csv.is_file() {
@@ -1115,18 +1250,21 @@ fn yaml_text(v: &yaml_serde::Value) -> String {
 
 /// `--dry-run`: the plan, and for MPI runs the exact commands (network
 /// setup and mpirun) each run would execute.
-#[allow(clippy::too_many_arguments)]
 fn dry_run(
-    m: &manifest::Manifest,
-    scale: &str,
-    backend: Backend,
+    x: Job<'_>,
     runs: &[PlannedRun],
-    out: &std::path::Path,
     net: &NetContext,
     recorder: &crate::launch::net::DryRun,
     refused: &BTreeMap<String, f64>,
-    json: bool,
 ) -> Result<Vec<serde_json::Value>> {
+    let Job {
+        cfg,
+        m,
+        scale,
+        backend,
+        out,
+    } = x;
+    let json = cfg.json;
     let invocation = status::invocation(m, scale, backend);
     let mut listed = Vec::new();
     let entry = |r: &PlannedRun| {
