@@ -93,6 +93,18 @@ fn probe_text(result: Option<bool>) -> String {
 
 /// All checks, in report order; every command goes through `exec`.
 pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
+    let root = crate::util::process::is_root();
+    let probed = probe(exec);
+    let mut out = tools(exec, root);
+    out.extend(qdiscs(&probed));
+    out.extend(tcp(&probed));
+    out.extend(host(exec, root));
+    out.extend(training(exec));
+    out
+}
+
+/// MPI, root and tc.
+fn tools(exec: &dyn Exec, root: bool) -> Vec<Check> {
     let mut out = Vec::new();
     let mpirun = run(exec, "mpirun", &["--version"]);
     out.push(Check {
@@ -101,7 +113,6 @@ pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
         found: mpirun.unwrap_or_else(|| "not found".into()),
         hint: "apt-get install openmpi-bin libopenmpi-dev (ci/setup.sh does)",
     });
-    let root = crate::util::process::is_root();
     out.push(Check {
         what: "running as root",
         ok: true,
@@ -119,7 +130,12 @@ pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
         found: tc.unwrap_or_else(|| "not found".into()),
         hint: "apt-get install iproute2",
     });
-    let probed = probe(exec);
+    out
+}
+
+/// The qdiscs a condition needs, as probed.
+fn qdiscs(probed: &Probed) -> Vec<Check> {
+    let mut out = Vec::new();
     for (what, result, hint) in [
         (
             "tc rate limiting (tbf)",
@@ -152,6 +168,12 @@ pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
         },
         hint: "a kernel with sch_netem (without it the transport injects each condition's latency per message)",
     });
+    out
+}
+
+/// The host's TCP congestion controls, and each in a namespace as probed.
+fn tcp(probed: &Probed) -> Vec<Check> {
+    let mut out = Vec::new();
     let tcp = TcpSettings::read();
     out.push(Check {
         what: "TCP congestion control",
@@ -202,6 +224,13 @@ pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
             hint: "load it (`modprobe tcp_<name>`), or name another `tcp` in the network condition",
         });
     }
+    out
+}
+
+/// What of the host a shaped run meets: sysctls, routes, br_netfilter,
+/// IPv6 and namespaces.
+fn host(exec: &dyn Exec, root: bool) -> Vec<Check> {
+    let mut out = Vec::new();
     out.push(Check {
         what: "congestion sysctl per namespace",
         ok: true,
@@ -268,6 +297,12 @@ pub(crate) fn checks(exec: &dyn Exec) -> Vec<Check> {
         },
         hint: "apt-get install iproute2, and run as root",
     });
+    out
+}
+
+/// What training needs: libtorch, a GPU, the data, disk.
+fn training(exec: &dyn Exec) -> Vec<Check> {
+    let mut out = Vec::new();
     let torch = std::env::var("LD_LIBRARY_PATH")
         .unwrap_or_default()
         .split(':')
