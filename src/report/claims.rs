@@ -503,193 +503,234 @@ fn test(
         return v;
     }
     match &c.kind {
-        Kind::Better | Kind::Within(_) => {
-            let metric = c.metric.as_deref().unwrap_or_default();
-            let side = |runs: &[&RunRecord]| {
-                let mut s = Side {
-                    values: Vec::new(),
-                    left_out: BTreeMap::new(),
-                };
-                for r in runs {
-                    let value = r.metrics.get(metric).and_then(|m| m.number());
-                    match value.filter(|x| x.is_finite()) {
-                        Some(x) if status_of(r) == Some(RunStatus::Completed) => {
-                            s.values.push((seed_of(r), x * c.scale));
-                        }
-                        _ => {
-                            let why = match status_of(r) {
-                                Some(RunStatus::Completed) => "without a value",
-                                None => "without a status",
-                                Some(other) => other.text(),
-                            };
-                            *s.left_out.entry(why.to_string()).or_default() += 1;
-                        }
-                    }
-                }
-                s
-            };
-            let (a, b) = (side(&mine), side(&theirs));
-            two_samples(c, &mut v, &a, &b, |d, level| match c.kind {
-                Kind::Within(margin) => {
-                    let (lo, hi) = d.interval(level);
-                    let p = d.p_equivalent(margin);
-                    let outcome = if lo > -margin && hi < margin {
-                        Outcome::Supported
-                    } else if lo >= margin || hi <= -margin {
-                        Outcome::Contradicted
-                    } else {
-                        Outcome::NotSupported
-                    };
-                    (p, outcome)
-                }
-                _ => {
-                    let (lo, hi) = d.interval(level);
-                    let (good, bad) = if c.higher {
-                        (lo > 0.0, hi < 0.0)
-                    } else {
-                        (hi < 0.0, lo > 0.0)
-                    };
-                    let outcome = if good {
-                        Outcome::Supported
-                    } else if bad {
-                        Outcome::Contradicted
-                    } else {
-                        Outcome::NotSupported
-                    };
-                    (d.p_two_sided(), outcome)
-                }
-            });
-        }
-        Kind::Diverges { rate } => {
-            let count = |runs: &[&RunRecord]| {
-                let diverged = runs
-                    .iter()
-                    .filter(|r| status_of(r) == Some(RunStatus::Diverged))
-                    .count();
-                let ended = runs
-                    .iter()
-                    .filter(|r| status_of(r).is_some_and(RunStatus::finished))
-                    .count();
-                (diverged as u64, ended as u64, runs.len() - ended)
-            };
-            let (ka, na, other_a) = count(&mine);
-            v.n_method = na as usize;
-            let mut notes = Vec::new();
-            if other_a > 0 {
-                notes.push(format!(
-                    "{}: {other_a} runs neither completed nor diverged, left out",
-                    c.method
-                ));
-            }
-            if na == 0 {
-                v.note = format!("{}: no run completed or diverged", c.method);
-                return v;
-            }
-            v.method_value = Some(ka as f64 / na as f64);
-            if c.baseline.is_some() {
-                let (kb, nb, other_b) = count(&theirs);
-                v.n_baseline = nb as usize;
-                if other_b > 0 {
-                    notes.push(format!(
-                        "{base}: {other_b} runs neither completed nor diverged, left out"
-                    ));
-                }
-                if nb == 0 {
-                    v.note = format!("{base}: no run completed or diverged");
-                    return v;
-                }
-                v.baseline_value = Some(kb as f64 / nb as f64);
-                v.effect = Some(ka as f64 / na as f64 - kb as f64 / nb as f64);
-                v.test = "Fisher exact (one-sided)".into();
-                let p = stats::fisher_greater(ka, na, kb, nb);
-                let against = stats::fisher_greater(kb, nb, ka, na);
-                v.p = Some(p);
-                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
-            } else {
-                v.test = format!(
-                    "exact binomial against {}% (one-sided)",
-                    short(rate * 100.0)
-                );
-                v.effect = Some(ka as f64 / na as f64);
-                v.ci = Some(stats::clopper_pearson(ka, na, c.spec.level));
-                let p = stats::binomial_at_least(ka, na, *rate);
-                let against = stats::binomial_at_most(ka, na, *rate);
-                v.p = Some(p);
-                v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
-                // the fewest runs that could support it, all diverging
-                let needed = (c.spec.level.ln() / rate.ln()).floor() as u64 + 1;
-                if v.outcome != Outcome::Supported && na < needed {
-                    notes.push(format!(
-                        "{na} runs cannot support it at level {}, even all diverging: that takes {needed} of {needed}",
-                        short(c.spec.level)
-                    ));
-                }
-            }
-            v.note = notes.join("; ");
-        }
+        Kind::Better | Kind::Within(_) => difference(c, &mut v, &mine, &theirs),
+        Kind::Diverges { rate } => divergence(c, &mut v, &mine, &theirs, *rate),
         Kind::FasterTo { metric, target, by } => {
-            let all = match curves(metric) {
-                Ok(all) => all,
-                Err(e) => {
-                    v.note = format!("no curves of {metric}: {e:#}");
-                    return v;
-                }
+            let reach = Reach {
+                metric,
+                target: *target,
+                by,
             };
-            let by_id: BTreeMap<&str, &Vec<crate::records::curves::CurvePoint>> =
-                all.iter().map(|(r, p)| (r.run_id.as_str(), p)).collect();
-            // each run's x at the target; a run that never reached it counts
-            // at its last point (a lower bound) and is flagged
-            let side = |runs: &[&RunRecord]| {
-                let mut s = Side {
-                    values: Vec::new(),
-                    left_out: BTreeMap::new(),
-                };
-                let mut censored = 0;
-                for r in runs {
-                    let points = by_id
-                        .get(r.run_id.as_str())
-                        .map_or(&[][..], |p| p.as_slice());
-                    match crate::records::curves::first_reach(points, *target, c.higher, by) {
-                        Ok(x) => s.values.push((seed_of(r), x)),
-                        Err(Some(x)) => {
-                            censored += 1;
-                            s.values.push((seed_of(r), x));
-                        }
-                        Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
-                    }
-                }
-                (s, censored)
-            };
-            let ((a, ca), (b, cb)) = (side(&mine), side(&theirs));
-            two_samples(c, &mut v, &a, &b, |d, level| {
-                let (lo, hi) = d.interval(level);
-                // a run that never got there took longer than recorded: the
-                // claim stands only if the method's times are all real, and
-                // falls only if the baseline's are
-                let outcome = if hi < 0.0 && ca == 0 {
-                    Outcome::Supported
-                } else if lo > 0.0 && cb == 0 {
-                    Outcome::Contradicted
-                } else {
-                    Outcome::NotSupported
-                };
-                (d.p_two_sided(), outcome)
-            });
-            let mut notes: Vec<String> = [v.note.clone()]
-                .into_iter()
-                .filter(|n| !n.is_empty())
-                .collect();
-            for (name, n, of) in [(&c.method, ca, a.values.len()), (&base, cb, b.values.len())] {
-                if n > 0 {
-                    notes.push(format!(
-                        "{name}: {n} of {of} runs never reached it (counted at their last point)"
-                    ));
-                }
-            }
-            v.note = notes.join("; ");
+            time_to(c, &mut v, &mine, &theirs, &reach, curves);
         }
     }
     v
+}
+
+/// A `better` or `within` claim: the difference of the metric's means.
+fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&RunRecord]) {
+    let metric = c.metric.as_deref().unwrap_or_default();
+    let side = |runs: &[&RunRecord]| {
+        let mut s = Side {
+            values: Vec::new(),
+            left_out: BTreeMap::new(),
+        };
+        for r in runs {
+            let value = r.metrics.get(metric).and_then(|m| m.number());
+            match value.filter(|x| x.is_finite()) {
+                Some(x) if status_of(r) == Some(RunStatus::Completed) => {
+                    s.values.push((seed_of(r), x * c.scale));
+                }
+                _ => {
+                    let why = match status_of(r) {
+                        Some(RunStatus::Completed) => "without a value",
+                        None => "without a status",
+                        Some(other) => other.text(),
+                    };
+                    *s.left_out.entry(why.to_string()).or_default() += 1;
+                }
+            }
+        }
+        s
+    };
+    let (a, b) = (side(mine), side(theirs));
+    two_samples(c, v, &a, &b, |d, level| match c.kind {
+        Kind::Within(margin) => {
+            let (lo, hi) = d.interval(level);
+            let p = d.p_equivalent(margin);
+            let outcome = if lo > -margin && hi < margin {
+                Outcome::Supported
+            } else if lo >= margin || hi <= -margin {
+                Outcome::Contradicted
+            } else {
+                Outcome::NotSupported
+            };
+            (p, outcome)
+        }
+        _ => {
+            let (lo, hi) = d.interval(level);
+            let (good, bad) = if c.higher {
+                (lo > 0.0, hi < 0.0)
+            } else {
+                (hi < 0.0, lo > 0.0)
+            };
+            let outcome = if good {
+                Outcome::Supported
+            } else if bad {
+                Outcome::Contradicted
+            } else {
+                Outcome::NotSupported
+            };
+            (d.p_two_sided(), outcome)
+        }
+    });
+}
+
+/// A `diverges` claim: the share of runs that diverged, against a rate
+/// or against the baseline's share.
+fn divergence(
+    c: &Claim<'_>,
+    v: &mut Verdict,
+    mine: &[&RunRecord],
+    theirs: &[&RunRecord],
+    rate: f64,
+) {
+    let base = c.baseline.clone().unwrap_or_default();
+    let count = |runs: &[&RunRecord]| {
+        let diverged = runs
+            .iter()
+            .filter(|r| status_of(r) == Some(RunStatus::Diverged))
+            .count();
+        let ended = runs
+            .iter()
+            .filter(|r| status_of(r).is_some_and(RunStatus::finished))
+            .count();
+        (diverged as u64, ended as u64, runs.len() - ended)
+    };
+    let (ka, na, other_a) = count(mine);
+    v.n_method = na as usize;
+    let mut notes = Vec::new();
+    if other_a > 0 {
+        notes.push(format!(
+            "{}: {other_a} runs neither completed nor diverged, left out",
+            c.method
+        ));
+    }
+    if na == 0 {
+        v.note = format!("{}: no run completed or diverged", c.method);
+        return;
+    }
+    v.method_value = Some(ka as f64 / na as f64);
+    if c.baseline.is_some() {
+        let (kb, nb, other_b) = count(theirs);
+        v.n_baseline = nb as usize;
+        if other_b > 0 {
+            notes.push(format!(
+                "{base}: {other_b} runs neither completed nor diverged, left out"
+            ));
+        }
+        if nb == 0 {
+            v.note = format!("{base}: no run completed or diverged");
+            return;
+        }
+        v.baseline_value = Some(kb as f64 / nb as f64);
+        v.effect = Some(ka as f64 / na as f64 - kb as f64 / nb as f64);
+        v.test = "Fisher exact (one-sided)".into();
+        let p = stats::fisher_greater(ka, na, kb, nb);
+        let against = stats::fisher_greater(kb, nb, ka, na);
+        v.p = Some(p);
+        v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
+    } else {
+        v.test = format!(
+            "exact binomial against {}% (one-sided)",
+            short(rate * 100.0)
+        );
+        v.effect = Some(ka as f64 / na as f64);
+        v.ci = Some(stats::clopper_pearson(ka, na, c.spec.level));
+        let p = stats::binomial_at_least(ka, na, rate);
+        let against = stats::binomial_at_most(ka, na, rate);
+        v.p = Some(p);
+        v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
+        // the fewest runs that could support it, all diverging
+        let needed = (c.spec.level.ln() / rate.ln()).floor() as u64 + 1;
+        if v.outcome != Outcome::Supported && na < needed {
+            notes.push(format!(
+                "{na} runs cannot support it at level {}, even all diverging: that takes {needed} of {needed}",
+                short(c.spec.level)
+            ));
+        }
+    }
+    v.note = notes.join("; ");
+}
+
+/// What a `faster_to` claim times: the first `by` at which `metric`
+/// reaches `target`.
+struct Reach<'a> {
+    metric: &'a str,
+    target: f64,
+    by: &'a str,
+}
+
+/// A `faster_to` claim: the difference of the times to the target.
+fn time_to(
+    c: &Claim<'_>,
+    v: &mut Verdict,
+    mine: &[&RunRecord],
+    theirs: &[&RunRecord],
+    reach: &Reach<'_>,
+    curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
+) {
+    let Reach { metric, target, by } = *reach;
+    let base = c.baseline.clone().unwrap_or_default();
+    let all = match curves(metric) {
+        Ok(all) => all,
+        Err(e) => {
+            v.note = format!("no curves of {metric}: {e:#}");
+            return;
+        }
+    };
+    let by_id: BTreeMap<&str, &Vec<crate::records::curves::CurvePoint>> =
+        all.iter().map(|(r, p)| (r.run_id.as_str(), p)).collect();
+    // each run's x at the target; a run that never reached it counts
+    // at its last point (a lower bound) and is flagged
+    let side = |runs: &[&RunRecord]| {
+        let mut s = Side {
+            values: Vec::new(),
+            left_out: BTreeMap::new(),
+        };
+        let mut censored = 0;
+        for r in runs {
+            let points = by_id
+                .get(r.run_id.as_str())
+                .map_or(&[][..], |p| p.as_slice());
+            match crate::records::curves::first_reach(points, target, c.higher, by) {
+                Ok(x) => s.values.push((seed_of(r), x)),
+                Err(Some(x)) => {
+                    censored += 1;
+                    s.values.push((seed_of(r), x));
+                }
+                Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
+            }
+        }
+        (s, censored)
+    };
+    let ((a, ca), (b, cb)) = (side(mine), side(theirs));
+    two_samples(c, v, &a, &b, |d, level| {
+        let (lo, hi) = d.interval(level);
+        // a run that never got there took longer than recorded: the
+        // claim stands only if the method's times are all real, and
+        // falls only if the baseline's are
+        let outcome = if hi < 0.0 && ca == 0 {
+            Outcome::Supported
+        } else if lo > 0.0 && cb == 0 {
+            Outcome::Contradicted
+        } else {
+            Outcome::NotSupported
+        };
+        (d.p_two_sided(), outcome)
+    });
+    let mut notes: Vec<String> = [v.note.clone()]
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect();
+    for (name, n, of) in [(&c.method, ca, a.values.len()), (&base, cb, b.values.len())] {
+        if n > 0 {
+            notes.push(format!(
+                "{name}: {n} of {of} runs never reached it (counted at their last point)"
+            ));
+        }
+    }
+    v.note = notes.join("; ");
 }
 
 /// Fills `v` from a two-sample comparison of `a` (the method) and `b`;
