@@ -877,138 +877,13 @@ fn draw<DB: DrawingBackend>(
     let areas = root.split_evenly((rows, cols));
     let color_of = series_order(panels);
     for (panel, area) in panels.iter().zip(&areas) {
-        let xs = panel
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.0));
-        let (x_min, x_max) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-            (a.min(x), b.max(x))
-        });
-        // the bands are part of what is shown
-        let ys = panel.series.iter().flat_map(|s| {
-            s.points
-                .iter()
-                .map(|p| p.1)
-                .chain(s.band.iter().flat_map(|b| [b.1, b.2]))
-        });
-        let (y_min, y_max) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-            (a.min(y), b.max(y))
-        });
-        // on a log axis a band reaching 0 or below is cut at the lowest point
-        let floor = panel
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .filter(|y| *y > 0.0)
-            .fold(f64::INFINITY, f64::min);
-        let y_min = if spec.log_y && y_min <= 0.0 && floor.is_finite() {
-            floor
-        } else {
-            y_min
-        };
-        let (y_min, y_max) = match spec.y_range {
-            Some([lo, hi]) if lo < hi => (lo, hi),
-            _ => (y_min, y_max),
-        };
-        let (x_min, x_max) = if x_min.is_finite() {
-            (x_min, x_max.max(x_min * 1.01 + 1e-9))
-        } else {
-            (0.0, 1.0)
-        };
-        let (y_min, y_max) = if y_min.is_finite() {
-            (y_min, y_max.max(y_min * 1.01 + 1e-9))
-        } else {
-            (0.0, 1.0)
-        };
+        let ((x_min, x_max), (y_min, y_max)) = data_bounds(panel, spec);
         let mut chart = ChartBuilder::on(area);
         chart
             .caption(&panel.title, ("sans-serif", 18))
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(60);
-        macro_rules! draw {
-            ($chart:expr, $corner:expr) => {{
-                let mut chart = $chart.map_err(|e| err(e.to_string()))?;
-                chart
-                    .configure_mesh()
-                    .x_labels(8)
-                    .y_labels(8)
-                    .x_desc(panel.x_label.as_str())
-                    .y_desc(panel.y_label.as_str())
-                    .x_label_formatter(&|v| tick(*v))
-                    .y_label_formatter(&|v| tick(*v))
-                    .label_style(("sans-serif", 13))
-                    .draw()
-                    .map_err(|e| err(e.to_string()))?;
-                let (y_lo, y_hi) = (y_min, y_max);
-                let clip = |y: f64| y.clamp(y_lo, y_hi);
-                // the bands first, under every line
-                for s in &panel.series {
-                    let base = s.label.trim_end_matches(" (wire bound)");
-                    let i = color_of.iter().position(|c| *c == base).unwrap_or(0);
-                    if s.band.len() >= 2 {
-                        let outline: Vec<(f64, f64)> = s
-                            .band
-                            .iter()
-                            .map(|b| (b.0, clip(b.2)))
-                            .chain(s.band.iter().rev().map(|b| (b.0, clip(b.1))))
-                            .collect();
-                        let fill = COLORS[i % COLORS.len()].mix(0.18).filled();
-                        chart
-                            .draw_series(std::iter::once(Polygon::new(outline, fill)))
-                            .map_err(|e| err(e.to_string()))?;
-                    }
-                }
-                for s in &panel.series {
-                    // a bound shares its measurement's colour
-                    let base = s.label.trim_end_matches(" (wire bound)");
-                    let i = color_of.iter().position(|c| *c == base).unwrap_or(0);
-                    let color = COLORS[i % COLORS.len()];
-                    let style = color.stroke_width(2);
-                    // series beyond the palette's first turn, and bounds, are
-                    // dashed; a marker of its own tells each series apart
-                    // where lines overlap
-                    let dash = s.dashed || i >= COLORS.len() || i % 3 == 2;
-                    let drawn = if dash {
-                        chart.draw_series(DashedLineSeries::new(
-                            s.points.iter().copied(),
-                            6,
-                            4,
-                            style,
-                        ))
-                    } else {
-                        chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
-                    };
-                    let drawn = drawn.map_err(|e| err(e.to_string()))?;
-                    drawn.label(s.label.clone()).legend(move |(x, y)| {
-                        let end = if dash { x + 8 } else { x + 18 };
-                        EmptyElement::at((x, y))
-                            + PathElement::new(vec![(0, 0), (end - x, 0)], style)
-                            + marker((9, 0), i, color)
-                    });
-                    if !s.dashed {
-                        let every = (s.points.len() / 8).max(1);
-                        chart
-                            .draw_series(
-                                s.points
-                                    .iter()
-                                    .skip(every / 2)
-                                    .step_by(every)
-                                    .map(|p| EmptyElement::at(*p) + marker((0, 0), i, color)),
-                            )
-                            .map_err(|e| err(e.to_string()))?;
-                    }
-                }
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.85))
-                    .border_style(BLACK)
-                    .label_font(("sans-serif", 13))
-                    .position($corner)
-                    .draw()
-                    .map_err(|e| err(e.to_string()))?;
-            }};
-        }
         let y_pad = (y_max - y_min) * 0.05;
         // a log axis needs positive values, and a decade to label
         let log_y = spec.log_y && y_min > 0.0 && y_max >= 10.0 * y_min;
@@ -1033,18 +908,184 @@ fn draw<DB: DrawingBackend>(
         };
         let corner = legend_corner(&panel.series, x_axis, y_axis, (log_x, log_y));
         let (x_lin, y_lin) = (x_axis[0]..x_axis[1], y_axis[0]..y_axis[1]);
+        let how = PanelStyle {
+            panel,
+            color_of: &color_of,
+            y_range: (y_min, y_max),
+            corner,
+        };
+        let e = |e: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
         match (log_x, log_y) {
-            (false, false) => draw!(chart.build_cartesian_2d(x_lin, y_lin), corner),
-            (false, true) => draw!(chart.build_cartesian_2d(x_lin, y_lin.log_scale()), corner),
-            (true, false) => draw!(chart.build_cartesian_2d(x_lin.log_scale(), y_lin), corner),
-            (true, true) => draw!(
-                chart.build_cartesian_2d(x_lin.log_scale(), y_lin.log_scale()),
-                corner
-            ),
+            (false, false) => chart
+                .build_cartesian_2d(x_lin, y_lin)
+                .map_err(e)
+                .and_then(|c| draw_panel(c, &how)),
+            (false, true) => chart
+                .build_cartesian_2d(x_lin, y_lin.log_scale())
+                .map_err(e)
+                .and_then(|c| draw_panel(c, &how)),
+            (true, false) => chart
+                .build_cartesian_2d(x_lin.log_scale(), y_lin)
+                .map_err(e)
+                .and_then(|c| draw_panel(c, &how)),
+            (true, true) => chart
+                .build_cartesian_2d(x_lin.log_scale(), y_lin.log_scale())
+                .map_err(e)
+                .and_then(|c| draw_panel(c, &how)),
         }
+        .map_err(err)?;
     }
     root.present().map_err(|e| err(e.to_string()))?;
     Ok(())
+}
+
+/// The x and y ranges `panel`'s points and bands span (y as the
+/// figure's `y_range` sets it, cut at the lowest positive point on a log
+/// axis); a range with no finite value is 0 to 1.
+fn data_bounds(panel: &Panel, spec: &FigureSpec) -> ((f64, f64), (f64, f64)) {
+    let xs = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0));
+    let (x_min, x_max) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    // the bands are part of what is shown
+    let ys = panel.series.iter().flat_map(|s| {
+        s.points
+            .iter()
+            .map(|p| p.1)
+            .chain(s.band.iter().flat_map(|b| [b.1, b.2]))
+    });
+    let (y_min, y_max) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+        (a.min(y), b.max(y))
+    });
+    // on a log axis a band reaching 0 or below is cut at the lowest point
+    let floor = panel
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|y| *y > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let y_min = if spec.log_y && y_min <= 0.0 && floor.is_finite() {
+        floor
+    } else {
+        y_min
+    };
+    let (y_min, y_max) = match spec.y_range {
+        Some([lo, hi]) if lo < hi => (lo, hi),
+        _ => (y_min, y_max),
+    };
+    let (x_min, x_max) = if x_min.is_finite() {
+        (x_min, x_max.max(x_min * 1.01 + 1e-9))
+    } else {
+        (0.0, 1.0)
+    };
+    let (y_min, y_max) = if y_min.is_finite() {
+        (y_min, y_max.max(y_min * 1.01 + 1e-9))
+    } else {
+        (0.0, 1.0)
+    };
+    ((x_min, x_max), (y_min, y_max))
+}
+
+/// How one panel is drawn on its chart.
+struct PanelStyle<'p> {
+    panel: &'p Panel,
+    /// The series' labels in colour order ([`series_order`]).
+    color_of: &'p [&'p str],
+    /// The y range drawn: bands are cut to it.
+    y_range: (f64, f64),
+    /// Where the legend goes ([`legend_corner`]).
+    corner: SeriesLabelPosition,
+}
+
+impl PanelStyle<'_> {
+    /// The colour index of a series: a bound shares its measurement's.
+    fn color(&self, s: &Series) -> usize {
+        let base = s.label.trim_end_matches(" (wire bound)");
+        self.color_of.iter().position(|c| *c == base).unwrap_or(0)
+    }
+}
+
+/// Draws the panel's mesh, bands, series and legend on `chart`.
+fn draw_panel<'a, DB, X, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    how: &PanelStyle<'_>,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let panel = how.panel;
+    chart
+        .configure_mesh()
+        .x_labels(8)
+        .y_labels(8)
+        .x_desc(panel.x_label.as_str())
+        .y_desc(panel.y_label.as_str())
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
+        .label_style(("sans-serif", 13))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    // the bands first, under every line
+    let (y_lo, y_hi) = how.y_range;
+    let clip = |y: f64| y.clamp(y_lo, y_hi);
+    for s in panel.series.iter().filter(|s| s.band.len() >= 2) {
+        let outline: Vec<(f64, f64)> = s
+            .band
+            .iter()
+            .map(|b| (b.0, clip(b.2)))
+            .chain(s.band.iter().rev().map(|b| (b.0, clip(b.1))))
+            .collect();
+        let fill = COLORS[how.color(s) % COLORS.len()].mix(0.18).filled();
+        chart
+            .draw_series(std::iter::once(Polygon::new(outline, fill)))
+            .map_err(|e| e.to_string())?;
+    }
+    for s in &panel.series {
+        let i = how.color(s);
+        let color = COLORS[i % COLORS.len()];
+        let style = color.stroke_width(2);
+        // series beyond the palette's first turn, and bounds, are
+        // dashed; a marker of its own tells each series apart
+        // where lines overlap
+        let dash = s.dashed || i >= COLORS.len() || i % 3 == 2;
+        let drawn = if dash {
+            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 6, 4, style))
+        } else {
+            chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
+        };
+        let drawn = drawn.map_err(|e| e.to_string())?;
+        drawn.label(s.label.clone()).legend(move |(x, y)| {
+            let end = if dash { x + 8 } else { x + 18 };
+            EmptyElement::at((x, y))
+                + PathElement::new(vec![(0, 0), (end - x, 0)], style)
+                + marker((9, 0), i, color)
+        });
+        if !s.dashed {
+            let every = (s.points.len() / 8).max(1);
+            chart
+                .draw_series(
+                    s.points
+                        .iter()
+                        .skip(every / 2)
+                        .step_by(every)
+                        .map(|p| EmptyElement::at(*p) + marker((0, 0), i, color)),
+                )
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .position(how.corner.clone())
+        .draw()
+        .map_err(|e| e.to_string())
 }
 
 /// The corner of the plot area that the fewest lines and bands cross, for
