@@ -202,102 +202,112 @@ fn hosts_records() -> Vec<String> {
     found
 }
 
+/// `repro net status`: every shaped interface and network with its owner.
+fn status() -> Result<()> {
+    let found = leftovers(&System).context("could not list namespaces and links")?;
+    // interfaces hosts mode shaped in this namespace and has not
+    // restored yet (a state file names its namespace)
+    let mine = net::hosts::state_prefix();
+    let shaped: Vec<String> = std::fs::read_dir(net::hosts::state_dir())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            let st: net::hosts::NodeState = serde_json::from_str(&text).ok()?;
+            Some(format!(
+                "interface {} shaped by {} (saved root in {}); \
+                 `repro net down --interface {}` restores it",
+                st.interface,
+                shaper(st.owner.as_ref()),
+                e.path().display(),
+                st.interface
+            ))
+        })
+        .collect();
+    for s in hosts_records().iter().chain(&shaped) {
+        println!("{s}");
+    }
+    if found.is_empty() {
+        println!("no network namespaces or links of repro on this host");
+        return Ok(());
+    }
+    let mut left = 0;
+    for l in &found {
+        let tag = l.tag().unwrap_or("");
+        let owner = match net::owner::of(tag) {
+            Some(o) if o.alive() => format!("live: pid {} ({})", o.pid, o.command),
+            Some(o) => {
+                left += 1;
+                format!(
+                    "left behind: its owner pid {} is gone ({})",
+                    o.pid, o.command
+                )
+            }
+            None => {
+                left += 1;
+                "left behind: no owner record".to_string()
+            }
+        };
+        println!("{l}  [{owner}]");
+    }
+    if left > 0 {
+        println!("{left} left behind; `repro net down` removes them (live runs' networks stay)");
+    }
+    Ok(())
+}
+
+/// `repro net down`: restores `interface` (here or on every node), then
+/// removes the networks whose owner is gone (all of them with `force`).
+fn down(
+    force: bool,
+    interface: Option<&str>,
+    hostfile: Option<&std::path::Path>,
+    srun: bool,
+) -> Result<()> {
+    if let Some(iface) = interface {
+        restore_interface(iface, hostfile, srun, force)
+            .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
+    }
+    let net::netns::Tidied {
+        removed,
+        kept,
+        failed,
+    } = remove_dead(&System, force).context("could not list namespaces and links")?;
+    for (l, e) in &failed {
+        eprintln!("could not remove {l}: {e}");
+    }
+    println!(
+        "removed {} of {}{}",
+        removed.len() - failed.len(),
+        removed.len(),
+        if kept.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; kept {} of live runs (`repro net status` names them; --force removes them)",
+                kept.len()
+            )
+        }
+    );
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!("{} could not be removed (are you root?)", failed.len())
+    }
+}
+
 pub(crate) fn run(args: &NetArgs) -> Result<()> {
     match &args.command {
-        NetCommand::Status => {
-            let found = leftovers(&System).context("could not list namespaces and links")?;
-            // interfaces hosts mode shaped in this namespace and has not
-            // restored yet (a state file names its namespace)
-            let mine = net::hosts::state_prefix();
-            let shaped: Vec<String> = std::fs::read_dir(net::hosts::state_dir())
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(&mine))
-                .filter_map(|e| {
-                    let text = std::fs::read_to_string(e.path()).ok()?;
-                    let st: net::hosts::NodeState = serde_json::from_str(&text).ok()?;
-                    Some(format!(
-                        "interface {} shaped by {} (saved root in {}); \
-                         `repro net down --interface {}` restores it",
-                        st.interface,
-                        shaper(st.owner.as_ref()),
-                        e.path().display(),
-                        st.interface
-                    ))
-                })
-                .collect();
-            for s in hosts_records().iter().chain(&shaped) {
-                println!("{s}");
-            }
-            if found.is_empty() {
-                println!("no network namespaces or links of repro on this host");
-                return Ok(());
-            }
-            let mut left = 0;
-            for l in &found {
-                let tag = l.tag().unwrap_or("");
-                let owner = match net::owner::of(tag) {
-                    Some(o) if o.alive() => format!("live: pid {} ({})", o.pid, o.command),
-                    Some(o) => {
-                        left += 1;
-                        format!(
-                            "left behind: its owner pid {} is gone ({})",
-                            o.pid, o.command
-                        )
-                    }
-                    None => {
-                        left += 1;
-                        "left behind: no owner record".to_string()
-                    }
-                };
-                println!("{l}  [{owner}]");
-            }
-            if left > 0 {
-                println!(
-                    "{left} left behind; `repro net down` removes them (live runs' networks stay)"
-                );
-            }
-            Ok(())
-        }
+        NetCommand::Status => status(),
         NetCommand::Node { action } => node(action),
         NetCommand::Down {
             force,
             interface,
             hostfile,
             srun,
-        } => {
-            if let Some(iface) = interface {
-                restore_interface(iface, hostfile.as_deref(), *srun, *force)
-                    .with_context(|| format!("could not restore the root qdisc of {iface}"))?;
-            }
-            let net::netns::Tidied {
-                removed,
-                kept,
-                failed,
-            } = remove_dead(&System, *force).context("could not list namespaces and links")?;
-            for (l, e) in &failed {
-                eprintln!("could not remove {l}: {e}");
-            }
-            println!(
-                "removed {} of {}{}",
-                removed.len() - failed.len(),
-                removed.len(),
-                if kept.is_empty() {
-                    String::new()
-                } else {
-                    format!(
-                        "; kept {} of live runs (`repro net status` names them; --force removes them)",
-                        kept.len()
-                    )
-                }
-            );
-            if failed.is_empty() {
-                Ok(())
-            } else {
-                bail!("{} could not be removed (are you root?)", failed.len())
-            }
-        }
+        } => down(*force, interface.as_deref(), hostfile.as_deref(), *srun),
         NetCommand::Exec {
             namespace_prefix,
             command,
