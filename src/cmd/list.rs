@@ -29,6 +29,81 @@ struct ListedScale {
     error: Option<String>,
 }
 
+/// Each scale of `m`: the runs it plans (and tunes first), its cost, or
+/// why it is invalid.
+fn scales_of(m: &manifest::Manifest) -> BTreeMap<String, ListedScale> {
+    m.scales
+        .keys()
+        .map(|s| {
+            let cost = m.cost.get(s).cloned();
+            let listed = match plan::expand(m, s, m.backend) {
+                // a tuned experiment runs its search first
+                Ok(runs) => ListedScale {
+                    runs: Some(runs.len()),
+                    tuning_runs: m.tune.as_ref().and_then(|t| {
+                        tune::tuning_runs(m, t, s, m.backend, plan::Limits::default())
+                            .ok()
+                            .map(|t| t.len())
+                    }),
+                    cost,
+                    error: None,
+                },
+                Err(e) => ListedScale {
+                    runs: None,
+                    tuning_runs: None,
+                    cost,
+                    error: Some(format!("{e:#}")),
+                },
+            };
+            (s.clone(), listed)
+        })
+        .collect()
+}
+
+/// `m`'s three lines of `repro list`.
+fn print_text(m: &manifest::Manifest, scales: &BTreeMap<String, ListedScale>, shaped: bool) {
+    let text: Vec<String> = scales
+        .iter()
+        .map(|(s, l)| match l.runs {
+            Some(runs) => format!(
+                "{s}{}: {runs} runs{}{}",
+                if m.default_scale.as_ref() == Some(s) {
+                    " (default)"
+                } else {
+                    ""
+                },
+                l.tuning_runs
+                    .map(|t| format!(" after {t} tuning runs"))
+                    .unwrap_or_default(),
+                l.cost
+                    .as_ref()
+                    .map(|c| format!(", {c}"))
+                    .unwrap_or_default()
+            ),
+            None => format!("{s}: invalid"),
+        })
+        .collect();
+    println!(
+        "{:<20} {}\n{:<20} {}\n{:<20} {}{}{}",
+        m.name,
+        m.title,
+        "",
+        m.source,
+        "",
+        text.join("; "),
+        if shaped {
+            "; shapes the network (root)"
+        } else {
+            ""
+        },
+        if m.then.is_empty() {
+            String::new()
+        } else {
+            format!("; then {}", m.then.join(", "))
+        }
+    );
+}
+
 /// `repro list`.
 pub(crate) fn list(args: &ListArgs) -> Result<()> {
     let mut listed = Vec::new();
@@ -49,33 +124,7 @@ pub(crate) fn list(args: &ListArgs) -> Result<()> {
                 continue;
             }
         };
-        let scales: BTreeMap<String, ListedScale> = m
-            .scales
-            .keys()
-            .map(|s| {
-                let cost = m.cost.get(s).cloned();
-                let listed = match plan::expand(&m, s, m.backend) {
-                    // a tuned experiment runs its search first
-                    Ok(runs) => ListedScale {
-                        runs: Some(runs.len()),
-                        tuning_runs: m.tune.as_ref().and_then(|t| {
-                            tune::tuning_runs(&m, t, s, m.backend, plan::Limits::default())
-                                .ok()
-                                .map(|t| t.len())
-                        }),
-                        cost,
-                        error: None,
-                    },
-                    Err(e) => ListedScale {
-                        runs: None,
-                        tuning_runs: None,
-                        cost,
-                        error: Some(format!("{e:#}")),
-                    },
-                };
-                (s.clone(), listed)
-            })
-            .collect();
+        let scales = scales_of(&m);
         invalid_text += scales.values().filter(|l| l.error.is_some()).count();
         let shaped = m.backend == Backend::Mpi
             && m.shaping != ShapingMode::None
@@ -94,46 +143,7 @@ pub(crate) fn list(args: &ListArgs) -> Result<()> {
             }));
             continue;
         }
-        let text: Vec<String> = scales
-            .iter()
-            .map(|(s, l)| match l.runs {
-                Some(runs) => format!(
-                    "{s}{}: {runs} runs{}{}",
-                    if m.default_scale.as_ref() == Some(s) {
-                        " (default)"
-                    } else {
-                        ""
-                    },
-                    l.tuning_runs
-                        .map(|t| format!(" after {t} tuning runs"))
-                        .unwrap_or_default(),
-                    l.cost
-                        .as_ref()
-                        .map(|c| format!(", {c}"))
-                        .unwrap_or_default()
-                ),
-                None => format!("{s}: invalid"),
-            })
-            .collect();
-        println!(
-            "{:<20} {}\n{:<20} {}\n{:<20} {}{}{}",
-            m.name,
-            m.title,
-            "",
-            m.source,
-            "",
-            text.join("; "),
-            if shaped {
-                "; shapes the network (root)"
-            } else {
-                ""
-            },
-            if m.then.is_empty() {
-                String::new()
-            } else {
-                format!("; then {}", m.then.join(", "))
-            }
-        );
+        print_text(&m, &scales, shaped);
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&listed)?);
