@@ -317,71 +317,61 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     })
 }
 
-/// `repro status`: every planned run of one experiment, or a line per
-/// experiment; `--json` says the same as one document.
-pub(crate) fn status(args: &StatusArgs) -> Result<()> {
-    let build = serde_json::json!({
-        "version": repro_build::VERSION,
-        "source": repro_build::BUILD.source,
-        "git_commit": repro_build::BUILD.commit,
-        "git_dirty": repro_build::BUILD.dirty,
-    });
-    if !args.json {
-        println!("build: {}", repro_build::VERSION);
-    }
-    if let Some(name) = &args.experiment {
-        let path = manifest::locate(name)?;
-        let Checked {
-            manifest: m,
-            scale,
-            states,
-            extra,
-        } = check(&path, args)?;
-        let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
-        let c = counts(&words);
-        if args.json {
-            let runs: Vec<serde_json::Value> = states
-                .iter()
-                .map(|(r, f)| {
-                    serde_json::json!({
-                        "id": r.id,
-                        "point": r.point,
-                        "state": f.word(),
-                        "reason": f.reason(),
-                    })
+/// `repro status EXPERIMENT`: each planned run's state.
+fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<()> {
+    let path = manifest::locate(name)?;
+    let Checked {
+        manifest: m,
+        scale,
+        states,
+        extra,
+    } = check(&path, args)?;
+    let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
+    let c = counts(&words);
+    if args.json {
+        let runs: Vec<serde_json::Value> = states
+            .iter()
+            .map(|(r, f)| {
+                serde_json::json!({
+                    "id": r.id,
+                    "point": r.point,
+                    "state": f.word(),
+                    "reason": f.reason(),
                 })
-                .collect();
-            let json = serde_json::json!({
-                "build": build,
-                "experiment": m.name,
-                "scale": scale,
-                "runs": runs,
-                "counts": c,
-                "recorded_not_planned": extra,
-            });
-            println!("{}", serde_json::to_string_pretty(&json)?);
-            return Ok(());
-        }
-        for (r, f) in &states {
-            println!("  {}  {:<40}  {f}", r.id, plan::describe(r));
-        }
-        println!(
-            "{} at scale `{scale}`: {} current, {} stale, {} missing{}",
-            m.name,
-            c["current"],
-            c["stale"],
-            c["missing"],
-            if extra > 0 {
-                format!("; {extra} recorded runs are not in this plan")
-            } else {
-                String::new()
-            }
-        );
+            })
+            .collect();
+        let json = serde_json::json!({
+            "build": build,
+            "experiment": m.name,
+            "scale": scale,
+            "runs": runs,
+            "counts": c,
+            "recorded_not_planned": extra,
+        });
+        println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
     }
-    if args.out.is_some() {
-        anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
+    for (r, f) in &states {
+        println!("  {}  {:<40}  {f}", r.id, plan::describe(r));
     }
+    println!(
+        "{} at scale `{scale}`: {} current, {} stale, {} missing{}",
+        m.name,
+        c["current"],
+        c["stale"],
+        c["missing"],
+        if extra > 0 {
+            format!("; {extra} recorded runs are not in this plan")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+/// `repro status`: each experiment's counts of current, stale and missing
+/// runs.
+fn status_of_all(args: &StatusArgs, build: serde_json::Value) -> Result<()> {
     let mut experiments = Vec::new();
     let mut errors = 0;
     for path in manifest::all_manifests()? {
@@ -428,6 +418,27 @@ pub(crate) fn status(args: &StatusArgs) -> Result<()> {
         anyhow::bail!("{errors} experiments could not be checked (above)");
     }
     Ok(())
+}
+
+/// `repro status`: every planned run of one experiment, or a line per
+/// experiment; `--json` says the same as one document.
+pub(crate) fn status(args: &StatusArgs) -> Result<()> {
+    let build = serde_json::json!({
+        "version": repro_build::VERSION,
+        "source": repro_build::BUILD.source,
+        "git_commit": repro_build::BUILD.commit,
+        "git_dirty": repro_build::BUILD.dirty,
+    });
+    if !args.json {
+        println!("build: {}", repro_build::VERSION);
+    }
+    if let Some(name) = &args.experiment {
+        return status_of(name, args, build);
+    }
+    if args.out.is_some() {
+        anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
+    }
+    status_of_all(args, build)
 }
 
 /// The manifest `experiment` with `plan`'s overrides, its results
