@@ -1248,35 +1248,12 @@ fn yaml_text(v: &yaml_serde::Value) -> String {
         .unwrap_or_default()
 }
 
-/// `--dry-run`: the plan, and for MPI runs the exact commands (network
-/// setup and mpirun) each run would execute.
-fn dry_run(
-    x: Job<'_>,
-    runs: &[PlannedRun],
-    net: &NetContext,
-    recorder: &crate::launch::net::DryRun,
-    refused: &BTreeMap<String, f64>,
-) -> Result<Vec<serde_json::Value>> {
+/// The dry run's header of one experiment: its title, the parameters
+/// every run shares, and its cases at this scale.
+fn plan_header(x: Job<'_>, runs: &[PlannedRun]) -> String {
     let Job {
-        cfg,
-        m,
-        scale,
-        backend,
-        out,
+        m, scale, backend, ..
     } = x;
-    let json = cfg.json;
-    let invocation = status::invocation(m, scale, backend);
-    let mut listed = Vec::new();
-    let entry = |r: &PlannedRun| {
-        serde_json::json!({
-            "id": r.id,
-            "point": r.point,
-            "params": serde_json::from_str::<serde_json::Value>(&plan::canonical_params(&r.params))
-                .unwrap_or_default(),
-            "network": r.network.as_ref().map(|c| c.label.clone()),
-            "refused": refused.contains_key(&r.id),
-        })
-    };
     let mut text = String::new();
     macro_rules! outln {
         ($($arg:tt)*) => {{
@@ -1321,9 +1298,84 @@ fn dry_run(
             .collect();
         outln!("  where {}: {}", when.join(" "), set.join(" "));
     }
+    text
+}
+
+/// The commands an MPI run would execute, network setup and teardown
+/// included, from the real launch code with every command recorded;
+/// each also goes to `text` as a line.
+fn mpi_commands(
+    x: Job<'_>,
+    r: &PlannedRun,
+    net: &NetContext,
+    recorder: &crate::launch::net::DryRun,
+    text: &mut String,
+) -> Result<Vec<String>> {
+    let invocation = status::invocation(x.m, x.scale, x.backend);
     let train =
         train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
     let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());
+    macro_rules! outln {
+        ($($arg:tt)*) => {{
+            text.push_str(&format!($($arg)*));
+            text.push('\n');
+        }};
+    }
+    let mut commands = Vec::new();
+    // the real run's code, with every command recorded instead of run
+    recorder.take();
+    // the job runs in a working directory that replaces raw/<id> at its end
+    let dir = crate::util::atomic::working_dir(&x.out.join("raw").join(&r.id));
+    let prepared = train_backend::prepare(r, &dir, net, &invocation, &train, &repro)?;
+    if let Some(h) = &prepared.hosts {
+        outln!("    # {} (if every node has netem)", h.describe());
+    }
+    if let Some(f) = &prepared.fabric {
+        outln!("    # {}", f.describe());
+    }
+    for c in recorder.take() {
+        outln!("    {c}");
+        commands.push(c.to_string());
+    }
+    outln!("    {}", prepared.launch.display());
+    commands.push(prepared.launch.display().to_string());
+    drop(prepared);
+    for c in recorder.take() {
+        outln!("    {c}");
+        commands.push(c.to_string());
+    }
+    Ok(commands)
+}
+
+/// `--dry-run`: the plan, and for MPI runs the exact commands (network
+/// setup and mpirun) each run would execute.
+fn dry_run(
+    x: Job<'_>,
+    runs: &[PlannedRun],
+    net: &NetContext,
+    recorder: &crate::launch::net::DryRun,
+    refused: &BTreeMap<String, f64>,
+) -> Result<Vec<serde_json::Value>> {
+    let json = x.cfg.json;
+    let mut listed = Vec::new();
+    let entry = |r: &PlannedRun| {
+        serde_json::json!({
+            "id": r.id,
+            "point": r.point,
+            "params": serde_json::from_str::<serde_json::Value>(&plan::canonical_params(&r.params))
+                .unwrap_or_default(),
+            "network": r.network.as_ref().map(|c| c.label.clone()),
+            "refused": refused.contains_key(&r.id),
+        })
+    };
+    let mut text = String::new();
+    macro_rules! outln {
+        ($($arg:tt)*) => {{
+            text.push_str(&format!($($arg)*));
+            text.push('\n');
+        }};
+    }
+    text.push_str(&plan_header(x, runs));
     for r in runs {
         if let plan::Params::Sim(p) = &r.params {
             let need = sim_backend::footprint(p)?.total() as f64 / 1e9;
@@ -1343,29 +1395,7 @@ fn dry_run(
             continue;
         }
         outln!("  {}  {}", r.id, plan::describe(r));
-        let mut commands = Vec::new();
-        // the real run's code, with every command recorded instead of run
-        recorder.take();
-        // the job runs in a working directory that replaces raw/<id> at its end
-        let dir = crate::util::atomic::working_dir(&out.join("raw").join(&r.id));
-        let prepared = train_backend::prepare(r, &dir, net, &invocation, &train, &repro)?;
-        if let Some(h) = &prepared.hosts {
-            outln!("    # {} (if every node has netem)", h.describe());
-        }
-        if let Some(f) = &prepared.fabric {
-            outln!("    # {}", f.describe());
-        }
-        for c in recorder.take() {
-            outln!("    {c}");
-            commands.push(c.to_string());
-        }
-        outln!("    {}", prepared.launch.display());
-        commands.push(prepared.launch.display().to_string());
-        drop(prepared);
-        for c in recorder.take() {
-            outln!("    {c}");
-            commands.push(c.to_string());
-        }
+        let commands = mpi_commands(x, r, net, recorder, &mut text)?;
         let mut e = entry(r);
         e["commands"] = serde_json::json!(commands);
         listed.push(e);
