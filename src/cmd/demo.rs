@@ -55,44 +55,34 @@ struct Line {
     micros: f64,
 }
 
-pub(crate) fn run(args: &DemoArgs) -> Result<()> {
-    ensure!(args.d > 0, "--d must be positive");
-    ensure!(
-        args.spread >= 0.0 && args.spread.is_finite(),
-        "--spread must be a non-negative number"
-    );
-    let compression = match args.zstd {
-        Some(level) => Compression::zstd(level).context("invalid --zstd")?,
-        None => Compression::None,
-    };
-    let sender = synthetic_model(args.d, args.seed);
-    let noise = synthetic_model(args.d, args.seed ^ 0xABCD);
-    // receiver's model: within spread * theta of the sender's, coordinate-wise
-    let receiver: Vec<f32> = sender
-        .iter()
-        .zip(&noise)
-        .map(|(x, n)| {
-            x + (2.0 * n / 0.3).clamp(-1.0, 1.0) * (args.spread * args.theta) as f32 * 0.999
-        })
-        .collect();
+/// The largest coordinate-wise difference of `a` and `b`.
+fn max_err(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max)
+}
+
+/// Sends `sender` through every codec once and decodes it at `receiver`:
+/// a line per codec.
+fn exchange(
+    args: &DemoArgs,
+    compression: Compression,
+    sender: &[f32],
+    receiver: &[f32],
+) -> Result<Vec<Line>> {
     let mut lines = Vec::new();
     let mut frame = Vec::new();
     let mut out = vec![0f32; args.d];
-    let max_err = |a: &[f32], b: &[f32]| {
-        a.iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0f32, f32::max)
-    };
 
     let full = FullPrecision { compression };
     let t = Instant::now();
-    full.encode(&sender, 0, 0, &mut frame)?;
+    full.encode(sender, 0, 0, &mut frame)?;
     full.decode(&frame, &mut out)?;
     lines.push(Line {
         codec: "f32 (D-PSGD, AllReduce)".into(),
         bytes: frame.len(),
-        max_err: max_err(&sender, &out),
+        max_err: max_err(sender, &out),
         bound: Some(0.0),
         check: "-",
         micros: t.elapsed().as_secs_f64() * 1e6,
@@ -114,12 +104,12 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
         let codec =
             MoniquaCodec::new(&cfg, args.seed).with_context(|| format!("moniqua {bits}-bit"))?;
         let t = Instant::now();
-        codec.encode(&sender, 0, 0, None, &mut frame)?;
-        let d = codec.decode(&frame, &receiver, DecodeTarget::Out(&mut out))?;
+        codec.encode(sender, 0, 0, None, &mut frame)?;
+        let d = codec.decode(&frame, receiver, DecodeTarget::Out(&mut out))?;
         lines.push(Line {
             codec: format!("moniqua {bits}-bit {rounding}"),
             bytes: frame.len(),
-            max_err: max_err(&sender, &out),
+            max_err: max_err(sender, &out),
             bound: Some(codec.error_bound()),
             check: match d.verification {
                 Verification::Verified => "verified",
@@ -137,18 +127,62 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
         };
         let codec = StochasticCodec::new(&cfg, args.seed)?;
         let t = Instant::now();
-        codec.encode(&sender, 0, 0, None, &mut frame)?;
+        codec.encode(sender, 0, 0, None, &mut frame)?;
         codec.decode(&frame, &mut out)?;
         lines.push(Line {
             codec: format!("baseline {bits}-bit stochastic"),
             bytes: frame.len(),
-            max_err: max_err(&sender, &out),
+            max_err: max_err(sender, &out),
             bound: None,
             check: "-",
             micros: t.elapsed().as_secs_f64() * 1e6,
         });
     }
 
+    Ok(lines)
+}
+
+/// The table of `lines` for a model of `d` values.
+fn print_lines(lines: &[Line], d: usize) {
+    println!(
+        "{:<32} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10}",
+        "codec", "wire bytes", "bits/value", "max |err|", "bound", "hash", "enc+dec us"
+    );
+    for l in lines {
+        println!(
+            "{:<32} {:>11} {:>11.3} {:>11.5} {:>11} {:>9} {:>10.0}",
+            l.codec,
+            l.bytes,
+            l.bytes as f64 * 8.0 / d as f64,
+            l.max_err,
+            l.bound.map_or("-".to_string(), |b| format!("{b:.5}")),
+            l.check,
+            l.micros
+        );
+    }
+}
+
+pub(crate) fn run(args: &DemoArgs) -> Result<()> {
+    ensure!(args.d > 0, "--d must be positive");
+    ensure!(
+        args.spread >= 0.0 && args.spread.is_finite(),
+        "--spread must be a non-negative number"
+    );
+    let compression = match args.zstd {
+        Some(level) => Compression::zstd(level).context("invalid --zstd")?,
+        None => Compression::None,
+    };
+    let sender = synthetic_model(args.d, args.seed);
+    let noise = synthetic_model(args.d, args.seed ^ 0xABCD);
+    // receiver's model: within spread * theta of the sender's, coordinate-wise
+    let receiver: Vec<f32> = sender
+        .iter()
+        .zip(&noise)
+        .map(|(x, n)| {
+            x + (2.0 * n / 0.3).clamp(-1.0, 1.0) * (args.spread * args.theta) as f32 * 0.999
+        })
+        .collect();
+    let lines = exchange(args, compression, &sender, &receiver)?;
     println!(
         "one exchange of a d = {} model; receiver within {} x theta (theta = {}){}",
         args.d,
@@ -156,22 +190,7 @@ pub(crate) fn run(args: &DemoArgs) -> Result<()> {
         args.theta,
         if args.zstd.is_some() { ", zstd" } else { "" }
     );
-    println!(
-        "{:<32} {:>11} {:>11} {:>11} {:>11} {:>9} {:>10}",
-        "codec", "wire bytes", "bits/value", "max |err|", "bound", "hash", "enc+dec us"
-    );
-    for l in &lines {
-        println!(
-            "{:<32} {:>11} {:>11.3} {:>11.5} {:>11} {:>9} {:>10.0}",
-            l.codec,
-            l.bytes,
-            l.bytes as f64 * 8.0 / args.d as f64,
-            l.max_err,
-            l.bound.map_or("-".to_string(), |b| format!("{b:.5}")),
-            l.check,
-            l.micros
-        );
-    }
+    print_lines(&lines, args.d);
     if args.spread >= 1.0 {
         println!(
             "spread >= 1: the models are farther apart than theta, so Moniqua's recovery is not guaranteed;"
