@@ -650,6 +650,19 @@ fn check_trainer(backend: Backend, runs: &[PlannedRun], launcher: &Launcher) -> 
     Ok(())
 }
 
+/// A congestion control this kernel has not loaded fails the real run
+/// before anything starts; a dry run says so too.
+fn check_congestion(backend: Backend, runs: &[PlannedRun], net: &NetContext) -> Result<()> {
+    if backend == Backend::Mpi
+        && runs.iter().any(|r| net.shapes(r))
+        && net.method()? == Method::Netns
+        && let Some(tcp) = crate::launch::net::TcpSettings::read()
+    {
+        tcp.check_loaded(&shaped_conditions(runs, net))?;
+    }
+    Ok(())
+}
+
 /// `--dry-run` of one experiment: the plan (and the tuning's), the
 /// commands each MPI run would execute, and the runs refused for memory;
 /// the JSON summary with `--json`.
@@ -668,15 +681,7 @@ fn plan_only(
     } = x;
     let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
     let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
-    // a congestion control this kernel has not loaded fails the real
-    // run before anything starts; a dry run says so too
-    if backend == Backend::Mpi
-        && runs.iter().any(|r| net.shapes(r))
-        && net.method()? == Method::Netns
-        && let Some(tcp) = crate::launch::net::TcpSettings::read()
-    {
-        tcp.check_loaded(&shaped_conditions(runs, &net))?;
-    }
+    check_congestion(backend, runs, &net)?;
     let json = cfg.json;
     let say = |line: String| {
         if !json {
@@ -751,6 +756,46 @@ struct Executed {
     invocation: Invocation,
 }
 
+/// The runs an earlier invocation left in the directory (they stay
+/// unless this one reruns their point), checked to be of this experiment
+/// at this scale.
+fn previous_runs(x: Job<'_>) -> Result<Vec<RunRecord>> {
+    let runs_csv = x.out.join("runs.csv");
+    let previous = if runs_csv.is_file() {
+        results::read_csv(&runs_csv)
+            .context("the results directory holds a runs.csv this run would merge into")?
+    } else {
+        Vec::new()
+    };
+    results::check_identity(
+        x.out,
+        &previous,
+        status::recorded_scale(x.out).as_deref(),
+        &x.m.name,
+        x.scale,
+    )?;
+    Ok(previous)
+}
+
+/// This invocation's `rows` merged with the `previous` ones; a failed
+/// rerun of a finished run goes to attempts.csv, said on stderr.
+fn merge(
+    out: &std::path::Path,
+    previous: Vec<RunRecord>,
+    rows: Vec<RunRecord>,
+    runs: &[PlannedRun],
+) -> Result<Vec<RunRecord>> {
+    let (merged, failed_attempts) = results::merge(previous, rows, runs);
+    for a in &failed_attempts {
+        crate::util::progress::note(&format!(
+            "  {} failed again; its earlier result stays in runs.csv (the attempt: attempts.csv, its logs: raw/attempts/)",
+            a.run_id
+        ));
+    }
+    results::record_attempts(out, &failed_attempts)?;
+    Ok(merged)
+}
+
 /// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
 /// raw/), merging with the runs an earlier invocation left there.
 /// `phase` names them in messages ("tuning"; "" for the grid).
@@ -762,21 +807,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         backend,
         out,
     } = x;
-    // an earlier invocation's runs stay unless this one reruns their point
-    let runs_csv = out.join("runs.csv");
-    let previous = if runs_csv.is_file() {
-        results::read_csv(&runs_csv)
-            .context("the results directory holds a runs.csv this run would merge into")?
-    } else {
-        Vec::new()
-    };
-    results::check_identity(
-        out,
-        &previous,
-        status::recorded_scale(out).as_deref(),
-        &m.name,
-        scale,
-    )?;
+    let previous = previous_runs(x)?;
     let net = prepare_network(cfg, m, backend, runs, launcher)?;
     std::fs::create_dir_all(out.join("raw"))
         .with_context(|| format!("could not create {}", out.display()))?;
@@ -821,14 +852,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         .filter(|r| !matches!(r.status(), Some(RunStatus::Failed | RunStatus::NotRun)))
         .count();
     let ran = rows.len();
-    let (merged, failed_attempts) = results::merge(previous, rows, runs);
-    for a in &failed_attempts {
-        crate::util::progress::note(&format!(
-            "  {} failed again; its earlier result stays in runs.csv (the attempt: attempts.csv, its logs: raw/attempts/)",
-            a.run_id
-        ));
-    }
-    results::record_attempts(out, &failed_attempts)?;
+    let merged = merge(out, previous, rows, runs)?;
     if !phase.is_empty() {
         results::write_csv(&out.join("runs.csv"), &merged)?;
         frames::write_parquet(
@@ -1099,6 +1123,37 @@ impl Session<'_> {
         self.attempt(r).identified(self.experiment, self.scale, r)
     }
 
+    /// The summary of `r` from an earlier invocation's logs in `raw`, where
+    /// one is kept: with --resume (current runs only, unless
+    /// --resume-stale), and for every finished run once interrupted.
+    fn earlier(&self, r: &PlannedRun, raw: &std::path::Path, interrupted: bool) -> Option<Summary> {
+        let earlier = match self.backend {
+            Backend::Mpi | Backend::InProcess if self.cfg.resume || interrupted => {
+                train_backend::resume(r, &raw.join(&r.id), self.net)
+            }
+            _ => None,
+        };
+        // --resume keeps a stale run only when told to
+        earlier.filter(|s| {
+            if interrupted || self.cfg.resume_stale {
+                return true;
+            }
+            let p = s.provenance.clone().unwrap_or_default();
+            let state = status::judge(
+                &p.source,
+                p.manifest_hash.as_deref().unwrap_or(""),
+                &self.invocation,
+            );
+            if state != status::Freshness::Current {
+                self.progress.line(&format!(
+                    "  {} finished earlier but is {state}: running it again (--resume-stale keeps it)",
+                    r.id
+                ));
+            }
+            state == status::Freshness::Current
+        })
+    }
+
     /// [`Session::execute`] before the record gets its identity.
     fn attempt(&self, r: &PlannedRun) -> RunRecord {
         if let Some(&mb) = self.refused.get(&r.id) {
@@ -1118,31 +1173,7 @@ impl Session<'_> {
         // interrupted rerun never replaces finished results with "not run"
         let interrupted = crate::util::signals::interrupted();
         let raw = self.out.join("raw");
-        let earlier = match self.backend {
-            Backend::Mpi | Backend::InProcess if self.cfg.resume || interrupted => {
-                train_backend::resume(r, &raw.join(&r.id), self.net)
-            }
-            _ => None,
-        };
-        // --resume keeps a stale run only when told to
-        let earlier = earlier.filter(|s| {
-            if interrupted || self.cfg.resume_stale {
-                return true;
-            }
-            let p = s.provenance.clone().unwrap_or_default();
-            let state = status::judge(
-                &p.source,
-                p.manifest_hash.as_deref().unwrap_or(""),
-                &self.invocation,
-            );
-            if state != status::Freshness::Current {
-                self.progress.line(&format!(
-                    "  {} finished earlier but is {state}: running it again (--resume-stale keeps it)",
-                    r.id
-                ));
-            }
-            state == status::Freshness::Current
-        });
+        let earlier = self.earlier(r, &raw, interrupted);
         if interrupted && earlier.is_none() {
             return RunRecord::not_run(r);
         }
