@@ -98,6 +98,119 @@ impl Cell {
     }
 }
 
+/// The cells of a run that produced no summary: `failed`, and why in one
+/// line of at most 2000 characters (a cell, not a log).
+fn error_cells(error: &str) -> Vec<(&'static str, Cell)> {
+    // one line, at most 2000 characters: a cell, not a log
+    let mut line: String = error
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" | ");
+    if let Some((cut, _)) = line.char_indices().nth(2000) {
+        line.truncate(cut);
+        line.push_str(" ...");
+    }
+    vec![
+        ("status", Cell::Text(RunStatus::Failed.text().into())),
+        ("error", Cell::Text(line)),
+    ]
+}
+
+/// A run's summary as runs.csv's cells: the one place a summary's fields
+/// get their column names. Long because it is the list of them, one entry
+/// per column (the metric registry of issue 40 item 3 will replace it).
+fn summary_cells(s: &Summary) -> Vec<(&'static str, Cell)> {
+    [
+        ("status", Cell::Text(s.status.text().into())),
+        ("final_loss", Cell::Number(s.final_loss)),
+        ("train_loss", Cell::Number(s.train_loss)),
+        ("local_loss", Cell::Number(s.local_loss)),
+        ("grad_norm_sq", Cell::Number(s.grad_norm_sq)),
+        ("consensus", Cell::Number(s.consensus)),
+        ("bytes", Cell::Count(s.bytes)),
+        ("virtual_s", Cell::Number(s.virtual_s)),
+        ("hash_failures", Cell::Count(s.hash_failures)),
+        ("hash_verified", Cell::Count(s.hash_verified)),
+        (
+            "failed_recovery_rate",
+            Cell::Number(s.failed_recovery_rate()),
+        ),
+        ("test_accuracy", Cell::Number(s.test_accuracy)),
+        ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
+        ("val_loss", Cell::Number(s.val_loss)),
+        ("val_accuracy", Cell::Number(s.val_accuracy)),
+        ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
+        ("wrap_rate", Cell::Number(s.wrap_rate)),
+        ("subopt", Cell::Number(s.subopt)),
+        ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
+        ("setup_s", Cell::Number(s.setup_s)),
+        ("metrics_s", Cell::Number(s.metrics_s)),
+        ("summary_s", Cell::Number(s.summary_s)),
+        ("iteration_s", Cell::Number(s.iteration_s)),
+        ("stream_s", Cell::Number(s.stream_s)),
+        ("stream_ratio", Cell::Number(s.stream_ratio())),
+        ("overhead", Cell::Number(s.overhead())),
+        ("coordinates", Cell::Number(s.coordinates)),
+        ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
+        ("memory_mb", Cell::Number(s.memory_mb)),
+        ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
+        ("peak_over_memory", Cell::Number(s.peak_over_memory())),
+        ("model_mb", Cell::Number(s.model_mb)),
+        ("measured_extra_mb", Cell::Number(s.measured_extra_mb())),
+        (
+            "measured_extra_models",
+            Cell::Number(s.in_models(s.measured_extra_mb())),
+        ),
+        ("state_models", Cell::Number(s.in_models(s.state_mb))),
+        ("frames_models", Cell::Number(s.in_models(s.frames_mb))),
+        (
+            "optimizer_models",
+            Cell::Number(s.in_models(s.optimizer_mb)),
+        ),
+        (
+            "extra_memory_models",
+            Cell::Number(s.in_models(s.extra_memory_mb)),
+        ),
+        ("epoch_time_s", Cell::Number(s.epoch_time_s)),
+        ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
+        (
+            "time_over_bound",
+            Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
+        ),
+        ("comm_fraction", Cell::Number(s.comm_fraction)),
+        ("shaping", Cell::Text(s.shaping.clone())),
+        (
+            "counted_bytes_per_worker",
+            Cell::Number(s.counted_bytes_per_worker),
+        ),
+        (
+            "kernel_bytes_per_worker",
+            Cell::Number(s.kernel_bytes_per_worker),
+        ),
+        ("kernel_over_counted", Cell::Number(s.kernel_over_counted())),
+        (
+            "bytes_check",
+            Cell::Text(if s.kernel_over_counted().is_none() {
+                String::new()
+            } else if s.bytes_flagged() {
+                "flagged".into()
+            } else {
+                "ok".into()
+            }),
+        ),
+    ]
+    .into_iter()
+    .chain(
+        s.provenance
+            .as_ref()
+            .map(provenance_cells)
+            .unwrap_or_default(),
+    )
+    .collect()
+}
+
 impl RunRecord {
     /// How the run ended; `None` where runs.csv has no status it knows.
     pub(crate) fn status(&self) -> Option<RunStatus> {
@@ -168,114 +281,13 @@ impl RunRecord {
         run: &crate::spec::plan::PlannedRun,
         summary: Result<&Summary, String>,
     ) -> RunRecord {
-        let mut metrics = BTreeMap::new();
-        match summary {
-            Err(error) => {
-                // one line, at most 2000 characters: a cell, not a log
-                let mut line: String = error
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                if let Some((cut, _)) = line.char_indices().nth(2000) {
-                    line.truncate(cut);
-                    line.push_str(" ...");
-                }
-                metrics.insert("status".into(), Cell::Text(RunStatus::Failed.text().into()));
-                metrics.insert("error".into(), Cell::Text(line));
-            }
-            Ok(s) => {
-                for (k, v) in [
-                    ("status", Cell::Text(s.status.text().into())),
-                    ("final_loss", Cell::Number(s.final_loss)),
-                    ("train_loss", Cell::Number(s.train_loss)),
-                    ("local_loss", Cell::Number(s.local_loss)),
-                    ("grad_norm_sq", Cell::Number(s.grad_norm_sq)),
-                    ("consensus", Cell::Number(s.consensus)),
-                    ("bytes", Cell::Count(s.bytes)),
-                    ("virtual_s", Cell::Number(s.virtual_s)),
-                    ("hash_failures", Cell::Count(s.hash_failures)),
-                    ("hash_verified", Cell::Count(s.hash_verified)),
-                    (
-                        "failed_recovery_rate",
-                        Cell::Number(s.failed_recovery_rate()),
-                    ),
-                    ("test_accuracy", Cell::Number(s.test_accuracy)),
-                    ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
-                    ("val_loss", Cell::Number(s.val_loss)),
-                    ("val_accuracy", Cell::Number(s.val_accuracy)),
-                    ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
-                    ("wrap_rate", Cell::Number(s.wrap_rate)),
-                    ("subopt", Cell::Number(s.subopt)),
-                    ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
-                    ("setup_s", Cell::Number(s.setup_s)),
-                    ("metrics_s", Cell::Number(s.metrics_s)),
-                    ("summary_s", Cell::Number(s.summary_s)),
-                    ("iteration_s", Cell::Number(s.iteration_s)),
-                    ("stream_s", Cell::Number(s.stream_s)),
-                    ("stream_ratio", Cell::Number(s.stream_ratio())),
-                    ("overhead", Cell::Number(s.overhead())),
-                    ("coordinates", Cell::Number(s.coordinates)),
-                    ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
-                    ("memory_mb", Cell::Number(s.memory_mb)),
-                    ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
-                    ("peak_over_memory", Cell::Number(s.peak_over_memory())),
-                    ("model_mb", Cell::Number(s.model_mb)),
-                    ("measured_extra_mb", Cell::Number(s.measured_extra_mb())),
-                    (
-                        "measured_extra_models",
-                        Cell::Number(s.in_models(s.measured_extra_mb())),
-                    ),
-                    ("state_models", Cell::Number(s.in_models(s.state_mb))),
-                    ("frames_models", Cell::Number(s.in_models(s.frames_mb))),
-                    (
-                        "optimizer_models",
-                        Cell::Number(s.in_models(s.optimizer_mb)),
-                    ),
-                    (
-                        "extra_memory_models",
-                        Cell::Number(s.in_models(s.extra_memory_mb)),
-                    ),
-                    ("epoch_time_s", Cell::Number(s.epoch_time_s)),
-                    ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
-                    (
-                        "time_over_bound",
-                        Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
-                    ),
-                    ("comm_fraction", Cell::Number(s.comm_fraction)),
-                    ("shaping", Cell::Text(s.shaping.clone())),
-                    (
-                        "counted_bytes_per_worker",
-                        Cell::Number(s.counted_bytes_per_worker),
-                    ),
-                    (
-                        "kernel_bytes_per_worker",
-                        Cell::Number(s.kernel_bytes_per_worker),
-                    ),
-                    ("kernel_over_counted", Cell::Number(s.kernel_over_counted())),
-                    (
-                        "bytes_check",
-                        Cell::Text(if s.kernel_over_counted().is_none() {
-                            String::new()
-                        } else if s.bytes_flagged() {
-                            "flagged".into()
-                        } else {
-                            "ok".into()
-                        }),
-                    ),
-                ]
-                .into_iter()
-                .chain(
-                    s.provenance
-                        .as_ref()
-                        .map(provenance_cells)
-                        .unwrap_or_default(),
-                ) {
-                    metrics.insert(k.to_string(), v);
-                }
-            }
+        let mut metrics: BTreeMap<String, Cell> = match summary {
+            Err(error) => error_cells(&error),
+            Ok(s) => summary_cells(s),
         }
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
         metrics.extend(condition_cells(run.network.as_ref()));
         RunRecord {
             run_id: run.id.clone(),
