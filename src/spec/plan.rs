@@ -615,26 +615,7 @@ fn resolve(
     backend: Backend,
     limits: Limits,
 ) -> Result<PlannedRun, DriverError> {
-    let mut map: Mapping = base.clone();
-    for (k, v) in &point {
-        map.insert(Value::String(k.clone()), v.clone());
-    }
-    for case in cases {
-        let matches = case
-            .when
-            .iter()
-            .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want));
-        if matches {
-            for (k, v) in &case.set {
-                map.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    if let Some(c) = config {
-        for (k, v) in &c.set {
-            map.insert(k.clone(), v.clone());
-        }
-    }
+    let mut map = merged_params(&point, base, cases, config);
     let mut label: BTreeMap<String, String> =
         point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
     if let Some(c) = config {
@@ -651,53 +632,8 @@ fn resolve(
     } else {
         run
     };
-    let fail = |e: serde_path_to_error::Error<yaml_serde::Error>| {
-        let message = e.inner().to_string();
-        // a flattened struct loses the path of an unknown key (`.`): name
-        // the key from the message, and list the valid ones
-        match message
-            .strip_prefix("unknown field `")
-            .and_then(|m| m.split('`').next())
-        {
-            Some(field) if matches!(e.path().to_string().as_str(), "." | "") => {
-                DriverError::RunParams {
-                    run: run.clone(),
-                    key: field.to_string(),
-                    message: format!(
-                        "unknown parameter of the {} backend; valid: {}",
-                        backend.name(),
-                        parameter_names(backend).join(", ")
-                    ),
-                }
-            }
-            _ => DriverError::RunParams {
-                run: run.clone(),
-                key: e.path().to_string(),
-                message,
-            },
-        }
-    };
-    // the run's model size: the trainer's model on its images, or the
-    // simulator's dimension
-    let text_of = |k: &str, default: String| {
-        map.get(k)
-            .and_then(|v| v.as_str())
-            .map_or(default, str::to_string)
-    };
-    let ours = match backend {
-        Backend::Sim => Some(
-            map.get("dim")
-                .and_then(Value::as_u64)
-                .unwrap_or(SimParams::default().dim as u64),
-        ),
-        Backend::Mpi | Backend::InProcess => {
-            let d = TrainConfig::default();
-            repro_runlog::model_parameters(
-                &text_of("model", d.model),
-                &text_of("dataset", d.dataset),
-            )
-        }
-    };
+    let fail = |e| param_error(e, &run, backend);
+    let ours = model_size(&map, backend);
     let network = match map.remove("network") {
         Some(v) => {
             Condition::from_yaml(&v, ours).map_err(|(key, message)| DriverError::RunParams {
@@ -728,34 +664,7 @@ fn resolve(
     // the key of a bad value: check them alone first, so the error
     // names it
     knob_errors(&map).map_err(fail)?;
-    let (id, params) = match backend {
-        Backend::Sim => {
-            // the simulator's virtual clock models the condition, typed
-            // (`PlannedRun::network`), not printed into its parameters
-            let p: SimParams =
-                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-            (run_id("sim", &p, network.as_ref()), Params::Sim(p))
-        }
-        Backend::Mpi | Backend::InProcess => {
-            let mut p: TrainConfig =
-                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-            if p.knobs.theta == Theta::Auto {
-                return Err(DriverError::RunParams {
-                    run: run.clone(),
-                    key: "theta".into(),
-                    message: "`theta: auto` runs in the simulator only (`--backend sim`); \
-                              give the trainer a number"
-                        .into(),
-                });
-            }
-            p.run_id = String::new();
-            // the same config in process (virtual clock) and over
-            // MPI (real time) are different runs
-            let id = run_id(backend.name(), &p, network.as_ref());
-            p.run_id = id.clone();
-            (id, Params::Train(p))
-        }
-    };
+    let (id, params) = typed_params(map, backend, network.as_ref(), &run)?;
     check_algorithm(&run, &params, backend)?;
     check_ranges(&run, &params, network.as_ref())?;
     check_workers(&run, &params, limits)?;
@@ -765,6 +674,132 @@ fn resolve(
         params,
         network,
     })
+}
+
+/// The base parameters with the point's values and the matching cases'
+/// and tuned configuration's settings on top.
+fn merged_params(
+    point: &[(String, Value)],
+    base: &Mapping,
+    cases: &[&crate::spec::manifest::Case],
+    config: Option<&Config>,
+) -> Mapping {
+    let mut map: Mapping = base.clone();
+    for (k, v) in point {
+        map.insert(Value::String(k.clone()), v.clone());
+    }
+    for case in cases {
+        let matches = case
+            .when
+            .iter()
+            .all(|(k, want)| point.iter().any(|(pk, pv)| pk == k && pv == want));
+        if matches {
+            for (k, v) in &case.set {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(c) = config {
+        for (k, v) in &c.set {
+            map.insert(k.clone(), v.clone());
+        }
+    }
+    map
+}
+
+/// A parameter error of run `run`, naming its key.
+fn param_error(
+    e: serde_path_to_error::Error<yaml_serde::Error>,
+    run: &str,
+    backend: Backend,
+) -> DriverError {
+    let message = e.inner().to_string();
+    // a flattened struct loses the path of an unknown key (`.`): name
+    // the key from the message, and list the valid ones
+    match message
+        .strip_prefix("unknown field `")
+        .and_then(|m| m.split('`').next())
+    {
+        Some(field) if matches!(e.path().to_string().as_str(), "." | "") => {
+            DriverError::RunParams {
+                run: run.to_string(),
+                key: field.to_string(),
+                message: format!(
+                    "unknown parameter of the {} backend; valid: {}",
+                    backend.name(),
+                    parameter_names(backend).join(", ")
+                ),
+            }
+        }
+        _ => DriverError::RunParams {
+            run: run.to_string(),
+            key: e.path().to_string(),
+            message,
+        },
+    }
+}
+
+/// The run's model size in parameters: the trainer's model on its
+/// images, or the simulator's dimension.
+fn model_size(map: &Mapping, backend: Backend) -> Option<u64> {
+    let text_of = |k: &str, default: String| {
+        map.get(k)
+            .and_then(|v| v.as_str())
+            .map_or(default, str::to_string)
+    };
+    match backend {
+        Backend::Sim => Some(
+            map.get("dim")
+                .and_then(Value::as_u64)
+                .unwrap_or(SimParams::default().dim as u64),
+        ),
+        Backend::Mpi | Backend::InProcess => {
+            let d = TrainConfig::default();
+            repro_runlog::model_parameters(
+                &text_of("model", d.model),
+                &text_of("dataset", d.dataset),
+            )
+        }
+    }
+}
+
+/// The merged parameters as the backend's typed config, and its run id.
+fn typed_params(
+    map: Mapping,
+    backend: Backend,
+    network: Option<&Condition>,
+    run: &str,
+) -> Result<(String, Params), DriverError> {
+    let fail = |e| param_error(e, run, backend);
+    let typed = match backend {
+        Backend::Sim => {
+            // the simulator's virtual clock models the condition, typed
+            // (`PlannedRun::network`), not printed into its parameters
+            let p: SimParams =
+                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+            (run_id("sim", &p, network), Params::Sim(p))
+        }
+        Backend::Mpi | Backend::InProcess => {
+            let mut p: TrainConfig =
+                serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+            if p.knobs.theta == Theta::Auto {
+                return Err(DriverError::RunParams {
+                    run: run.to_string(),
+                    key: "theta".into(),
+                    message: "`theta: auto` runs in the simulator only (`--backend sim`); \
+                              give the trainer a number"
+                        .into(),
+                });
+            }
+            p.run_id = String::new();
+            // the same config in process (virtual clock) and over
+            // MPI (real time) are different runs
+            let id = run_id(backend.name(), &p, network);
+            p.run_id = id.clone();
+            (id, Params::Train(p))
+        }
+    };
+    Ok(typed)
 }
 
 /// The run's algorithm is one this build knows, on a backend that runs it.
