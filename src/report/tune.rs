@@ -100,6 +100,18 @@ pub(crate) fn check(
     if spec.seeds.is_empty() {
         return err("seeds", "give at least one tuning seed".into());
     }
+    check_grid(spec, points)?;
+    check_space(spec, points)?;
+    check_split(spec, backend)
+}
+
+/// The grid has the seed axis and the tuned key, no configuration key, and
+/// none of the tuning seeds among its final seeds.
+fn check_grid(
+    spec: &TuneSpec,
+    points: &[BTreeMap<String, String>],
+) -> Result<(), (String, String)> {
+    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     let keys: Vec<&String> = points
         .first()
         .map(|p| p.keys().collect())
@@ -136,6 +148,16 @@ pub(crate) fn check(
             format!("seed {s} is also a final seed: a seed used to choose must not report"),
         );
     }
+    Ok(())
+}
+
+/// Every method of the search space is a value of the tuned key, with
+/// values to try.
+fn check_space(
+    spec: &TuneSpec,
+    points: &[BTreeMap<String, String>],
+) -> Result<(), (String, String)> {
+    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     for method in spec.space.keys() {
         // with `algorithm` as the key any algorithm the suite knows is fine
         // (a subset rerun plans only some); otherwise a value of the grid
@@ -169,6 +191,14 @@ pub(crate) fn check(
             "no values to try".into(),
         );
     }
+    Ok(())
+}
+
+/// A validation metric has a split to be measured on, and only the
+/// trainer has one.
+fn check_split(spec: &TuneSpec, backend: Backend) -> Result<(), (String, String)> {
+    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
+    let metric = spec.metric.as_str();
     let needs_split = metric.starts_with("val_");
     match (backend, spec.validation) {
         (Backend::Sim, Some(_)) => {
