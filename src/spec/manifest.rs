@@ -428,15 +428,14 @@ pub(crate) fn check_nesting(text: &str, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads `path`, applies `key=value` overrides, and parses the manifest.
-pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+/// The manifest's text: a small regular file (not a FIFO or device that
+/// would block or never end, not gigabytes; under sudo, one the invoking
+/// user can read), nested no deeper than YAML parsing can take.
+fn read_manifest(path: &Path) -> Result<String, DriverError> {
     let read_error = |source| DriverError::Read {
         path: path.to_path_buf(),
         source,
     };
-    // a manifest is a small regular file: not a FIFO or device that would
-    // block or never end, not a file of gigabytes; under sudo, one the
-    // invoking user can read
     crate::util::sudo::check_readable(path).map_err(|message| DriverError::Manifest {
         path: path.to_path_buf(),
         key: String::new(),
@@ -463,32 +462,12 @@ pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, Driver
         key: String::new(),
         message,
     })?;
-    let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    for arg in overrides {
-        apply_override(&mut tree, arg)?;
-        command_line_wins(&mut tree, arg)?;
-    }
-    // what decides the runs: a table, figure or claim reads the runs and
-    // may change without making them stale
-    let mut deciding = tree.clone();
-    if let Value::Mapping(m) = &mut deciding {
-        for k in PRESENTATION {
-            m.remove(k);
-        }
-    }
-    let resolved = serde_json::to_value(&deciding)
-        .map(|v| sorted_json(v).to_string())
-        .unwrap_or_default();
-    let mut manifest: Manifest =
-        serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
-            path: path.to_path_buf(),
-            key: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
-    manifest.resolved = resolved;
+    Ok(text)
+}
+
+/// The manifest's texts are one printable line, and its name, scales and
+/// `then` name what they must.
+fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
     if let Some((key, text)) = manifest
         .texts()
         .into_iter()
@@ -545,6 +524,39 @@ pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, Driver
             ),
         });
     }
+    Ok(())
+}
+
+/// Reads `path`, applies `key=value` overrides, and parses the manifest.
+pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+    let text = read_manifest(path)?;
+    let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    for arg in overrides {
+        apply_override(&mut tree, arg)?;
+        command_line_wins(&mut tree, arg)?;
+    }
+    // what decides the runs: a table, figure or claim reads the runs and
+    // may change without making them stale
+    let mut deciding = tree.clone();
+    if let Value::Mapping(m) = &mut deciding {
+        for k in PRESENTATION {
+            m.remove(k);
+        }
+    }
+    let resolved = serde_json::to_value(&deciding)
+        .map(|v| sorted_json(v).to_string())
+        .unwrap_or_default();
+    let mut manifest: Manifest =
+        serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: e.path().to_string(),
+            message: e.inner().to_string(),
+        })?;
+    manifest.resolved = resolved;
+    check_names(path, &manifest)?;
     Ok(manifest)
 }
 
