@@ -55,6 +55,74 @@ fn higher_by_name(metric: &str) -> bool {
     metric.contains("accuracy")
 }
 
+/// `v`, or a claim error naming `field` as missing.
+fn need(field: &str, v: &Option<String>) -> Result<String, (String, String)> {
+    v.clone()
+        .ok_or_else(|| (field.to_string(), "missing: name the method".to_string()))
+}
+
+/// The claim's `metric`: a numeric column of runs.csv.
+fn numeric_metric(spec: &ClaimSpec) -> Result<String, (String, String)> {
+    let m = spec.metric.clone().ok_or_else(|| {
+        (
+            "metric".to_string(),
+            "missing: name a column of runs.csv".to_string(),
+        )
+    })?;
+    if !METRICS.contains(&m.as_str()) || kind(&m) == Column::Text {
+        return Err((
+            "metric".into(),
+            format!(
+                "`{m}` is not a numeric run metric; use one of {}",
+                METRICS
+                    .iter()
+                    .filter(|m| kind(m) != Column::Text)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(m)
+}
+
+/// A `faster_to` claim's kind: one curve metric, its target, and the x
+/// it is timed by.
+fn faster_to(spec: &ClaimSpec) -> Result<Kind, (String, String)> {
+    let err = |k: &str, m: String| Err((k.to_string(), m));
+    let targets = spec.faster_to.as_ref().expect("one kind");
+    let Some((metric, target)) = targets.iter().next().filter(|_| targets.len() == 1) else {
+        return err(
+            "faster_to",
+            "give one metric and its target: `{train_loss: 0.6}`".into(),
+        );
+    };
+    if !CURVE_METRICS.contains(&metric.as_str()) {
+        return err(
+            &format!("faster_to.{metric}"),
+            format!(
+                "not a curve metric; use one of {}",
+                CURVE_METRICS.join(", ")
+            ),
+        );
+    }
+    let by = spec.by.clone().unwrap_or_else(|| "wall_s".into());
+    if !crate::report::plot::CURVE_X.contains(&by.as_str()) {
+        return err(
+            "by",
+            format!(
+                "`{by}` is not one of {}",
+                crate::report::plot::CURVE_X.join(", ")
+            ),
+        );
+    }
+    Ok(Kind::FasterTo {
+        metric: metric.clone(),
+        target: *target,
+        by,
+    })
+}
+
 impl<'a> Claim<'a> {
     /// The claim `spec` says, or the manifest path of what is wrong in it
     /// (relative to the claim) and why.
@@ -75,39 +143,12 @@ impl<'a> Claim<'a> {
         if !(spec.level > 0.0 && spec.level < 0.5) {
             return err("level", format!("{} is not in (0, 0.5)", spec.level));
         }
-        let need = |field: &str, v: &Option<String>| -> Result<String, (String, String)> {
-            v.clone()
-                .ok_or_else(|| (field.to_string(), "missing: name the method".to_string()))
-        };
-        let numeric_metric = || -> Result<String, (String, String)> {
-            let m = spec.metric.clone().ok_or_else(|| {
-                (
-                    "metric".to_string(),
-                    "missing: name a column of runs.csv".to_string(),
-                )
-            })?;
-            if !METRICS.contains(&m.as_str()) || kind(&m) == Column::Text {
-                return Err((
-                    "metric".into(),
-                    format!(
-                        "`{m}` is not a numeric run metric; use one of {}",
-                        METRICS
-                            .iter()
-                            .filter(|m| kind(m) != Column::Text)
-                            .copied()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            Ok(m)
-        };
         let (kind, method, baseline, metric) = if let Some(m) = &spec.better {
             (
                 Kind::Better,
                 m.clone(),
                 Some(need("than", &spec.than)?),
-                Some(numeric_metric()?),
+                Some(numeric_metric(spec)?),
             )
         } else if let Some(margin) = spec.within {
             if !(margin > 0.0 && margin.is_finite()) {
@@ -117,7 +158,7 @@ impl<'a> Claim<'a> {
                 Kind::Within(margin),
                 need("method", &spec.method)?,
                 Some(need("of", &spec.of)?),
-                Some(numeric_metric()?),
+                Some(numeric_metric(spec)?),
             )
         } else if let Some(m) = &spec.diverges {
             let rate = spec.rate.unwrap_or(0.5);
@@ -126,39 +167,8 @@ impl<'a> Claim<'a> {
             }
             (Kind::Diverges { rate }, m.clone(), spec.than.clone(), None)
         } else {
-            let targets = spec.faster_to.as_ref().expect("one kind");
-            let Some((metric, target)) = targets.iter().next().filter(|_| targets.len() == 1)
-            else {
-                return err(
-                    "faster_to",
-                    "give one metric and its target: `{train_loss: 0.6}`".into(),
-                );
-            };
-            if !CURVE_METRICS.contains(&metric.as_str()) {
-                return err(
-                    &format!("faster_to.{metric}"),
-                    format!(
-                        "not a curve metric; use one of {}",
-                        CURVE_METRICS.join(", ")
-                    ),
-                );
-            }
-            let by = spec.by.clone().unwrap_or_else(|| "wall_s".into());
-            if !crate::report::plot::CURVE_X.contains(&by.as_str()) {
-                return err(
-                    "by",
-                    format!(
-                        "`{by}` is not one of {}",
-                        crate::report::plot::CURVE_X.join(", ")
-                    ),
-                );
-            }
             (
-                Kind::FasterTo {
-                    metric: metric.clone(),
-                    target: *target,
-                    by,
-                },
+                faster_to(spec)?,
                 need("method", &spec.method)?,
                 Some(need("than", &spec.than)?),
                 None,
