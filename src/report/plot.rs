@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
-use polars::prelude::{DataType, Expr, LazyFrame, col, len, lit};
+use polars::prelude::{DataFrame, DataType, Expr, LazyFrame, col, len, lit};
 
 use crate::launch::summary::RunStatus;
 use crate::records::curves::CURVE_METRICS;
@@ -141,10 +141,46 @@ fn in_order(lf: LazyFrame, e: Expr) -> Result<Vec<String>> {
         .collect()
 }
 
-/// Groups curves into panels and series; runs that differ only in other
-/// grid keys (seeds) are averaged iteration by iteration, over the
-/// iterations every one of them has.
-pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
+/// One series of a curves panel from its averaged `line` (`__x`, `__y`,
+/// `__sd` per iteration) over `runs` runs: smoothed, cut to the x range,
+/// with its confidence band.
+fn curve_series(spec: &FigureSpec, line: &DataFrame, label: &str, runs: f64) -> Result<Series> {
+    let column = |n: &str| -> Result<Vec<f64>> {
+        Ok(frames::numbers(line, n)?
+            .into_iter()
+            .map(|v| v.unwrap_or(f64::NAN))
+            .collect())
+    };
+    let ys = smooth(&column("__y")?, spec.smooth);
+    let xs = column("__x")?;
+    let halves: Vec<f64> = frames::numbers(line, "__sd")?
+        .into_iter()
+        .map(|sd| half_width(sd, runs).unwrap_or(f64::NAN))
+        .collect();
+    let halves = smooth(&halves, spec.smooth);
+    let shown =
+        |x: &f64| x.is_finite() && spec.x_range.is_none_or(|[lo, hi]| (lo..=hi).contains(x));
+    Ok(Series {
+        label: label.to_string(),
+        runs: runs as usize,
+        points: xs
+            .iter()
+            .zip(&ys)
+            .filter(|(x, y)| shown(x) && y.is_finite())
+            .map(|(x, y)| (*x, *y))
+            .collect(),
+        band: xs
+            .iter()
+            .zip(ys.iter().zip(&halves))
+            .filter(|(x, (y, h))| shown(x) && y.is_finite() && h.is_finite())
+            .map(|(x, (y, h))| (*x, y - h, y + h))
+            .collect(),
+        dashed: false,
+    })
+}
+
+/// A curves figure's x and y are columns the curves have.
+fn check_curve_axes(spec: &FigureSpec) -> Result<()> {
     if !CURVE_X.contains(&spec.x.as_str()) {
         bail!("figure.x `{}` is not one of {}", spec.x, CURVE_X.join(", "));
     }
@@ -155,6 +191,14 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
             CURVE_METRICS.join(", ")
         );
     }
+    Ok(())
+}
+
+/// Groups curves into panels and series; runs that differ only in other
+/// grid keys (seeds) are averaged iteration by iteration, over the
+/// iterations every one of them has.
+pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Panel>> {
+    check_curve_axes(spec)?;
     let df = &curves.df;
     if df.height() == 0 {
         return Ok(Vec::new());
@@ -214,39 +258,7 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
                     .filter(col("__n").eq(lit(runs)))
                     .collect()
                     .context("could not average the figure's runs")?;
-                let column = |n: &str| -> Result<Vec<f64>> {
-                    Ok(frames::numbers(&line, n)?
-                        .into_iter()
-                        .map(|v| v.unwrap_or(f64::NAN))
-                        .collect())
-                };
-                let ys = smooth(&column("__y")?, spec.smooth);
-                let xs = column("__x")?;
-                let halves: Vec<f64> = frames::numbers(&line, "__sd")?
-                    .into_iter()
-                    .map(|sd| half_width(sd, runs).unwrap_or(f64::NAN))
-                    .collect();
-                let halves = smooth(&halves, spec.smooth);
-                let shown = |x: &f64| {
-                    x.is_finite() && spec.x_range.is_none_or(|[lo, hi]| (lo..=hi).contains(x))
-                };
-                out.push(Series {
-                    label: s.clone(),
-                    runs: runs as usize,
-                    points: xs
-                        .iter()
-                        .zip(&ys)
-                        .filter(|(x, y)| shown(x) && y.is_finite())
-                        .map(|(x, y)| (*x, *y))
-                        .collect(),
-                    band: xs
-                        .iter()
-                        .zip(ys.iter().zip(&halves))
-                        .filter(|(x, (y, h))| shown(x) && y.is_finite() && h.is_finite())
-                        .map(|(x, (y, h))| (*x, y - h, y + h))
-                        .collect(),
-                    dashed: false,
-                });
+                out.push(curve_series(spec, &line, s, runs)?);
             }
             if spec.x == "bytes" && out.iter().all(|s| s.points.is_empty()) {
                 bail!(
