@@ -424,14 +424,8 @@ fn metric_panel(
         .sort(["__x"], Default::default())
         .collect()
         .context("could not average the figure's runs")?;
-    // the group's columns, read once
-    let (x, y, b, n, sd) = (
-        frames::numbers(&points, "__x")?,
-        frames::numbers(&points, "__y")?,
-        frames::numbers(&points, "__bound")?,
-        frames::numbers(&points, "__n")?,
-        frames::numbers(&points, "__sd")?,
-    );
+    let c = Grouped::read(&points)?;
+    let (x, b, n) = (&c.x, &c.b, &c.n);
     let mut xs: Vec<u64> = x.iter().flatten().map(|v| v.to_bits()).collect();
     xs.sort_unstable();
     xs.dedup();
@@ -440,34 +434,14 @@ fn metric_panel(
     }
     let mut series = Vec::new();
     for name in order {
-        let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
-        for i in 0..points.height() {
-            if frames::text_at(&points, "__series", i)? != *name {
-                continue;
-            }
-            let xi = x[i].unwrap_or(f64::NAN);
-            let ni = n[i].unwrap_or(0.0);
-            runs = runs.max(ni as usize);
-            if let Some(yi) = y[i].filter(|y| y.is_finite()) {
-                line.push((xi, yi));
-                if let Some(h) = half_width(sd[i], ni) {
-                    band.push((xi, yi - h, yi + h));
-                }
-            }
-            bound.extend(b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
-        }
+        let (measured, bound) = c.series(&points, name)?;
+        let runs = measured.runs;
         // a scaling panel lists only the series it has (a sweep keeps
         // every series' place)
-        if one_bound && line.is_empty() {
+        if one_bound && measured.points.is_empty() {
             continue;
         }
-        series.push(Series {
-            label: name.clone(),
-            runs,
-            points: line,
-            band,
-            dashed: false,
-        });
+        series.push(measured);
         if let Some(b) = spec.bound.as_ref().filter(|_| !one_bound) {
             series.push(Series {
                 label: format!("{name} ({})", bound_label(b)),
@@ -479,31 +453,7 @@ fn metric_panel(
         }
     }
     if let Some(column) = spec.bound.as_ref().filter(|_| one_bound) {
-        // every series' runs at an x, averaged
-        let mut at: Vec<(f64, f64, usize)> = Vec::new();
-        for (xi, bi) in x.iter().zip(&b) {
-            let (Some(xi), Some(bi)) = (*xi, bi.filter(|v| v.is_finite())) else {
-                continue;
-            };
-            match at.iter_mut().find(|(v, _, _)| *v == xi) {
-                Some((_, sum, k)) => {
-                    *sum += bi;
-                    *k += 1;
-                }
-                None => at.push((xi, bi, 1)),
-            }
-        }
-        at.sort_by(|a, b| a.0.total_cmp(&b.0));
-        series.push(Series {
-            label: bound_label(column).to_string(),
-            runs: n.iter().flatten().map(|&v| v as usize).sum(),
-            points: at
-                .into_iter()
-                .map(|(xi, sum, k)| (xi, sum / k as f64))
-                .collect(),
-            band: Vec::new(),
-            dashed: true,
-        });
+        series.push(mean_bound(column, x, b, n));
     }
     Ok(Some(Panel {
         title,
@@ -512,6 +462,86 @@ fn metric_panel(
         log_x,
         series,
     }))
+}
+
+/// A metric panel's averaged points, a column each: x, mean y, mean
+/// bound, runs, and y's standard deviation.
+struct Grouped {
+    x: Vec<Option<f64>>,
+    y: Vec<Option<f64>>,
+    b: Vec<Option<f64>>,
+    n: Vec<Option<f64>>,
+    sd: Vec<Option<f64>>,
+}
+
+impl Grouped {
+    fn read(points: &DataFrame) -> Result<Self> {
+        Ok(Self {
+            x: frames::numbers(points, "__x")?,
+            y: frames::numbers(points, "__y")?,
+            b: frames::numbers(points, "__bound")?,
+            n: frames::numbers(points, "__n")?,
+            sd: frames::numbers(points, "__sd")?,
+        })
+    }
+
+    /// Series `name`'s measured line with its band, and its bound's line.
+    fn series(&self, points: &DataFrame, name: &str) -> Result<(Series, Vec<(f64, f64)>)> {
+        let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
+        for i in 0..points.height() {
+            if frames::text_at(points, "__series", i)? != *name {
+                continue;
+            }
+            let xi = self.x[i].unwrap_or(f64::NAN);
+            let ni = self.n[i].unwrap_or(0.0);
+            runs = runs.max(ni as usize);
+            if let Some(yi) = self.y[i].filter(|y| y.is_finite()) {
+                line.push((xi, yi));
+                if let Some(h) = half_width(self.sd[i], ni) {
+                    band.push((xi, yi - h, yi + h));
+                }
+            }
+            bound.extend(self.b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
+        }
+        let measured = Series {
+            label: name.to_string(),
+            runs,
+            points: line,
+            band,
+            dashed: false,
+        };
+        Ok((measured, bound))
+    }
+}
+
+/// A scaling figure's one bound line: at each x, the mean of the bound
+/// column `b` over every series' runs (`n` of them).
+fn mean_bound(column: &str, x: &[Option<f64>], b: &[Option<f64>], n: &[Option<f64>]) -> Series {
+    // every series' runs at an x, averaged
+    let mut at: Vec<(f64, f64, usize)> = Vec::new();
+    for (xi, bi) in x.iter().zip(b) {
+        let (Some(xi), Some(bi)) = (*xi, bi.filter(|v| v.is_finite())) else {
+            continue;
+        };
+        match at.iter_mut().find(|(v, _, _)| *v == xi) {
+            Some((_, sum, k)) => {
+                *sum += bi;
+                *k += 1;
+            }
+            None => at.push((xi, bi, 1)),
+        }
+    }
+    at.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Series {
+        label: bound_label(column).to_string(),
+        runs: n.iter().flatten().map(|&v| v as usize).sum(),
+        points: at
+            .into_iter()
+            .map(|(xi, sum, k)| (xi, sum / k as f64))
+            .collect(),
+        band: Vec::new(),
+        dashed: true,
+    }
 }
 
 /// How a figure's bound column is named in its legend.
