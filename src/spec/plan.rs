@@ -849,6 +849,37 @@ pub(crate) const MAX_LATENCY_S: f64 = 10.0;
 /// The slowest bandwidth accepted, bits per second.
 pub(crate) const MIN_BANDWIDTH_BPS: f64 = 1_000.0;
 
+/// A run's range checks: each error names the run and the key.
+struct Ranges<'r> {
+    run: &'r str,
+}
+
+impl Ranges<'_> {
+    fn bad(&self, key: &str, message: String) -> DriverError {
+        DriverError::RunParams {
+            run: self.run.to_string(),
+            key: key.into(),
+            message,
+        }
+    }
+
+    fn at_least_one(&self, key: &str, v: u64) -> Result<(), DriverError> {
+        if v == 0 {
+            Err(self.bad(key, "must be at least 1".into()))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn within(&self, key: &str, v: f64, lo: f64, hi: f64) -> Result<(), DriverError> {
+        if (lo..=hi).contains(&v) {
+            Ok(())
+        } else {
+            Err(self.bad(key, format!("{v} is outside {lo} ..= {hi}")))
+        }
+    }
+}
+
 /// Every numeric parameter within its valid range: a run that cannot do
 /// what it is asked is refused at plan time, naming the key.
 fn check_ranges(
@@ -856,115 +887,145 @@ fn check_ranges(
     params: &Params,
     network: Option<&Condition>,
 ) -> Result<(), DriverError> {
-    let bad = |key: &str, message: String| DriverError::RunParams {
-        run: run.to_string(),
-        key: key.into(),
-        message,
-    };
-    let at_least_one = |key: &str, v: u64| {
-        if v == 0 {
-            Err(bad(key, "must be at least 1".into()))
-        } else {
-            Ok(())
-        }
-    };
-    let within = |key: &str, v: f64, lo: f64, hi: f64| {
-        if (lo..=hi).contains(&v) {
-            Ok(())
-        } else {
-            Err(bad(key, format!("{v} is outside {lo} ..= {hi}")))
-        }
-    };
+    let r = Ranges { run };
     match params {
-        Params::Sim(p) => {
-            at_least_one("iterations", p.iterations)?;
-            at_least_one("batch", p.batch as u64)?;
-            at_least_one("dim", p.dim as u64)?;
-            for (key, v) in [("dim", p.dim), ("samples", p.samples)] {
-                if v > MAX_SIZE {
-                    return Err(bad(
-                        key,
-                        format!("{v} is more than the limit of {MAX_SIZE}"),
-                    ));
-                }
-            }
-            within("compute_ms", p.compute_ms, 0.0, MAX_LATENCY_S * 1e3)?;
-            within("lr", f64::from(p.lr), 0.0, 1e6)?;
-            within("momentum", f64::from(p.momentum), 0.0, 1.0)?;
-            within("weight_decay", f64::from(p.weight_decay), 0.0, 1e6)?;
-            within("eval_every", p.eval_every, 0.0, 1e9)?;
-            within("noise", f64::from(p.noise), 0.0, 1e6)?;
-            within("heterogeneity", f64::from(p.heterogeneity), 0.0, 1e6)?;
-            within("x0_scale", p.x0_scale, 0.0, 1e6)?;
-            if p.threads > 4096 {
-                return Err(bad("threads", format!("{} is more than 4096", p.threads)));
-            }
-            if let Some(l) = &p.latency {
-                let s = crate::spec::condition::parse_latency(l)
-                    .ok_or_else(|| bad("latency", format!("`{l}` is not a latency like `1ms`")))?;
-                within("latency", s, 0.0, MAX_LATENCY_S)?;
-            }
-            if let Some(b) = &p.bandwidth {
-                let bps = crate::spec::condition::parse_bandwidth(b).ok_or_else(|| {
-                    bad("bandwidth", format!("`{b}` is not a rate like `100mbit`"))
-                })?;
-                within("bandwidth", bps, MIN_BANDWIDTH_BPS, 1e15)?;
-            }
-        }
-        Params::Train(c) => {
-            at_least_one("iterations", c.iterations)?;
-            at_least_one("batch", c.batch as u64)?;
-            at_least_one("timeout_s", c.timeout_s)?;
-            within("lr", c.lr, 0.0, 1e6)?;
-            within("momentum", f64::from(c.momentum), 0.0, 1.0)?;
-            within("weight_decay", f64::from(c.weight_decay), 0.0, 1e6)?;
-            within("latency_ms", c.latency_ms, 0.0, MAX_LATENCY_S * 1e3)?;
-            within("validation", c.validation, 0.0, 0.9)?;
-            within("warmup_epochs", c.warmup_epochs, 0.0, 1e6)?;
-            within("dirichlet_alpha", c.dirichlet_alpha, 1e-6, 1e6)?;
-            if c.synthetic_samples > MAX_SIZE {
-                return Err(bad(
-                    "synthetic_samples",
-                    format!(
-                        "{} is more than the limit of {MAX_SIZE}",
-                        c.synthetic_samples
-                    ),
-                ));
-            }
-            if c.virtual_bandwidth_bps != 0.0 {
-                within(
-                    "virtual_bandwidth_bps",
-                    c.virtual_bandwidth_bps,
-                    MIN_BANDWIDTH_BPS,
-                    1e15,
-                )?;
-            }
-            // a directory that is there must be one of data files; one that
-            // is not is the trainer's to report (a cluster's data may live
-            // where the planning machine has none)
-            if let Some(dir) = &c.data_dir
-                && std::fs::symlink_metadata(dir).is_ok()
-            {
-                crate::spec::data::check_data_path(std::path::Path::new(dir), true)
-                    .map_err(|m| bad("data_dir", m))?;
-            }
-        }
+        Params::Sim(p) => sim_ranges(&r, p)?,
+        Params::Train(c) => train_ranges(&r, c)?,
     }
     if let Some(c) = network {
-        within("network.latency", c.latency_s, 0.0, MAX_LATENCY_S)?;
+        r.within("network.latency", c.latency_s, 0.0, MAX_LATENCY_S)?;
         if let Some(b) = c.bandwidth_bps {
-            within("network.bandwidth", b, MIN_BANDWIDTH_BPS, 1e15)?;
+            r.within("network.bandwidth", b, MIN_BANDWIDTH_BPS, 1e15)?;
         }
     }
     Ok(())
 }
 
+/// [`check_ranges`] of the simulator's parameters.
+fn sim_ranges(r: &Ranges<'_>, p: &SimParams) -> Result<(), DriverError> {
+    r.at_least_one("iterations", p.iterations)?;
+    r.at_least_one("batch", p.batch as u64)?;
+    r.at_least_one("dim", p.dim as u64)?;
+    for (key, v) in [("dim", p.dim), ("samples", p.samples)] {
+        if v > MAX_SIZE {
+            return Err(r.bad(key, format!("{v} is more than the limit of {MAX_SIZE}")));
+        }
+    }
+    r.within("compute_ms", p.compute_ms, 0.0, MAX_LATENCY_S * 1e3)?;
+    r.within("lr", f64::from(p.lr), 0.0, 1e6)?;
+    r.within("momentum", f64::from(p.momentum), 0.0, 1.0)?;
+    r.within("weight_decay", f64::from(p.weight_decay), 0.0, 1e6)?;
+    r.within("eval_every", p.eval_every, 0.0, 1e9)?;
+    r.within("noise", f64::from(p.noise), 0.0, 1e6)?;
+    r.within("heterogeneity", f64::from(p.heterogeneity), 0.0, 1e6)?;
+    r.within("x0_scale", p.x0_scale, 0.0, 1e6)?;
+    if p.threads > 4096 {
+        return Err(r.bad("threads", format!("{} is more than 4096", p.threads)));
+    }
+    if let Some(l) = &p.latency {
+        let s = crate::spec::condition::parse_latency(l)
+            .ok_or_else(|| r.bad("latency", format!("`{l}` is not a latency like `1ms`")))?;
+        r.within("latency", s, 0.0, MAX_LATENCY_S)?;
+    }
+    if let Some(b) = &p.bandwidth {
+        let bps = crate::spec::condition::parse_bandwidth(b)
+            .ok_or_else(|| r.bad("bandwidth", format!("`{b}` is not a rate like `100mbit`")))?;
+        r.within("bandwidth", bps, MIN_BANDWIDTH_BPS, 1e15)?;
+    }
+    Ok(())
+}
+
+/// [`check_ranges`] of the trainer's parameters.
+fn train_ranges(r: &Ranges<'_>, c: &TrainConfig) -> Result<(), DriverError> {
+    r.at_least_one("iterations", c.iterations)?;
+    r.at_least_one("batch", c.batch as u64)?;
+    r.at_least_one("timeout_s", c.timeout_s)?;
+    r.within("lr", c.lr, 0.0, 1e6)?;
+    r.within("momentum", f64::from(c.momentum), 0.0, 1.0)?;
+    r.within("weight_decay", f64::from(c.weight_decay), 0.0, 1e6)?;
+    r.within("latency_ms", c.latency_ms, 0.0, MAX_LATENCY_S * 1e3)?;
+    r.within("validation", c.validation, 0.0, 0.9)?;
+    r.within("warmup_epochs", c.warmup_epochs, 0.0, 1e6)?;
+    r.within("dirichlet_alpha", c.dirichlet_alpha, 1e-6, 1e6)?;
+    if c.synthetic_samples > MAX_SIZE {
+        return Err(r.bad(
+            "synthetic_samples",
+            format!(
+                "{} is more than the limit of {MAX_SIZE}",
+                c.synthetic_samples
+            ),
+        ));
+    }
+    if c.virtual_bandwidth_bps != 0.0 {
+        r.within(
+            "virtual_bandwidth_bps",
+            c.virtual_bandwidth_bps,
+            MIN_BANDWIDTH_BPS,
+            1e15,
+        )?;
+    }
+    // a directory that is there must be one of data files; one that
+    // is not is the trainer's to report (a cluster's data may live
+    // where the planning machine has none)
+    if let Some(dir) = &c.data_dir
+        && std::fs::symlink_metadata(dir).is_ok()
+    {
+        crate::spec::data::check_data_path(std::path::Path::new(dir), true)
+            .map_err(|m| r.bad("data_dir", m))?;
+    }
+    Ok(())
+}
+
+/// The simulator's objective, split, initial point, schedule and data
+/// file are ones it knows, and fit together.
+fn sim_choices(r: &Ranges<'_>, p: &SimParams) -> Result<(), DriverError> {
+    for (key, value, allowed) in [
+        ("objective", &p.objective, &OBJECTIVES[..]),
+        ("split", &p.split, &SPLITS[..]),
+        ("x0", &p.x0, &["zero", "gaussian", "gaussian-each"][..]),
+    ] {
+        if !allowed.contains(&value.as_str()) {
+            return Err(r.bad(
+                key,
+                format!("unknown {key} `{value}`; use one of {}", allowed.join(", ")),
+            ));
+        }
+    }
+    repro_algos::Schedule::parse(
+        &p.schedule,
+        1.0,
+        &p.milestones,
+        p.decay_a,
+        p.decay_tau,
+        f64::from(p.weight_decay),
+    )
+    .map_err(|m| r.bad("schedule", m))?;
+    if let Some(path) = &p.data {
+        if !matches!(p.objective.as_str(), "logistic" | "least-squares") {
+            return Err(r.bad(
+                "data",
+                format!(
+                    "a data file is for `logistic` or `least-squares`, not `{}`",
+                    p.objective
+                ),
+            ));
+        }
+        let file = std::path::Path::new(path);
+        // a set `repro data fetch` knows: generated, or asked for
+        // before the first run (`data_cmd::prepare`)
+        if file.exists() || crate::spec::data::known(file).is_none() {
+            crate::spec::data::check_data_path(file, false).map_err(|m| r.bad("data", m))?;
+        }
+    }
+    Ok(())
+}
+
+/// The run's workers, topology and algorithm fit together, within the
+/// limits, with a sample of data each; and the simulator's named choices
+/// are ones it knows.
 fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), DriverError> {
-    let bad = |key: &str, message: String| DriverError::RunParams {
-        run: run.to_string(),
-        key: key.into(),
-        message,
-    };
+    let r = Ranges { run };
+    let bad = |key: &str, message: String| r.bad(key, message);
     let (workers, topology, algorithm, knobs) = match params {
         Params::Sim(p) => (p.workers, p.topology.as_str(), &p.algorithm, &p.knobs),
         // `workers: 0` asks the trainer for the paper's 8
@@ -979,44 +1040,7 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
         return Err(bad("workers", "a run needs at least 1 worker".into()));
     }
     if let Params::Sim(p) = params {
-        for (key, value, allowed) in [
-            ("objective", &p.objective, &OBJECTIVES[..]),
-            ("split", &p.split, &SPLITS[..]),
-            ("x0", &p.x0, &["zero", "gaussian", "gaussian-each"][..]),
-        ] {
-            if !allowed.contains(&value.as_str()) {
-                return Err(bad(
-                    key,
-                    format!("unknown {key} `{value}`; use one of {}", allowed.join(", ")),
-                ));
-            }
-        }
-        repro_algos::Schedule::parse(
-            &p.schedule,
-            1.0,
-            &p.milestones,
-            p.decay_a,
-            p.decay_tau,
-            f64::from(p.weight_decay),
-        )
-        .map_err(|m| bad("schedule", m))?;
-        if let Some(path) = &p.data {
-            if !matches!(p.objective.as_str(), "logistic" | "least-squares") {
-                return Err(bad(
-                    "data",
-                    format!(
-                        "a data file is for `logistic` or `least-squares`, not `{}`",
-                        p.objective
-                    ),
-                ));
-            }
-            let file = std::path::Path::new(path);
-            // a set `repro data fetch` knows: generated, or asked for
-            // before the first run (`data_cmd::prepare`)
-            if file.exists() || crate::spec::data::known(file).is_none() {
-                crate::spec::data::check_data_path(file, false).map_err(|m| bad("data", m))?;
-            }
-        }
+        sim_choices(&r, p)?;
     }
     // every worker needs a sample of the data sets the plan sizes (a data
     // file is checked when it is read)
