@@ -491,16 +491,11 @@ impl<'a> Groups<'a> {
         frames::number_at(&mean, "__mean", 0)
     }
 
-    /// The rows of differences to the reference row: for every other row
-    /// and column, its completed runs' values minus the reference's in the
-    /// same column, paired by seed where both ran the same seeds (Welch
-    /// otherwise), as mean ± the half-width of the 95% t interval. The
-    /// reference's label and the rows (row label and one cell a column).
-    fn differences(
+    /// Every completed run's value, by (row, column): its seed (or run id)
+    /// and value, for [`Self::differences`].
+    fn seeded_cells(
         &self,
-        reference: &BTreeMap<String, yaml_serde::Value>,
-        cells: &Cells,
-    ) -> Result<(String, Vec<Vec<String>>)> {
+    ) -> Result<BTreeMap<(Vec<String>, String), crate::report::stats::Seeded>> {
         let df = &self.runs.df;
         let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
         let mut select = self.row_exprs.clone();
@@ -537,6 +532,20 @@ impl<'a> Groups<'a> {
                 .or_default()
                 .push((seed, v));
         }
+        Ok(by_cell)
+    }
+
+    /// The rows of differences to the reference row: for every other row
+    /// and column, its completed runs' values minus the reference's in the
+    /// same column, paired by seed where both ran the same seeds (Welch
+    /// otherwise), as mean ± the half-width of the 95% t interval. The
+    /// reference's label and the rows (row label and one cell a column).
+    fn differences(
+        &self,
+        reference: &BTreeMap<String, yaml_serde::Value>,
+        cells: &Cells,
+    ) -> Result<(String, Vec<Vec<String>>)> {
+        let by_cell = self.seeded_cells()?;
         let wanted: Vec<Option<String>> = self
             .spec
             .rows
@@ -572,21 +581,8 @@ impl<'a> Groups<'a> {
                         .cloned()
                         .unwrap_or_default()
                 };
-                let text = match crate::report::stats::difference(&get(rk), &get(&base)) {
-                    Some(d) => {
-                        let (lo, hi) = d.interval(0.05);
-                        let sign = if d.effect > 0.0 { "+" } else { "" };
-                        format!(
-                            "{sign}{} ± {} ({}, n={})",
-                            number(d.effect),
-                            number((hi - lo) / 2.0),
-                            d.test.name(),
-                            d.n_a.min(d.n_b)
-                        )
-                    }
-                    None => "-".into(),
-                };
-                line.push(text);
+                let d = crate::report::stats::difference(&get(rk), &get(&base));
+                line.push(d.as_ref().map_or("-".into(), difference_text));
                 line.extend(self.paper.map(|_| "-".to_string()));
             }
             rows.push(line);
@@ -750,6 +746,20 @@ fn mean_ci(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
             )
         }
     }
+}
+
+/// A difference as a table cell: mean ± the half-width of its 95%
+/// interval, the test and the smaller n.
+fn difference_text(d: &crate::report::stats::Difference) -> String {
+    let (lo, hi) = d.interval(0.05);
+    let sign = if d.effect > 0.0 { "+" } else { "" };
+    format!(
+        "{sign}{} ± {} ({}, n={})",
+        number(d.effect),
+        number((hi - lo) / 2.0),
+        d.test.name(),
+        d.n_a.min(d.n_b)
+    )
 }
 
 #[cfg(test)]
