@@ -278,6 +278,62 @@ fn matches(point: &BTreeMap<String, String>, selection: &BTreeMap<String, String
     selection.iter().all(|(k, v)| point.get(k) == Some(v))
 }
 
+/// One side of a claim (the method's, or with `by_baseline` the
+/// baseline's) names a known method, and selects runs that differ only in
+/// their seed; the error's key is relative to the claim.
+fn check_side(
+    spec: &ClaimSpec,
+    claim: &Claim<'_>,
+    by_baseline: bool,
+    points: &[BTreeMap<String, String>],
+    keys: &[&String],
+) -> Result<(), (&'static str, String)> {
+    let selection = claim.selection(by_baseline);
+    let name = &selection[&spec.key];
+    // a name that is no method is a typo: with `algorithm` as the
+    // key, any algorithm the suite knows is fine (a subset rerun may
+    // plan none of its runs)
+    let known = if spec.key == "algorithm" {
+        repro_algos::ALGORITHM_NAMES
+            .iter()
+            .chain(&repro_algos::ASYNC_ALGORITHM_NAMES)
+            .any(|a| a == name)
+    } else {
+        points.iter().any(|p| p.get(&spec.key) == Some(name))
+    };
+    if !known {
+        return Err((
+            "",
+            format!("`{name}` is no value of grid key `{}`", spec.key),
+        ));
+    }
+    // the runs selected may differ in their seed only
+    let chosen: Vec<&BTreeMap<String, String>> =
+        points.iter().filter(|p| matches(p, &selection)).collect();
+    for k in keys.iter().filter(|k| k.as_str() != SEED_KEY) {
+        let mut values: Vec<&str> = chosen
+            .iter()
+            .map(|p| p.get(*k).map_or("", String::as_str))
+            .collect();
+        values.sort_unstable();
+        values.dedup();
+        if values.len() > 1 {
+            return Err((
+                if by_baseline && claim.baseline.is_some() {
+                    "baseline_where"
+                } else {
+                    "where"
+                },
+                format!(
+                    "the runs of `{name}` it selects differ in `{k}` ({}): fix `{k}` in `where`",
+                    values.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Checks the manifest's claims against the planned runs' grid points
 /// before anything runs: each resolves, names grid keys and known methods,
 /// and selects runs that differ only in their seed. The error is the path
@@ -325,49 +381,7 @@ pub(crate) fn check_specs(
         }
         let sides = [(false, "method"), (true, "baseline")];
         for (by_baseline, _) in sides.iter().filter(|(b, _)| !b || claim.baseline.is_some()) {
-            let selection = claim.selection(*by_baseline);
-            let name = &selection[&spec.key];
-            // a name that is no method is a typo: with `algorithm` as the
-            // key, any algorithm the suite knows is fine (a subset rerun may
-            // plan none of its runs)
-            let known = if spec.key == "algorithm" {
-                repro_algos::ALGORITHM_NAMES
-                    .iter()
-                    .chain(&repro_algos::ASYNC_ALGORITHM_NAMES)
-                    .any(|a| a == name)
-            } else {
-                points.iter().any(|p| p.get(&spec.key) == Some(name))
-            };
-            if !known {
-                return Err((
-                    at(""),
-                    format!("`{name}` is no value of grid key `{}`", spec.key),
-                ));
-            }
-            // the runs selected may differ in their seed only
-            let chosen: Vec<&BTreeMap<String, String>> =
-                points.iter().filter(|p| matches(p, &selection)).collect();
-            for k in keys.iter().filter(|k| k.as_str() != SEED_KEY) {
-                let mut values: Vec<&str> = chosen
-                    .iter()
-                    .map(|p| p.get(*k).map_or("", String::as_str))
-                    .collect();
-                values.sort_unstable();
-                values.dedup();
-                if values.len() > 1 {
-                    return Err((
-                        at(if *by_baseline && claim.baseline.is_some() {
-                            "baseline_where"
-                        } else {
-                            "where"
-                        }),
-                        format!(
-                            "the runs of `{name}` it selects differ in `{k}` ({}): fix `{k}` in `where`",
-                            values.join(", ")
-                        ),
-                    ));
-                }
-            }
+            check_side(spec, &claim, *by_baseline, points, &keys).map_err(|(k, m)| (at(k), m))?;
         }
     }
     Ok(())

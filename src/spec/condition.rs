@@ -130,68 +130,84 @@ impl Condition {
             })?,
             None => 0.0,
         };
-        let bandwidth_bps = match (&raw.paper_model, bandwidth_bps) {
-            (None, b) => b,
-            (Some(_), None) => {
-                return Err((
-                    "paper_model".into(),
-                    "scales a bandwidth: give `bandwidth` too".into(),
-                ));
-            }
-            (Some(model), Some(b)) => {
-                let dataset = raw.paper_dataset.as_deref().unwrap_or("cifar10");
-                let theirs = repro_runlog::model_parameters(model, dataset).ok_or_else(|| {
-                    (
-                        "paper_model".to_string(),
-                        format!(
-                            "no parameter count for `{model}` on `{dataset}`; known: {}",
-                            repro_runlog::MODEL_PARAMETERS
-                                .iter()
-                                .map(|(m, d, _)| format!("{m}/{d}"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    )
-                })?;
-                let ours = ours.ok_or_else(|| {
-                    (
-                        "paper_model".to_string(),
-                        "the run's model size is unknown, so its bandwidth cannot be scaled".into(),
-                    )
-                })?;
-                Some(b * ours as f64 / theirs as f64)
-            }
-        };
+        let bandwidth_bps = scaled(&raw, bandwidth_bps, ours)?;
         if bandwidth_bps.is_none() && latency_s == 0.0 {
             return Ok(None);
         }
-        // every field that makes a different condition is in the label, so
-        // two conditions never share a table row: qdisc and tcp where they
-        // are not the default
-        let mut parts = Vec::new();
-        if let Some(b) = &raw.bandwidth {
-            parts.push(match &raw.paper_model {
-                Some(m) => format!("{}@{m}", b.trim()),
-                None => b.trim().to_string(),
-            });
-        }
-        if let Some(l) = &raw.latency {
-            parts.push(l.trim().to_string());
-        }
-        if raw.qdisc != RateQdisc::default() {
-            parts.push(raw.qdisc.name().to_string());
-        }
-        if raw.tcp != TcpCongestion::default() {
-            parts.push(raw.tcp.name().to_string());
-        }
+        let label = label(&raw);
         Ok(Some(Self {
             bandwidth_bps,
             latency_s,
             qdisc: raw.qdisc,
             tcp: raw.tcp,
-            label: parts.join("/"),
+            label,
         }))
     }
+}
+
+/// The condition's bandwidth, scaled from the paper's model to ours
+/// (`ours` parameters) where it names `paper_model`.
+fn scaled(
+    raw: &RawCondition,
+    bandwidth_bps: Option<f64>,
+    ours: Option<u64>,
+) -> Result<Option<f64>, (String, String)> {
+    Ok(match (&raw.paper_model, bandwidth_bps) {
+        (None, b) => b,
+        (Some(_), None) => {
+            return Err((
+                "paper_model".into(),
+                "scales a bandwidth: give `bandwidth` too".into(),
+            ));
+        }
+        (Some(model), Some(b)) => {
+            let dataset = raw.paper_dataset.as_deref().unwrap_or("cifar10");
+            let theirs = repro_runlog::model_parameters(model, dataset).ok_or_else(|| {
+                (
+                    "paper_model".to_string(),
+                    format!(
+                        "no parameter count for `{model}` on `{dataset}`; known: {}",
+                        repro_runlog::MODEL_PARAMETERS
+                            .iter()
+                            .map(|(m, d, _)| format!("{m}/{d}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+            })?;
+            let ours = ours.ok_or_else(|| {
+                (
+                    "paper_model".to_string(),
+                    "the run's model size is unknown, so its bandwidth cannot be scaled".into(),
+                )
+            })?;
+            Some(b * ours as f64 / theirs as f64)
+        }
+    })
+}
+
+/// A condition's label: every field that makes a different condition.
+fn label(raw: &RawCondition) -> String {
+    // every field that makes a different condition is in the label, so
+    // two conditions never share a table row: qdisc and tcp where they
+    // are not the default
+    let mut parts = Vec::new();
+    if let Some(b) = &raw.bandwidth {
+        parts.push(match &raw.paper_model {
+            Some(m) => format!("{}@{m}", b.trim()),
+            None => b.trim().to_string(),
+        });
+    }
+    if let Some(l) = &raw.latency {
+        parts.push(l.trim().to_string());
+    }
+    if raw.qdisc != RateQdisc::default() {
+        parts.push(raw.qdisc.name().to_string());
+    }
+    if raw.tcp != TcpCongestion::default() {
+        parts.push(raw.tcp.name().to_string());
+    }
+    parts.join("/")
 }
 
 impl Condition {

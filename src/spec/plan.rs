@@ -357,25 +357,14 @@ pub(crate) fn expand_configured(
         let label: BTreeMap<String, String> =
             point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
         let configs = configs(&label);
-        if configs.is_empty() {
-            runs.push(resolve(
-                point.clone(),
-                &base,
-                &cases,
-                None,
-                backend,
-                limits,
-            )?);
-        }
-        for c in &configs {
-            runs.push(resolve(
-                point.clone(),
-                &base,
-                &cases,
-                Some(c),
-                backend,
-                limits,
-            )?);
+        // once as it is where no configuration is given
+        let each: Vec<Option<&Config>> = if configs.is_empty() {
+            vec![None]
+        } else {
+            configs.iter().map(Some).collect()
+        };
+        for c in each {
+            runs.push(resolve(point.clone(), &base, &cases, c, backend, limits)?);
         }
         if runs.len() > limits.max_runs {
             return Err(DriverError::TooManyRuns {
@@ -384,8 +373,15 @@ pub(crate) fn expand_configured(
             });
         }
     }
+    check_distinct(&runs)?;
+    check_labels(&runs)?;
+    Ok(runs)
+}
+
+/// No two grid points resolve to the same run.
+fn check_distinct(runs: &[PlannedRun]) -> Result<(), DriverError> {
     let mut seen: BTreeMap<&str, &PlannedRun> = BTreeMap::new();
-    for r in &runs {
+    for r in runs {
         if let Some(first) = seen.insert(&r.id, r) {
             return Err(DriverError::DuplicateRun {
                 id: r.id.clone(),
@@ -394,8 +390,7 @@ pub(crate) fn expand_configured(
             });
         }
     }
-    check_labels(&runs)?;
-    Ok(runs)
+    Ok(())
 }
 
 /// Distinct runs have distinct grid labels (a table row, a runs.csv row
@@ -530,6 +525,18 @@ fn at_scale(
     if let Some((key, _)) = grid.iter().find(|(_, v)| v.is_empty()) {
         return Err(DriverError::EmptyGrid { key: key.clone() });
     }
+    check_cases(manifest, &grid)?;
+    Ok((base, grid))
+}
+
+/// Every case's `when` and every exclusion names grid keys, and an
+/// algorithm a run can have (a typo would silently apply or exclude
+/// nothing). Other values may be absent from this grid: a subset rerun
+/// (`--set grid.algorithm=[moniqua]`) leaves the rest idle.
+fn check_cases(
+    manifest: &Manifest,
+    grid: &BTreeMap<String, Vec<Value>>,
+) -> Result<(), DriverError> {
     for (index, case) in manifest.cases.iter().enumerate() {
         if let Some(key) = case.when.keys().find(|k| !grid.contains_key(*k)) {
             return Err(DriverError::CaseKey {
@@ -582,7 +589,7 @@ fn at_scale(
             });
         }
     }
-    Ok((base, grid))
+    Ok(())
 }
 
 /// Every grid point: the cartesian product of the axes, in key order.
