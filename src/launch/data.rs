@@ -176,27 +176,7 @@ pub(crate) struct Source<'a> {
 pub(crate) fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     match dataset {
-        Dataset::Cifar10 => {
-            let out = dir.join("cifar-10-batches-bin");
-            if verify_cifar(&out).is_ok() {
-                eprintln!("CIFAR-10 is already in {} (sizes verified)", out.display());
-                return Ok(out);
-            }
-            let d = Download {
-                url: source.url.unwrap_or(CIFAR_URL).to_string(),
-                sum: Sum::Md5(source.md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase()),
-                file: "cifar-10-binary.tar.gz".into(),
-                // the archive is 170,498,071 bytes
-                max_bytes: 200_000_000,
-            };
-            let archive = dir.join(&d.file);
-            if !d.sum.matches(&archive) {
-                download(&d, &archive, Patience::default())?;
-            }
-            extract_cifar(&archive, &out)?;
-            verify_cifar(&out)?;
-            Ok(out)
-        }
+        Dataset::Cifar10 => fetch_cifar(dir, source),
         Dataset::FashionMnist => {
             let base = directory_url(source.url.unwrap_or(FASHION_URL));
             for (file, sum) in FASHION_FILES {
@@ -240,33 +220,60 @@ pub(crate) fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<
             }
             Ok(dir.to_path_buf())
         }
-        Dataset::Libsvm => {
-            let (Some(url), Some(sha256)) = (source.url, source.sha256) else {
-                bail!(
-                    "`repro data fetch libsvm` fetches any LIBSVM file: give its --url and its --sha256 \
-                     (e.g. --url {LIBSVM_URL}rcv1_train.binary.bz2 --sha256 <64 hex digits>)"
-                );
-            };
-            let sha256 = sha256.to_ascii_lowercase();
-            if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
-                bail!("--sha256 `{sha256}` is not 64 hex digits");
-            }
-            let file = url
-                .rsplit('/')
-                .next()
-                .filter(|f| !f.is_empty() && !f.starts_with('.'))
-                .with_context(|| format!("{url} names no file"))?;
-            let d = Download {
-                url: url.to_string(),
-                sum: Sum::Sha256(sha256),
-                file: file.to_string(),
-                max_bytes: 20_000_000_000,
-            };
-            let path = dir.join(file);
-            fetch_file(&d, &path)?;
-            Ok(path)
-        }
+        Dataset::Libsvm => fetch_libsvm(dir, source),
     }
+}
+
+/// CIFAR-10's archive (unless its batches are there), unpacked and
+/// verified: the directory of the batches.
+fn fetch_cifar(dir: &Path, source: Source<'_>) -> Result<PathBuf> {
+    let out = dir.join("cifar-10-batches-bin");
+    if verify_cifar(&out).is_ok() {
+        eprintln!("CIFAR-10 is already in {} (sizes verified)", out.display());
+        return Ok(out);
+    }
+    let d = Download {
+        url: source.url.unwrap_or(CIFAR_URL).to_string(),
+        sum: Sum::Md5(source.md5.unwrap_or(CIFAR_MD5).to_ascii_lowercase()),
+        file: "cifar-10-binary.tar.gz".into(),
+        // the archive is 170,498,071 bytes
+        max_bytes: 200_000_000,
+    };
+    let archive = dir.join(&d.file);
+    if !d.sum.matches(&archive) {
+        download(&d, &archive, Patience::default())?;
+    }
+    extract_cifar(&archive, &out)?;
+    verify_cifar(&out)?;
+    Ok(out)
+}
+
+/// Any LIBSVM file, by its `--url` and `--sha256`: the file.
+fn fetch_libsvm(dir: &Path, source: Source<'_>) -> Result<PathBuf> {
+    let (Some(url), Some(sha256)) = (source.url, source.sha256) else {
+        bail!(
+            "`repro data fetch libsvm` fetches any LIBSVM file: give its --url and its --sha256 \
+             (e.g. --url {LIBSVM_URL}rcv1_train.binary.bz2 --sha256 <64 hex digits>)"
+        );
+    };
+    let sha256 = sha256.to_ascii_lowercase();
+    if sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("--sha256 `{sha256}` is not 64 hex digits");
+    }
+    let file = url
+        .rsplit('/')
+        .next()
+        .filter(|f| !f.is_empty() && !f.starts_with('.'))
+        .with_context(|| format!("{url} names no file"))?;
+    let d = Download {
+        url: url.to_string(),
+        sum: Sum::Sha256(sha256),
+        file: file.to_string(),
+        max_bytes: 20_000_000_000,
+    };
+    let path = dir.join(file);
+    fetch_file(&d, &path)?;
+    Ok(path)
 }
 
 fn directory_url(base: &str) -> String {
@@ -495,6 +502,38 @@ impl Drop for RemoveOnDrop<'_> {
     }
 }
 
+/// A new file at `path`, never opened through what is there: a planted
+/// symlink is removed (not followed), and `create_new` refuses to follow
+/// one.
+fn fresh_file(path: &Path) -> Result<std::fs::File> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{} is a directory; remove it", path.display()),
+        Ok(_) => std::fs::remove_file(path)
+            .with_context(|| format!("could not remove the old {}", path.display()))?,
+        Err(_) => {}
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("could not create {}", path.display()))
+}
+
+/// The error of a download of `d` whose checksum came out `got`.
+fn corrupt(d: &Download, got: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} is corrupt: {} {got}, expected {} (removed; run the command again, or pass \
+         --{} for a mirror that repacked the file)",
+        d.url,
+        d.sum.name(),
+        d.sum.hex(),
+        match d.sum {
+            Sum::Md5(_) => "md5",
+            Sum::Sha256(_) => "sha256",
+        }
+    )
+}
+
 /// Downloads `d.url` to `dest` through `dest.part`, with a progress bar,
 /// and checks its MD5 before renaming it into place.
 pub(crate) fn download(d: &Download, dest: &Path, patience: Patience) -> Result<()> {
@@ -521,19 +560,7 @@ pub(crate) fn download(d: &Download, dest: &Path, patience: Patience) -> Result<
     }
     let mut bar = crate::util::progress::bytes_bar(&format!("downloading {}", d.file), total);
     let mut reader = response.body_mut().as_reader();
-    // a fresh file, never through what is there: a planted symlink is
-    // removed (not followed), and create_new refuses to follow one
-    match std::fs::symlink_metadata(&part) {
-        Ok(m) if m.is_dir() => bail!("{} is a directory; remove it", part.display()),
-        Ok(_) => std::fs::remove_file(&part)
-            .with_context(|| format!("could not remove the old {}", part.display()))?,
-        Err(_) => {}
-    }
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&part)
-        .with_context(|| format!("could not create {}", part.display()))?;
+    let file = fresh_file(&part)?;
     // whatever stops the download (a full disk included) removes the part
     let removed = RemoveOnDrop(&part);
     let mut out = std::io::BufWriter::new(file);
@@ -573,17 +600,7 @@ pub(crate) fn download(d: &Download, dest: &Path, patience: Patience) -> Result<
     let got = h.finish();
     if got != d.sum.hex() {
         let _ = std::fs::remove_file(&part);
-        bail!(
-            "{} is corrupt: {} {got}, expected {} (removed; run the command again, or pass \
-             --{} for a mirror that repacked the file)",
-            d.url,
-            d.sum.name(),
-            d.sum.hex(),
-            match d.sum {
-                Sum::Md5(_) => "md5",
-                Sum::Sha256(_) => "sha256",
-            }
-        );
+        return Err(corrupt(d, &got));
     }
     std::fs::rename(&part, dest).with_context(|| format!("could not write {}", dest.display()))?;
     removed.keep();
