@@ -464,6 +464,13 @@ fn conclude(
     (outcome, Some(summary_json(x, &ran)))
 }
 
+/// Writes every run of the directory, `merged`, as runs.csv and
+/// runs.parquet.
+fn write_runs(out: &std::path::Path, merged: &[RunRecord]) -> Result<()> {
+    results::write_csv(&out.join("runs.csv"), merged)?;
+    frames::write_parquet(&out.join("runs.parquet"), RunsFrame::new(merged)?.export()?)
+}
+
 /// Writes runs.csv and runs.parquet (every run of the directory), the
 /// table, claims and figure (this plan's runs only) and provenance.json;
 /// the figure's files.
@@ -476,11 +483,7 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         out,
     } = x;
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
-    results::write_csv(&out.join("runs.csv"), &done.merged)?;
-    frames::write_parquet(
-        &out.join("runs.parquet"),
-        RunsFrame::new(&done.merged)?.export()?,
-    )?;
+    write_runs(out, &done.merged)?;
     let figures = write_results(
         m,
         out,
@@ -854,11 +857,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
     let ran = rows.len();
     let merged = merge(out, previous, rows, runs)?;
     if !phase.is_empty() {
-        results::write_csv(&out.join("runs.csv"), &merged)?;
-        frames::write_parquet(
-            &out.join("runs.parquet"),
-            RunsFrame::new(&merged)?.export()?,
-        )?;
+        write_runs(out, &merged)?;
     }
     Ok(Executed {
         merged,

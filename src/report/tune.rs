@@ -78,7 +78,6 @@ pub(crate) fn check(
     backend: Backend,
     points: &[BTreeMap<String, String>],
 ) -> Result<(), (String, String)> {
-    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     let metric = spec.metric.as_str();
     if !METRICS.contains(&metric) || kind(metric) == Kind::Text {
         return err("metric", format!("`{metric}` is not a numeric run metric"));
@@ -105,13 +104,17 @@ pub(crate) fn check(
     check_split(spec, backend)
 }
 
+/// A `tune` section's error: the manifest path below `tune` and why.
+fn err(k: &str, m: String) -> Result<(), (String, String)> {
+    Err((format!("tune.{k}"), m))
+}
+
 /// The grid has the seed axis and the tuned key, no configuration key, and
 /// none of the tuning seeds among its final seeds.
 fn check_grid(
     spec: &TuneSpec,
     points: &[BTreeMap<String, String>],
 ) -> Result<(), (String, String)> {
-    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     let keys: Vec<&String> = points
         .first()
         .map(|p| p.keys().collect())
@@ -157,7 +160,6 @@ fn check_space(
     spec: &TuneSpec,
     points: &[BTreeMap<String, String>],
 ) -> Result<(), (String, String)> {
-    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     for method in spec.space.keys() {
         // with `algorithm` as the key any algorithm the suite knows is fine
         // (a subset rerun plans only some); otherwise a value of the grid
@@ -197,7 +199,6 @@ fn check_space(
 /// A validation metric has a split to be measured on, and only the
 /// trainer has one.
 fn check_split(spec: &TuneSpec, backend: Backend) -> Result<(), (String, String)> {
-    let err = |k: &str, m: String| Err((format!("tune.{k}"), m));
     let metric = spec.metric.as_str();
     let needs_split = metric.starts_with("val_");
     match (backend, spec.validation) {
