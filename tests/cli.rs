@@ -1637,7 +1637,7 @@ fn a_missing_trainer_is_one_error_before_any_run() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("cargo build --release -p repro-trainer"),
+        stderr.contains("cargo build --release --locked -p repro -p repro-trainer"),
         "{stderr}"
     );
     assert!(!out.exists());

@@ -13,6 +13,7 @@ use crate::launch::summary::{RunStatus, Summary};
 use crate::launch::train::{Launcher, Method, NetContext};
 use crate::launch::{sim as sim_backend, train as train_backend};
 use crate::records::frames::{self, RunsFrame};
+use crate::records::metrics;
 use crate::records::results::{self, RunRecord};
 use crate::report::outputs::write_results;
 use crate::report::{claims, plot, table, tune};
@@ -897,7 +898,7 @@ fn check_specs(
     // of the measured, provenance or identity columns
     if let Some(k) = keys
         .iter()
-        .find(|k| k.as_str() == "run_id" || results::columns().any(|c| c == k.as_str()))
+        .find(|k| k.as_str() == "run_id" || metrics::columns().any(|c| c == k.as_str()))
     {
         return Err(crate::spec::errors::DriverError::Manifest {
             path: path.to_path_buf(),

@@ -12,7 +12,8 @@ use clap::Args;
 use repro_runlog::Invocation;
 
 use crate::launch::summary::RunStatus;
-use crate::records::results::{self, Cell, RunRecord};
+use crate::records::metrics::Cell;
+use crate::records::results::{self, RunRecord};
 use crate::spec::manifest::{self, Backend};
 use crate::spec::plan::{self, PlannedRun};
 

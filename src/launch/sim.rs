@@ -16,67 +16,7 @@ use repro_runlog::{
 };
 
 use crate::launch::summary::{RunStatus, Summary};
-use crate::spec::condition::{parse_bandwidth, parse_latency};
 use crate::spec::plan::{Params, PlannedRun, SimParams};
-
-impl Summary {
-    /// kernel / counted bytes, when both are known.
-    pub(crate) fn kernel_over_counted(&self) -> Option<f64> {
-        finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)
-    }
-
-    /// Host time per iteration over the time to read every model once
-    /// (simulator runs): how far an iteration is from the memory traffic
-    /// it cannot avoid.
-    pub(crate) fn stream_ratio(&self) -> Option<f64> {
-        finite(self.iteration_s? / self.stream_s?)
-    }
-
-    /// The share of the run's host time spent setting it up and
-    /// summarizing it at its end (simulator runs); the metrics between
-    /// iterations are `metrics_s` less `summary_s`.
-    pub(crate) fn overhead(&self) -> Option<f64> {
-        finite((self.setup_s? + self.summary_s?) / self.wall_s)
-    }
-
-    /// The resident memory the run added at its peak over what the plan
-    /// expected it to hold.
-    pub(crate) fn peak_over_memory(&self) -> Option<f64> {
-        finite((self.peak_rss_mb? - self.base_rss_mb?) / self.memory_mb?)
-    }
-
-    /// Resident memory each worker held at the run's peak beyond its
-    /// model, MB (simulator runs): the peak the run added, less every model
-    /// and what is held once (the objective, per-thread scratch), over the
-    /// workers. The plan puts state, frames and optimizer buffers there;
-    /// buffers of the metrics (the averaged model) add a share.
-    pub(crate) fn measured_extra_mb(&self) -> Option<f64> {
-        let added = self.peak_rss_mb? - self.base_rss_mb?;
-        let n = self.workers? as f64;
-        finite((added - n * self.model_mb? - self.shared_mb?) / n)
-    }
-
-    /// The share of the frames checked by Moniqua's hash whose recovery
-    /// failed it (a coordinate wrapped around the modulus); `None` when no
-    /// frame was checked.
-    pub(crate) fn failed_recovery_rate(&self) -> Option<f64> {
-        let checked = self.hash_failures + self.hash_verified;
-        (checked > 0).then(|| self.hash_failures as f64 / checked as f64)
-    }
-
-    /// `mb` in models of this run (`model_mb`).
-    pub(crate) fn in_models(&self, mb: Option<f64>) -> Option<f64> {
-        finite(mb? / self.model_mb?)
-    }
-
-    /// Whether the kernel's bytes disagree with the counted ones beyond
-    /// TCP/IP overhead: fewer bytes than counted (counted bits that were
-    /// never sent), or more than 10% extra.
-    pub(crate) fn bytes_flagged(&self) -> bool {
-        self.kernel_over_counted()
-            .is_some_and(|r| !(1.0..=1.10).contains(&r))
-    }
-}
 
 fn topology(p: &SimParams) -> Result<Topology> {
     Ok(Topology::by_name(&p.topology, p.workers)?)
@@ -454,34 +394,12 @@ fn algorithm(p: &SimParams) -> Result<AlgorithmSpec> {
     Ok(AlgorithmSpec::from_name(&p.algorithm, &p.knobs)?)
 }
 
-/// The virtual clock's network: the run's condition (a `network` grid
-/// key), else the `bandwidth` and `latency` parameters as written.
-fn network(run: &PlannedRun, p: &SimParams) -> Result<Option<Network>> {
-    if let Some(c) = &run.network {
-        return Ok(Some(Network {
-            bandwidth_bps: c.bandwidth_bps.unwrap_or(f64::INFINITY),
-            latency_s: c.latency_s,
-        }));
-    }
-    match (&p.bandwidth, &p.latency) {
-        (None, None) => Ok(None),
-        (bw, lat) => {
-            let bandwidth_bps = match bw {
-                Some(b) => parse_bandwidth(b)
-                    .with_context(|| format!("bandwidth `{b}` is not like `100mbit`"))?,
-                None => f64::INFINITY,
-            };
-            let latency_s = match lat {
-                Some(l) => parse_latency(l)
-                    .with_context(|| format!("latency `{l}` is not like `0.15ms`"))?,
-                None => 0.0,
-            };
-            Ok(Some(Network {
-                bandwidth_bps,
-                latency_s,
-            }))
-        }
-    }
+/// The virtual clock's network: the run's condition (its `network` key).
+fn network(run: &PlannedRun) -> Option<Network> {
+    run.network.as_ref().map(|c| Network {
+        bandwidth_bps: c.bandwidth_bps.unwrap_or(f64::INFINITY),
+        latency_s: c.latency_s,
+    })
 }
 
 /// Runs `run`, writing its JSON-lines log to `log_path`. The log is written
@@ -527,7 +445,7 @@ pub(crate) fn execute(
         p.workers,
         p.dim,
         started.elapsed().as_secs_f64(),
-        if run.network.is_some() || p.bandwidth.is_some() || p.latency.is_some() {
+        if run.network.is_some() {
             "sim (virtual clock)".into()
         } else {
             "none".into()
@@ -557,7 +475,7 @@ fn simulate<'r>(
         log_path.parent().unwrap_or(Path::new(".")),
     )?;
     let spec = algorithm(p)?;
-    let cfg = sim_config(p, network(run, p)?);
+    let cfg = sim_config(p, network(run));
     let header = header(run, experiment, invocation, p, &cfg);
     let dim = objective.dim();
     let shared = (p.x0 != "gaussian-each").then(|| start(p, dim, 0));
@@ -581,19 +499,7 @@ fn simulate<'r>(
         Some(n) => (n as f64 / p.workers as f64 / p.batch.max(1) as f64).max(1e-12),
         None => 1.0,
     };
-    let schedule = repro_algos::LrSchedule {
-        base: f64::from(p.lr),
-        warmup_epochs: p.warmup_epochs,
-        schedule: repro_algos::Schedule::parse(
-            &p.schedule,
-            p.iterations as f64 / per_epoch,
-            &p.milestones,
-            p.decay_a,
-            p.decay_tau,
-            f64::from(p.weight_decay),
-        )
-        .map_err(anyhow::Error::msg)?,
-    };
+    let schedule = lr_schedule(p, per_epoch)?;
     sim.set_threads(threads(p))?;
     let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
@@ -629,12 +535,7 @@ fn simulate<'r>(
         iterations_s: Some(iterations_s),
         metrics_s: Some(steps.metrics_s + summary_s),
         summary_s: Some(summary_s),
-        // the median of three reads of every model, after the metrics
-        stream_s: {
-            let mut t: Vec<f64> = (0..3).map(|_| sim.stream_time()).collect();
-            t.sort_by(f64::total_cmp);
-            Some(t[1])
-        },
+        stream_s: Some(stream_median(&sim)),
         memory_bytes: Some(memory.total()),
         base_rss_bytes: meter.base,
         model_bytes: Some(memory.model),
@@ -661,6 +562,31 @@ fn simulate<'r>(
     )?;
     log.flush()?;
     Ok(p)
+}
+
+/// The learning rate along the run (`per_epoch`: iterations per epoch).
+fn lr_schedule(p: &SimParams, per_epoch: f64) -> Result<repro_algos::LrSchedule> {
+    Ok(repro_algos::LrSchedule {
+        base: f64::from(p.lr),
+        warmup_epochs: p.warmup_epochs,
+        schedule: repro_algos::Schedule::parse(
+            &p.schedule,
+            p.iterations as f64 / per_epoch,
+            &p.milestones,
+            p.decay_a,
+            p.decay_tau,
+            f64::from(p.weight_decay),
+        )
+        .map_err(anyhow::Error::msg)?,
+    })
+}
+
+/// Seconds to read every worker's model once: the median of three reads,
+/// after the metrics.
+fn stream_median(sim: &Simulator<'_>) -> f64 {
+    let mut t: Vec<f64> = (0..3).map(|_| sim.stream_time()).collect();
+    t.sort_by(f64::total_cmp);
+    t[1]
 }
 
 /// The simulator's configuration for the run's parameters.
@@ -729,6 +655,51 @@ struct Steps {
     last_eval: Option<(Vec<f32>, f64)>,
 }
 
+impl Steps {
+    /// Adds one iteration's check of Lemma 2.
+    fn add_recovery(&mut self, r: &repro_algos::Recovery) {
+        let (over, beyond, checked) = self.recovery.unwrap_or((0.0, 0, 0));
+        let ratio = if r.bound > 0.0 {
+            r.max_error / r.bound
+        } else {
+            0.0
+        };
+        self.recovery = Some((
+            over.max(ratio),
+            beyond + r.beyond_bound,
+            checked + r.coordinates,
+        ));
+    }
+}
+
+/// The evaluation after `done` iterations: its record, the averaged model
+/// and the consensus distance.
+fn evaluate(
+    sim: &Simulator<'_>,
+    done: u64,
+    per_epoch: f64,
+    fstar: Option<f64>,
+) -> (repro_runlog::Eval, Vec<f32>, f64) {
+    let avg = sim.average_model();
+    let consensus = sim.consensus_distance_to(&avg);
+    let objective = sim.objective().loss_f64(&avg);
+    let eval = repro_runlog::Eval {
+        iteration: done,
+        epoch: done as f64 / per_epoch,
+        wall_s: sim.clock(),
+        test_loss: None,
+        test_accuracy: None,
+        avg_test_loss: None,
+        avg_test_accuracy: None,
+        consensus_distance: finite(consensus),
+        val_loss: None,
+        val_accuracy: None,
+        objective: finite(objective),
+        subopt: fstar.and_then(|f| finite(objective - f)),
+    };
+    (eval, avg, consensus)
+}
+
 /// Runs the iterations, logging a step record every `log_every`; stops at
 /// the first divergence.
 fn iterate(
@@ -770,17 +741,7 @@ fn iterate(
             && (k % p.log_every.max(1) == 0 || k + 1 == p.iterations)
             && let Some(r) = sim.recovery().map_err(anyhow::Error::new)?
         {
-            let (over, beyond, checked) = out.recovery.unwrap_or((0.0, 0, 0));
-            let ratio = if r.bound > 0.0 {
-                r.max_error / r.bound
-            } else {
-                0.0
-            };
-            out.recovery = Some((
-                over.max(ratio),
-                beyond + r.beyond_bound,
-                checked + r.coordinates,
-            ));
+            out.add_recovery(&r);
         }
         out.metrics_s += measuring.elapsed().as_secs_f64();
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
@@ -822,23 +783,7 @@ fn iterate(
         }
         let done = k + 1;
         if eval_gap.is_some_and(|g| done % g == 0) || done == p.iterations {
-            let avg = sim.average_model();
-            let consensus = sim.consensus_distance_to(&avg);
-            let objective = sim.objective().loss_f64(&avg);
-            let eval = repro_runlog::Eval {
-                iteration: done,
-                epoch: done as f64 / per_epoch,
-                wall_s: sim.clock(),
-                test_loss: None,
-                test_accuracy: None,
-                avg_test_loss: None,
-                avg_test_accuracy: None,
-                consensus_distance: finite(consensus),
-                val_loss: None,
-                val_accuracy: None,
-                objective: finite(objective),
-                subopt: fstar.and_then(|f| finite(objective - f)),
-            };
+            let (eval, avg, consensus) = evaluate(sim, done, per_epoch, fstar);
             write_record(&mut *log, &Record::Eval(eval))?;
             if done == p.iterations {
                 out.last_eval = Some((avg, consensus));
@@ -876,19 +821,10 @@ pub(crate) fn summarize(
         virtual_s: end.and_then(|e| finite(e.wall_s)),
         hash_failures: m.hash_failures,
         hash_verified: m.hash_verified,
-        test_accuracy: None,
-        avg_test_accuracy: None,
-        val_loss: None,
-        val_accuracy: None,
         recovery_over_bound: m.recovery_over_bound,
         wrap_rate: m.wrap_rate,
         subopt: m.subopt,
         counted_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
-        kernel_bytes_per_worker: None,
-        epoch_time_s: None,
-        wire_bound_epoch_s: None,
-        train_loss: None,
-        comm_fraction: None,
         wall_s,
         setup_s: m.setup_s,
         metrics_s: m.metrics_s,
@@ -918,6 +854,7 @@ pub(crate) fn summarize(
         peak_rss_mb: end.and_then(|e| e.peak_rss_bytes).map(|b| b as f64 / 1e6),
         shaping,
         provenance: Some(log.header.provenance.clone()),
+        ..Summary::default()
     }
 }
 

@@ -1,13 +1,17 @@
 //! What a run measured ([`Summary`], read from its logs by either backend)
 //! and how it ended ([`RunStatus`], runs.csv's `status` column).
 
+use repro_runlog::finite;
+
 /// How a run ended, as runs.csv records it. The one spelling of each.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub(crate) enum RunStatus {
     Completed,
     /// The model became non-finite: a result, not a bug.
     Diverged,
-    /// No result: the run's error column says why.
+    /// No result: the run's error column says why. A summary's status
+    /// until its backend reads one from the logs.
+    #[default]
     Failed,
     /// Not started: the command was interrupted first.
     NotRun,
@@ -54,7 +58,7 @@ impl std::fmt::Display for RunStatus {
 
 /// What one run measured, read from its logs. A metric the backend cannot
 /// measure, or that is not a number (a diverged model), is `None`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub(crate) struct Summary {
     pub status: RunStatus,
     /// `f(x_bar)` at the end.
@@ -140,6 +144,75 @@ pub(crate) struct Summary {
     pub comm_fraction: Option<f64>,
     /// Where the run came from, as its (first rank's) log header says.
     pub provenance: Option<repro_runlog::Provenance>,
+}
+
+impl Summary {
+    /// kernel / counted bytes, when both are known.
+    pub(crate) fn kernel_over_counted(&self) -> Option<f64> {
+        finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)
+    }
+
+    /// Host time per iteration over the time to read every model once
+    /// (simulator runs): how far an iteration is from the memory traffic
+    /// it cannot avoid.
+    pub(crate) fn stream_ratio(&self) -> Option<f64> {
+        finite(self.iteration_s? / self.stream_s?)
+    }
+
+    /// The share of the run's host time spent setting it up and
+    /// summarizing it at its end (simulator runs); the metrics between
+    /// iterations are `metrics_s` less `summary_s`.
+    pub(crate) fn overhead(&self) -> Option<f64> {
+        finite((self.setup_s? + self.summary_s?) / self.wall_s)
+    }
+
+    /// The resident memory the run added at its peak over what the plan
+    /// expected it to hold.
+    pub(crate) fn peak_over_memory(&self) -> Option<f64> {
+        finite((self.peak_rss_mb? - self.base_rss_mb?) / self.memory_mb?)
+    }
+
+    /// Resident memory each worker held at the run's peak beyond its
+    /// model, MB (simulator runs): the peak the run added, less every model
+    /// and what is held once (the objective, per-thread scratch), over the
+    /// workers. The plan puts state, frames and optimizer buffers there;
+    /// buffers of the metrics (the averaged model) add a share.
+    pub(crate) fn measured_extra_mb(&self) -> Option<f64> {
+        let added = self.peak_rss_mb? - self.base_rss_mb?;
+        let n = self.workers? as f64;
+        finite((added - n * self.model_mb? - self.shared_mb?) / n)
+    }
+
+    /// The share of the frames checked by Moniqua's hash whose recovery
+    /// failed it (a coordinate wrapped around the modulus); `None` when no
+    /// frame was checked.
+    pub(crate) fn failed_recovery_rate(&self) -> Option<f64> {
+        let checked = self.hash_failures + self.hash_verified;
+        (checked > 0).then(|| self.hash_failures as f64 / checked as f64)
+    }
+
+    /// `mb` in models of this run (`model_mb`).
+    pub(crate) fn in_models(&self, mb: Option<f64>) -> Option<f64> {
+        finite(mb? / self.model_mb?)
+    }
+
+    /// Whether the kernel's bytes disagree with the counted ones beyond
+    /// TCP/IP overhead: fewer bytes than counted (counted bits that were
+    /// never sent), or more than 10% extra.
+    pub(crate) fn bytes_flagged(&self) -> bool {
+        self.kernel_over_counted()
+            .is_some_and(|r| !(1.0..=1.10).contains(&r))
+    }
+
+    /// The `bytes_check` column: `ok` or `flagged` where the kernel's
+    /// bytes were measured, else empty.
+    pub(crate) fn bytes_check(&self) -> &'static str {
+        match self.kernel_over_counted() {
+            None => "",
+            Some(_) if self.bytes_flagged() => "flagged",
+            Some(_) => "ok",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ use crate::launch::summary::{RunStatus, Summary};
 use crate::spec::condition::{Condition, ShapingMode};
 use crate::spec::plan::{Params, PlannedRun};
 
+/// How to build `repro` and the trainer beside it (what `bash ci/main.sh`
+/// runs, after `source ~/.cache/repro/env.sh` for libtorch).
+const BUILD_BOTH: &str = "cargo build --release --locked -p repro -p repro-trainer";
+
 /// The `repro-train` binary: `$REPRO_TRAIN`, else next to this executable.
 pub(crate) fn train_binary() -> Result<PathBuf> {
     if let Some(p) = std::env::var_os("REPRO_TRAIN") {
@@ -32,7 +36,7 @@ pub(crate) fn train_binary() -> Result<PathBuf> {
     }
     bail!(
         "the trainer binary `repro-train` is not next to {} and REPRO_TRAIN is not set; \
-         build it with `cargo build --release -p repro-trainer` (it needs libtorch: source ~/.cache/repro/env.sh)",
+         build it with `{BUILD_BOTH}` (it needs libtorch: source ~/.cache/repro/env.sh)",
         exe.display()
     )
 }
@@ -74,7 +78,7 @@ pub(crate) fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Resul
         Some(v) if version_source(&v) == Some(repro_build::BUILD.source) => {}
         Some(v) => eprintln!(
             "warning: {} is `{v}`, but this repro is {}: its runs will be stale; \
-             rebuild both (`cargo build --release --workspace`)",
+             rebuild both (`{BUILD_BOTH}`)",
             train.display(),
             repro_build::VERSION
         ),
@@ -725,6 +729,36 @@ fn execute_in(
         )
     };
     let logs = rank_logs(dir, workers, status.success(), failed)?;
+    record_shaping(
+        dir,
+        run,
+        net,
+        &shaping,
+        fabric.as_ref(),
+        hosts.as_ref(),
+        &kernel,
+        &logs,
+    )?;
+    drop(fabric);
+    drop(hosts);
+    let shaped = fabric_used || net.conditioned(run);
+    Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
+}
+
+/// Writes `shaping.json` beside a shaped run's logs: the condition, how it
+/// was applied (the commands, TCP, warnings), and the bytes the kernel and
+/// the ranks counted.
+#[allow(clippy::too_many_arguments)]
+fn record_shaping(
+    dir: &Path,
+    run: &PlannedRun,
+    net: &NetContext,
+    shaping: &str,
+    fabric: Option<&Fabric<'_>>,
+    hosts: Option<&HostShaping<'_>>,
+    kernel: &[QdiscStats],
+    logs: &[repro_runlog::Log],
+) -> Result<()> {
     let counted: Vec<Option<u64>> = logs
         .iter()
         .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
@@ -736,10 +770,10 @@ fn execute_in(
         )
         .with_context(|| format!("could not write {}/shaping.json", dir.display()))
     };
-    if let (Some(condition), Some(f)) = (&run.network, &fabric) {
+    if let (Some(condition), Some(f)) = (&run.network, fabric) {
         record(ShapingRecord {
             condition,
-            method: shaping.clone(),
+            method: shaping.to_string(),
             setup: f.setup_commands()?.iter().map(|c| c.join(" ")).collect(),
             warnings: &f.warnings,
             tcp: Some(TcpRecord {
@@ -749,14 +783,14 @@ fn execute_in(
                 route: &f.route,
                 host: net.host.tcp.as_ref(),
             }),
-            kernel: kernel.clone(),
+            kernel: kernel.to_vec(),
             counted_bytes_sent: counted.clone(),
         })?;
     }
-    if let (Some(condition), Some(h)) = (&run.network, &hosts) {
+    if let (Some(condition), Some(h)) = (&run.network, hosts) {
         record(ShapingRecord {
             condition,
-            method: shaping.clone(),
+            method: shaping.to_string(),
             setup: vec![h.setup_command().join(" ")],
             warnings: &[],
             tcp: None,
@@ -764,10 +798,7 @@ fn execute_in(
             counted_bytes_sent: counted.clone(),
         })?;
     }
-    drop(fabric);
-    drop(hosts);
-    let shaped = fabric_used || net.conditioned(run);
-    Ok(summarize(run, &logs, &kernel, shaping, shaped, wall_s))
+    Ok(())
 }
 
 /// Makes `cmd`'s process get SIGTERM when the driver dies, even by
@@ -950,6 +981,16 @@ pub(crate) fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
     if total > 0.0 { comm / total } else { f64::NAN }
 }
 
+/// The mean of `v`; NaN for none.
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.collect();
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
 /// The summary of a run from its ranks' logs and its kernel counters.
 fn summarize(
     run: &PlannedRun,
@@ -963,30 +1004,17 @@ fn summarize(
         .iter()
         .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
         .collect();
-    let mean = |v: Vec<f64>| {
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
     let counted_per_worker = if counted.iter().all(Option::is_some) {
-        mean(counted.iter().flatten().map(|&b| b as f64).collect())
+        mean(counted.iter().flatten().map(|&b| b as f64))
     } else {
         f64::NAN
     };
-    let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64).collect());
-    let diverged = logs.iter().any(diverged);
-    let last = |f: &dyn Fn(&repro_runlog::Eval) -> Option<f64>| {
-        let v: Vec<f64> = logs
-            .iter()
-            .filter_map(|l| l.evals.last().and_then(f))
-            .collect();
-        if v.is_empty() {
-            f64::NAN
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
+    let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64));
+    let last = |f: fn(&repro_runlog::Eval) -> Option<f64>| {
+        mean(logs.iter().filter_map(|l| l.evals.last().and_then(f)))
+    };
+    let total = |f: fn(&repro_runlog::Step) -> u64| -> u64 {
+        logs.iter().flat_map(|l| l.steps.iter().map(f)).sum()
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
     let some = repro_runlog::finite;
@@ -1019,59 +1047,32 @@ fn summarize(
         } else {
             None
         },
-        status: if diverged {
+        status: if logs.iter().any(diverged) {
             RunStatus::Diverged
         } else {
             RunStatus::Completed
         },
-        final_loss: some(last(&|e| e.avg_test_loss)),
-        local_loss: some(last(&|e| e.test_loss)),
-        grad_norm_sq: None,
-        consensus: some(last(&|e| e.consensus_distance)),
-        bytes: logs
-            .iter()
-            .flat_map(|l| l.steps.iter().map(|s| s.bytes_sent))
-            .sum(),
+        final_loss: some(last(|e| e.avg_test_loss)),
+        local_loss: some(last(|e| e.test_loss)),
+        consensus: some(last(|e| e.consensus_distance)),
+        bytes: total(|s| s.bytes_sent),
         virtual_s: some(virtual_s),
-        hash_failures: logs
-            .iter()
-            .flat_map(|l| l.steps.iter().map(|s| s.hash_failures))
-            .sum(),
-        hash_verified: logs
-            .iter()
-            .flat_map(|l| l.steps.iter().map(|s| s.hash_verified))
-            .sum(),
-        test_accuracy: some(last(&|e| e.test_accuracy)),
-        avg_test_accuracy: some(last(&|e| e.avg_test_accuracy)),
-        val_loss: some(last(&|e| e.val_loss)),
-        val_accuracy: some(last(&|e| e.val_accuracy)),
-        recovery_over_bound: None,
-        wrap_rate: None,
-        subopt: None,
+        hash_failures: total(|s| s.hash_failures),
+        hash_verified: total(|s| s.hash_verified),
+        test_accuracy: some(last(|e| e.test_accuracy)),
+        avg_test_accuracy: some(last(|e| e.avg_test_accuracy)),
+        val_loss: some(last(|e| e.val_loss)),
+        val_accuracy: some(last(|e| e.val_accuracy)),
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| l.header.provenance.clone()),
         shaping,
         wall_s,
-        setup_s: None,
-        metrics_s: None,
-        summary_s: None,
-        iteration_s: None,
-        stream_s: None,
-        memory_mb: None,
-        base_rss_mb: None,
-        model_mb: None,
-        state_mb: None,
-        frames_mb: None,
-        optimizer_mb: None,
-        shared_mb: None,
         workers: Some(logs.len()),
-        coordinates: None,
         extra_memory_mb: some(mean(
             logs.iter()
                 .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)
-                .map(|b| b as f64 / 1e6)
-                .collect(),
+                .map(|b| b as f64 / 1e6),
         )),
         peak_rss_mb: some(
             logs.iter()
@@ -1079,6 +1080,7 @@ fn summarize(
                 .map(|b| b as f64 / 1e6)
                 .fold(f64::NAN, f64::max),
         ),
+        ..Summary::default()
     }
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use repro_runlog::{Log, read_log};
 
+use crate::records::metrics::{CURVE_METRICS, Curve, metric};
 use crate::records::results::RunRecord;
 
 /// One step of one run, averaged over its ranks.
@@ -146,41 +147,15 @@ pub(crate) fn curve(logs: &[Log]) -> Vec<CurvePoint> {
     })
 }
 
-/// The `y` values a figure can draw: `train_loss` (every step), or a metric
-/// of the evaluations (every `eval_every` steps).
-pub(crate) const CURVE_METRICS: [&str; 10] = [
-    "train_loss",
-    "test_loss",
-    "test_accuracy",
-    "avg_test_loss",
-    "avg_test_accuracy",
-    "consensus_distance",
-    "val_loss",
-    "val_accuracy",
-    "objective",
-    "subopt",
-];
-
-/// One run's curve of `y` (one of [`CURVE_METRICS`]): [`curve`] for the
+/// One run's curve of `y` (one of `metrics::CURVE_METRICS`): [`curve`] for the
 /// training loss; for an evaluation metric, the ranks' evaluations averaged
 /// at each evaluated iteration (the averaged model's are the same on every
 /// rank), at the time of the slowest rank.
 pub(crate) fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
-    let pick: fn(&repro_runlog::Eval) -> Option<f64> = match y {
-        "train_loss" => return Ok(curve(logs)),
-        "test_loss" => |e| e.test_loss,
-        "test_accuracy" => |e| e.test_accuracy,
-        "avg_test_loss" => |e| e.avg_test_loss,
-        "avg_test_accuracy" => |e| e.avg_test_accuracy,
-        "consensus_distance" => |e| e.consensus_distance,
-        "val_loss" => |e| e.val_loss,
-        "val_accuracy" => |e| e.val_accuracy,
-        "objective" => |e| e.objective,
-        "subopt" => |e| e.subopt,
-        other => bail!(
-            "figure.y `{other}` is not one of {}",
-            CURVE_METRICS.join(", ")
-        ),
+    let pick = match metric(y).and_then(|m| m.curve) {
+        Some(Curve::TrainLoss) => return Ok(curve(logs)),
+        Some(Curve::Eval(pick)) => pick,
+        None => bail!("figure.y `{y}` is not one of {}", CURVE_METRICS.join(", ")),
     };
     Ok(average_ranks(logs, |log| {
         log.evals

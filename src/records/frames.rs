@@ -5,7 +5,7 @@
 //!
 //! In the frames, grid keys are String columns holding the values as the
 //! manifest wrote them, so a table's labels are the manifest's. Metric
-//! columns are typed by their kind (`results::kind`): String, Int64 or
+//! columns are typed by their kind (`metrics::kind`): String, Int64 or
 //! Float64, null where a run has no value or no number (the loss of a
 //! diverged run). On export, a grid-key column becomes Int64 when every
 //! non-empty value is an integer, Float64 when every one is a number.
@@ -22,7 +22,8 @@ use polars_io::parquet::read::ParquetReader;
 use polars_io::parquet::write::{KeyValueMetadata, ParquetWriter};
 
 use crate::records::curves::{CurvePoint, RunCurve};
-use crate::records::results::{self, Cell, Kind, RunRecord, kind};
+use crate::records::metrics::{self, Cell, Kind, kind};
+use crate::records::results::RunRecord;
 
 /// One column from its cells, with the inferred type.
 fn column(name: &str, cells: &[Option<&str>]) -> Column {
@@ -143,7 +144,7 @@ pub(crate) fn number_at(df: &DataFrame, name: &str, i: usize) -> Result<Option<f
     Ok(df.column(name)?.cast(&DataType::Float64)?.f64()?.get(i))
 }
 
-/// The runs: `run_id`, the grid keys (sorted), then [`results::columns`], one row
+/// The runs: `run_id`, the grid keys (sorted), then [`metrics::columns`], one row
 /// per run.
 #[derive(Debug, Clone)]
 pub(crate) struct RunsFrame {
@@ -157,7 +158,7 @@ impl RunsFrame {
         let keys = grid_keys(&rows);
         let mut columns = id_and_keys(&rows, &keys, &|_| 1);
         // metric columns are typed by their kind, not inferred from text
-        for m in results::columns() {
+        for m in metrics::columns() {
             let cells = rows.iter().map(|r| r.metrics.get(m));
             let name = m.into();
             columns.push(match kind(m) {
@@ -380,7 +381,7 @@ mod tests {
         ];
         let df = RunsFrame::new(&rows).unwrap().export().unwrap();
         assert_eq!(df.height(), 2);
-        assert_eq!(df.width(), 1 + 2 + results::columns().count());
+        assert_eq!(df.width(), 1 + 2 + metrics::columns().count());
         let dir = std::env::temp_dir().join(format!("repro-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("runs.parquet");

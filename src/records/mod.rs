@@ -3,4 +3,5 @@
 
 pub(crate) mod curves;
 pub(crate) mod frames;
+pub(crate) mod metrics;
 pub(crate) mod results;

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::launch::summary::{RunStatus, Summary};
+use crate::records::metrics::{Cell, From, METRICS, REGISTRY, columns};
 use crate::spec::condition::Condition;
 
 /// One run's record: its id, its grid point and its typed metrics (a row
@@ -19,83 +20,6 @@ pub(crate) struct RunRecord {
     /// The measured columns a run has ([`METRICS`]); a failed run has only
     /// its status.
     pub metrics: BTreeMap<String, Cell>,
-}
-
-/// How runs.csv writes a metric column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Text,
-    Count,
-    /// A number in scientific notation, every digit kept.
-    Sci,
-    /// A number with this many decimals.
-    Fixed(usize),
-}
-
-/// The kind of metric column `metric`: the one place it is defined.
-pub(crate) fn kind(metric: &str) -> Kind {
-    match metric {
-        "status" | "shaping" | "bytes_check" | "error" => Kind::Text,
-        m if PROVENANCE.contains(&m) || IDENTITY.contains(&m) => Kind::Text,
-        "bytes" | "hash_failures" | "hash_verified" => Kind::Count,
-        "wall_s" => Kind::Fixed(3),
-        "time_over_bound" | "comm_fraction" | "kernel_over_counted" => Kind::Fixed(4),
-        _ => Kind::Sci,
-    }
-}
-
-/// One metric of one run, typed by its column.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Cell {
-    Text(String),
-    Count(u64),
-    /// `None`: not measured, or not a number.
-    Number(Option<f64>),
-}
-
-impl Cell {
-    /// The value as a number, if it is one.
-    pub(crate) fn number(&self) -> Option<f64> {
-        match self {
-            Cell::Number(v) => *v,
-            Cell::Count(n) => Some(*n as f64),
-            Cell::Text(_) => None,
-        }
-    }
-
-    /// The text of a text cell ("" for others).
-    pub(crate) fn text(&self) -> &str {
-        match self {
-            Cell::Text(t) => t,
-            _ => "",
-        }
-    }
-
-    /// The cell as runs.csv writes it in column `metric` (a missing number
-    /// as `NaN`).
-    pub(crate) fn csv(&self, metric: &str) -> String {
-        match (self, kind(metric)) {
-            (Cell::Text(t), _) => t.clone(),
-            (Cell::Count(n), _) => n.to_string(),
-            (Cell::Number(None), _) => "NaN".into(),
-            (Cell::Number(Some(v)), Kind::Fixed(d)) => format!("{v:.d$}"),
-            (Cell::Number(Some(v)), _) => format!("{v:e}"),
-        }
-    }
-
-    /// A runs.csv cell of column `metric` read back: the one place text
-    /// becomes a cell. An empty cell is no cell.
-    pub(crate) fn parse(metric: &str, text: &str) -> Option<Cell> {
-        if text.is_empty() {
-            return None;
-        }
-        let number = || Cell::Number(text.parse::<f64>().ok().filter(|v| !v.is_nan()));
-        Some(match kind(metric) {
-            Kind::Text => Cell::Text(text.to_string()),
-            Kind::Count => text.parse().map_or_else(|_| number(), Cell::Count),
-            Kind::Sci | Kind::Fixed(_) => number(),
-        })
-    }
 }
 
 /// The cells of a run that produced no summary: `failed`, and why in one
@@ -118,97 +42,22 @@ fn error_cells(error: &str) -> Vec<(&'static str, Cell)> {
     ]
 }
 
-/// A run's summary as runs.csv's cells: the one place a summary's fields
-/// get their column names. Long because it is the list of them, one entry
-/// per column (the metric registry of issue 40 item 3 will replace it).
+/// A run's summary as runs.csv's cells: the registry's columns that come
+/// from a summary, then the run's provenance.
 fn summary_cells(s: &Summary) -> Vec<(&'static str, Cell)> {
-    [
-        ("status", Cell::Text(s.status.text().into())),
-        ("final_loss", Cell::Number(s.final_loss)),
-        ("train_loss", Cell::Number(s.train_loss)),
-        ("local_loss", Cell::Number(s.local_loss)),
-        ("grad_norm_sq", Cell::Number(s.grad_norm_sq)),
-        ("consensus", Cell::Number(s.consensus)),
-        ("bytes", Cell::Count(s.bytes)),
-        ("virtual_s", Cell::Number(s.virtual_s)),
-        ("hash_failures", Cell::Count(s.hash_failures)),
-        ("hash_verified", Cell::Count(s.hash_verified)),
-        (
-            "failed_recovery_rate",
-            Cell::Number(s.failed_recovery_rate()),
-        ),
-        ("test_accuracy", Cell::Number(s.test_accuracy)),
-        ("avg_test_accuracy", Cell::Number(s.avg_test_accuracy)),
-        ("val_loss", Cell::Number(s.val_loss)),
-        ("val_accuracy", Cell::Number(s.val_accuracy)),
-        ("recovery_over_bound", Cell::Number(s.recovery_over_bound)),
-        ("wrap_rate", Cell::Number(s.wrap_rate)),
-        ("subopt", Cell::Number(s.subopt)),
-        ("wall_s", Cell::Number(repro_runlog::finite(s.wall_s))),
-        ("setup_s", Cell::Number(s.setup_s)),
-        ("metrics_s", Cell::Number(s.metrics_s)),
-        ("summary_s", Cell::Number(s.summary_s)),
-        ("iteration_s", Cell::Number(s.iteration_s)),
-        ("stream_s", Cell::Number(s.stream_s)),
-        ("stream_ratio", Cell::Number(s.stream_ratio())),
-        ("overhead", Cell::Number(s.overhead())),
-        ("coordinates", Cell::Number(s.coordinates)),
-        ("extra_memory_mb", Cell::Number(s.extra_memory_mb)),
-        ("memory_mb", Cell::Number(s.memory_mb)),
-        ("peak_rss_mb", Cell::Number(s.peak_rss_mb)),
-        ("peak_over_memory", Cell::Number(s.peak_over_memory())),
-        ("model_mb", Cell::Number(s.model_mb)),
-        ("measured_extra_mb", Cell::Number(s.measured_extra_mb())),
-        (
-            "measured_extra_models",
-            Cell::Number(s.in_models(s.measured_extra_mb())),
-        ),
-        ("state_models", Cell::Number(s.in_models(s.state_mb))),
-        ("frames_models", Cell::Number(s.in_models(s.frames_mb))),
-        (
-            "optimizer_models",
-            Cell::Number(s.in_models(s.optimizer_mb)),
-        ),
-        (
-            "extra_memory_models",
-            Cell::Number(s.in_models(s.extra_memory_mb)),
-        ),
-        ("epoch_time_s", Cell::Number(s.epoch_time_s)),
-        ("wire_bound_epoch_s", Cell::Number(s.wire_bound_epoch_s)),
-        (
-            "time_over_bound",
-            Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b)),
-        ),
-        ("comm_fraction", Cell::Number(s.comm_fraction)),
-        ("shaping", Cell::Text(s.shaping.clone())),
-        (
-            "counted_bytes_per_worker",
-            Cell::Number(s.counted_bytes_per_worker),
-        ),
-        (
-            "kernel_bytes_per_worker",
-            Cell::Number(s.kernel_bytes_per_worker),
-        ),
-        ("kernel_over_counted", Cell::Number(s.kernel_over_counted())),
-        (
-            "bytes_check",
-            Cell::Text(if s.kernel_over_counted().is_none() {
-                String::new()
-            } else if s.bytes_flagged() {
-                "flagged".into()
-            } else {
-                "ok".into()
-            }),
-        ),
-    ]
-    .into_iter()
-    .chain(
-        s.provenance
-            .as_ref()
-            .map(provenance_cells)
-            .unwrap_or_default(),
-    )
-    .collect()
+    REGISTRY
+        .iter()
+        .filter_map(|m| match m.column?.from {
+            From::Summary(of) => Some((m.name, of(s))),
+            From::Network | From::Failure => None,
+        })
+        .chain(
+            s.provenance
+                .as_ref()
+                .map(provenance_cells)
+                .unwrap_or_default(),
+        )
+        .collect()
 }
 
 impl RunRecord {
@@ -241,7 +90,7 @@ impl RunRecord {
         self.status().is_some_and(RunStatus::finished)
     }
 
-    /// The record with what makes its identity (see [`IDENTITY`]): the
+    /// The record with what makes its identity (see `metrics::IDENTITY`): the
     /// experiment and scale it was planned for, its data and parameters.
     pub(crate) fn identified(
         mut self,
@@ -308,96 +157,6 @@ pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {
         cells.push(("bandwidth_bps".to_string(), Cell::Number(Some(b))));
     }
     cells
-}
-
-/// The measured columns, in order, then the run's network condition.
-pub(crate) const METRICS: [&str; 50] = [
-    "status",
-    "final_loss",
-    "train_loss",
-    "local_loss",
-    "grad_norm_sq",
-    "consensus",
-    "bytes",
-    "virtual_s",
-    "hash_failures",
-    "hash_verified",
-    "failed_recovery_rate",
-    "test_accuracy",
-    "avg_test_accuracy",
-    "val_loss",
-    "val_accuracy",
-    "recovery_over_bound",
-    "wrap_rate",
-    "subopt",
-    "wall_s",
-    "setup_s",
-    "metrics_s",
-    "summary_s",
-    "iteration_s",
-    "stream_s",
-    "stream_ratio",
-    "overhead",
-    "coordinates",
-    "extra_memory_mb",
-    "memory_mb",
-    "peak_rss_mb",
-    "peak_over_memory",
-    "model_mb",
-    "measured_extra_mb",
-    "measured_extra_models",
-    "state_models",
-    "frames_models",
-    "optimizer_models",
-    "extra_memory_models",
-    "epoch_time_s",
-    "wire_bound_epoch_s",
-    "time_over_bound",
-    "comm_fraction",
-    "shaping",
-    "counted_bytes_per_worker",
-    "kernel_bytes_per_worker",
-    "kernel_over_counted",
-    "bytes_check",
-    "bandwidth_bps",
-    "latency_s",
-    "error",
-];
-
-/// Where each run came from, after [`METRICS`] in runs.csv: the run log's
-/// provenance (see `repro_runlog::Provenance`); `source` and
-/// `manifest_hash` decide whether a run is current (`repro status`).
-pub(crate) const PROVENANCE: [&str; 10] = [
-    "git_commit",
-    "git_dirty",
-    "source",
-    "rustc",
-    "version",
-    "host",
-    "libtorch",
-    "mpi",
-    "command",
-    "manifest_hash",
-];
-
-/// What a run is a run of, after [`PROVENANCE`] in runs.csv: the
-/// experiment and scale it was planned for, its data set and a checksum of
-/// the data files it read (`generated` for data made from its
-/// parameters), and its resolved parameters (canonical JSON without the
-/// defaults, the text its run id hashes). A results directory holds one
-/// experiment at one scale ([`check_identity`]).
-pub(crate) const IDENTITY: [&str; 5] = [
-    "experiment",
-    "scale",
-    "data_source",
-    "data_checksum",
-    "params",
-];
-
-/// Every column of a run record after its grid point: [`METRICS`], then
-/// [`PROVENANCE`], then [`IDENTITY`].
-pub(crate) fn columns() -> impl Iterator<Item = &'static str> {
-    METRICS.into_iter().chain(PROVENANCE).chain(IDENTITY)
 }
 
 /// Refuses to mix: the runs already recorded in a results directory

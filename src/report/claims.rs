@@ -10,8 +10,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::launch::summary::RunStatus;
-use crate::records::curves::{CURVE_METRICS, RunCurve};
-use crate::records::results::{Kind as Column, METRICS, RunRecord, csv_text, kind};
+use crate::records::curves::RunCurve;
+use crate::records::metrics::{CURVE_METRICS, Kind as Column, METRICS, kind};
+use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
 use crate::report::table::{number, short};
 use crate::spec::manifest::{ClaimSpec, TableSpec};
@@ -1083,7 +1084,7 @@ mod tests {
         rows.extend(runs("choco", &["2.0", "NaN", "1.9"], "completed"));
         rows[4].metrics.insert(
             "status".into(),
-            crate::records::results::Cell::Text("diverged".into()),
+            crate::records::metrics::Cell::Text("diverged".into()),
         );
         let v = verdicts(
             "[{better: moniqua, than: choco, metric: final_loss}]",

@@ -9,8 +9,8 @@ use plotters::prelude::*;
 use polars::prelude::{DataFrame, DataType, Expr, LazyFrame, col, len, lit};
 
 use crate::launch::summary::RunStatus;
-use crate::records::curves::CURVE_METRICS;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
+use crate::records::metrics::CURVE_METRICS;
 use crate::spec::manifest::FigureSpec;
 
 /// One line of a panel.
@@ -100,9 +100,9 @@ pub(crate) fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (Stri
         }
         crate::spec::manifest::FigureKind::Sweep => {
             grid("figure.panels", spec.panels.as_deref().unwrap_or("network"))?;
-            one_of("figure.y", &spec.y, &crate::records::results::METRICS)?;
+            one_of("figure.y", &spec.y, &crate::records::metrics::METRICS)?;
             if let Some(b) = &spec.bound {
-                one_of("figure.bound", b, &crate::records::results::METRICS)?;
+                one_of("figure.bound", b, &crate::records::metrics::METRICS)?;
             }
         }
         crate::spec::manifest::FigureKind::Scaling => {
@@ -112,16 +112,16 @@ pub(crate) fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (Stri
             // a runs.csv column or a numeric grid key (bits)
             let x = |path: &str, v: &str| match grid(path, v) {
                 Ok(()) => Ok(()),
-                Err(_) => one_of(path, v, &crate::records::results::METRICS)
+                Err(_) => one_of(path, v, &crate::records::metrics::METRICS)
                     .map_err(|(p, e)| (p, format!("{e}, or a grid key ({})", keys.join(", ")))),
             };
             x("figure.x", &spec.x)?;
             for (i, v) in spec.also_x.iter().enumerate() {
                 x(&format!("figure.also_x[{i}]"), v)?;
             }
-            one_of("figure.y", &spec.y, &crate::records::results::METRICS)?;
+            one_of("figure.y", &spec.y, &crate::records::metrics::METRICS)?;
             if let Some(b) = &spec.bound {
-                one_of("figure.bound", b, &crate::records::results::METRICS)?;
+                one_of("figure.bound", b, &crate::records::metrics::METRICS)?;
             }
         }
     }
@@ -1399,7 +1399,8 @@ mod tests {
 
     #[test]
     fn sweeps_make_a_panel_per_fixed_latency_and_bandwidth() {
-        use crate::records::results::{Cell, condition_cells};
+        use crate::records::metrics::Cell;
+        use crate::records::results::condition_cells;
         use crate::spec::condition::Condition;
 
         let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| RunRecord {
@@ -1468,7 +1469,7 @@ mod tests {
     /// one dashed line averaged over the series at each x.
     #[test]
     fn scaling_figures_draw_y_against_x_with_one_reference() {
-        use crate::records::results::Cell;
+        use crate::records::metrics::Cell;
         let row = |alg: &str, bits: &str, n: &str, seed: &str, x: f64, t: f64, s: f64| RunRecord {
             run_id: format!("{alg}{bits}{n}{seed}"),
             point: [

@@ -10,7 +10,8 @@ use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
 use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
-use crate::records::results::{METRICS, csv_rows, csv_text};
+use crate::records::metrics::METRICS;
+use crate::records::results::{csv_rows, csv_text};
 use crate::spec::manifest::TableSpec;
 use crate::spec::plan::SEED_KEY;
 
@@ -765,7 +766,7 @@ fn difference_text(d: &crate::report::stats::Difference) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::results::Cell;
+    use crate::records::metrics::Cell;
     use crate::records::results::tests::row;
 
     #[test]

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
-use crate::records::results::{Kind, METRICS, RunRecord, csv_text, kind};
+use crate::records::metrics::{Kind, METRICS, kind};
+use crate::records::results::{RunRecord, csv_text};
 use crate::report::table::{number, short};
 use crate::spec::manifest::{Backend, Manifest, TuneSpec};
 use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
@@ -561,7 +562,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::results::Cell;
+    use crate::records::metrics::Cell;
 
     fn spec(yaml: &str) -> TuneSpec {
         yaml_serde::from_str(yaml).unwrap()

@@ -45,10 +45,6 @@ pub(crate) struct SimParams {
     pub weight_decay: f32,
     pub iterations: u64,
     pub seed: u64,
-    /// e.g. `100mbit`, `1gbit`
-    pub bandwidth: Option<String>,
-    /// e.g. `0.15ms`, `1ms`
-    pub latency: Option<String>,
     pub compute_ms: f64,
     /// Write a step record every this many iterations.
     pub log_every: u64,
@@ -106,8 +102,6 @@ impl Default for SimParams {
             weight_decay: 0.0,
             iterations: 100,
             seed: 0,
-            bandwidth: None,
-            latency: None,
             compute_ms: 0.0,
             log_every: 10,
             measure_recovery: false,
@@ -727,6 +721,14 @@ fn param_error(
         .strip_prefix("unknown field `")
         .and_then(|m| m.split('`').next())
     {
+        // a network condition is one key, for every backend
+        Some(field @ ("bandwidth" | "latency")) => DriverError::RunParams {
+            run: run.to_string(),
+            key: field.to_string(),
+            message: "a network condition is the `network` key, in params or the grid: \
+                      `network: {bandwidth: 100mbit, latency: 1ms}`"
+                .into(),
+        },
         Some(field) if matches!(e.path().to_string().as_str(), "." | "") => {
             DriverError::RunParams {
                 run: run.to_string(),
@@ -928,16 +930,6 @@ fn sim_ranges(r: &Ranges<'_>, p: &SimParams) -> Result<(), DriverError> {
     r.within("x0_scale", p.x0_scale, 0.0, 1e6)?;
     if p.threads > 4096 {
         return Err(r.bad("threads", format!("{} is more than 4096", p.threads)));
-    }
-    if let Some(l) = &p.latency {
-        let s = crate::spec::condition::parse_latency(l)
-            .ok_or_else(|| r.bad("latency", format!("`{l}` is not a latency like `1ms`")))?;
-        r.within("latency", s, 0.0, MAX_LATENCY_S)?;
-    }
-    if let Some(b) = &p.bandwidth {
-        let bps = crate::spec::condition::parse_bandwidth(b)
-            .ok_or_else(|| r.bad("bandwidth", format!("`{b}` is not a rate like `100mbit`")))?;
-        r.within("bandwidth", bps, MIN_BANDWIDTH_BPS, 1e15)?;
     }
     Ok(())
 }

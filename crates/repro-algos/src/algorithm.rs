@@ -21,7 +21,7 @@
 
 use repro_codec::{DitherTable, Prefetch};
 
-use crate::AlgoError;
+use crate::{AlgoError, Topology};
 
 /// How a worker's frames travel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -197,15 +197,49 @@ pub(crate) fn block_views<'a>(
 }
 
 /// `W_ij` of `i`'s neighbour `j`, or an error if `j` is not one.
-pub(crate) fn weight_of(
-    weights: &[(usize, f64)],
-    worker: usize,
-    from: usize,
-) -> Result<f32, AlgoError> {
+fn weight_of(weights: &[(usize, f64)], worker: usize, from: usize) -> Result<f32, AlgoError> {
     weights
         .binary_search_by_key(&from, |&(j, _)| j)
         .map(|at| weights[at].1 as f32)
         .map_err(|_| AlgoError::NotNeighbour { worker, from })
+}
+
+/// A gossip worker's row of the mixing matrix: its rank, `W_ii`, and
+/// `(j, W_ij)` for its neighbours in rank order (the order of their frames,
+/// and of what a worker keeps per neighbour). Every gossip worker but
+/// Moniqua's (which scales its row by gamma) holds one.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub rank: usize,
+    pub self_weight: f32,
+    pub weights: Vec<(usize, f64)>,
+}
+
+impl Row {
+    /// Worker `rank`'s row of `topology`'s mixing matrix.
+    pub(crate) fn of(topology: &Topology, rank: usize) -> Self {
+        Row {
+            rank,
+            self_weight: topology.self_weight(rank) as f32,
+            weights: topology.neighbours(rank).to_vec(),
+        }
+    }
+
+    /// `W_ij` of sender `from`, or an error if it is no neighbour.
+    pub(crate) fn weight(&self, from: usize) -> Result<f32, AlgoError> {
+        weight_of(&self.weights, self.rank, from)
+    }
+
+    /// Where neighbour `from` sits in [`weights`](Self::weights), or an
+    /// error if it is no neighbour.
+    pub(crate) fn slot(&self, from: usize) -> Result<usize, AlgoError> {
+        self.weights
+            .binary_search_by_key(&from, |&(j, _)| j)
+            .map_err(|_| AlgoError::NotNeighbour {
+                worker: self.rank,
+                from,
+            })
+    }
 }
 
 /// `acc += w * v`.
@@ -215,31 +249,49 @@ pub(crate) fn axpy(acc: &mut [f32], w: f32, v: &[f32]) {
     }
 }
 
-/// `sum_j v_j` over all workers in rank order (so that every worker computes
-/// the same bits, as a deterministic collective does), `own` at `rank`, the
-/// others decoded from `inbox` (sorted by sender) with `decode`.
-pub(crate) fn sum_in_rank_order(
-    rank: usize,
-    own: &[f32],
-    inbox: &[(usize, &[u8])],
-    sum: &mut [f32],
-    scratch: &mut [f32],
-    mut decode: impl FnMut(&[u8], &mut [f32]) -> Result<(), AlgoError>,
-) -> Result<(), AlgoError> {
-    sum.fill(0.0);
-    let mut own_added = false;
-    for &(from, bytes) in inbox {
-        if from > rank && !own_added {
-            axpy(sum, 1.0, own);
-            own_added = true;
+/// A worker's place in a collective (all-reduce, all-gather): its rank
+/// among `n`. What the centralized algorithms (all-reduce SGD, QSGD,
+/// TernGrad, PSGD, PQASGD, RSGD) hold in place of a [`Row`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Group {
+    pub rank: usize,
+    pub n: usize,
+}
+
+impl Group {
+    /// `1 / n`, what a sum is scaled by to average.
+    pub(crate) fn inv(&self) -> f32 {
+        1.0 / self.n as f32
+    }
+
+    /// `sum_j v_j` over all workers in rank order (so that every worker
+    /// computes the same bits, as a deterministic collective does), `own`
+    /// at this rank, the others decoded from `inbox` (sorted by sender,
+    /// one frame from each other worker) with `decode`.
+    pub(crate) fn sum_in_rank_order(
+        &self,
+        own: &[f32],
+        inbox: &[(usize, &[u8])],
+        sum: &mut [f32],
+        scratch: &mut [f32],
+        mut decode: impl FnMut(&[u8], &mut [f32]) -> Result<(), AlgoError>,
+    ) -> Result<(), AlgoError> {
+        check_len("collective inbox", self.n - 1, inbox.len())?;
+        sum.fill(0.0);
+        let mut own_added = false;
+        for &(from, bytes) in inbox {
+            if from > self.rank && !own_added {
+                axpy(sum, 1.0, own);
+                own_added = true;
+            }
+            decode(bytes, scratch)?;
+            axpy(sum, 1.0, scratch);
         }
-        decode(bytes, scratch)?;
-        axpy(sum, 1.0, scratch);
+        if !own_added {
+            axpy(sum, 1.0, own);
+        }
+        Ok(())
     }
-    if !own_added {
-        axpy(sum, 1.0, own);
-    }
-    Ok(())
 }
 
 /// A worker whose iteration can run a block of coordinates at a time, for

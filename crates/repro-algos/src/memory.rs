@@ -141,12 +141,45 @@ impl AlgorithmSpec {
     }
 
     /// Whether `send` leaves the local step alone, so the simulator sends
-    /// first and keeps the next frame early (see `Worker::send_reads_delta`).
+    /// first and keeps the next frame early: the worker's
+    /// `!send_reads_delta()` (`workers_are_what_the_footprint_counts`).
     fn sends_without_step(&self) -> bool {
-        matches!(
-            self,
-            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(_) | AlgorithmSpec::Moniqua { .. }
-        )
+        match self {
+            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(_) | AlgorithmSpec::Moniqua { .. } => true,
+            AlgorithmSpec::AllReduce
+            | AlgorithmSpec::Dcd(_)
+            | AlgorithmSpec::Ecd(_)
+            | AlgorithmSpec::Choco { .. }
+            | AlgorithmSpec::DeepSqueeze { .. }
+            | AlgorithmSpec::D2 { .. }
+            | AlgorithmSpec::MoniquaD2 { .. }
+            | AlgorithmSpec::Periodic { .. }
+            | AlgorithmSpec::Rotating { .. }
+            | AlgorithmSpec::QuantizedGradient(_) => false,
+        }
+    }
+
+    /// Whether the worker runs a block of coordinates at a time on a
+    /// separable objective: the worker's `blockwise().is_some()`
+    /// (`workers_are_what_the_footprint_counts`).
+    fn runs_in_blocks(&self) -> bool {
+        match self {
+            // full-precision frames only: D-PSGD, and naive gossip without
+            // compression (the same algorithm)
+            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(CompressorSpec::Full) => true,
+            AlgorithmSpec::Moniqua { codec, .. } => !codec.hash,
+            AlgorithmSpec::AllReduce
+            | AlgorithmSpec::Naive(_)
+            | AlgorithmSpec::Dcd(_)
+            | AlgorithmSpec::Ecd(_)
+            | AlgorithmSpec::Choco { .. }
+            | AlgorithmSpec::DeepSqueeze { .. }
+            | AlgorithmSpec::D2 { .. }
+            | AlgorithmSpec::MoniquaD2 { .. }
+            | AlgorithmSpec::Periodic { .. }
+            | AlgorithmSpec::Rotating { .. }
+            | AlgorithmSpec::QuantizedGradient(_) => false,
+        }
     }
 
     /// What a simulated run of this algorithm holds, by part.
@@ -154,12 +187,7 @@ impl AlgorithmSpec {
         let vector = 4 * shape.dim as u64;
         let (kept, borrowed) = self.vectors(shape.degree);
         let fused = self.sends_without_step();
-        let blockwise = shape.separable
-            && match self {
-                AlgorithmSpec::DPsgd => true,
-                AlgorithmSpec::Moniqua { codec, .. } => !codec.hash,
-                _ => false,
-            };
+        let blockwise = shape.separable && self.runs_in_blocks();
         let borrowed = if blockwise { 0 } else { borrowed };
         // fused: the frame sent and the next one, encoded early; else the
         // frame and the step, which `send` reads
@@ -184,8 +212,9 @@ impl AlgorithmSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Quadratic, SimConfig, Simulator, Topology};
+    use crate::{ALGORITHM_NAMES, Knobs, Quadratic, SimConfig, Simulator, Topology};
     use repro_codec::{MoniquaConfig, StochasticConfig};
+    use repro_runlog::HashMode;
 
     /// Moniqua at `bits`, Table 2's way at 1 bit (an explicit modulus, no hash).
     fn moniqua(bits: u32) -> AlgorithmSpec {
@@ -242,6 +271,64 @@ mod tests {
                 r.frame_bytes,
                 spec.frame_bytes(d)
             );
+        }
+    }
+
+    /// Every registered algorithm, with the default knobs and with a
+    /// full-precision compressor and no hash: the facts the footprint takes
+    /// from the spec are its worker's (whether `send` reads the step,
+    /// whether it runs a block at a time), and its frames are the size
+    /// counted (RSGD's a slice of the model, at most that). An algorithm
+    /// whose arms here do not say what its worker does fails this test.
+    #[test]
+    fn workers_are_what_the_footprint_counts() {
+        let (n, d) = (4, 3000);
+        let objective = Quadratic::homogeneous(n, vec![0.1; d], 0.0);
+        let full = Knobs {
+            compressor: "full".into(),
+            hash: HashMode::Off,
+            bits: 2,
+            ..Knobs::default()
+        };
+        for (name, knobs) in ALGORITHM_NAMES
+            .iter()
+            .flat_map(|n| [(*n, Knobs::default()), (*n, full.clone())])
+        {
+            let spec = AlgorithmSpec::from_name(name, &knobs).unwrap();
+            let ring = Topology::ring(n).unwrap();
+            let mut worker = spec.build(0, &ring, 1, &vec![0.0; d]).unwrap();
+            let what = format!("{name} with {} compression", knobs.compressor);
+            assert_eq!(
+                spec.sends_without_step(),
+                !worker.send_reads_delta(),
+                "{what}: sends without its step"
+            );
+            let in_blocks = match worker.blockwise() {
+                Some(b) => b.begin(0, &[], Some(&mut Vec::new())).unwrap(),
+                None => false,
+            };
+            assert_eq!(spec.runs_in_blocks(), in_blocks, "{what}: in blocks");
+            let mut sim =
+                Simulator::new(&objective, ring, &spec, SimConfig::default(), &vec![0.0; d])
+                    .unwrap();
+            let mut sent = Vec::new();
+            for _ in 0..8 {
+                sent.extend(
+                    sim.step()
+                        .unwrap()
+                        .frame_bytes
+                        .into_iter()
+                        .filter(|&b| b > 0),
+                );
+            }
+            assert!(!sent.is_empty(), "{what} sent nothing");
+            let counted = spec.frame_bytes(d);
+            for b in sent {
+                match spec {
+                    AlgorithmSpec::Rotating { .. } => assert!(b as u64 <= counted, "{what}"),
+                    _ => assert_eq!(b as u64, counted, "{what}: frame bytes"),
+                }
+            }
         }
     }
 

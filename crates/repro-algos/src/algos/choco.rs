@@ -9,19 +9,18 @@
 //! `s_i`), which is what lets 1024 workers of a million coordinates fit
 //! in 24 GB.
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
 /// A CHOCO-SGD worker.
 #[derive(Debug)]
 pub struct Choco {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     compressor: Compressor,
     gamma: f32,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
     x_hat: Vec<f32>,
     s: Vec<f32>,
 }
@@ -40,12 +39,10 @@ impl Choco {
             )));
         }
         Ok(Self {
-            rank,
+            row: Row::of(topology, rank),
             x: crate::flat::model_copy(x0),
             compressor,
             gamma: gamma as f32,
-            self_weight: topology.self_weight(rank) as f32,
-            weights: topology.neighbours(rank).to_vec(),
             x_hat: vec![0.0; x0.len()],
             s: vec![0.0; x0.len()],
         })
@@ -67,7 +64,7 @@ impl Worker for Choco {
                 *a = x - h;
             }
             self.compressor
-                .encode(acc, k, self.rank as u32, Some(&mut decoded[..]), out)?;
+                .encode(acc, k, self.row.rank as u32, Some(&mut decoded[..]), out)?;
             axpy(&mut self.x_hat, 1.0, decoded);
             Ok(())
         })
@@ -81,14 +78,14 @@ impl Worker for Choco {
     ) -> Result<Received, AlgoError> {
         scratch::with_vectors(self.x.len(), |[decoded]| {
             for &(from, bytes) in inbox {
-                let w = weight_of(&self.weights, self.rank, from)?;
+                let w = self.row.weight(from)?;
                 self.compressor.decode(bytes, decoded)?;
                 axpy(&mut self.s, w, decoded);
             }
             Ok::<(), AlgoError>(())
         })?;
         // sum_j W_ij (x^_j - x^_i) = s_i - (1 - W_ii) x^_i
-        let off = 1.0 - self.self_weight;
+        let off = 1.0 - self.row.self_weight;
         for ((x, &s), &h) in self.x.iter_mut().zip(&self.s).zip(&self.x_hat) {
             *x += self.gamma * (s - off * h);
         }

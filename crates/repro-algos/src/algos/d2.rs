@@ -14,7 +14,7 @@ use repro_codec::{FullPrecision, MoniquaCodec};
 
 use super::moniqua::accumulate_verified;
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Row, Worker, axpy, check_len};
 use crate::{AlgoError, Topology};
 
 /// How D² exchanges its half-steps.
@@ -27,11 +27,10 @@ pub enum D2Exchange {
 /// A D² worker.
 #[derive(Debug)]
 pub struct D2 {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     exchange: D2Exchange,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
     x_prev: Vec<f32>,
     delta_prev: Vec<f32>,
     /// The half-step between `send` and `receive`.
@@ -51,11 +50,9 @@ impl D2 {
     ) -> Result<Self, AlgoError> {
         let mixing = topology.slack(gamma)?;
         Ok(Self {
-            rank,
+            row: Row::of(&mixing, rank),
             x: crate::flat::model_copy(x0),
             exchange,
-            self_weight: mixing.self_weight(rank) as f32,
-            weights: mixing.neighbours(rank).to_vec(),
             x_prev: x0.to_vec(),
             delta_prev: vec![0.0; x0.len()],
             half: vec![0.0; x0.len()],
@@ -92,13 +89,13 @@ impl Worker for D2 {
         self.delta_prev.copy_from_slice(delta);
         match &self.exchange {
             D2Exchange::Full => FullPrecision::default()
-                .encode(&self.half, k, self.rank as u32, out)
+                .encode(&self.half, k, self.row.rank as u32, out)
                 .map(drop)?,
             D2Exchange::Moniqua(codec) => codec
                 .encode(
                     &self.half,
                     k,
-                    self.rank as u32,
+                    self.row.rank as u32,
                     Some(&mut self.scratch),
                     out,
                 )
@@ -117,10 +114,10 @@ impl Worker for D2 {
         match &self.exchange {
             D2Exchange::Full => {
                 for (a, &h) in self.acc.iter_mut().zip(&self.half) {
-                    *a = self.self_weight * h;
+                    *a = self.row.self_weight * h;
                 }
                 for &(from, bytes) in inbox {
-                    let w = weight_of(&self.weights, self.rank, from)?;
+                    let w = self.row.weight(from)?;
                     FullPrecision::default().decode(bytes, &mut self.scratch)?;
                     axpy(&mut self.acc, w, &self.scratch);
                 }
@@ -131,14 +128,8 @@ impl Worker for D2 {
                 // recovery fails the hash is left out, as in Moniqua
                 self.acc.fill(0.0);
                 let total;
-                (total, received) = accumulate_verified(
-                    codec,
-                    &self.weights,
-                    self.rank,
-                    &self.half,
-                    inbox,
-                    &mut self.acc,
-                )?;
+                (total, received) =
+                    accumulate_verified(codec, &self.row, &self.half, inbox, &mut self.acc)?;
                 for (((x, &h), &a), &own) in self
                     .x
                     .iter_mut()

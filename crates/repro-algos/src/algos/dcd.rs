@@ -5,18 +5,17 @@
 //! the replicas stay exact. It diverges when `C` is too coarse: the difference
 //! is not small relative to the quantization error.
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
 /// A DCD-PSGD worker.
 #[derive(Debug)]
 pub struct Dcd {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     compressor: Compressor,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
     /// Replicas of the neighbours' models, in `weights` order.
     replicas: Vec<Vec<f32>>,
     acc: Vec<f32>,
@@ -25,14 +24,12 @@ pub struct Dcd {
 
 impl Dcd {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
-        let weights = topology.neighbours(rank).to_vec();
+        let row = Row::of(topology, rank);
         Self {
-            rank,
             x: crate::flat::model_copy(x0),
             compressor,
-            self_weight: topology.self_weight(rank) as f32,
-            replicas: vec![x0.to_vec(); weights.len()],
-            weights,
+            replicas: vec![x0.to_vec(); row.weights.len()],
+            row,
             acc: vec![0.0; x0.len()],
             scratch: vec![0.0; x0.len()],
         }
@@ -48,13 +45,18 @@ impl Worker for Dcd {
         check_len("delta", self.x.len(), delta.len())?;
         // acc = z = sum_j W_ij x^_j - delta - x_i
         for ((a, &x), &d) in self.acc.iter_mut().zip(&self.x).zip(delta) {
-            *a = (self.self_weight - 1.0) * x - d;
+            *a = (self.row.self_weight - 1.0) * x - d;
         }
-        for (replica, &(_, w)) in self.replicas.iter().zip(&self.weights) {
+        for (replica, &(_, w)) in self.replicas.iter().zip(&self.row.weights) {
             axpy(&mut self.acc, w as f32, replica);
         }
-        self.compressor
-            .encode(&self.acc, k, self.rank as u32, Some(&mut self.scratch), out)?;
+        self.compressor.encode(
+            &self.acc,
+            k,
+            self.row.rank as u32,
+            Some(&mut self.scratch),
+            out,
+        )?;
         axpy(&mut self.x, 1.0, &self.scratch);
         Ok(())
     }
@@ -66,8 +68,7 @@ impl Worker for Dcd {
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         for &(from, bytes) in inbox {
-            weight_of(&self.weights, self.rank, from)?;
-            let at = self.weights.partition_point(|&(j, _)| j < from);
+            let at = self.row.slot(from)?;
             self.compressor.decode(bytes, &mut self.scratch)?;
             axpy(&mut self.replicas[at], 1.0, &self.scratch);
         }

@@ -3,19 +3,18 @@
 //! `x_i <- x_half + gamma sum_j (W - I)_ij c_j`. One extra vector, the error
 //! memory `e_i`.
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
 /// A DeepSqueeze worker.
 #[derive(Debug)]
 pub struct DeepSqueeze {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     compressor: Compressor,
     gamma: f32,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
     error: Vec<f32>,
     /// Holds the worker's own `c_i` between `send` and `receive`.
     acc: Vec<f32>,
@@ -36,12 +35,10 @@ impl DeepSqueeze {
             )));
         }
         Ok(Self {
-            rank,
+            row: Row::of(topology, rank),
             x: crate::flat::model_copy(x0),
             compressor,
             gamma: gamma as f32,
-            self_weight: topology.self_weight(rank) as f32,
-            weights: topology.neighbours(rank).to_vec(),
             error: vec![0.0; x0.len()],
             acc: vec![0.0; x0.len()],
             scratch: vec![0.0; x0.len()],
@@ -67,8 +64,13 @@ impl Worker for DeepSqueeze {
             *x -= d;
             *v = *x + e;
         }
-        self.compressor
-            .encode(&self.scratch, k, self.rank as u32, Some(&mut self.acc), out)?;
+        self.compressor.encode(
+            &self.scratch,
+            k,
+            self.row.rank as u32,
+            Some(&mut self.acc),
+            out,
+        )?;
         for ((e, &v), &c) in self.error.iter_mut().zip(&self.scratch).zip(&self.acc) {
             *e = v - c;
         }
@@ -82,12 +84,12 @@ impl Worker for DeepSqueeze {
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         // acc holds c_i: the averaging term starts at (W_ii - 1) c_i
-        let own = self.self_weight - 1.0;
+        let own = self.row.self_weight - 1.0;
         for a in self.acc.iter_mut() {
             *a *= own;
         }
         for &(from, bytes) in inbox {
-            let w = weight_of(&self.weights, self.rank, from)?;
+            let w = self.row.weight(from)?;
             self.compressor.decode(bytes, &mut self.scratch)?;
             axpy(&mut self.acc, w, &self.scratch);
         }

@@ -12,28 +12,25 @@
 
 use repro_codec::{DitherTable, FullPrecision, Prefetch};
 
-use crate::algorithm::{Blockwise, Received, Worker, axpy, block_views, check_len, weight_of};
+use crate::algorithm::{Blockwise, Received, Row, Worker, axpy, block_views, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
 /// A D-PSGD worker, exact or naively quantized.
 #[derive(Debug)]
 pub struct NaiveQuantized {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     compressor: Compressor,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
 }
 
 impl NaiveQuantized {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
         Self {
-            rank,
+            row: Row::of(topology, rank),
             x: crate::flat::model_copy(x0),
             compressor,
-            self_weight: topology.self_weight(rank) as f32,
-            weights: topology.neighbours(rank).to_vec(),
         }
     }
 }
@@ -45,7 +42,7 @@ impl Worker for NaiveQuantized {
 
     fn send(&mut self, k: u64, _delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
         self.compressor
-            .encode(&self.x, k, self.rank as u32, None, out)?;
+            .encode(&self.x, k, self.row.rank as u32, None, out)?;
         Ok(())
     }
 
@@ -63,10 +60,10 @@ impl Worker for NaiveQuantized {
         // the accumulator and the decode buffer are per-thread scratch
         scratch::with_vectors(self.x.len(), |[acc, decoded]| {
             for (a, &x) in acc.iter_mut().zip(&self.x) {
-                *a = self.self_weight * x;
+                *a = self.row.self_weight * x;
             }
             for &(from, bytes) in inbox {
-                let w = weight_of(&self.weights, self.rank, from)?;
+                let w = self.row.weight(from)?;
                 self.compressor.decode(bytes, decoded)?;
                 axpy(acc, w, decoded);
             }
@@ -111,7 +108,7 @@ impl Blockwise for NaiveQuantized {
             return Ok(false);
         };
         for &(from, bytes) in inbox {
-            weight_of(&self.weights, self.rank, from)?;
+            self.row.weight(from)?;
             if full.body(bytes, self.x.len())?.is_none() {
                 return Ok(false);
             }
@@ -143,7 +140,7 @@ impl Blockwise for NaiveQuantized {
         // (W_ij, the block's bytes) in inbox order; `begin` checked the frames
         let mut neighbours = Vec::with_capacity(inbox.len());
         for &(from, bytes) in inbox {
-            let w = weight_of(&self.weights, self.rank, from)?;
+            let w = self.row.weight(from)?;
             let start = repro_codec::frame::HEADER_LEN + 4 * at;
             neighbours.push((w, &bytes[start..start + 4 * len]));
         }
@@ -154,7 +151,7 @@ impl Blockwise for NaiveQuantized {
             let m = LANE_CHUNK.min(len - c);
             let (acc, xs, ds) = (&mut acc[..m], &mut x[c..c + m], &delta[c..c + m]);
             for (a, &xi) in acc.iter_mut().zip(xs.iter()) {
-                *a = self.self_weight * xi;
+                *a = self.row.self_weight * xi;
             }
             for &(w, body) in &neighbours {
                 for (a, v) in acc.iter_mut().zip(body[4 * c..4 * (c + m)].chunks_exact(4)) {
@@ -178,7 +175,7 @@ impl Blockwise for NaiveQuantized {
     ) -> Result<(Received, bool), AlgoError> {
         let sent = match (next, self.full()) {
             (Some(next), Some(full)) => {
-                full.finish(next, self.x.len(), k + 1, self.rank as u32)?;
+                full.finish(next, self.x.len(), k + 1, self.row.rank as u32)?;
                 true
             }
             _ => false,

@@ -6,18 +6,17 @@
 //! the first update is `x~ = -x~ + 2 C(z)` (ChocoSGD's `ecd_psgd.py` agrees).
 //! The estimates start at `x_0`.
 
-use crate::algorithm::{Received, Worker, axpy, check_len, weight_of};
+use crate::algorithm::{Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
 /// An ECD-PSGD worker.
 #[derive(Debug)]
 pub struct Ecd {
-    rank: usize,
+    /// Its row of the mixing matrix.
+    row: Row,
     x: Vec<f32>,
     compressor: Compressor,
-    self_weight: f32,
-    weights: Vec<(usize, f64)>,
     /// Estimate of the worker's own model.
     own_estimate: Vec<f32>,
     /// Estimates of the neighbours' models, in `weights` order.
@@ -28,15 +27,13 @@ pub struct Ecd {
 
 impl Ecd {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
-        let weights = topology.neighbours(rank).to_vec();
+        let row = Row::of(topology, rank);
         Self {
-            rank,
             x: crate::flat::model_copy(x0),
             compressor,
-            self_weight: topology.self_weight(rank) as f32,
             own_estimate: x0.to_vec(),
-            estimates: vec![x0.to_vec(); weights.len()],
-            weights,
+            estimates: vec![x0.to_vec(); row.weights.len()],
+            row,
             acc: vec![0.0; x0.len()],
             scratch: vec![0.0; x0.len()],
         }
@@ -61,17 +58,22 @@ impl Worker for Ecd {
         let t = (k + 1) as f32;
         // acc = x_{t+1} = sum_j W_ij x~_j - delta
         for ((a, &e), &d) in self.acc.iter_mut().zip(&self.own_estimate).zip(delta) {
-            *a = self.self_weight * e - d;
+            *a = self.row.self_weight * e - d;
         }
-        for (estimate, &(_, w)) in self.estimates.iter().zip(&self.weights) {
+        for (estimate, &(_, w)) in self.estimates.iter().zip(&self.row.weights) {
             axpy(&mut self.acc, w as f32, estimate);
         }
         // x <- z = (1 - t/2) x_t + (t/2) x_{t+1}, then compress; x <- x_{t+1}
         for (x, &next) in self.x.iter_mut().zip(&self.acc) {
             *x = (1.0 - 0.5 * t) * *x + 0.5 * t * next;
         }
-        self.compressor
-            .encode(&self.x, k, self.rank as u32, Some(&mut self.scratch), out)?;
+        self.compressor.encode(
+            &self.x,
+            k,
+            self.row.rank as u32,
+            Some(&mut self.scratch),
+            out,
+        )?;
         std::mem::swap(&mut self.x, &mut self.acc);
         extrapolate(&mut self.own_estimate, &self.scratch, t);
         Ok(())
@@ -85,8 +87,7 @@ impl Worker for Ecd {
     ) -> Result<Received, AlgoError> {
         let t = (k + 1) as f32;
         for &(from, bytes) in inbox {
-            weight_of(&self.weights, self.rank, from)?;
-            let at = self.weights.partition_point(|&(j, _)| j < from);
+            let at = self.row.slot(from)?;
             self.compressor.decode(bytes, &mut self.scratch)?;
             extrapolate(&mut self.estimates[at], &self.scratch, t);
         }

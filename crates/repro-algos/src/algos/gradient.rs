@@ -4,15 +4,15 @@
 
 use super::periodic::collective;
 use crate::AlgoError;
-use crate::algorithm::{Pattern, Received, Worker, check_len, sum_in_rank_order};
+use crate::algorithm::{Group, Pattern, Received, Worker, check_len};
 use crate::compress::Compressor;
 
 /// Gradient quantization (QSGD, TernGrad, or any compressor): every worker
 /// applies `x <- x - 1/n sum_j Q(delta_j)`.
 #[derive(Debug)]
 pub struct QuantizedGradient {
-    rank: usize,
-    n: usize,
+    /// Its place in the collective.
+    group: Group,
     compressor: Compressor,
     x: Vec<f32>,
     own: Vec<f32>,
@@ -23,8 +23,7 @@ pub struct QuantizedGradient {
 impl QuantizedGradient {
     pub fn new(rank: usize, n: usize, compressor: Compressor, x0: &[f32]) -> Self {
         Self {
-            rank,
-            n,
+            group: Group { rank, n },
             compressor,
             x: crate::flat::model_copy(x0),
             own: vec![0.0; x0.len()],
@@ -42,7 +41,7 @@ impl Worker for QuantizedGradient {
     fn send(&mut self, k: u64, delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
         self.compressor
-            .encode(delta, k, self.rank as u32, Some(&mut self.own), out)?;
+            .encode(delta, k, self.group.rank as u32, Some(&mut self.own), out)?;
         Ok(())
     }
 
@@ -52,17 +51,15 @@ impl Worker for QuantizedGradient {
         _delta: &[f32],
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
-        check_len("collective inbox", self.n - 1, inbox.len())?;
         let compressor = &self.compressor;
-        sum_in_rank_order(
-            self.rank,
+        self.group.sum_in_rank_order(
             &self.own,
             inbox,
             &mut self.sum,
             &mut self.scratch,
             |b, out| compressor.decode(b, out).map_err(Into::into),
         )?;
-        let inv = 1.0 / self.n as f32;
+        let inv = self.group.inv();
         for (x, &s) in self.x.iter_mut().zip(&self.sum) {
             *x -= s * inv;
         }
@@ -76,7 +73,7 @@ impl Worker for QuantizedGradient {
             ));
         }
         check_len("all-reduce sum", self.x.len(), sum.len())?;
-        let inv = 1.0 / self.n as f32;
+        let inv = self.group.inv();
         for (x, &s) in self.x.iter_mut().zip(sum) {
             *x -= s * inv;
         }

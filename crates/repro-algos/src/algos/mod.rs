@@ -231,160 +231,236 @@ pub fn rounding(name: &str) -> Result<Rounding, AlgoError> {
     }
 }
 
-/// The names [`AlgorithmSpec::from_name`] knows.
-pub const ALGORITHM_NAMES: [&str; 17] = [
-    "allreduce",
-    "allreduce-mpi",
-    "d-psgd",
-    "naive",
-    "naive-grid",
-    "moniqua",
-    "dcd",
-    "ecd",
-    "choco",
-    "deepsqueeze",
-    "d2",
-    "moniqua-d2",
-    "psgd",
-    "pqasgd",
-    "rsgd",
-    "qsgd",
-    "terngrad",
-];
+/// How an algorithm takes the `compressor_scale` knob. Auto (0) is what
+/// each one's analysis asks for.
+#[derive(Debug, Clone, Copy)]
+enum Scaling {
+    /// It has no scaled compressor: the compressor as given.
+    Never,
+    /// A factor when one is set; auto is no scale, an unbiased compressor
+    /// (DCD and ECD).
+    Unbiased,
+    /// A factor when one is set; auto divides by `1 + omega`, a
+    /// contraction (CHOCO and DeepSqueeze; only they pay for measuring
+    /// omega).
+    Contraction,
+}
+
+impl Scaling {
+    /// `q` scaled by the `compressor_scale` knob `scale`.
+    fn apply(self, q: &CompressorSpec, scale: f64) -> Result<CompressorSpec, AlgoError> {
+        let factor = match (self, scale) {
+            (Scaling::Never, _) | (_, 1.0) | (Scaling::Unbiased, 0.0) => return Ok(q.clone()),
+            (Scaling::Contraction, 0.0) => 1.0 / (1.0 + crate::compress::gaussian_omega(q)?),
+            (_, factor) => factor,
+        };
+        Ok(CompressorSpec::Scaled {
+            inner: Box::new(q.clone()),
+            factor: factor as f32,
+        })
+    }
+}
+
+/// What a registered algorithm builds its spec from: the knobs and what
+/// they describe.
+#[derive(Debug)]
+struct Parts<'a> {
+    knobs: &'a Knobs,
+    /// Moniqua's codec.
+    moniqua: MoniquaConfig,
+    /// QSGD's levels.
+    levels: u32,
+    /// The `compressor` knob's compressor.
+    compressor: CompressorSpec,
+    /// That compressor after the algorithm's [`Scaling`].
+    scaled: CompressorSpec,
+}
+
+/// One algorithm a manifest can name: its name, how it takes
+/// `compressor_scale`, and its spec from the knobs.
+#[derive(Debug)]
+struct Registration {
+    name: &'static str,
+    scaling: Scaling,
+    spec: fn(Parts<'_>) -> AlgorithmSpec,
+}
+
+/// Every synchronous algorithm, in the order `repro list` and errors name
+/// them. Adding an algorithm starts here (docs/extending.md); the
+/// compiler then names every match on [`AlgorithmSpec`] that needs an arm.
+const REGISTRY: [Registration; 17] = {
+    use Scaling::{Contraction, Never, Unbiased};
+    const fn entry(
+        name: &'static str,
+        scaling: Scaling,
+        spec: fn(Parts<'_>) -> AlgorithmSpec,
+    ) -> Registration {
+        Registration {
+            name,
+            scaling,
+            spec,
+        }
+    }
+    [
+        entry("allreduce", Never, |_| AlgorithmSpec::AllReduce),
+        // the same algorithm; the trainer sums with MPI_Allreduce
+        entry("allreduce-mpi", Never, |_| AlgorithmSpec::AllReduce),
+        entry("d-psgd", Never, |_| AlgorithmSpec::DPsgd),
+        entry("naive", Never, |p| AlgorithmSpec::Naive(p.compressor)),
+        entry("naive-grid", Never, |p| {
+            AlgorithmSpec::Naive(CompressorSpec::Grid {
+                step: p.knobs.grid_step as f32,
+            })
+        }),
+        entry("moniqua", Never, |p| AlgorithmSpec::Moniqua {
+            codec: p.moniqua,
+            gamma: p.knobs.gamma,
+        }),
+        entry("dcd", Unbiased, |p| AlgorithmSpec::Dcd(p.scaled)),
+        entry("ecd", Unbiased, |p| AlgorithmSpec::Ecd(p.scaled)),
+        entry("choco", Contraction, |p| AlgorithmSpec::Choco {
+            compressor: p.scaled,
+            gamma: p.knobs.gamma,
+        }),
+        entry("deepsqueeze", Contraction, |p| AlgorithmSpec::DeepSqueeze {
+            compressor: p.scaled,
+            gamma: p.knobs.gamma,
+        }),
+        entry("d2", Never, |p| AlgorithmSpec::D2 {
+            gamma: p.knobs.gamma,
+        }),
+        entry("moniqua-d2", Never, |p| AlgorithmSpec::MoniquaD2 {
+            codec: p.moniqua,
+            gamma: p.knobs.gamma,
+        }),
+        entry("psgd", Never, |p| AlgorithmSpec::Periodic {
+            period: p.knobs.period,
+            compressor: CompressorSpec::Full,
+        }),
+        entry("pqasgd", Never, |p| AlgorithmSpec::Periodic {
+            period: p.knobs.period,
+            compressor: p.compressor,
+        }),
+        entry("rsgd", Never, |p| AlgorithmSpec::Rotating {
+            chunks: p.knobs.period,
+        }),
+        entry("qsgd", Never, |p| {
+            AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
+                p.levels,
+                p.knobs.bucket,
+            )))
+        }),
+        entry("terngrad", Never, |p| {
+            AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::terngrad(
+                p.knobs.bucket,
+            )))
+        }),
+    ]
+};
+
+/// The names [`AlgorithmSpec::from_name`] knows: the registry's.
+pub const ALGORITHM_NAMES: [&str; REGISTRY.len()] = {
+    let mut names = [""; REGISTRY.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = REGISTRY[i].name;
+        i += 1;
+    }
+    names
+};
 
 /// The asynchronous algorithms: AD-PSGD and Moniqua on AD-PSGD. They are
 /// not [`Worker`]s in lockstep; the simulator runs them in
 /// [`crate::AsyncSimulator`] and the trainer in its two-thread loop.
 pub const ASYNC_ALGORITHM_NAMES: [&str; 2] = ["ad-psgd", "moniqua-ad-psgd"];
 
+/// The `compressor` knob's compressor, checked (a sparsifier's own checks:
+/// top-k unbiased, a fraction out of range), at plan time.
+fn compressor(k: &Knobs, levels: u32) -> Result<CompressorSpec, AlgoError> {
+    let q = match k.compressor.as_str() {
+        "stochastic" => CompressorSpec::Stochastic(StochasticConfig {
+            bits: k.bits,
+            bucket: k.bucket,
+            ..StochasticConfig::default()
+        }),
+        "qsgd" if k.biased => {
+            let (d, s) = (k.bucket as f64, f64::from(levels));
+            let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
+            CompressorSpec::Scaled {
+                inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket))),
+                factor: (1.0 / tau) as f32,
+            }
+        }
+        "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
+        "top-k" | "random-k" => CompressorSpec::Sparse(sparse(k)?),
+        "full" => CompressorSpec::Full,
+        other => {
+            return Err(AlgoError::Invalid(format!(
+                "unknown compressor `{other}`; set `compressor` to stochastic, qsgd, top-k, random-k or full"
+            )));
+        }
+    };
+    if let CompressorSpec::Sparse(cfg) = &q {
+        repro_codec::SparseCodec::new(cfg, 0)?;
+    }
+    Ok(q)
+}
+
+/// The sparsifiers' settings: `k` values or a `fraction` of them, exactly
+/// one; `biased` picks random-k's form.
+fn sparse(k: &Knobs) -> Result<SparseConfig, AlgoError> {
+    let keep = match (k.k, k.fraction) {
+        (n @ 1.., 0.0) => Keep::Count(u32::try_from(n).map_err(|_| {
+            AlgoError::Invalid(format!(
+                "`k` is {n}, above the 2^32 - 1 values a frame holds"
+            ))
+        })?),
+        (0, f) if f != 0.0 => Keep::Fraction(f),
+        _ => {
+            return Err(AlgoError::Invalid(format!(
+                "compressor `{}` keeps `k` values or a `fraction` of them: set exactly one (k = {}, fraction = {})",
+                k.compressor, k.k, k.fraction
+            )));
+        }
+    };
+    Ok(SparseConfig {
+        select: if k.compressor == "top-k" {
+            Select::Top
+        } else {
+            Select::Random
+        },
+        keep,
+        unbiased: !k.biased,
+        compression: repro_codec::Compression::None,
+    })
+}
+
 impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
         let moniqua = moniqua_config(k)?;
         let levels = qsgd_levels(k)?;
-        let q = match k.compressor.as_str() {
-            "stochastic" => CompressorSpec::Stochastic(StochasticConfig {
-                bits: k.bits,
-                bucket: k.bucket,
-                ..StochasticConfig::default()
-            }),
-            "qsgd" if k.biased => {
-                let (d, s) = (k.bucket as f64, f64::from(levels));
-                let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
-                CompressorSpec::Scaled {
-                    inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket))),
-                    factor: (1.0 / tau) as f32,
-                }
-            }
-            "qsgd" => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
-            "top-k" | "random-k" => CompressorSpec::Sparse(SparseConfig {
-                select: if k.compressor == "top-k" {
-                    Select::Top
-                } else {
-                    Select::Random
-                },
-                keep: match (k.k, k.fraction) {
-                    (n @ 1.., 0.0) => Keep::Count(u32::try_from(n).map_err(|_| {
-                        AlgoError::Invalid(format!(
-                            "`k` is {n}, above the 2^32 - 1 values a frame holds"
-                        ))
-                    })?),
-                    (0, f) if f != 0.0 => Keep::Fraction(f),
-                    _ => {
-                        return Err(AlgoError::Invalid(format!(
-                            "compressor `{}` keeps `k` values or a `fraction` of them: set exactly one (k = {}, fraction = {})",
-                            k.compressor, k.k, k.fraction
-                        )));
-                    }
-                },
-                unbiased: !k.biased,
-                compression: repro_codec::Compression::None,
-            }),
-            "full" => CompressorSpec::Full,
-            other => {
-                return Err(AlgoError::Invalid(format!(
-                    "unknown compressor `{other}`; set `compressor` to stochastic, qsgd, top-k, random-k or full"
-                )));
-            }
-        };
-        // a sparsifier's own checks (top-k unbiased, a fraction out of
-        // range) at plan time
-        if let CompressorSpec::Sparse(cfg) = &q {
-            repro_codec::SparseCodec::new(cfg, 0)?;
-        }
+        let compressor = compressor(k, levels)?;
         if !(k.compressor_scale >= 0.0 && k.compressor_scale.is_finite()) {
             return Err(AlgoError::Invalid(format!(
                 "compressor_scale must be positive (1: none, 0: auto), got {}",
                 k.compressor_scale
             )));
         }
-        // CHOCO, DeepSqueeze, DCD and ECD scale their compressor. Auto is
-        // what each one's analysis asks for: a contraction for CHOCO and
-        // DeepSqueeze (only they pay for measuring omega), an unbiased
-        // compressor (no scale) for DCD and ECD.
-        let contracting = matches!(name, "choco" | "deepsqueeze");
-        let scaled = match k.compressor_scale {
-            1.0 => q.clone(),
-            _ if !contracting && !matches!(name, "dcd" | "ecd") => q.clone(),
-            0.0 if !contracting => q.clone(),
-            0.0 => CompressorSpec::Scaled {
-                inner: Box::new(q.clone()),
-                factor: (1.0 / (1.0 + crate::compress::gaussian_omega(&q)?)) as f32,
-            },
-            factor => CompressorSpec::Scaled {
-                inner: Box::new(q.clone()),
-                factor: factor as f32,
-            },
+        let Some(entry) = REGISTRY.iter().find(|e| e.name == name) else {
+            return Err(AlgoError::Invalid(format!(
+                "unknown algorithm `{name}`; use one of {}",
+                ALGORITHM_NAMES.join(", ")
+            )));
         };
-        Ok(match name {
-            // the same algorithm; the trainer sums with MPI_Allreduce
-            "allreduce" | "allreduce-mpi" => AlgorithmSpec::AllReduce,
-            "d-psgd" => AlgorithmSpec::DPsgd,
-            "naive" => AlgorithmSpec::Naive(q),
-            "naive-grid" => AlgorithmSpec::Naive(CompressorSpec::Grid {
-                step: k.grid_step as f32,
-            }),
-            "moniqua" => AlgorithmSpec::Moniqua {
-                codec: moniqua,
-                gamma: k.gamma,
-            },
-            "dcd" => AlgorithmSpec::Dcd(scaled),
-            "ecd" => AlgorithmSpec::Ecd(scaled),
-            "choco" => AlgorithmSpec::Choco {
-                compressor: scaled,
-                gamma: k.gamma,
-            },
-            "deepsqueeze" => AlgorithmSpec::DeepSqueeze {
-                compressor: scaled,
-                gamma: k.gamma,
-            },
-            "d2" => AlgorithmSpec::D2 { gamma: k.gamma },
-            "moniqua-d2" => AlgorithmSpec::MoniquaD2 {
-                codec: moniqua,
-                gamma: k.gamma,
-            },
-            "psgd" => AlgorithmSpec::Periodic {
-                period: k.period,
-                compressor: CompressorSpec::Full,
-            },
-            "pqasgd" => AlgorithmSpec::Periodic {
-                period: k.period,
-                compressor: q,
-            },
-            "rsgd" => AlgorithmSpec::Rotating { chunks: k.period },
-            "qsgd" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(NormConfig::qsgd(
-                levels, k.bucket,
-            ))),
-            "terngrad" => AlgorithmSpec::QuantizedGradient(CompressorSpec::Norm(
-                NormConfig::terngrad(k.bucket),
-            )),
-            other => {
-                return Err(AlgoError::Invalid(format!(
-                    "unknown algorithm `{other}`; use one of {}",
-                    ALGORITHM_NAMES.join(", ")
-                )));
-            }
-        })
+        let scaled = entry.scaling.apply(&compressor, k.compressor_scale)?;
+        Ok((entry.spec)(Parts {
+            knobs: k,
+            moniqua,
+            levels,
+            compressor,
+            scaled,
+        }))
     }
 }
 
@@ -458,6 +534,32 @@ mod tests {
         assert!(e.to_string().contains("`levels: 0`"), "{e}");
         let e = AlgorithmSpec::from_name("dcd", &with("sign")).unwrap_err();
         assert!(e.to_string().contains("`compressor`"), "{e}");
+    }
+
+    /// The registry names each algorithm once, and an algorithm without a
+    /// scaled compressor ignores `compressor_scale`.
+    #[test]
+    fn the_registry_names_each_algorithm_once() {
+        let mut names = ALGORITHM_NAMES.to_vec();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), REGISTRY.len());
+        assert!(ALGORITHM_NAMES.iter().all(|n| !n.is_empty()));
+        let half = Knobs {
+            compressor_scale: 0.5,
+            ..Knobs::default()
+        };
+        let AlgorithmSpec::Periodic { compressor, .. } =
+            AlgorithmSpec::from_name("pqasgd", &half).unwrap()
+        else {
+            panic!("pqasgd is periodic");
+        };
+        assert!(matches!(compressor, CompressorSpec::Stochastic(_)));
+        let e = AlgorithmSpec::from_name("sgd", &half).unwrap_err();
+        assert!(
+            e.to_string().contains("allreduce, allreduce-mpi, d-psgd"),
+            "{e}"
+        );
     }
 
     /// `top-k` and `random-k` take `k` or a `fraction` (exactly one);

@@ -29,20 +29,20 @@ use repro_codec::{
     MoniquaConfig, Prefetch, Verification,
 };
 
-use crate::algorithm::{Blockwise, Received, Worker, axpy, block_views, check_len, weight_of};
+use crate::algorithm::{Blockwise, Received, Row, Worker, axpy, block_views, check_len};
 use crate::{AlgoError, Topology, scratch};
 
 /// A Moniqua worker.
 #[derive(Debug)]
 pub struct Moniqua {
-    rank: usize,
+    /// Its row of the slack matrix `gamma W + (1 - gamma) I`: `(j, gamma
+    /// W_ij)` for its neighbours.
+    row: Row,
     x: Vec<f32>,
     config: MoniquaConfig,
     seed: u64,
     codec: MoniquaCodec,
     gamma: f64,
-    /// `(j, gamma W_ij)`.
-    weights: Vec<(usize, f64)>,
     /// `Some(max |delta|_inf)` while warming up for theta = auto.
     warmup: Option<f32>,
     /// What to prefetch during the next receive (see `Worker::prefetch_next`).
@@ -63,13 +63,12 @@ impl Moniqua {
     ) -> Result<Self, AlgoError> {
         let slack = topology.slack(gamma)?;
         Ok(Self {
-            rank,
+            row: Row::of(&slack, rank),
             x: crate::flat::model_copy(x0),
             codec: MoniquaCodec::new(config, seed)?,
             config: config.clone(),
             seed,
             gamma,
-            weights: slack.neighbours(rank).to_vec(),
             warmup: None,
             next: Prefetch::NONE,
             blocks: None,
@@ -84,9 +83,10 @@ impl Worker for Moniqua {
 
     fn send(&mut self, k: u64, _delta: &[f32], out: &mut Vec<u8>) -> Result<(), AlgoError> {
         if self.warmup.is_some() {
-            FullPrecision::default().encode(&self.x, k, self.rank as u32, out)?;
+            FullPrecision::default().encode(&self.x, k, self.row.rank as u32, out)?;
         } else {
-            self.codec.encode(&self.x, k, self.rank as u32, None, out)?;
+            self.codec
+                .encode(&self.x, k, self.row.rank as u32, None, out)?;
         }
         Ok(())
     }
@@ -106,7 +106,7 @@ impl Worker for Moniqua {
             return self.receive_full_precision(delta, inbox);
         }
         let mut neighbours = self.neighbours(inbox)?;
-        let sender = self.rank as u32;
+        let sender = self.row.rank as u32;
         let next = std::mem::take(&mut self.next);
         if !self.config.hash {
             // no hash to verify, nothing to leave out afterwards: in place
@@ -240,7 +240,7 @@ impl Blockwise for Moniqua {
             &self.codec,
             self.x.len(),
             k,
-            self.rank as u32,
+            self.row.rank as u32,
             &neighbours,
             next,
         )?;
@@ -248,7 +248,7 @@ impl Blockwise for Moniqua {
     }
 
     fn fill_dither(&self, k: u64, at: usize, len: usize, tables: &mut [DitherTable; 2]) {
-        let sender = self.rank as u32;
+        let sender = self.row.rank as u32;
         tables[0].fill(&self.codec, k, sender, at, len);
         tables[1].fill(&self.codec, k + 1, sender, at, len);
     }
@@ -298,7 +298,7 @@ impl Moniqua {
     ) -> Result<Vec<(&'f [u8], f32)>, AlgoError> {
         inbox
             .iter()
-            .map(|&(from, bytes)| Ok((bytes, weight_of(&self.weights, self.rank, from)?)))
+            .map(|&(from, bytes)| Ok((bytes, self.row.weight(from)?)))
             .collect()
     }
 
@@ -316,7 +316,7 @@ impl Moniqua {
             acc.fill(0.0);
             let mut total = 0.0f32;
             for &(from, bytes) in inbox {
-                let w = weight_of(&self.weights, self.rank, from)?;
+                let w = self.row.weight(from)?;
                 FullPrecision::default().decode(bytes, decoded)?;
                 axpy(acc, w, decoded);
                 total += w;
@@ -336,8 +336,7 @@ impl Moniqua {
 /// Moniqua on D² uses it (Moniqua itself updates in one pass, `MoniquaCodec::mix`).
 pub(crate) fn accumulate_verified(
     codec: &MoniquaCodec,
-    weights: &[(usize, f64)],
-    rank: usize,
+    row: &Row,
     local: &[f32],
     inbox: &[(usize, &[u8])],
     acc: &mut [f32],
@@ -345,7 +344,7 @@ pub(crate) fn accumulate_verified(
     let mut total = 0.0f32;
     let mut received = Received::default();
     for &(from, bytes) in inbox {
-        let w = weight_of(weights, rank, from)?;
+        let w = row.weight(from)?;
         let d = codec.decode(
             bytes,
             local,

@@ -9,7 +9,7 @@
 //! a deterministic collective's do.
 
 use crate::AlgoError;
-use crate::algorithm::{Pattern, Received, Worker, check_len, sum_in_rank_order};
+use crate::algorithm::{Group, Pattern, Received, Worker, check_len};
 use crate::compress::Compressor;
 
 /// All-reduce for summable f32 frames, all-gather for compressed ones.
@@ -27,8 +27,8 @@ pub(super) fn collective(compressor: &Compressor) -> Pattern {
 /// `x <- x_sync + 1/n sum_j Q(x_j - x_sync)`.
 #[derive(Debug)]
 pub struct Periodic {
-    rank: usize,
-    n: usize,
+    /// Its place in the collective.
+    group: Group,
     period: u64,
     compressor: Compressor,
     x: Vec<f32>,
@@ -52,8 +52,7 @@ impl Periodic {
             ));
         }
         Ok(Self {
-            rank,
-            n,
+            group: Group { rank, n },
             period,
             compressor,
             x: crate::flat::model_copy(x0),
@@ -70,7 +69,7 @@ impl Periodic {
 
     /// `x <- x_sync + sum / n`, the new synchronization point.
     fn apply_sum(&mut self, sum: &[f32]) {
-        let inv = 1.0 / self.n as f32;
+        let inv = self.group.inv();
         for ((x, s), &a) in self.x.iter_mut().zip(self.x_sync.iter_mut()).zip(sum) {
             *x = *s + a * inv;
             *s = *x;
@@ -95,8 +94,13 @@ impl Worker for Periodic {
         for ((a, &x), &s) in self.acc.iter_mut().zip(&self.x).zip(&self.x_sync) {
             *a = x - s;
         }
-        self.compressor
-            .encode(&self.acc, k, self.rank as u32, Some(&mut self.own), out)?;
+        self.compressor.encode(
+            &self.acc,
+            k,
+            self.group.rank as u32,
+            Some(&mut self.own),
+            out,
+        )?;
         Ok(())
     }
 
@@ -109,10 +113,8 @@ impl Worker for Periodic {
         if !self.syncs(k) {
             return Ok(Received::default());
         }
-        check_len("collective inbox", self.n - 1, inbox.len())?;
         let compressor = &self.compressor;
-        sum_in_rank_order(
-            self.rank,
+        self.group.sum_in_rank_order(
             &self.own,
             inbox,
             &mut self.acc,

@@ -4,14 +4,14 @@
 use repro_codec::FullPrecision;
 
 use crate::AlgoError;
-use crate::algorithm::{Pattern, Received, Worker, check_len, sum_in_rank_order};
+use crate::algorithm::{Group, Pattern, Received, Worker, check_len};
 
 /// RSGD: local SGD steps; at iteration `k` the `(k mod p)`-th of `p`
 /// contiguous chunks of the model is averaged over all workers (f32).
 #[derive(Debug)]
 pub struct Rotating {
-    rank: usize,
-    n: usize,
+    /// Its place in the collective.
+    group: Group,
     chunks: u64,
     x: Vec<f32>,
     sum: Vec<f32>,
@@ -27,8 +27,7 @@ impl Rotating {
             )));
         }
         Ok(Self {
-            rank,
-            n,
+            group: Group { rank, n },
             chunks,
             x: crate::flat::model_copy(x0),
             sum: Vec::new(),
@@ -54,7 +53,7 @@ impl Worker for Rotating {
             *x -= d;
         }
         let range = self.chunk(k);
-        FullPrecision::default().encode(&self.x[range], k, self.rank as u32, out)?;
+        FullPrecision::default().encode(&self.x[range], k, self.group.rank as u32, out)?;
         Ok(())
     }
 
@@ -64,25 +63,18 @@ impl Worker for Rotating {
         _delta: &[f32],
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
-        check_len("collective inbox", self.n - 1, inbox.len())?;
         let range = self.chunk(k);
         self.sum.resize(range.len(), 0.0);
         self.scratch.resize(range.len(), 0.0);
         let own = self.x[range.clone()].to_vec();
-        sum_in_rank_order(
-            self.rank,
-            &own,
-            inbox,
-            &mut self.sum,
-            &mut self.scratch,
-            |b, out| {
+        self.group
+            .sum_in_rank_order(&own, inbox, &mut self.sum, &mut self.scratch, |b, out| {
                 FullPrecision::default()
                     .decode(b, out)
                     .map(drop)
                     .map_err(Into::into)
-            },
-        )?;
-        let inv = 1.0 / self.n as f32;
+            })?;
+        let inv = self.group.inv();
         for (x, &s) in self.x[range].iter_mut().zip(&self.sum) {
             *x = s * inv;
         }
@@ -92,7 +84,7 @@ impl Worker for Rotating {
     fn receive_sum(&mut self, k: u64, sum: &[f32]) -> Result<Received, AlgoError> {
         let range = self.chunk(k);
         check_len("all-reduce sum", range.len(), sum.len())?;
-        let inv = 1.0 / self.n as f32;
+        let inv = self.group.inv();
         for (x, &s) in self.x[range].iter_mut().zip(sum) {
             *x = s * inv;
         }
