@@ -97,6 +97,8 @@ fn code_id(root: &Path) -> Option<String> {
     out.status.success().then(|| text(out.stdout))
 }
 
+// Long on purpose: a build script's list of the facts it records, one
+// `cargo:rustc-env` line each.
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../..");

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
 use repro_algos::{
-    AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, Topology,
+    AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, StepReport, Topology,
 };
 use repro_runlog::{
     End, Header, Invocation, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta,
@@ -469,53 +469,29 @@ fn simulate<'r>(
     let began = Instant::now();
     let memory = footprint(p)?;
     let objective = objective(p)?;
-    let fstar = optimum(
-        p,
-        objective.as_ref(),
-        log_path.parent().unwrap_or(Path::new(".")),
-    )?;
-    let spec = algorithm(p)?;
+    let dir = log_path.parent().unwrap_or(Path::new("."));
+    let fstar = optimum(p, objective.as_ref(), dir)?;
     let cfg = sim_config(p, network(run));
     let header = header(run, experiment, invocation, p, &cfg);
-    let dim = objective.dim();
-    let shared = (p.x0 != "gaussian-each").then(|| start(p, dim, 0));
-    let mut sim =
-        Simulator::with_starts(
-            objective.as_ref(),
-            topology(p)?,
-            &spec,
-            cfg,
-            &|i| match &shared {
-                Some(x0) => Cow::Borrowed(x0.as_slice()),
-                None => Cow::Owned(start(p, dim, i)),
-            },
-        )?;
-    let file = std::fs::File::create(log_path)
-        .with_context(|| format!("could not create {}", log_path.display()))?;
-    let mut log = std::io::BufWriter::new(file);
+    let mut sim = simulator(p, objective.as_ref(), cfg)?;
+    let mut log = std::io::BufWriter::new(
+        std::fs::File::create(log_path)
+            .with_context(|| format!("could not create {}", log_path.display()))?,
+    );
     write_record(&mut log, &Record::Header(header))?;
     // an epoch: a worker's pass over its shard (data), else an iteration
-    let per_epoch = match objective.samples() {
-        Some(n) => (n as f64 / p.workers as f64 / p.batch.max(1) as f64).max(1e-12),
-        None => 1.0,
-    };
+    let per_epoch = objective.samples().map_or(1.0, |n| {
+        (n as f64 / p.workers as f64 / p.batch.max(1) as f64).max(1e-12)
+    });
     let schedule = lr_schedule(p, per_epoch)?;
     sim.set_threads(threads(p))?;
     let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
-    let steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
+    let mut steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let iterations_s = started.elapsed().as_secs_f64() - steps.metrics_s;
     let summing = Instant::now();
-    // the last iteration's evaluation already averaged the models
-    let (avg, consensus) = match steps.last_eval {
-        Some(last) => last,
-        None => {
-            let avg = sim.average_model();
-            let consensus = sim.consensus_distance_to(&avg);
-            (avg, consensus)
-        }
-    };
+    let (avg, consensus) = steps.averaged(&sim);
     let final_loss = objective.loss(&avg);
     let subopt = fstar.map(|f| objective.loss_f64(&avg) - f);
     let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
@@ -536,13 +512,8 @@ fn simulate<'r>(
         metrics_s: Some(steps.metrics_s + summary_s),
         summary_s: Some(summary_s),
         stream_s: Some(stream_median(&sim)),
-        memory_bytes: Some(memory.total()),
         base_rss_bytes: meter.base,
-        model_bytes: Some(memory.model),
-        state_bytes: Some(memory.state),
-        frames_bytes: Some(memory.frames),
-        optimizer_bytes: Some(memory.optimizer),
-        shared_bytes: Some(memory.objective + memory.threads * memory.scratch),
+        ..planned(&memory)
     };
     write_record(
         &mut log,
@@ -552,16 +523,54 @@ fn simulate<'r>(
             iterations: p.iterations,
             transport_bytes_sent: None,
             // what the algorithms say they hold, per worker (the mean)
-            extra_memory_bytes: {
-                let extra = sim.extra_memory();
-                Some(extra.iter().sum::<usize>() as u64 / extra.len().max(1) as u64)
-            },
+            extra_memory_bytes: Some(mean_extra_memory(&sim)),
             peak_rss_bytes: meter.peak(),
             metrics: Some(metrics),
         }),
     )?;
     log.flush()?;
     Ok(p)
+}
+
+/// The run's simulator: its workers on its topology, each from its start.
+fn simulator<'o>(
+    p: &SimParams,
+    objective: &'o dyn Objective,
+    cfg: SimConfig,
+) -> Result<Simulator<'o>> {
+    let spec = algorithm(p)?;
+    let dim = objective.dim();
+    let shared = (p.x0 != "gaussian-each").then(|| start(p, dim, 0));
+    Ok(Simulator::with_starts(
+        objective,
+        topology(p)?,
+        &spec,
+        cfg,
+        &|i| match &shared {
+            Some(x0) => Cow::Borrowed(x0.as_slice()),
+            None => Cow::Owned(start(p, dim, i)),
+        },
+    )?)
+}
+
+/// The plan's memory, as a run's end metrics record it.
+fn planned(memory: &repro_algos::Footprint) -> Metrics {
+    Metrics {
+        memory_bytes: Some(memory.total()),
+        model_bytes: Some(memory.model),
+        state_bytes: Some(memory.state),
+        frames_bytes: Some(memory.frames),
+        optimizer_bytes: Some(memory.optimizer),
+        shared_bytes: Some(memory.objective + memory.threads * memory.scratch),
+        ..Metrics::default()
+    }
+}
+
+/// What the algorithms say they hold beyond the model, bytes per worker
+/// (the mean).
+fn mean_extra_memory(sim: &Simulator<'_>) -> u64 {
+    let extra = sim.extra_memory();
+    extra.iter().sum::<usize>() as u64 / extra.len().max(1) as u64
 }
 
 /// The learning rate along the run (`per_epoch`: iterations per epoch).
@@ -656,6 +665,28 @@ struct Steps {
 }
 
 impl Steps {
+    fn new() -> Self {
+        Steps {
+            status: Status::Completed,
+            grad_norm_sq: None,
+            hash_failures: 0,
+            hash_verified: 0,
+            recovery: None,
+            metrics_s: 0.0,
+            last_eval: None,
+        }
+    }
+
+    /// The averaged model and the consensus distance at the end: the last
+    /// evaluation's, which already averaged the models, else computed.
+    fn averaged(&mut self, sim: &Simulator<'_>) -> (Vec<f32>, f64) {
+        self.last_eval.take().unwrap_or_else(|| {
+            let avg = sim.average_model();
+            let consensus = sim.consensus_distance_to(&avg);
+            (avg, consensus)
+        })
+    }
+
     /// Adds one iteration's check of Lemma 2.
     fn add_recovery(&mut self, r: &repro_algos::Recovery) {
         let (over, beyond, checked) = self.recovery.unwrap_or((0.0, 0, 0));
@@ -669,6 +700,23 @@ impl Steps {
             beyond + r.beyond_bound,
             checked + r.coordinates,
         ));
+    }
+}
+
+/// The step record of iteration `k` (`bytes`: the mean worker's since the
+/// previous record).
+fn step_record(k: u64, epoch: f64, r: &StepReport, p: &SimParams, bytes: u64) -> Step {
+    Step {
+        iteration: k,
+        epoch,
+        wall_s: r.time_s,
+        compute_s: p.compute_ms * 1e-3,
+        comm_s: 0.0,
+        train_loss: r.train_loss,
+        bytes_sent: bytes,
+        bytes_received: bytes,
+        hash_failures: r.mismatched,
+        hash_verified: r.verified,
     }
 }
 
@@ -719,15 +767,7 @@ fn iterate(
     let data_objective = sim.objective().samples().is_some();
     let (mut grad_acc, mut grad_count) = (0.0, 0u64);
     let mut logged_bytes = 0u64;
-    let mut out = Steps {
-        status: Status::Completed,
-        grad_norm_sq: None,
-        hash_failures: 0,
-        hash_verified: 0,
-        recovery: None,
-        metrics_s: 0.0,
-        last_eval: None,
-    };
+    let mut out = Steps::new();
     for k in 0..p.iterations {
         // Ctrl-C and SIGTERM stop a run between iterations
         if crate::util::signals::interrupted() {
@@ -767,19 +807,10 @@ fn iterate(
             let through = (sim.total_bytes() as f64 / p.workers.max(1) as f64).round() as u64;
             let bytes = through - logged_bytes;
             logged_bytes = through;
-            let step = Step {
-                iteration: k,
-                epoch,
-                wall_s: r.time_s,
-                compute_s: p.compute_ms * 1e-3,
-                comm_s: 0.0,
-                train_loss: r.train_loss,
-                bytes_sent: bytes,
-                bytes_received: bytes,
-                hash_failures: r.mismatched,
-                hash_verified: r.verified,
-            };
-            write_record(&mut *log, &Record::Step(step))?;
+            write_record(
+                &mut *log,
+                &Record::Step(step_record(k, epoch, &r, p, bytes)),
+            )?;
         }
         let done = k + 1;
         if eval_gap.is_some_and(|g| done % g == 0) || done == p.iterations {

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::launch::net::{Exec, Fabric, HostNet, HostShaping, NetError, QdiscStats};
 use crate::launch::summary::{RunStatus, Summary};
 use crate::spec::condition::{Condition, ShapingMode};
+use crate::spec::manifest::Backend;
 use crate::spec::plan::{Params, PlannedRun};
 
 /// How to build `repro` and the trainer beside it (what `bash ci/main.sh`
@@ -310,6 +311,42 @@ impl RankUser {
     }
 }
 
+/// The command that starts `workers` ranks under `launcher` (mpirun or
+/// srun; empty for the in-process launcher, which starts no ranks).
+fn mpirun_argv(launcher: &Launcher, workers: usize) -> Vec<String> {
+    let mut argv: Vec<String> = match launcher {
+        Launcher::InProcess => return Vec::new(),
+        Launcher::Local => vec![
+            "mpirun".into(),
+            "-np".into(),
+            workers.to_string(),
+            "--oversubscribe".into(),
+        ],
+        // one rank per slot of the hostfile; the trainer finds libtorch
+        // through the environment exported to every node
+        Launcher::Hostfile(h) => vec![
+            "mpirun".into(),
+            "-np".into(),
+            workers.to_string(),
+            "--hostfile".into(),
+            h.display().to_string(),
+            "-x".into(),
+            "LD_LIBRARY_PATH".into(),
+            "-x".into(),
+            "PATH".into(),
+        ],
+        Launcher::Srun => vec![
+            "srun".into(),
+            format!("--ntasks={workers}"),
+            "--kill-on-bad-exit=1".into(),
+        ],
+    };
+    if launcher != &Launcher::Srun && crate::util::process::is_root() {
+        argv.push("--allow-run-as-root".into());
+    }
+    argv
+}
+
 /// mpirun for `workers` ranks of `train` with `config`, inside `fabric`'s
 /// namespaces when there is one (each rank enters its namespace through
 /// `repro net exec`), each rank as `user` when there is one.
@@ -343,34 +380,8 @@ pub(crate) fn launch(
                 env: Vec::new(),
             };
         }
-        Launcher::Local => vec![
-            "mpirun".into(),
-            "-np".into(),
-            workers.to_string(),
-            "--oversubscribe".into(),
-        ],
-        // one rank per slot of the hostfile; the trainer finds libtorch
-        // through the environment exported to every node
-        Launcher::Hostfile(h) => vec![
-            "mpirun".into(),
-            "-np".into(),
-            workers.to_string(),
-            "--hostfile".into(),
-            h.display().to_string(),
-            "-x".into(),
-            "LD_LIBRARY_PATH".into(),
-            "-x".into(),
-            "PATH".into(),
-        ],
-        Launcher::Srun => vec![
-            "srun".into(),
-            format!("--ntasks={workers}"),
-            "--kill-on-bad-exit=1".into(),
-        ],
+        _ => mpirun_argv(launcher, workers),
     };
-    if launcher != &Launcher::Srun && crate::util::process::is_root() {
-        argv.push("--allow-run-as-root".into());
-    }
     let mut env = Vec::new();
     if let Some(f) = fabric {
         // mpirun in the hub namespace, each rank entering its own
@@ -693,21 +704,7 @@ fn execute_in(
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
     // we wait could fill up and stall the job
     let stderr_path = dir.join("mpirun.stderr");
-    let stderr_file = std::fs::File::create(&stderr_path)
-        .with_context(|| format!("could not create {}", stderr_path.display()))?;
-    let mut cmd = Command::new(&launch.argv[0]);
-    cmd.args(&launch.argv[1..])
-        .envs(launch.env.iter().cloned())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(stderr_file))
-        .process_group(0);
-    die_with_parent(&mut cmd);
-    let mut child = cmd.spawn().with_context(|| {
-        format!(
-            "could not start `{}`; install OpenMPI (ci/setup.sh does), or Slurm's srun",
-            launch.argv[0]
-        )
-    })?;
+    let mut child = spawn(&launch, &stderr_path)?;
     let spawned = Instant::now();
     let status = wait(&mut child, run, cfg.timeout_s, dir, progress)?;
     let wall_s = spawned.elapsed().as_secs_f64();
@@ -799,6 +796,26 @@ fn record_shaping(
         })?;
     }
     Ok(())
+}
+
+/// Starts the job in its own process group, its stdout discarded and its
+/// stderr (mpirun's and the ranks') into `stderr_path`.
+fn spawn(launch: &Launch, stderr_path: &Path) -> Result<std::process::Child> {
+    let stderr_file = std::fs::File::create(stderr_path)
+        .with_context(|| format!("could not create {}", stderr_path.display()))?;
+    let mut cmd = Command::new(&launch.argv[0]);
+    cmd.args(&launch.argv[1..])
+        .envs(launch.env.iter().cloned())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(stderr_file))
+        .process_group(0);
+    die_with_parent(&mut cmd);
+    cmd.spawn().with_context(|| {
+        format!(
+            "could not start `{}`; install OpenMPI (ci/setup.sh does), or Slurm's srun",
+            launch.argv[0]
+        )
+    })
 }
 
 /// Makes `cmd`'s process get SIGTERM when the driver dies, even by
@@ -991,6 +1008,34 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
     }
 }
 
+/// Payload bytes each rank handed to the transport, the mean over ranks;
+/// NaN unless every rank counted.
+fn counted_per_worker(logs: &[repro_runlog::Log]) -> f64 {
+    let counted: Vec<Option<u64>> = logs
+        .iter()
+        .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
+        .collect();
+    if counted.iter().all(Option::is_some) {
+        mean(counted.iter().flatten().map(|&b| b as f64))
+    } else {
+        f64::NAN
+    }
+}
+
+/// The run's seconds (the job's `wall_s`, or for workers in one process
+/// their virtual clock: the job's own duration says how long the model
+/// took to compute, not the run) and the slowest rank's clock.
+fn run_seconds(logs: &[repro_runlog::Log], wall_s: f64) -> (f64, f64) {
+    let virtual_s = logs
+        .iter()
+        .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))
+        .fold(0.0, f64::max);
+    let in_process = logs
+        .iter()
+        .any(|l| l.header.provenance.backend == Backend::InProcess.name());
+    (if in_process { virtual_s } else { wall_s }, virtual_s)
+}
+
 /// The summary of a run from its ranks' logs and its kernel counters.
 fn summarize(
     run: &PlannedRun,
@@ -1000,15 +1045,7 @@ fn summarize(
     shaped: bool,
     wall_s: f64,
 ) -> Summary {
-    let counted: Vec<Option<u64>> = logs
-        .iter()
-        .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
-        .collect();
-    let counted_per_worker = if counted.iter().all(Option::is_some) {
-        mean(counted.iter().flatten().map(|&b| b as f64))
-    } else {
-        f64::NAN
-    };
+    let counted_per_worker = counted_per_worker(logs);
     let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64));
     let last = |f: fn(&repro_runlog::Eval) -> Option<f64>| {
         mean(logs.iter().filter_map(|l| l.evals.last().and_then(f)))
@@ -1018,16 +1055,7 @@ fn summarize(
     };
     let kernel_ratio = kernel_per_worker / counted_per_worker;
     let some = repro_runlog::finite;
-    let virtual_s = logs
-        .iter()
-        .filter_map(|l| l.end.as_ref().map(|e| e.wall_s))
-        .fold(0.0, f64::max);
-    // workers in one process are timed by their virtual clock: the job's
-    // own duration says how long the model took to compute, not the run
-    let in_process = logs
-        .iter()
-        .any(|l| l.header.provenance.backend == "in-process");
-    let wall_s = if in_process { virtual_s } else { wall_s };
+    let (wall_s, virtual_s) = run_seconds(logs, wall_s);
     let rounds = match &run.params {
         Params::Train(cfg) => latency_rounds(cfg, logs.len()),
         Params::Sim(_) => 1,

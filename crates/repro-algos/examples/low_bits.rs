@@ -11,6 +11,7 @@
 use repro_algos::*;
 use repro_codec::{MoniquaConfig, Rounding, StochasticConfig};
 
+// Long on purpose: an example, read top to bottom like a script.
 fn main() {
     let n = 8;
     let d = 200;

@@ -17,6 +17,8 @@ pub struct Minimum {
 /// until `max |grad f| <= tol`, or five iterations in a row decrease `f` by
 /// less than f64 resolves (1e-15 of it), or `max_iter` iterations; it keeps
 /// the last ten curvature pairs.
+// Long on purpose: L-BFGS's two-loop recursion and its line search in one body,
+// as the method is written down; its state is the loop's.
 pub fn lbfgs(
     f: impl Fn(&[f64], &mut [f64]) -> f64,
     x0: Vec<f64>,

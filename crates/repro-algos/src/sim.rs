@@ -241,6 +241,8 @@ impl<'o> Simulator<'o> {
     /// update, the next frame's codes), then every worker's block `b + 1`,
     /// so the block's dither tables, shared by all workers, are computed
     /// once per thread and stay in cache with the block's step.
+    // Long on purpose: the phases of one iteration on every thread (send, exchange,
+    // receive or blocks, the report) share the lanes' borrows.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
         let n = self.lanes.len();
         let k = self.k;
@@ -611,6 +613,8 @@ impl Pass<'_> {
     }
 
     /// The workers marked `on`, block by block.
+    // Long on purpose: the block-major interleave: the loops over blocks and workers
+    // share the dither tables and the prefetch state.
     fn blocks(
         &self,
         base: usize,

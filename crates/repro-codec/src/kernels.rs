@@ -527,6 +527,8 @@ fn mix_chunk<const NATIVE: bool, const B: usize, const NEAREST: bool, const FULL
 /// ever leaving registers. Folds each neighbour's recovered codes into
 /// `hashes[j]` when `p.hash`; returns nonzero if an input was rejected. In
 /// place, each chunk of `x` is read before it is overwritten.
+// Long on purpose: one pass per chunk over every neighbour with the
+// accumulator in registers; its steps are that loop's body.
 #[inline(always)]
 fn moniqua_mix_fixed<const NATIVE: bool, const V4: bool, const B: usize, const NEAREST: bool>(
     p: &ModParams<'_>,

@@ -238,6 +238,9 @@ pub(crate) struct Setup {
 }
 
 /// Checks the config against the launched world and builds a rank's [`Setup`].
+// Long on purpose: a list of the config's checks against the launched world, each
+// with its own error, then the rank's parts in the order they need each
+// other; it reads as one list.
 pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup, TrainError> {
     let started = Instant::now();
     let (rank, n) = (t.rank(), t.size());
@@ -380,6 +383,9 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
 /// Trains one rank; writes its log to `log`. Returns how the run ended.
 /// The asynchronous algorithms (`ad-psgd`, `moniqua-ad-psgd`) run in
 /// [`crate::train_async`].
+// Long on purpose: one rank's iteration loop; its parts (the step, the exchange,
+// the evaluations, the log records) read and update the loop's clocks
+// and counters, which split functions would pass back and forth.
 pub fn train<T: Transport>(
     cfg: &TrainConfig,
     t: &mut T,

@@ -75,6 +75,8 @@ fn exchange_of(cfg: &TrainConfig) -> Result<AsyncExchange, TrainError> {
 }
 
 /// Trains one rank of AD-PSGD or Moniqua on AD-PSGD.
+// Long on purpose: builds the state both threads share, runs them, joins them and
+// reports; each step needs the others' values.
 pub fn train_async<T: Transport>(
     cfg: &TrainConfig,
     t: &mut T,
@@ -287,6 +289,9 @@ fn fold(
 }
 
 /// The compute thread: steps, local evaluations, the log.
+// Long on purpose: the compute thread's loop and its shutdown handshake share the
+// locks and counters of the state both threads hold; apart, each piece
+// would take that state as half a dozen parameters.
 fn compute(
     cfg: &TrainConfig,
     s: Setup,

@@ -303,6 +303,8 @@ fn ms(seconds: f64) -> f64 {
 /// latency by netem where `netem` (else nothing: the transport injects it).
 /// One definition for the ranks' namespaces, the probes and a cluster's
 /// nodes without netem.
+// Long on purpose: the `tc` commands of every qdisc kind in one place, so the
+// ranks' namespaces, the probes and a cluster's nodes run the same ones.
 pub(crate) fn rate_commands(
     ns: Option<&str>,
     dev: &str,

@@ -19,6 +19,7 @@ fn model(rank: usize, d: usize) -> Vec<f32> {
         .collect()
 }
 
+// Long on purpose: a check binary: the sequence of MPI checks, read top to bottom.
 fn main() -> ExitCode {
     let mut t = match MpiTransport::init() {
         Ok(t) => t,
