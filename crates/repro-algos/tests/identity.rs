@@ -24,7 +24,7 @@ enum Form {
 }
 
 /// Every algorithm `AlgorithmSpec::from_name` knows, classified.
-const FORMS: [(&str, Form); 17] = [
+const FORMS: &[(&str, Form)] = &[
     ("allreduce", Form::AllReduce),
     ("allreduce-mpi", Form::AllReduce),
     ("d-psgd", Form::DPsgd),
@@ -168,7 +168,7 @@ fn every_algorithm_without_compression_is_full_precision_gossip() {
         gamma: 1.0,
         ..Knobs::default()
     };
-    for (name, form) in FORMS {
+    for &(name, form) in FORMS {
         if let Form::None(why) = form {
             assert!(!why.is_empty());
             continue;

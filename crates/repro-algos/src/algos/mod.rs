@@ -288,7 +288,7 @@ struct Registration {
 /// Every synchronous algorithm, in the order `repro list` and errors name
 /// them. Adding an algorithm starts here (docs/extending.md); the
 /// compiler then names every match on [`AlgorithmSpec`] that needs an arm.
-const REGISTRY: [Registration; 17] = {
+const REGISTRY: &[Registration] = {
     use Scaling::{Contraction, Never, Unbiased};
     const fn entry(
         name: &'static str,
@@ -301,7 +301,7 @@ const REGISTRY: [Registration; 17] = {
             spec,
         }
     }
-    [
+    &[
         entry("allreduce", Never, |_| AlgorithmSpec::AllReduce),
         // the same algorithm; the trainer sums with MPI_Allreduce
         entry("allreduce-mpi", Never, |_| AlgorithmSpec::AllReduce),
