@@ -8,7 +8,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
+setup_s=$SECONDS
 # shellcheck disable=SC1091
 source "${REPRO_HOME:-$HOME/.cache/repro}/env.sh"
 cargo build --release --locked -p repro -p repro-trainer
+echo "[main] set-up took ${setup_s} s, the build $((SECONDS - setup_s)) s; now repro run" >&2
 exec "${CARGO_TARGET_DIR}/release/repro" run "$@"
