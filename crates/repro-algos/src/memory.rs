@@ -140,12 +140,19 @@ impl AlgorithmSpec {
         }
     }
 
-    /// Whether `send` leaves the local step alone, so the simulator sends
-    /// first and keeps the next frame early: the worker's
-    /// `!send_reads_delta()` (`workers_are_what_the_footprint_counts`).
-    fn sends_without_step(&self) -> bool {
+    /// What the footprint takes from the worker, one arm per algorithm:
+    /// whether `send` leaves the local step alone, so the simulator sends
+    /// first and keeps the next frame early (the worker's
+    /// `!send_reads_delta()`), and whether it runs a block of coordinates
+    /// at a time on a separable objective (its `blockwise()` begins).
+    /// `workers_are_what_the_footprint_counts` holds both to the worker.
+    fn worker_facts(&self) -> (bool, bool) {
         match self {
-            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(_) | AlgorithmSpec::Moniqua { .. } => true,
+            // full-precision frames only run in blocks: D-PSGD, and naive
+            // gossip without compression (the same algorithm)
+            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(CompressorSpec::Full) => (true, true),
+            AlgorithmSpec::Naive(_) => (true, false),
+            AlgorithmSpec::Moniqua { codec, .. } => (true, !codec.hash),
             AlgorithmSpec::AllReduce
             | AlgorithmSpec::Dcd(_)
             | AlgorithmSpec::Ecd(_)
@@ -155,31 +162,16 @@ impl AlgorithmSpec {
             | AlgorithmSpec::MoniquaD2 { .. }
             | AlgorithmSpec::Periodic { .. }
             | AlgorithmSpec::Rotating { .. }
-            | AlgorithmSpec::QuantizedGradient(_) => false,
+            | AlgorithmSpec::QuantizedGradient(_) => (false, false),
         }
     }
 
-    /// Whether the worker runs a block of coordinates at a time on a
-    /// separable objective: the worker's `blockwise().is_some()`
-    /// (`workers_are_what_the_footprint_counts`).
+    fn sends_without_step(&self) -> bool {
+        self.worker_facts().0
+    }
+
     fn runs_in_blocks(&self) -> bool {
-        match self {
-            // full-precision frames only: D-PSGD, and naive gossip without
-            // compression (the same algorithm)
-            AlgorithmSpec::DPsgd | AlgorithmSpec::Naive(CompressorSpec::Full) => true,
-            AlgorithmSpec::Moniqua { codec, .. } => !codec.hash,
-            AlgorithmSpec::AllReduce
-            | AlgorithmSpec::Naive(_)
-            | AlgorithmSpec::Dcd(_)
-            | AlgorithmSpec::Ecd(_)
-            | AlgorithmSpec::Choco { .. }
-            | AlgorithmSpec::DeepSqueeze { .. }
-            | AlgorithmSpec::D2 { .. }
-            | AlgorithmSpec::MoniquaD2 { .. }
-            | AlgorithmSpec::Periodic { .. }
-            | AlgorithmSpec::Rotating { .. }
-            | AlgorithmSpec::QuantizedGradient(_) => false,
-        }
+        self.worker_facts().1
     }
 
     /// What a simulated run of this algorithm holds, by part.
