@@ -105,8 +105,9 @@ impl AlgorithmSpec {
             AlgorithmSpec::Moniqua { codec, .. } => (0, usize::from(codec.hash)),
             // a replica per neighbour, accumulator, decode buffer
             AlgorithmSpec::Dcd(_) => (degree + 2, 0),
-            // its own estimate and one per neighbour, accumulator, decode buffer
-            AlgorithmSpec::Ecd(_) => (degree + 3, 0),
+            // its own estimate and one per neighbour, each in f64 (two
+            // vectors' bytes), the extrapolation and the decode buffer
+            AlgorithmSpec::Ecd(_) => (2 * (degree + 1) + 2, 0),
             // x^_i and s_i; the difference and decode buffer borrowed
             AlgorithmSpec::Choco { .. } => (2, 2),
             // error memory, accumulator, decode buffer
