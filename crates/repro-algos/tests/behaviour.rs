@@ -1026,6 +1026,16 @@ fn logistic_regression_trains_with_moniqua() {
     }
 }
 
+/// Logistic regression on `samples` generated points of dimension `d`
+/// (seeded), labels sorted across `n` workers (partitioned data), batch 8,
+/// weight decay 1e-3.
+fn sorted_logistic(n: usize, samples: usize, d: usize, seed: u64) -> repro_algos::LinearModel {
+    use repro_algos::{Dataset, LinearModel, Loss, Split, data};
+    let ds = Dataset::generate(samples, d, 0.2, true, seed);
+    let shards = data::split(&ds, n, Split::SortedByLabel, 1).unwrap();
+    LinearModel::new(ds, shards, Loss::Logistic, 8, 1e-3)
+}
+
 /// The centralized family of Jiang & Agrawal (2018) on logistic regression
 /// with labels sorted across workers (partitioned data): PSGD with period 1
 /// is all-reduce SGD; PSGD, RSGD, PQASGD, QSGD and TernGrad all train close
@@ -1034,13 +1044,11 @@ fn logistic_regression_trains_with_moniqua() {
 /// all-reduce's 2 (n - 1) / n) yet still send a small fraction.
 #[test]
 fn periodic_quantized_and_rotating_averaging_train_on_a_fraction_of_the_bytes() {
-    use repro_algos::{Dataset, LinearModel, Loss, Objective, Split, data};
+    use repro_algos::Objective;
     use repro_codec::NormConfig;
     let n = 8;
     let d = 400;
-    let ds = Dataset::generate(1600, d, 0.2, true, 5);
-    let shards = data::split(&ds, n, Split::SortedByLabel, 1).unwrap();
-    let objective = LinearModel::new(ds, shards, Loss::Logistic, 8, 1e-3);
+    let objective = sorted_logistic(n, 1600, d, 5);
     let x0 = vec![0.0f32; d];
     let ring = Topology::ring(n).unwrap();
     let cfg = SimConfig {
@@ -1118,12 +1126,9 @@ fn periodic_quantized_and_rotating_averaging_train_on_a_fraction_of_the_bytes() 
 /// coordinate.
 #[test]
 fn lossless_ecd_is_d_psgd_over_thousands_of_iterations() {
-    use repro_algos::{Dataset, LinearModel, Loss, Split, data};
     let n = 8;
     let d = 30;
-    let ds = Dataset::generate(800, d, 0.2, true, 7);
-    let shards = data::split(&ds, n, Split::SortedByLabel, 1).unwrap();
-    let objective = LinearModel::new(ds, shards, Loss::Logistic, 8, 1e-3);
+    let objective = sorted_logistic(n, 800, d, 7);
     let x0 = vec![0.0f32; d];
     let ring = Topology::ring(n).unwrap();
     let cfg = SimConfig {
