@@ -484,11 +484,12 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         out,
     } = x;
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
-    write_runs(out, &done.merged)?;
+    let merged = results::judged(done.merged.clone(), runs, &m.health);
+    write_runs(out, &merged)?;
     let figures = write_results(
         m,
         out,
-        &results::planned(&done.merged, runs),
+        &results::planned(&merged, runs, &m.health),
         !cfg.json && !quiet,
     )?;
     status::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;

@@ -469,7 +469,7 @@ pub(crate) fn planned_results(
     let backend = plan.backend.unwrap_or(m.backend);
     let rows = results::read_csv(&out.join("runs.csv"))?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
-    let planned = results::planned(&rows, &runs);
+    let planned = results::planned(&rows, &runs, &m.health);
     let left_out = rows.len() - planned.len();
     if left_out > 0 {
         crate::util::progress::note(&format!(

@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use repro_algos::data::{self, Dataset, LinearModel, Loss, Split};
 use repro_algos::{
-    AlgorithmSpec, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, StepReport, Topology,
+    AlgorithmSpec, Consensus, Network, Objective, Quadratic, Sgd, SimConfig, Simulator, StepReport,
+    Topology,
 };
 use repro_runlog::{
     End, Header, Invocation, Metrics, Provenance, Record, SCHEMA_VERSION, Status, Step, Theta,
@@ -485,6 +486,7 @@ fn simulate<'r>(
     });
     let schedule = lr_schedule(p, per_epoch)?;
     sim.set_threads(threads(p))?;
+    let initial_loss = objective.loss_f64(&sim.average_model());
     let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
     let mut steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
@@ -500,7 +502,10 @@ fn simulate<'r>(
         final_loss: finite(final_loss),
         local_loss: finite(local_loss),
         grad_norm_sq: steps.grad_norm_sq.and_then(finite),
-        consensus: finite(consensus),
+        initial_loss: finite(initial_loss),
+        exchanges: Some(steps.exchanges),
+        consensus: finite(consensus.distance),
+        max_deviation: finite(consensus.max_deviation),
         bytes_sent: sim.total_bytes(),
         hash_failures: steps.hash_failures,
         hash_verified: steps.hash_verified,
@@ -659,9 +664,11 @@ struct Steps {
     recovery: Option<(f64, u64, u64)>,
     /// Host seconds spent computing metrics between iterations.
     metrics_s: f64,
+    /// Iterations in which frames went on the wire.
+    exchanges: u64,
     /// The evaluation after the last iteration: the averaged model and
     /// the consensus distance, which the summary reuses.
-    last_eval: Option<(Vec<f32>, f64)>,
+    last_eval: Option<(Vec<f32>, Consensus)>,
 }
 
 impl Steps {
@@ -673,16 +680,17 @@ impl Steps {
             hash_verified: 0,
             recovery: None,
             metrics_s: 0.0,
+            exchanges: 0,
             last_eval: None,
         }
     }
 
     /// The averaged model and the consensus distance at the end: the last
     /// evaluation's, which already averaged the models, else computed.
-    fn averaged(&mut self, sim: &Simulator<'_>) -> (Vec<f32>, f64) {
+    fn averaged(&mut self, sim: &Simulator<'_>) -> (Vec<f32>, Consensus) {
         self.last_eval.take().unwrap_or_else(|| {
             let avg = sim.average_model();
-            let consensus = sim.consensus_distance_to(&avg);
+            let consensus = sim.consensus_to(&avg);
             (avg, consensus)
         })
     }
@@ -727,9 +735,9 @@ fn evaluate(
     done: u64,
     per_epoch: f64,
     fstar: Option<f64>,
-) -> (repro_runlog::Eval, Vec<f32>, f64) {
+) -> (repro_runlog::Eval, Vec<f32>, Consensus) {
     let avg = sim.average_model();
-    let consensus = sim.consensus_distance_to(&avg);
+    let consensus = sim.consensus_to(&avg);
     let objective = sim.objective().loss_f64(&avg);
     let eval = repro_runlog::Eval {
         iteration: done,
@@ -739,7 +747,11 @@ fn evaluate(
         test_accuracy: None,
         avg_test_loss: None,
         avg_test_accuracy: None,
-        consensus_distance: finite(consensus),
+        consensus_distance: finite(consensus.distance),
+        max_deviation: finite(consensus.max_deviation),
+        model_norm: None,
+        recovered: None,
+        wrapped: None,
         val_loss: None,
         val_accuracy: None,
         objective: finite(objective),
@@ -784,7 +796,9 @@ fn iterate(
             out.add_recovery(&r);
         }
         out.metrics_s += measuring.elapsed().as_secs_f64();
+        let sent_before = sim.total_bytes();
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
+        out.exchanges += u64::from(sim.total_bytes() > sent_before);
         let Some(r) = step else {
             out.status = Status::Diverged { iteration: k };
             break;
@@ -837,6 +851,11 @@ pub(crate) fn summarize(
 ) -> Summary {
     let end = log.end.as_ref();
     let m = end.and_then(|e| e.metrics.clone()).unwrap_or_default();
+    // iterations run: a diverged run stopped after its last
+    let ran = end.map(|e| match e.status {
+        Status::Diverged { iteration } => iteration + 1,
+        _ => e.iterations,
+    });
     Summary {
         // (the simulator records a non-finite final loss as diverged)
         status: match end.map(|e| &e.status) {
@@ -848,6 +867,12 @@ pub(crate) fn summarize(
         local_loss: m.local_loss,
         grad_norm_sq: m.grad_norm_sq,
         consensus: m.consensus,
+        max_deviation: m.max_deviation,
+        first_loss: m.initial_loss,
+        exchange_share: m
+            .exchanges
+            .zip(ran)
+            .map(|(e, k)| e as f64 / k.max(1) as f64),
         bytes: m.bytes_sent,
         virtual_s: end.and_then(|e| finite(e.wall_s)),
         hash_failures: m.hash_failures,
@@ -862,11 +887,7 @@ pub(crate) fn summarize(
         summary_s: m.summary_s,
         iteration_s: m
             .iterations_s
-            .zip(end.map(|e| match e.status {
-                // a diverged run stopped after this iteration
-                Status::Diverged { iteration } => iteration + 1,
-                _ => e.iterations,
-            }))
+            .zip(ran)
             .filter(|(_, k)| *k > 0)
             .map(|(s, k)| s / k as f64),
         stream_s: m.stream_s,

@@ -70,7 +70,18 @@ pub(crate) struct Summary {
     /// at the last iteration for a data objective, where it is a full pass
     /// over the data per worker.
     pub grad_norm_sq: Option<f64>,
+    /// `mean_i |x_i - x_bar|^2` and `max_i |x_i - x_bar|_inf` at the end
+    /// (`repro_algos::Consensus`).
     pub consensus: Option<f64>,
+    pub max_deviation: Option<f64>,
+    /// The loss the run started from: the ranks' first logged train loss
+    /// (trainer), `f(x_bar_0)` (simulator).
+    pub first_loss: Option<f64>,
+    /// The share of logged iterations in which a worker completed an
+    /// exchange (received a frame, or for the simulator, sent one).
+    pub exchange_share: Option<f64>,
+    /// `|x_bar|_2` at the end (trainer runs).
+    pub model_norm: Option<f64>,
     pub bytes: u64,
     /// Seconds: virtual (simulator) or wall-clock (MPI).
     pub virtual_s: Option<f64>,
@@ -85,9 +96,10 @@ pub(crate) struct Summary {
     /// with `validation`), at the last evaluation.
     pub val_loss: Option<f64>,
     pub val_accuracy: Option<f64>,
-    /// Lemma 2 checked on real frames (simulator, `measure_recovery`): the
-    /// largest recovery error over `delta B`, and the share of recovered
-    /// coordinates beyond it.
+    /// Lemma 2 checked on real frames (simulator, `measure_recovery`; the
+    /// trainer at its evaluations): the largest recovery error over
+    /// `delta B` (simulator), and the share of recovered coordinates beyond
+    /// it, which wrapped around the modulus.
     pub recovery_over_bound: Option<f64>,
     pub wrap_rate: Option<f64>,
     /// `f(x_bar) - f*` at the end (simulator, data objectives).
@@ -147,6 +159,12 @@ pub(crate) struct Summary {
 }
 
 impl Summary {
+    /// The loss the run ended with: the train loss (trainer), else
+    /// `f(x_bar)` (simulator). What `first_loss` is held against.
+    pub(crate) fn last_loss(&self) -> Option<f64> {
+        self.train_loss.or(self.final_loss)
+    }
+
     /// kernel / counted bytes, when both are known.
     pub(crate) fn kernel_over_counted(&self) -> Option<f64> {
         finite(self.kernel_bytes_per_worker? / self.counted_bytes_per_worker?)

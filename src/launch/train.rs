@@ -987,6 +987,27 @@ pub(crate) fn final_train_loss(logs: &[repro_runlog::Log]) -> f64 {
     }
 }
 
+/// The share of the ranks' steps in which a gossip frame arrived (a
+/// synchronous algorithm's every step; an asynchronous one's as often as
+/// its exchanges complete); `None` without steps.
+fn exchange_share(logs: &[repro_runlog::Log]) -> Option<f64> {
+    let steps = logs.iter().flat_map(|l| &l.steps);
+    let (with, all) = steps.fold((0u64, 0u64), |(w, a), s| {
+        (w + u64::from(s.bytes_received > 0), a + 1)
+    });
+    (all > 0).then(|| with as f64 / all as f64)
+}
+
+/// The share of the coordinates the ranks recovered at their evaluations
+/// that wrapped around Moniqua's modulus; `None` where none was checked.
+fn wrap_rate(logs: &[repro_runlog::Log]) -> Option<f64> {
+    let evals = logs.iter().flat_map(|l| &l.evals);
+    let (wrapped, recovered) = evals.fold((0u64, 0u64), |(w, r), e| {
+        (w + e.wrapped.unwrap_or(0), r + e.recovered.unwrap_or(0))
+    });
+    (recovered > 0).then(|| wrapped as f64 / recovered as f64)
+}
+
 /// Share of step time spent communicating, over every step of every rank.
 pub(crate) fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
     let (comm, total) = logs
@@ -1083,6 +1104,14 @@ fn summarize(
         final_loss: some(last(|e| e.avg_test_loss)),
         local_loss: some(last(|e| e.test_loss)),
         consensus: some(last(|e| e.consensus_distance)),
+        max_deviation: some(last(|e| e.max_deviation)),
+        model_norm: some(last(|e| e.model_norm)),
+        first_loss: some(mean(
+            logs.iter()
+                .filter_map(|l| l.steps.first().map(|s| s.train_loss)),
+        )),
+        exchange_share: exchange_share(logs),
+        wrap_rate: wrap_rate(logs),
         bytes: total(|s| s.bytes_sent),
         virtual_s: some(virtual_s),
         hash_failures: total(|s| s.hash_failures),

@@ -83,6 +83,8 @@ pub(crate) enum From {
     Network,
     /// Why the run failed (`results::error_cells`).
     Failure,
+    /// The driver's judgement of the run's other cells (`health::judge`).
+    Judged,
 }
 
 /// A runs.csv column: how it is written and where its value comes from.
@@ -141,17 +143,28 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 54] = {
+pub(crate) const REGISTRY: [Metric; 59] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
         M::of("status", Text, |s| Cell::Text(s.status.text().into())),
+        M::column("health", Text, From::Judged),
         M::of("final_loss", Sci, |s| Cell::Number(s.final_loss)),
         M::of("train_loss", Sci, |s| Cell::Number(s.train_loss)).and_curve(Curve::TrainLoss),
+        M::of("first_loss", Sci, |s| Cell::Number(s.first_loss)),
+        M::of("last_loss", Sci, |s| Cell::Number(s.last_loss())),
         M::of("local_loss", Sci, |s| Cell::Number(s.local_loss)),
         M::of("grad_norm_sq", Sci, |s| Cell::Number(s.grad_norm_sq)),
-        M::of("consensus", Sci, |s| Cell::Number(s.consensus)),
+        M::of("consensus_distance", Sci, |s| Cell::Number(s.consensus))
+            .and_curve(Curve::Eval(|e| e.consensus_distance)),
+        M::of("max_deviation", Sci, |s| Cell::Number(s.max_deviation))
+            .and_curve(Curve::Eval(|e| e.max_deviation)),
+        M::of("model_norm", Sci, |s| Cell::Number(s.model_norm))
+            .and_curve(Curve::Eval(|e| e.model_norm)),
         M::of("bytes", Count, |s| Cell::Count(s.bytes)),
+        M::of("exchange_share", Fixed(4), |s| {
+            Cell::Number(s.exchange_share)
+        }),
         M::of("virtual_s", Sci, |s| Cell::Number(s.virtual_s)),
         M::of("hash_failures", Count, |s| Cell::Count(s.hash_failures)),
         M::of("hash_verified", Count, |s| Cell::Count(s.hash_verified)),
@@ -166,7 +179,6 @@ pub(crate) const REGISTRY: [Metric; 54] = {
             Cell::Number(s.avg_test_accuracy)
         })
         .and_curve(Curve::Eval(|e| e.avg_test_accuracy)),
-        M::curve("consensus_distance", Curve::Eval(|e| e.consensus_distance)),
         M::of("val_loss", Sci, |s| Cell::Number(s.val_loss)).and_curve(Curve::Eval(|e| e.val_loss)),
         M::of("val_accuracy", Sci, |s| Cell::Number(s.val_accuracy))
             .and_curve(Curve::Eval(|e| e.val_accuracy)),
@@ -364,9 +376,10 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), all);
-        assert_eq!(METRICS.len() + 4, REGISTRY.len());
+        assert_eq!(METRICS.len() + 3, REGISTRY.len());
         assert_eq!(CURVE_METRICS[0], "train_loss");
         assert!(CURVE_METRICS.contains(&"consensus_distance"));
-        assert!(!METRICS.contains(&"consensus_distance"));
+        assert!(METRICS.contains(&"consensus_distance"));
+        assert!(!METRICS.contains(&"consensus"));
     }
 }

@@ -3,5 +3,6 @@
 
 pub(crate) mod curves;
 pub(crate) mod frames;
+pub(crate) mod health;
 pub(crate) mod metrics;
 pub(crate) mod results;

@@ -1,12 +1,13 @@
 //! The run records of an experiment: one per run, typed, written to and
 //! read back from `runs.csv`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
 use crate::launch::summary::{RunStatus, Summary};
+use crate::records::health::{self, Health, HealthSpec};
 use crate::records::metrics::{Cell, From, METRICS, REGISTRY, columns};
 use crate::spec::condition::Condition;
 
@@ -49,7 +50,7 @@ fn summary_cells(s: &Summary) -> Vec<(&'static str, Cell)> {
         .iter()
         .filter_map(|m| match m.column?.from {
             From::Summary(of) => Some((m.name, of(s))),
-            From::Network | From::Failure => None,
+            From::Network | From::Failure | From::Judged => None,
         })
         .chain(
             s.provenance
@@ -82,6 +83,20 @@ impl RunRecord {
             point: run.point.clone(),
             metrics,
         }
+    }
+
+    /// The run's health (`None` where the record has none it knows).
+    pub(crate) fn health(&self) -> Option<Health> {
+        Health::parse(self.metrics.get("health").map_or("", Cell::text))
+    }
+
+    /// The record with its `health` judged from its other cells by the one
+    /// rule ([`health::judge`]).
+    pub(crate) fn judged(mut self, params: &crate::spec::plan::Params, spec: &HealthSpec) -> Self {
+        let verdict = health::judge(params, &self.metrics, spec);
+        self.metrics
+            .insert("health".into(), Cell::Text(verdict.health.text().into()));
+        self
     }
 
     /// Whether the run ended with a result (completed or diverged): not
@@ -192,15 +207,32 @@ pub(crate) fn check_identity(
 }
 
 /// The rows of `rows` that are runs of `plan` (same run id), in their
-/// recorded order: what a table, figure or claim of that plan reads.
+/// recorded order, each judged by `health`: what a table, figure or claim
+/// of that plan reads.
 pub(crate) fn planned(
     rows: &[RunRecord],
     plan: &[crate::spec::plan::PlannedRun],
+    health: &HealthSpec,
 ) -> Vec<RunRecord> {
     let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
-    rows.iter()
-        .filter(|r| ids.contains(r.run_id.as_str()))
-        .cloned()
+    let rows = rows.iter().filter(|r| ids.contains(r.run_id.as_str()));
+    judged(rows.cloned().collect(), plan, health)
+}
+
+/// `rows` with the runs of `plan` judged by `health` (the others as they
+/// were): what runs.csv holds.
+pub(crate) fn judged(
+    rows: Vec<RunRecord>,
+    plan: &[crate::spec::plan::PlannedRun],
+    health: &HealthSpec,
+) -> Vec<RunRecord> {
+    let by_id: HashMap<&str, &crate::spec::plan::PlannedRun> =
+        plan.iter().map(|p| (p.id.as_str(), p)).collect();
+    rows.into_iter()
+        .map(|r| match by_id.get(r.run_id.as_str()) {
+            Some(p) => r.judged(&p.params, health),
+            None => r,
+        })
         .collect()
 }
 

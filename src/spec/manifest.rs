@@ -174,6 +174,10 @@ pub(crate) struct Manifest {
     /// chosen on a validation metric and tuning seeds (`tuning.md`).
     #[serde(default)]
     pub tune: Option<TuneSpec>,
+    /// The thresholds of the rule that judges whether a run is a valid
+    /// result (runs.csv's `health`; `records::health`).
+    #[serde(default)]
+    pub health: crate::records::health::HealthSpec,
     /// The manifest as resolved (overrides applied) without its
     /// [`PRESENTATION`] keys: JSON with sorted keys.
     #[serde(skip)]
@@ -205,8 +209,9 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub(crate) const PRESENTATION: [&str; 10] = [
+pub(crate) const PRESENTATION: [&str; 11] = [
     "title",
+    "health",
     "source",
     "cost",
     "default_scale",
@@ -512,6 +517,13 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+        });
+    }
+    if let Err((key, message)) = manifest.health.check() {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key,
+            message,
         });
     }
     if let Some(name) = manifest.then.iter().find(|n| !is_plain_name(n)) {

@@ -50,7 +50,9 @@ pub(crate) struct SimParams {
     pub log_every: u64,
     /// Moniqua: check Lemma 2 on the frames of every logged iteration
     /// (each worker's recovery of each neighbour against the truth):
-    /// `recovery_over_bound` and `wrap_rate` in runs.csv.
+    /// `recovery_over_bound` and `wrap_rate` in runs.csv, which the run's
+    /// health reads (`unbounded`). On by default; off saves the checks'
+    /// time and leaves the wraps unmeasured.
     pub measure_recovery: bool,
     /// A LIBSVM file (plain, `.gz` or `.bz2`) for `logistic` or
     /// `least-squares` instead of generated data; its dimension is the
@@ -104,7 +106,7 @@ impl Default for SimParams {
             seed: 0,
             compute_ms: 0.0,
             log_every: 10,
-            measure_recovery: false,
+            measure_recovery: true,
             data: None,
             x0: "zero".into(),
             x0_scale: 1.0,
@@ -1100,6 +1102,7 @@ mod tests {
             figure: None,
             claims: Vec::new(),
             tune: None,
+            health: Default::default(),
             cost: BTreeMap::new(),
             default_scale: None,
             committed_scale: None,

@@ -130,8 +130,8 @@ fn main() {
             let fstar = obj.loss(obj.minimizer());
             let loss = (0..n).map(|i| obj.loss(sim.model(i)) - fstar).sum::<f64>() / n as f64;
             println!(
-                "{bits}b {name:<24} local excess {loss:>12.4e} consensus {:>10.3e} mism {} {status}",
-                sim.consensus_distance(),
+                "{bits}b {name:<24} local excess {loss:>12.4e} max deviation {:>10.3e} mism {} {status}",
+                sim.consensus().max_deviation,
                 sim.mismatched()
             );
         }

@@ -13,6 +13,7 @@
 pub mod algorithm;
 pub mod algos;
 pub mod compress;
+pub mod consensus;
 pub mod data;
 mod errors;
 pub mod flat;
@@ -33,6 +34,7 @@ pub use algos::{
     ALGORITHM_NAMES, ASYNC_ALGORITHM_NAMES, AlgorithmSpec, Knobs, Theta, moniqua_config,
 };
 pub use compress::{Compressor, CompressorSpec};
+pub use consensus::{Consensus, Deviation};
 pub use data::{DataError, Dataset, LinearModel, Loss, Split};
 pub use errors::{AlgoError, TopologyError, unless_diverged};
 pub use memory::{Footprint, Shape};

@@ -11,6 +11,7 @@
 
 use crate::algorithm::{Pattern, Received, Worker};
 use crate::algos::AlgorithmSpec;
+use crate::consensus::{Consensus, Deviation};
 use crate::flat::LOSS_LANES;
 use crate::objective::{Objective, Separable};
 use crate::optim::Sgd;
@@ -92,6 +93,26 @@ pub struct Recovery {
     /// The largest `|x_j - x_i|` between neighbours: Lemma 2 holds below
     /// theta.
     pub max_distance: f64,
+}
+
+impl Recovery {
+    /// Adds one recovery: `recovered` is what a worker whose model is
+    /// `local` recovered of a neighbour's `truth`, with Lemma 2's bound
+    /// `bound` on its error. A coordinate off by more than the bound
+    /// wrapped around the modulus. The one count of wrapped coordinates:
+    /// the simulator's and the trainer's.
+    pub fn add_pair(&mut self, bound: f64, recovered: &[f32], truth: &[f32], local: &[f32]) {
+        self.bound = self.bound.max(bound);
+        for ((x, t), local) in recovered.iter().zip(truth).zip(local) {
+            let err = f64::from((x - t).abs());
+            self.max_error = self.max_error.max(err);
+            self.max_distance = self.max_distance.max(f64::from((t - local).abs()));
+            self.coordinates += 1;
+            if err > bound * (1.0 + 1e-6) + 1e-7 {
+                self.beyond_bound += 1;
+            }
+        }
+    }
 }
 
 /// n workers of one algorithm on one objective.
@@ -412,25 +433,14 @@ impl<'o> Simulator<'o> {
         average(&models, self.objective.dim(), self.pool.as_deref())
     }
 
-    /// `max_i |x_i - x_bar|_inf`.
-    pub fn consensus_distance(&self) -> f64 {
-        self.consensus_distance_to(&self.average_model())
+    /// The workers' consensus around their average (see [`Consensus`]).
+    pub fn consensus(&self) -> Consensus {
+        self.consensus_to(&self.average_model())
     }
 
-    /// `max_i |x_i - avg|_inf`, for an `avg` already computed. A maximum
-    /// is the same in any order, so it is taken in 8 lanes.
-    pub fn consensus_distance_to(&self, avg: &[f32]) -> f64 {
-        self.per_worker(|x| {
-            let mut lanes = [0.0f32; 8];
-            for (xc, ac) in x.chunks(8).zip(avg.chunks(8)) {
-                for ((l, &x), &a) in lanes.iter_mut().zip(xc).zip(ac) {
-                    *l = l.max((x - a).abs());
-                }
-            }
-            lanes.iter().fold(0.0f64, |m, &l| m.max(f64::from(l)))
-        })
-        .into_iter()
-        .fold(0.0, f64::max)
+    /// The workers' consensus around `avg`, already computed.
+    pub fn consensus_to(&self, avg: &[f32]) -> Consensus {
+        Consensus::of(self.per_worker(|x| Deviation::of(x, avg)))
     }
 
     /// `f(x_i)` of every worker's model, in worker order.
@@ -494,16 +504,7 @@ impl<'o> Simulator<'o> {
                     None => return Ok(None),
                     Some(b) => b?,
                 };
-                r.bound = r.bound.max(bound);
-                for ((x, t), local) in out.iter().zip(truth).zip(self.lanes[i].worker.model()) {
-                    let err = f64::from((x - t).abs());
-                    r.max_error = r.max_error.max(err);
-                    r.max_distance = r.max_distance.max(f64::from((t - local).abs()));
-                    r.coordinates += 1;
-                    if err > bound * (1.0 + 1e-6) + 1e-7 {
-                        r.beyond_bound += 1;
-                    }
-                }
+                r.add_pair(bound, &out, truth, self.lanes[i].worker.model());
             }
         }
         Ok(Some(r))

@@ -24,16 +24,21 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The schema this build writes and the newest it reads.
-///
-/// 2: the end record may carry the simulator's final [`Metrics`]; version-1
-/// logs read as before (no metrics).
 /// Where Fashion-MNIST's IDX files are when `data_dir` is not given: the
 /// Debian package `dataset-fashion-mnist`'s location. The trainer reads
 /// it; the driver checksums it (`data_checksum` in runs.csv).
 pub const FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
 
-pub const SCHEMA_VERSION: u32 = 2;
+/// The schema this build writes and the newest it reads.
+///
+/// 2: the end record may carry the simulator's final [`Metrics`]; version-1
+/// logs read as before (no metrics).
+/// 3: `consensus_distance` is `mean_i |x_i - x_bar|^2` everywhere (before,
+/// the simulator logged the largest per-coordinate deviation and the
+/// trainer a root-mean-square); evaluations may carry `max_deviation`,
+/// `model_norm` and Moniqua's recovery counts. An older log's
+/// `consensus_distance` reads as not measured.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The configuration of one training run, as the driver writes it and each
 /// `repro-train` rank reads it (JSON). Kept here, without torch, so the
@@ -288,6 +293,12 @@ pub const MODEL_PARAMETERS: [(&str, &str, u64); 21] = [
     ("vgg16", "cifar10", 14_728_266),
 ];
 
+/// The classes of a data set the trainer reads: Fashion-MNIST, CIFAR-10
+/// and the synthetic images all have 10.
+pub fn classes(dataset: &str) -> Option<u32> {
+    matches!(dataset, "fashion-mnist" | "cifar10" | "synthetic").then_some(10)
+}
+
 /// The parameters of `model` on `dataset`'s images ([`MODEL_PARAMETERS`]).
 pub fn model_parameters(model: &str, dataset: &str) -> Option<u64> {
     let model = match model {
@@ -466,7 +477,25 @@ pub struct Eval {
     pub test_accuracy: Option<f64>,
     pub avg_test_loss: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
+    /// `mean_i |x_i - x_bar|^2` over the workers (Koloskova et al.'s
+    /// consensus distance); see `repro_algos::Consensus`.
     pub consensus_distance: Option<f64>,
+    /// `max_i |x_i - x_bar|_inf`: the largest deviation of one coordinate
+    /// of one worker from the average (what Moniqua's theta must cover).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_deviation: Option<f64>,
+    /// `|x_bar|_2`, the averaged model's Euclidean norm (trainer runs): a
+    /// model collapsed to zero has none left.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_norm: Option<f64>,
+    /// Moniqua's recovery checked at this evaluation (trainer runs): the
+    /// coordinates every worker recovered from each neighbour's model, and
+    /// those whose error exceeded Lemma 2's bound (a wrap around the
+    /// modulus). See `repro_algos::Recovery`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrapped: Option<u64>,
     /// The averaged model on the held-out validation images (runs with
     /// `validation` > 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -546,8 +575,18 @@ pub struct Metrics {
     pub local_loss: Option<f64>,
     /// `mean_i |grad f(x_i)|^2`, averaged over the last fifth of the run.
     pub grad_norm_sq: Option<f64>,
+    /// `f(x_bar)` before the first iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_loss: Option<f64>,
+    /// Iterations in which the workers exchanged frames (bytes went on the
+    /// wire).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchanges: Option<u64>,
     /// `mean_i |x_i - x_bar|^2`.
     pub consensus: Option<f64>,
+    /// `max_i |x_i - x_bar|_inf`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_deviation: Option<f64>,
     /// Frame bytes every worker sent, summed over workers and iterations.
     pub bytes_sent: u64,
     /// Received frames whose recovery failed the hash, all workers.
@@ -724,11 +763,22 @@ pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
         evals: Vec::new(),
         end: None,
     };
+    let old_consensus = log.header.schema < 3;
     for r in records {
         match r {
             Record::Step(s) => log.steps.push(s),
-            Record::Eval(e) => log.evals.push(e),
-            Record::End(e) => log.end = Some(e),
+            Record::Eval(mut e) => {
+                if old_consensus {
+                    e.consensus_distance = None;
+                }
+                log.evals.push(e)
+            }
+            Record::End(mut e) => {
+                if let Some(m) = e.metrics.as_mut().filter(|_| old_consensus) {
+                    m.consensus = None;
+                }
+                log.end = Some(e)
+            }
             Record::Header(_) => {}
         }
     }

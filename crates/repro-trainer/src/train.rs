@@ -14,10 +14,10 @@ use std::io::Write;
 use std::time::Instant;
 
 use repro_algos::rng::Rng;
-use repro_algos::{AlgorithmSpec, Knobs, Pattern, Sgd, Topology};
+use repro_algos::{AlgorithmSpec, Consensus, Deviation, Knobs, Pattern, Recovery, Sgd, Topology};
 pub use repro_runlog::TrainConfig;
 use repro_runlog::{
-    End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, write_record,
+    End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, finite, write_record,
 };
 use tch::nn::{ModuleT, VarStore};
 use tch::{Device, Kind};
@@ -537,7 +537,17 @@ pub fn train<T: Transport>(
         done = k + 1;
         if cfg.eval_every > 0 && (done % cfg.eval_every == 0 || done == cfg.iterations) {
             let e = eval(
-                cfg, &*model, &flat, &*worker, &data, t, &mut rng, done, epoch, &started,
+                cfg,
+                &*model,
+                &flat,
+                &*worker,
+                &neighbours,
+                &data,
+                t,
+                &mut rng,
+                done,
+                epoch,
+                &started,
             )?;
             if done == cfg.iterations {
                 status = status.after_final(e.test_loss.into_iter().chain(e.avg_test_loss), done);
@@ -578,20 +588,74 @@ pub(crate) fn peak_rss_bytes(backend: &str) -> Option<u64> {
     repro_runlog::resident_bytes("VmHWM")
 }
 
-/// The averaged model and the consensus distance
-/// `sqrt(1/n sum_i |x_i - x_bar|^2)`, through the transport's all-reduce.
-pub(crate) fn average<T: Transport>(t: &mut T, x: &[f32]) -> Result<(Vec<f32>, f64), TrainError> {
+/// The averaged model and the workers' consensus around it
+/// ([`Consensus`]), through the transport's all-reduce and an all-gather
+/// of every rank's deviation.
+pub(crate) fn average<T: Transport>(
+    t: &mut T,
+    x: &[f32],
+) -> Result<(Vec<f32>, Consensus), TrainError> {
     let n = t.size() as f32;
     let mut avg = x.to_vec();
     t.all_reduce_sum(&mut avg)?;
     avg.iter_mut().for_each(|v| *v /= n);
-    let mut sq = [x
+    let mine = Deviation::of(x, &avg);
+    let frame: Vec<u8> = [mine.sq, mine.max]
         .iter()
-        .zip(&avg)
-        .map(|(a, b)| f64::from(a - b).powi(2))
-        .sum::<f64>() as f32];
-    t.all_reduce_sum(&mut sq)?;
-    Ok((avg, f64::from(sq[0] / n).sqrt()))
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let all = t.all_gather(&frame)?;
+    let each = all.iter().map(|f| {
+        let at = |i: usize| {
+            f.get(8 * i..8 * i + 8)
+                .and_then(|b| b.try_into().ok())
+                .map_or(f64::NAN, f64::from_le_bytes)
+        };
+        Deviation {
+            sq: at(0),
+            max: at(1),
+        }
+    });
+    Ok((avg, Consensus::of(each)))
+}
+
+/// `|x|_2`, in f64.
+pub(crate) fn norm(x: &[f32]) -> f64 {
+    x.iter().map(|v| f64::from(*v).powi(2)).sum::<f64>().sqrt()
+}
+
+/// Moniqua's recovery checked on the models themselves: every rank sends
+/// its model to its neighbours (full precision, outside the step's
+/// frames and timing) and recovers each one's frame as the neighbour's
+/// next `send` would encode it, against its own model. `None` for
+/// algorithms without modulo recovery. What is counted is
+/// [`Recovery::add_pair`]'s, the simulator's count.
+fn check_recovery<T: Transport>(
+    t: &mut T,
+    worker: &dyn repro_algos::Worker,
+    neighbours: &[usize],
+    k: u64,
+) -> Result<Option<Recovery>, TrainError> {
+    let x = worker.model();
+    let (mut frame, mut out) = (Vec::new(), vec![0.0f32; x.len()]);
+    // whether the worker recovers at all (not during a warm-up): the same
+    // on every rank, so every rank takes part in the exchange or none does
+    if worker.recover(k, 0, x, &mut frame, &mut out).is_none() {
+        return Ok(None);
+    }
+    let bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let models = t.exchange(neighbours, &bytes, neighbours)?;
+    let mut r = Recovery::default();
+    for (&j, m) in neighbours.iter().zip(&models) {
+        let truth: Vec<f32> = m
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        if let Some(bound) = worker.recover(k, j, &truth, &mut frame, &mut out) {
+            r.add_pair(bound?, &out, &truth, x);
+        }
+    }
+    Ok(Some(r))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -600,6 +664,7 @@ fn eval<T: Transport>(
     model: &dyn ModuleT,
     flat: &FlatParams,
     worker: &dyn repro_algos::Worker,
+    neighbours: &[usize],
     data: &Data,
     t: &mut T,
     rng: &mut Rng,
@@ -611,6 +676,7 @@ fn eval<T: Transport>(
     flat.scatter(x)?;
     let device = flat.device();
     let (test_loss, test_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
+    let recovery = check_recovery(t, worker, neighbours, iteration)?;
     let (avg, consensus) = average(t, x)?;
     flat.scatter(&avg)?;
     let (avg_loss, avg_accuracy) = evaluate(model, data, cfg.eval_samples, rng, device);
@@ -624,7 +690,11 @@ fn eval<T: Transport>(
         test_accuracy: Some(test_accuracy),
         avg_test_loss: Some(avg_loss),
         avg_test_accuracy: Some(avg_accuracy),
-        consensus_distance: Some(consensus),
+        consensus_distance: finite(consensus.distance),
+        max_deviation: finite(consensus.max_deviation),
+        model_norm: finite(norm(&avg)),
+        recovered: recovery.map(|r| r.coordinates),
+        wrapped: recovery.map(|r| r.beyond_bound),
         val_loss: valid.map(|v| v.0),
         val_accuracy: valid.map(|v| v.1),
         objective: None,

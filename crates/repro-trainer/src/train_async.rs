@@ -55,7 +55,7 @@ struct Shared {
 /// The gossip side's answer to the compute thread at the end.
 struct Final {
     avg: Vec<f32>,
-    consensus: f64,
+    consensus: repro_algos::Consensus,
     transport_bytes_sent: u64,
 }
 
@@ -391,6 +391,10 @@ fn compute(
                         avg_test_loss: None,
                         avg_test_accuracy: None,
                         consensus_distance: None,
+                        max_deviation: None,
+                        model_norm: None,
+                        recovered: None,
+                        wrapped: None,
                         val_loss: None,
                         val_accuracy: None,
                         objective: None,
@@ -445,7 +449,11 @@ fn compute(
                     test_accuracy: Some(test_accuracy),
                     avg_test_loss: Some(avg_loss),
                     avg_test_accuracy: Some(avg_accuracy),
-                    consensus_distance: Some(f.consensus),
+                    consensus_distance: repro_runlog::finite(f.consensus.distance),
+                    max_deviation: repro_runlog::finite(f.consensus.max_deviation),
+                    model_norm: repro_runlog::finite(crate::train::norm(&f.avg)),
+                    recovered: None,
+                    wrapped: None,
                     val_loss: valid.map(|v| v.0),
                     val_accuracy: valid.map(|v| v.1),
                     objective: None,

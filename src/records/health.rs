@@ -1,0 +1,481 @@
+//! Whether a run is a valid result: its [`Health`], judged by one rule
+//! ([`judge`]) from the numbers its record holds, with thresholds a
+//! manifest may set ([`HealthSpec`]). `status` says what happened to the
+//! process; `health` says whether the run is an instance of the
+//! experiment at all. A table, a claim or a tuning choice stands only on
+//! `ok` runs.
+//!
+//! The rule reads the record's cells, not the logs, so a committed
+//! runs.csv is judged again without rerunning (with the numbers it has).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::launch::summary::RunStatus;
+use crate::records::metrics::Cell;
+use crate::spec::plan::Params;
+
+/// Whether a run is a valid result, as runs.csv's `health` column says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Health {
+    Ok,
+    /// A value became non-finite, or the loss grew past the rule's limit.
+    Diverged,
+    /// The model learned nothing: accuracy at chance, or its norm gone.
+    Collapsed,
+    /// No gossip: a run of workers that never (or too rarely) exchanged.
+    Silent,
+    /// Moniqua outside Lemma 2's bound: too many coordinates wrapped.
+    Unbounded,
+    /// Interrupted, timed out, failed or refused: no result.
+    Unfinished,
+}
+
+impl Health {
+    pub(crate) const ALL: [Health; 6] = [
+        Self::Ok,
+        Self::Diverged,
+        Self::Collapsed,
+        Self::Silent,
+        Self::Unbounded,
+        Self::Unfinished,
+    ];
+
+    /// The word runs.csv holds.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Diverged => "diverged",
+            Self::Collapsed => "collapsed",
+            Self::Silent => "silent",
+            Self::Unbounded => "unbounded",
+            Self::Unfinished => "unfinished",
+        }
+    }
+
+    /// The health `text` spells, if any.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|h| h.text() == text)
+    }
+}
+
+impl std::fmt::Display for Health {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// The thresholds of the rule: a manifest's `health:` section (every key
+/// optional; a changed threshold judges the same runs again, it never
+/// makes them stale).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub(crate) struct HealthSpec {
+    /// A trainer run has diverged when its final train loss exceeds this
+    /// multiple of its first logged one. (A simulator objective is convex:
+    /// it has diverged when `f(x_bar)` ends above `f(x_bar_0)`.)
+    pub loss_growth: f64,
+    /// A run has collapsed when its final accuracy is at most chance (one
+    /// over the classes) plus this margin.
+    pub chance_margin: f64,
+    /// ... or when its averaged model's Euclidean norm is below this.
+    pub min_model_norm: f64,
+    /// A run of several workers is silent when it sent no gossip bytes, or
+    /// when its workers completed an exchange in fewer than this share of
+    /// the iterations at which its algorithm exchanges (every one; every
+    /// `period`-th for PSGD and PQASGD).
+    pub min_exchange_share: f64,
+    /// Moniqua is unbounded when more than this share of the coordinates
+    /// its workers recovered wrapped around the modulus (`wrap_rate`).
+    pub max_wrap_rate: f64,
+}
+
+impl Default for HealthSpec {
+    fn default() -> Self {
+        HealthSpec {
+            loss_growth: 10.0,
+            chance_margin: 0.02,
+            min_model_norm: 1e-3,
+            min_exchange_share: 0.05,
+            max_wrap_rate: 1e-3,
+        }
+    }
+}
+
+impl HealthSpec {
+    /// The thresholds make sense: a plan-time check; an error names the
+    /// manifest key (`health.loss_growth`) and what is wrong.
+    pub(crate) fn check(&self) -> Result<(), (String, String)> {
+        let bad =
+            |key: &str, v: f64, what: &str| Err((format!("health.{key}"), format!("{v}: {what}")));
+        if !(self.loss_growth > 1.0) {
+            return bad("loss_growth", self.loss_growth, "it must exceed 1");
+        }
+        for (key, v) in [
+            ("chance_margin", self.chance_margin),
+            ("min_exchange_share", self.min_exchange_share),
+            ("max_wrap_rate", self.max_wrap_rate),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return bad(key, v, "it is a share, from 0 to 1");
+            }
+        }
+        if !(self.min_model_norm >= 0.0) {
+            return bad(
+                "min_model_norm",
+                self.min_model_norm,
+                "it must be 0 or more",
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A run's health and why, in one sentence ("" when ok).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Verdict {
+    pub health: Health,
+    pub why: String,
+}
+
+impl Verdict {
+    fn of(health: Health, why: String) -> Self {
+        Verdict { health, why }
+    }
+}
+
+/// What the rule needs to know of the run beyond its cells.
+struct Run {
+    /// A simulator run: its objective is convex.
+    convex: bool,
+    workers: usize,
+    /// Classes of its data (trainer runs).
+    classes: Option<u32>,
+    /// Iterations between its algorithm's exchanges.
+    period: u64,
+}
+
+impl Run {
+    fn of(params: &Params) -> Run {
+        match params {
+            Params::Sim(p) => Run {
+                convex: true,
+                workers: p.workers,
+                classes: None,
+                period: period(&p.algorithm, p.knobs.period),
+            },
+            Params::Train(c) => Run {
+                convex: false,
+                workers: c.workers,
+                classes: repro_runlog::classes(&c.dataset),
+                period: period(&c.algorithm, c.knobs.period),
+            },
+        }
+    }
+}
+
+/// Iterations between exchanges: `period` for the periodic algorithms,
+/// else every iteration.
+fn period(algorithm: &str, period: u64) -> u64 {
+    match algorithm {
+        "psgd" | "pqasgd" => period.max(1),
+        _ => 1,
+    }
+}
+
+/// The one rule: a run's health from its record's `cells` (see
+/// [`Health`]). The first that applies wins, in this order: unfinished,
+/// diverged, collapsed, silent, unbounded; else ok. A number the record
+/// lacks is not judged.
+pub(crate) fn judge(params: &Params, cells: &BTreeMap<String, Cell>, spec: &HealthSpec) -> Verdict {
+    let run = Run::of(params);
+    let number = |k: &str| cells.get(k).and_then(Cell::number);
+    let status = RunStatus::parse(cells.get("status").map_or("", Cell::text));
+    match status {
+        Some(s) if s.finished() => {}
+        s => {
+            let what = s.map_or("no status", RunStatus::text);
+            return Verdict::of(
+                Health::Unfinished,
+                format!("the run did not finish ({what})"),
+            );
+        }
+    }
+    if status == Some(RunStatus::Diverged) {
+        return Verdict::of(Health::Diverged, "a value became non-finite".into());
+    }
+    if let Some(v) = loss_growth(&run, number("first_loss"), last_loss(cells), spec) {
+        return v;
+    }
+    if let Some(v) = collapse(&run, cells, spec) {
+        return v;
+    }
+    if let Some(v) = silence(&run, cells, spec) {
+        return v;
+    }
+    if let Some(w) = number("wrap_rate").filter(|&w| w > spec.max_wrap_rate) {
+        return Verdict::of(
+            Health::Unbounded,
+            format!(
+                "{} of the coordinates recovered wrapped around the modulus (more than {})",
+                percent(w),
+                percent(spec.max_wrap_rate)
+            ),
+        );
+    }
+    Verdict::of(Health::Ok, String::new())
+}
+
+/// The loss the run ended with: `last_loss`, else (a record written before
+/// it) the train loss or the simulator's `final_loss`.
+fn last_loss(cells: &BTreeMap<String, Cell>) -> Option<f64> {
+    ["last_loss", "train_loss", "final_loss"]
+        .iter()
+        .find_map(|k| cells.get(*k).and_then(Cell::number))
+}
+
+/// Diverged: a finite loss that grew past the rule's limit.
+fn loss_growth(
+    run: &Run,
+    first: Option<f64>,
+    last: Option<f64>,
+    spec: &HealthSpec,
+) -> Option<Verdict> {
+    let (first, last) = (first?, last?);
+    if run.convex && last > first {
+        return Some(Verdict::of(
+            Health::Diverged,
+            format!("f(x_bar) ended at {last:.4e}, above f(x_bar_0) = {first:.4e}"),
+        ));
+    }
+    let limit = spec.loss_growth * first;
+    (!run.convex && first > 0.0 && last > limit).then(|| {
+        Verdict::of(
+            Health::Diverged,
+            format!(
+                "the train loss grew from {first:.4} to {last:.4e}, more than {}x",
+                spec.loss_growth
+            ),
+        )
+    })
+}
+
+/// Collapsed: an accuracy at chance, or a model with no norm left.
+fn collapse(run: &Run, cells: &BTreeMap<String, Cell>, spec: &HealthSpec) -> Option<Verdict> {
+    let number = |k: &str| cells.get(k).and_then(Cell::number);
+    if let Some(classes) = run.classes {
+        let chance = 1.0 / f64::from(classes);
+        // the model the run reports: the average, else the local ones
+        let judged = ["avg_test_accuracy", "test_accuracy", "val_accuracy"]
+            .iter()
+            .find_map(|k| number(k).map(|a| (*k, a)));
+        if let Some((which, a)) = judged.filter(|(_, a)| *a <= chance + spec.chance_margin) {
+            return Some(Verdict::of(
+                Health::Collapsed,
+                format!(
+                    "{which} {} is within {} of chance ({} for {classes} classes)",
+                    percent(a),
+                    percent(spec.chance_margin),
+                    percent(chance)
+                ),
+            ));
+        }
+    }
+    number("model_norm")
+        .filter(|&n| n < spec.min_model_norm)
+        .map(|n| {
+            Verdict::of(
+                Health::Collapsed,
+                format!(
+                    "the averaged model's norm is {n:.3e}, below {:e}",
+                    spec.min_model_norm
+                ),
+            )
+        })
+}
+
+/// Silent: workers that did not gossip.
+fn silence(run: &Run, cells: &BTreeMap<String, Cell>, spec: &HealthSpec) -> Option<Verdict> {
+    if run.workers == 1 {
+        return None;
+    }
+    if cells.get("bytes").and_then(Cell::number) == Some(0.0) {
+        return Some(Verdict::of(
+            Health::Silent,
+            "no gossip bytes were sent during training".into(),
+        ));
+    }
+    let share = cells.get("exchange_share").and_then(Cell::number)?;
+    let of_planned = share * run.period as f64;
+    (of_planned < spec.min_exchange_share).then(|| {
+        Verdict::of(
+            Health::Silent,
+            format!(
+                "the workers completed an exchange in {} of the iterations that exchange (fewer than {})",
+                percent(of_planned),
+                percent(spec.min_exchange_share)
+            ),
+        )
+    })
+}
+
+/// A share as a percentage, with what precision it needs.
+fn percent(v: f64) -> String {
+    let p = 100.0 * v;
+    if p == 0.0 || p >= 1.0 {
+        format!("{p:.1}%")
+    } else {
+        format!("{p:.2e}%")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::plan::SimParams;
+    use repro_runlog::TrainConfig;
+
+    fn trainer() -> Params {
+        Params::Train(TrainConfig {
+            workers: 4,
+            dataset: "fashion-mnist".into(),
+            algorithm: "moniqua".into(),
+            ..TrainConfig::default()
+        })
+    }
+
+    fn cells(pairs: &[(&str, Cell)]) -> BTreeMap<String, Cell> {
+        let mut c: BTreeMap<String, Cell> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        c.entry("status".into())
+            .or_insert(Cell::Text("completed".into()));
+        c
+    }
+
+    fn health(params: &Params, pairs: &[(&str, Cell)]) -> Health {
+        judge(params, &cells(pairs), &HealthSpec::default()).health
+    }
+
+    fn n(v: f64) -> Cell {
+        Cell::Number(Some(v))
+    }
+
+    #[test]
+    fn every_health_reads_back_from_its_word() {
+        for h in Health::ALL {
+            assert_eq!(Health::parse(h.text()), Some(h));
+        }
+        assert_eq!(Health::parse("OK"), None);
+    }
+
+    /// A healthy trainer run is ok; each number past its threshold gives
+    /// its word, and the order decides between several.
+    #[test]
+    fn each_number_past_its_threshold_gives_its_word() {
+        let p = trainer();
+        let fine = [
+            ("first_loss", n(2.3)),
+            ("last_loss", n(0.5)),
+            ("avg_test_accuracy", n(0.8)),
+            ("model_norm", n(12.0)),
+            ("bytes", Cell::Count(1000)),
+            ("exchange_share", n(1.0)),
+            ("wrap_rate", n(0.0)),
+        ];
+        assert_eq!(health(&p, &fine), Health::Ok);
+        let with = |k: &str, v: Cell| {
+            let mut c = fine.to_vec();
+            c.retain(|(name, _)| *name != k);
+            c.push((Box::leak(k.to_string().into_boxed_str()), v));
+            health(&p, &c)
+        };
+        assert_eq!(with("last_loss", n(1.5e14)), Health::Diverged);
+        assert_eq!(with("last_loss", n(22.0)), Health::Ok);
+        assert_eq!(with("avg_test_accuracy", n(0.1)), Health::Collapsed);
+        assert_eq!(with("avg_test_accuracy", n(0.119)), Health::Collapsed);
+        assert_eq!(with("avg_test_accuracy", n(0.13)), Health::Ok);
+        assert_eq!(with("model_norm", n(1e-6)), Health::Collapsed);
+        assert_eq!(with("bytes", Cell::Count(0)), Health::Silent);
+        assert_eq!(with("exchange_share", n(0.0056)), Health::Silent);
+        assert_eq!(with("wrap_rate", n(0.035)), Health::Unbounded);
+        assert_eq!(
+            with("status", Cell::Text("diverged".into())),
+            Health::Diverged
+        );
+        assert_eq!(
+            with("status", Cell::Text("not run (interrupted)".into())),
+            Health::Unfinished
+        );
+        // diverged before collapsed before silent
+        let mut worst = fine.to_vec();
+        worst.extend([("bytes", Cell::Count(0)), ("avg_test_accuracy", n(0.1))]);
+        worst.retain(|(k, v)| !(*k == "bytes" && *v == Cell::Count(1000)));
+        worst.retain(|(k, v)| !(*k == "avg_test_accuracy" && *v == n(0.8)));
+        assert_eq!(health(&p, &worst), Health::Collapsed);
+    }
+
+    /// A convex objective diverges when it ends above where it started;
+    /// a periodic algorithm is judged on the exchanges it plans.
+    #[test]
+    fn the_simulator_is_convex_and_periods_count() {
+        let sim = Params::Sim(SimParams {
+            workers: 4,
+            ..SimParams::default()
+        });
+        let start = [("first_loss", n(1.0))];
+        let at = |last: f64| {
+            let mut c = start.to_vec();
+            c.push(("last_loss", n(last)));
+            health(&sim, &c)
+        };
+        assert_eq!(at(0.5), Health::Ok);
+        assert_eq!(at(1.5), Health::Diverged);
+        // the simulator has no classes: an accuracy is not judged
+        assert_eq!(health(&sim, &[("avg_test_accuracy", n(0.1))]), Health::Ok);
+        let periodic = Params::Train(TrainConfig {
+            workers: 4,
+            algorithm: "pqasgd".into(),
+            knobs: repro_runlog::Knobs {
+                period: 30,
+                ..repro_runlog::Knobs::default()
+            },
+            ..TrainConfig::default()
+        });
+        assert_eq!(
+            health(&periodic, &[("exchange_share", n(1.0 / 30.0))]),
+            Health::Ok
+        );
+        assert_eq!(
+            health(&trainer(), &[("exchange_share", n(1.0 / 30.0))]),
+            Health::Silent
+        );
+        // one worker has no one to talk to
+        let alone = Params::Train(TrainConfig {
+            workers: 1,
+            ..TrainConfig::default()
+        });
+        assert_eq!(health(&alone, &[("bytes", Cell::Count(0))]), Health::Ok);
+    }
+
+    #[test]
+    fn thresholds_are_checked() {
+        assert!(HealthSpec::default().check().is_ok());
+        let e = HealthSpec {
+            loss_growth: 0.5,
+            ..HealthSpec::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(e.0, "health.loss_growth");
+        let e = HealthSpec {
+            max_wrap_rate: 2.0,
+            ..HealthSpec::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(e.0, "health.max_wrap_rate");
+    }
+}
