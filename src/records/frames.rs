@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use polars::prelude::{
     Column, CompatLevel, DataFrame, DataType, Expr, IntoColumn, IntoLazy, LazyFrame, NamedFrom,
-    SchemaExt, Series, col, lit,
+    SchemaExt, Series, col, lit, when,
 };
 use polars_io::SerReader;
 use polars_io::parquet::read::ParquetReader;
@@ -121,6 +121,27 @@ pub(crate) fn number(frame: &DataFrame, name: &str) -> Expr {
         Ok(DataType::Float64 | DataType::Int64) => col(name).cast(DataType::Float64),
         _ => lit(polars::prelude::Null {}).cast(DataType::Float64),
     }
+}
+
+/// Each run's health word: its `health` cell, else (a record never
+/// judged) what its status implies (`Health::of_status`).
+pub(crate) fn health() -> Expr {
+    use crate::launch::summary::RunStatus;
+    use crate::records::health::Health;
+    let from_status = RunStatus::ALL
+        .iter()
+        .fold(lit(Health::Unfinished.text()), |otherwise, s| {
+            when(col("status").eq(lit(s.text())))
+                .then(lit(Health::of_status(*s).text()))
+                .otherwise(otherwise)
+        });
+    col("health").fill_null(from_status)
+}
+
+/// Whether a run is a valid result (`health` ok): the runs a table's
+/// value, a claim and a tuning choice stand on.
+pub(crate) fn valid() -> Expr {
+    health().eq(lit(crate::records::health::Health::Ok.text()))
 }
 
 /// String cell `i` of column `name` of a query's result ("" when null).

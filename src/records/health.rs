@@ -58,6 +58,16 @@ impl Health {
     pub(crate) fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|h| h.text() == text)
     }
+
+    /// What a status implies for a record never judged: completed is
+    /// taken as ok, diverged as diverged, the rest as unfinished.
+    pub(crate) fn of_status(status: RunStatus) -> Self {
+        match status {
+            RunStatus::Completed => Self::Ok,
+            RunStatus::Diverged => Self::Diverged,
+            RunStatus::Failed | RunStatus::NotRun | RunStatus::Refused => Self::Unfinished,
+        }
+    }
 }
 
 impl std::fmt::Display for Health {

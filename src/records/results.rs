@@ -85,9 +85,11 @@ impl RunRecord {
         }
     }
 
-    /// The run's health (`None` where the record has none it knows).
+    /// The run's health: its `health` cell, else (a record never judged)
+    /// what its status implies; `None` with neither.
     pub(crate) fn health(&self) -> Option<Health> {
         Health::parse(self.metrics.get("health").map_or("", Cell::text))
+            .or_else(|| self.status().map(Health::of_status))
     }
 
     /// The record with its `health` judged from its other cells by the one
@@ -476,6 +478,8 @@ pub(crate) mod tests {
                 .iter()
                 .filter_map(|m| {
                     let v = match *m {
+                        // not judged: its status stands for it
+                        "health" => return None,
                         "status" => status.to_string(),
                         "final_loss" => loss.to_string(),
                         _ => "0".to_string(),

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::launch::summary::RunStatus;
 use crate::records::curves::RunCurve;
+use crate::records::health::Health;
 use crate::records::metrics::{CURVE_METRICS, Kind as Column, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
@@ -394,8 +394,9 @@ pub(crate) enum Outcome {
     Supported,
     NotSupported,
     Contradicted,
-    /// No test could be made (too few runs, no curves): the note says why.
-    NotEvaluated,
+    /// No test could be made (too few valid runs, no curves): the note
+    /// says why.
+    NotTestable,
 }
 
 impl Outcome {
@@ -416,7 +417,7 @@ impl Outcome {
             Outcome::Supported => "supported",
             Outcome::NotSupported => "not supported",
             Outcome::Contradicted => "contradicted",
-            Outcome::NotEvaluated => "not evaluated",
+            Outcome::NotTestable => "not testable",
         }
     }
 }
@@ -437,6 +438,13 @@ pub(crate) struct Verdict {
     pub effect: Option<f64>,
     pub ci: Option<(f64, f64)>,
     pub p: Option<f64>,
+    /// `p` adjusted by Holm's method over the manifest's claims.
+    pub p_holm: Option<f64>,
+    /// The rank test beside a t-test, with its two-sided p.
+    pub rank: Option<stats::RankTest>,
+    /// Whether the verdict changes when one seed's runs are left out
+    /// (two-sample claims; `None`: not checked).
+    pub fragile: Option<bool>,
     pub level: f64,
     pub outcome: Outcome,
     /// What else a reader needs: runs left out, why nothing was tested.
@@ -467,15 +475,48 @@ impl Side {
     }
 }
 
+impl Verdict {
+    /// Adds to the note where a supported or contradicted verdict does not
+    /// hold up: beyond Holm's adjustment, under the rank test, or without
+    /// one seed.
+    fn note_robustness(&mut self) {
+        if !matches!(self.outcome, Outcome::Supported | Outcome::Contradicted) {
+            return;
+        }
+        let mut weak = Vec::new();
+        if let Some(p) = self.p_holm.filter(|p| !stats::below(*p, self.level)) {
+            weak.push(format!(
+                "not below {} after Holm's adjustment (p = {})",
+                short(self.level),
+                p_text(Some(p))
+            ));
+        }
+        if let Some(r) = self.rank.filter(|r| !stats::below(r.p, self.level)) {
+            weak.push(format!(
+                "the {} test does not reject (p = {})",
+                r.name,
+                p_text(Some(r.p))
+            ));
+        }
+        if self.fragile == Some(true) {
+            weak.push("fragile: leaving out one seed changes the verdict".into());
+        }
+        if !weak.is_empty() {
+            let said = std::mem::take(&mut self.note);
+            self.note = [said, weak.join("; ")]
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>()
+                .join("; ");
+        }
+    }
+}
+
 fn seed_of(r: &RunRecord) -> String {
     r.point
         .get(SEED_KEY)
         .cloned()
         .unwrap_or_else(|| r.run_id.clone())
-}
-
-fn status_of(r: &RunRecord) -> Option<RunStatus> {
-    r.status()
 }
 
 /// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
@@ -491,6 +532,11 @@ pub(crate) fn evaluate(
         let claim = Claim::resolve(spec, table)
             .map_err(|(k, m)| anyhow::anyhow!("claims[{i}].{k}: {m}"))?;
         out.push(test(&claim, rows, curves));
+    }
+    let adjusted = stats::holm(&out.iter().map(|v| v.p).collect::<Vec<_>>());
+    for (v, p) in out.iter_mut().zip(adjusted) {
+        v.p_holm = p;
+        v.note_robustness();
     }
     Ok(out)
 }
@@ -516,8 +562,11 @@ fn test(
         effect: None,
         ci: None,
         p: None,
+        p_holm: None,
+        rank: None,
+        fragile: None,
         level: c.spec.level,
-        outcome: Outcome::NotEvaluated,
+        outcome: Outcome::NotTestable,
         note: String::new(),
     };
     let (mine, theirs) = (runs(false), runs(true));
@@ -553,12 +602,12 @@ fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&Ru
         for r in runs {
             let value = r.metrics.get(metric).and_then(|m| m.number());
             match value.filter(|x| x.is_finite()) {
-                Some(x) if status_of(r) == Some(RunStatus::Completed) => {
+                Some(x) if r.health() == Some(Health::Ok) => {
                     s.values.push((seed_of(r), x * c.scale));
                 }
                 _ => {
-                    let why = match status_of(r) {
-                        Some(RunStatus::Completed) => "without a value",
+                    let why = match r.health() {
+                        Some(Health::Ok) => "without a value",
                         None => "without a status",
                         Some(other) => other.text(),
                     };
@@ -569,7 +618,8 @@ fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&Ru
         s
     };
     let (a, b) = (side(mine), side(theirs));
-    two_samples(c, v, &a, &b, |d, level| match c.kind {
+    let ranked = !matches!(c.kind, Kind::Within(_));
+    two_samples(c, v, (&a, &b), ranked, |d, level| match c.kind {
         Kind::Within(margin) => {
             let (lo, hi) = d.interval(level);
             let p = d.p_equivalent(margin);
@@ -611,41 +661,47 @@ fn divergence(
     rate: f64,
 ) {
     let base = c.baseline.clone().unwrap_or_default();
-    let count = |runs: &[&RunRecord]| {
-        let diverged = runs
-            .iter()
-            .filter(|r| status_of(r) == Some(RunStatus::Diverged))
-            .count();
-        let ended = runs
-            .iter()
-            .filter(|r| status_of(r).is_some_and(RunStatus::finished))
-            .count();
-        (diverged as u64, ended as u64, runs.len() - ended)
-    };
-    let (ka, na, other_a) = count(mine);
-    v.n_method = na as usize;
     let mut notes = Vec::new();
-    if other_a > 0 {
+    let mut count = |name: &str, runs: &[&RunRecord]| {
+        let of = |h: Health| runs.iter().filter(|r| r.health() == Some(h)).count();
+        let (diverged, collapsed, ok) =
+            (of(Health::Diverged), of(Health::Collapsed), of(Health::Ok));
+        let ended = diverged + collapsed + ok;
+        let other = runs.len() - ended;
+        if collapsed > 0 {
+            notes.push(format!(
+                "{name}: {} of {ended} runs failed to train ({diverged} diverged, {collapsed} collapsed)",
+                diverged + collapsed
+            ));
+        }
+        if other > 0 {
+            notes.push(format!(
+                "{name}: {other} runs neither ok, diverged nor collapsed, left out"
+            ));
+        }
+        ((diverged + collapsed) as u64, ended as u64)
+    };
+    let (ka, na) = count(&c.method, mine);
+    let (kb, nb) = if c.baseline.is_some() {
+        count(&base, theirs)
+    } else {
+        (0, 0)
+    };
+    v.n_method = na as usize;
+    if na == 0 {
         notes.push(format!(
-            "{}: {other_a} runs neither completed nor diverged, left out",
+            "{}: no run ended ok, diverged or collapsed",
             c.method
         ));
-    }
-    if na == 0 {
-        v.note = format!("{}: no run completed or diverged", c.method);
+        v.note = notes.join("; ");
         return;
     }
     v.method_value = Some(ka as f64 / na as f64);
     if c.baseline.is_some() {
-        let (kb, nb, other_b) = count(theirs);
         v.n_baseline = nb as usize;
-        if other_b > 0 {
-            notes.push(format!(
-                "{base}: {other_b} runs neither completed nor diverged, left out"
-            ));
-        }
         if nb == 0 {
-            v.note = format!("{base}: no run completed or diverged");
+            notes.push(format!("{base}: no run ended ok, diverged or collapsed"));
+            v.note = notes.join("; ");
             return;
         }
         v.baseline_value = Some(kb as f64 / nb as f64);
@@ -715,6 +771,10 @@ fn time_to(
         };
         let mut censored = 0;
         for r in runs {
+            if let Some(h) = r.health().filter(|h| *h != Health::Ok) {
+                *s.left_out.entry(h.text().into()).or_default() += 1;
+                continue;
+            }
             let points = by_id
                 .get(r.run_id.as_str())
                 .map_or(&[][..], |p| p.as_slice());
@@ -730,7 +790,7 @@ fn time_to(
         (s, censored)
     };
     let ((a, ca), (b, cb)) = (side(mine), side(theirs));
-    two_samples(c, v, &a, &b, |d, level| {
+    two_samples(c, v, (&a, &b), true, |d, level| {
         let (lo, hi) = d.interval(level);
         // a run that never got there took longer than recorded: the
         // claim stands only if the method's times are all real, and
@@ -759,12 +819,14 @@ fn time_to(
 }
 
 /// Fills `v` from a two-sample comparison of `a` (the method) and `b`;
-/// `decide` gives the p-value and outcome from the difference.
+/// `decide` gives the p-value and outcome from the difference. Beside the
+/// t-test: the rank test (where `ranked`), and whether the outcome holds
+/// with each seed left out in turn.
 fn two_samples(
     c: &Claim<'_>,
     v: &mut Verdict,
-    a: &Side,
-    b: &Side,
+    (a, b): (&Side, &Side),
+    ranked: bool,
     decide: impl Fn(&Difference, f64) -> (f64, Outcome),
 ) {
     v.n_method = a.values.len();
@@ -785,14 +847,37 @@ fn two_samples(
             let (p, outcome) = decide(&d, c.spec.level);
             v.p = Some(p);
             v.outcome = outcome;
+            if ranked {
+                v.rank = stats::rank_test(&a.values, &b.values);
+            }
+            v.fragile = Some(fragile(&a.values, &b.values, outcome, |d| {
+                decide(d, c.spec.level).1
+            }));
         }
         None => notes.push(format!(
-            "too few runs to test ({} and {}; two a side needed)",
+            "too few valid runs to test ({} and {}; two a side needed)",
             a.values.len(),
             b.values.len()
         )),
     }
     v.note = notes.join("; ");
+}
+
+/// Whether leaving out any one seed's values (on both sides) changes
+/// `outcome`, or leaves too few to test.
+fn fragile(
+    a: &stats::Seeded,
+    b: &stats::Seeded,
+    outcome: Outcome,
+    decide: impl Fn(&Difference) -> Outcome,
+) -> bool {
+    let seeds: std::collections::BTreeSet<&String> = a.iter().chain(b).map(|(s, _)| s).collect();
+    seeds.into_iter().any(|seed| {
+        let without = |s: &stats::Seeded| -> stats::Seeded {
+            s.iter().filter(|(k, _)| k != seed).cloned().collect()
+        };
+        stats::difference(&without(a), &without(b)).is_none_or(|d| decide(&d) != outcome)
+    })
 }
 
 /// A signed number for an effect.
@@ -829,15 +914,16 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             .join("/")
     };
     s.push_str(&format!(
-        "Each claim is tested on the recorded runs: a paired t-test where both sides ran the same seeds, Welch's t-test otherwise, exact tests for divergence counts. \
+        "Each claim is tested on the recorded runs that are valid results (health `ok`; the others are named in the notes): a paired t-test where both sides ran the same seeds, Welch's t-test otherwise, exact tests for divergence counts (a run that diverged or collapsed failed to train). \
          Intervals are {}% t intervals of the method minus the baseline. \
-         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise; \
-         `within` claims are supported when the whole interval lies inside the margin (two one-sided tests).\n\n",
+         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few valid runs; \
+         `within` claims are supported when the whole interval lies inside the margin (two one-sided tests). \
+         Beside each p: Holm's adjustment over this manifest's claims, the rank test of the same comparison (Wilcoxon signed-rank when paired, Mann-Whitney otherwise; exact), and *fragile* when leaving out one seed changes the verdict.\n\n",
         say(&|l| (1.0 - l) * 100.0),
         say(&|l| l)
     ));
-    s.push_str("| claim | test | n | method | baseline | effect [CI] | p | verdict |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| claim | test | n | method | baseline | effect [CI] | p | p (Holm) | rank test p | fragile | verdict |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, v) in verdicts.iter().enumerate() {
         let n = if v.n_baseline > 0 {
             format!("{} / {}", v.n_method, v.n_baseline)
@@ -855,11 +941,18 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             format!("{} ({})", v.claim, i + 1)
         };
         s.push_str(&format!(
-            "| {claim} | {} | {n} | {} | {} | {effect} | {} | **{}** |\n",
+            "| {claim} | {} | {n} | {} | {} | {effect} | {} | {} | {} | {} | **{}** |\n",
             if v.test.is_empty() { "-" } else { &v.test },
             cell(v.method_value),
             cell(v.baseline_value),
             p_text(v.p),
+            p_text(v.p_holm),
+            v.rank.map_or_else(|| "-".into(), |r| p_text(Some(r.p))),
+            match v.fragile {
+                Some(true) => "fragile",
+                Some(false) => "no",
+                None => "-",
+            },
             v.outcome.word()
         ));
     }
@@ -903,6 +996,10 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
         "ci_low",
         "ci_high",
         "p",
+        "p_holm",
+        "rank_test",
+        "p_rank",
+        "fragile",
         "level",
         "verdict",
         "note",
@@ -923,6 +1020,10 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
             opt(v.ci.map(|c| c.0)),
             opt(v.ci.map(|c| c.1)),
             opt(v.p),
+            opt(v.p_holm),
+            v.rank.map_or_else(String::new, |r| r.name.to_string()),
+            opt(v.rank.map(|r| r.p)),
+            v.fragile.map_or_else(String::new, |f| f.to_string()),
             v.level.to_string(),
             v.outcome.word().to_string(),
             v.note.clone(),
@@ -1107,10 +1208,10 @@ mod tests {
             "[{better: moniqua, than: choco, metric: final_loss}]",
             &rows,
         );
-        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
-        assert!(v[0].note.contains("too few runs"), "{}", v[0].note);
+        assert_eq!(v[0].outcome, Outcome::NotTestable);
+        assert!(v[0].note.contains("too few valid runs"), "{}", v[0].note);
         let v = verdicts("[{better: moniqua, than: dcd, metric: final_loss}]", &rows);
-        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
+        assert_eq!(v[0].outcome, Outcome::NotTestable);
         assert!(
             v[0].note.contains("no recorded runs of dcd"),
             "{}",
@@ -1155,8 +1256,99 @@ mod tests {
         // Fisher: 5 of 5 against 0 of 5, p = 1 / C(10, 5) = 1/252
         assert_eq!(v[3].outcome, Outcome::Supported);
         assert!((v[3].p.unwrap() - 1.0 / 252.0).abs() < 1e-12);
-        assert_eq!(v[4].outcome, Outcome::NotEvaluated);
-        assert!(v[4].note.contains("no run completed or diverged"));
+        assert_eq!(v[4].outcome, Outcome::NotTestable);
+        assert!(v[4].note.contains("no run ended ok, diverged or collapsed"));
+    }
+
+    /// The health a run was judged with: collapsed runs are left out of a
+    /// comparison (named in the note) and count as failures to train.
+    fn judged(mut rows: Vec<RunRecord>, which: &[usize], health: Health) -> Vec<RunRecord> {
+        for &i in which {
+            rows[i].metrics.insert(
+                "health".into(),
+                crate::records::metrics::Cell::Text(health.text().into()),
+            );
+        }
+        rows
+    }
+
+    #[test]
+    fn only_valid_runs_stand_behind_a_verdict() {
+        // two of ecd's three runs collapsed: not testable against d-psgd
+        let mut rows = judged(
+            runs("ecd", &["0.1", "0.1", "0.5"], "completed"),
+            &[0, 1],
+            Health::Collapsed,
+        );
+        rows.extend(runs("d-psgd", &["0.8", "0.82", "0.81"], "completed"));
+        let v = verdicts(
+            "[{better: d-psgd, than: ecd, metric: final_loss, higher_is_better: true}, {diverges: ecd}]",
+            &rows,
+        );
+        assert_eq!(v[0].outcome, Outcome::NotTestable, "{:?}", v[0]);
+        assert!(
+            v[0].note.contains("ecd: 2 collapsed left out"),
+            "{}",
+            v[0].note
+        );
+        // the divergence count says what failed, and how
+        assert_eq!(v[1].method_value, Some(2.0 / 3.0));
+        assert!(
+            v[1].note
+                .contains("2 of 3 runs failed to train (0 diverged, 2 collapsed)"),
+            "{}",
+            v[1].note
+        );
+        // a silent run is neither a success nor a failure to train
+        let rows = judged(runs("ecd", &["0.5"; 4], "completed"), &[3], Health::Silent);
+        let v = verdicts("[{diverges: ecd}]", &rows);
+        assert_eq!(v[0].n_method, 3);
+        assert!(v[0].note.contains("1 runs neither ok"), "{}", v[0].note);
+    }
+
+    /// Beside the t-test: Holm over the manifest's claims, the rank test,
+    /// and the verdict with each seed left out. One seed carrying the
+    /// whole difference makes a verdict fragile.
+    #[test]
+    fn verdicts_say_how_robust_they_are() {
+        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9", "1.0", "1.2"], "completed");
+        rows.extend(runs(
+            "choco",
+            &["2.0", "2.1", "1.9", "2.0", "2.2"],
+            "completed",
+        ));
+        rows.extend(runs(
+            "dcd",
+            &["1.1", "1.6", "1.1", "1.4", "2.7"],
+            "completed",
+        ));
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: final_loss}, {better: moniqua, than: dcd, metric: final_loss}]",
+            &rows,
+        );
+        // a constant difference of 1: supported, not fragile; Wilcoxon's
+        // exact p with 5 pairs all one way is 2/32
+        assert_eq!(v[0].outcome, Outcome::Supported);
+        assert_eq!(v[0].fragile, Some(false));
+        let rank = v[0].rank.unwrap();
+        assert_eq!(rank.name, "Wilcoxon signed-rank");
+        assert!((rank.p - 2.0 / 32.0).abs() < 1e-12);
+        assert!(
+            v[0].note
+                .contains("Wilcoxon signed-rank test does not reject"),
+            "{}",
+            v[0].note
+        );
+        // Holm over two claims: the smaller p doubled, the larger kept
+        // (at least the smaller's adjusted value)
+        let (p0, p1) = (v[0].p.unwrap(), v[1].p.unwrap());
+        assert!(p0 < p1);
+        assert!((v[0].p_holm.unwrap() - 2.0 * p0).abs() < 1e-12);
+        assert!((v[1].p_holm.unwrap() - p1.max(2.0 * p0)).abs() < 1e-12);
+        // differences 0.1, 0.5, 0.2, 0.4, 1.5: not supported with all five,
+        // supported without seed 4's large one
+        assert_eq!(v[1].outcome, Outcome::NotSupported, "{:?}", v[1]);
+        assert_eq!(v[1].fragile, Some(true), "{:?}", v[1]);
     }
 
     /// Time to a target from the curves; a run that never reaches it is
@@ -1214,7 +1406,7 @@ mod tests {
         );
         // without curves, nothing is tested
         let v = evaluate(&specs[..1], &table(), &rows, &mut no_curves).unwrap();
-        assert_eq!(v[0].outcome, Outcome::NotEvaluated);
+        assert_eq!(v[0].outcome, Outcome::NotTestable);
         assert!(v[0].note.contains("no curves here"));
     }
 

@@ -8,7 +8,6 @@ use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
 use polars::prelude::{DataFrame, DataType, Expr, LazyFrame, col, len, lit};
 
-use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
 use crate::records::metrics::CURVE_METRICS;
 use crate::spec::manifest::FigureSpec;
@@ -277,12 +276,12 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
 }
 
 /// A sweep, as in Tang et al. 2018's Figure 3: `y` (and the dashed `bound`)
-/// of the completed runs against bandwidth, one panel per latency with two
+/// of the valid runs against bandwidth, one panel per latency with two
 /// or more bandwidths, then against latency, one panel per bandwidth with
 /// two or more latencies; one series per value of `series`; seeds averaged.
 pub(crate) fn sweep_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<Panel>> {
     let df = &runs.df;
-    let done = completed(spec, runs)?.with_columns([
+    let done = valid_runs(spec, runs)?.with_columns([
         frames::number(df, "bandwidth_bps").alias("__bw"),
         frames::number(df, "latency_s")
             .fill_null(lit(0.0))
@@ -348,7 +347,7 @@ pub(crate) fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<
         true => frames::key_number(df, &spec.x),
         false => frames::number(df, &spec.x),
     };
-    let done = completed(spec, runs)?.with_columns([panel.alias("__panel"), x.alias("__xv")]);
+    let done = valid_runs(spec, runs)?.with_columns([panel.alias("__panel"), x.alias("__xv")]);
     let order = in_order(done.clone(), col("__series"))?;
     let mut panels = Vec::new();
     for p in in_order(done.clone(), col("__panel"))? {
@@ -372,26 +371,23 @@ pub(crate) fn scaling_panels(spec: &FigureSpec, runs: &RunsFrame) -> Result<Vec<
     Ok(panels)
 }
 
-/// The completed runs of a runs.csv figure: the series key, `y` and the
+/// The valid runs (health `ok`) of a runs.csv figure: the series key, `y` and the
 /// bound as numbers (NaN where a run has none).
-fn completed(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
+fn valid_runs(spec: &FigureSpec, runs: &RunsFrame) -> Result<LazyFrame> {
     let df = &runs.df;
     if df.column(&spec.series).is_err() {
         bail!("figure.series `{}` is not a grid key", spec.series);
     }
     let nan = |e: Expr| e.fill_null(lit(f64::NAN));
-    Ok(runs
-        .lazy()
-        .filter(col("status").eq(lit(RunStatus::Completed.text())))
-        .with_columns([
-            frames::key(df, &spec.series).alias("__series"),
-            nan(frames::number(df, &spec.y)).alias("__y"),
-            nan(match &spec.bound {
-                Some(b) => frames::number(df, b),
-                None => lit(f64::NAN),
-            })
-            .alias("__bound"),
-        ]))
+    Ok(runs.lazy().filter(frames::valid()).with_columns([
+        frames::key(df, &spec.series).alias("__series"),
+        nan(frames::number(df, &spec.y)).alias("__y"),
+        nan(match &spec.bound {
+            Some(b) => frames::number(df, b),
+            None => lit(f64::NAN),
+        })
+        .alias("__bound"),
+    ]))
 }
 
 /// One panel of a runs.csv figure: the runs of `done` that `keep`

@@ -10,6 +10,7 @@ use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
 use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
+use crate::records::health::Health;
 use crate::records::metrics::METRICS;
 use crate::records::results::{csv_rows, csv_text};
 use crate::spec::manifest::TableSpec;
@@ -189,8 +190,9 @@ fn paper_cell(
 
 /// Groups the runs into the table `spec` asks for: one row per value of the
 /// row keys, one column per value of the column key, each cell the mean ±
-/// sd of `spec.value` over its runs (seeds), "diverged" if any run diverged,
-/// "failed" if every run failed, "-" if there is no run. The groups are
+/// sd of `spec.value` over its valid runs (health `ok`; seeds), with the
+/// other runs counted by health ("2 ok, 1 collapsed"), "failed" if every
+/// run failed, "-" if there is no run. The groups are
 /// polars group-by queries on the runs frame.
 pub(crate) fn build_table(
     title: &str,
@@ -329,17 +331,26 @@ impl<'a> Groups<'a> {
     /// completed runs.
     fn cells(&self) -> Result<Cells> {
         let df = &self.runs.df;
-        let completed = col("status").eq(lit(RunStatus::Completed.text()));
+        let valid = frames::valid();
         let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
-        let done = value.filter(completed.clone());
-        let mut aggs = vec![
+        let done = value.filter(valid.clone());
+        let mut aggs: Vec<Expr> = Health::ALL
+            .iter()
+            .map(|h| {
+                frames::health()
+                    .eq(lit(h.text()))
+                    .cast(DataType::Float64)
+                    .sum()
+                    .alias(format!("__health_{}", h.text()))
+            })
+            .collect();
+        aggs.extend([
+            len().cast(DataType::Float64).alias("__runs"),
             col("status")
-                .eq(lit(RunStatus::Diverged.text()))
+                .eq(lit(RunStatus::Failed.text()))
                 .cast(DataType::Float64)
                 .sum()
-                .alias("__diverged"),
-            len().cast(DataType::Float64).alias("__runs"),
-            completed.any(true).alias("__completed"),
+                .alias("__failed"),
             // a run refused at plan time: the memory it would have needed
             frames::number(df, "memory_mb")
                 .filter(col("status").eq(lit(RunStatus::Refused.text())))
@@ -348,7 +359,7 @@ impl<'a> Groups<'a> {
             done.clone().mean().alias("__mean"),
             done.clone().std(1).alias("__sd"),
             done.count().cast(DataType::Float64).alias("__n"),
-        ];
+        ]);
         aggs.extend(self.firsts());
         let col_expr = match &self.spec.cols {
             Some(c) => frames::key(df, c),
@@ -379,23 +390,31 @@ impl<'a> Groups<'a> {
             if !cells.cols.contains(&ck) {
                 cells.cols.push(ck.clone());
             }
-            let bool_at =
-                |n: &str| -> Result<bool> { Ok(groups.column(n)?.bool()?.get(i).unwrap_or(false)) };
             let count = |n: &str| -> Result<usize> {
                 Ok(frames::number_at(&groups, n, i)?.unwrap_or(0.0) as usize)
             };
-            let ours = if count("__diverged")? > 0 {
-                format!("diverged ({}/{})", count("__diverged")?, count("__runs")?)
-            } else if !bool_at("__completed")?
-                && let Some(mb) = frames::number_at(&groups, "__refused_mb", i)?
+            let mut by_health = BTreeMap::new();
+            for h in Health::ALL {
+                by_health.insert(h, count(&format!("__health_{}", h.text()))?);
+            }
+            let runs = count("__runs")?;
+            let ok = by_health[&Health::Ok];
+            let refused = frames::number_at(&groups, "__refused_mb", i)?;
+            let ours = if ok == runs {
+                let mean = frames::number_at(&groups, "__mean", i)?;
+                let sd = frames::number_at(&groups, "__sd", i)?;
+                mean_ci(count("__n")?, mean, sd)
+            } else if ok == 0
+                && by_health[&Health::Unfinished] == runs
+                && let Some(mb) = refused
             {
                 format!("refused: needs {:.1} GB", mb / 1e3)
-            } else if !bool_at("__completed")? {
+            } else if ok == 0 && count("__failed")? == runs {
                 RunStatus::Failed.text().to_string()
             } else {
                 let mean = frames::number_at(&groups, "__mean", i)?;
                 let sd = frames::number_at(&groups, "__sd", i)?;
-                mean_ci(count("__n")?, mean, sd)
+                health_cell(ok, mean_ci(count("__n")?, mean, sd), &by_health)
             };
             let point = self.point_of(&groups, i)?;
             let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
@@ -410,10 +429,9 @@ impl<'a> Groups<'a> {
     /// column), optionally relative to a reference row's.
     fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
         let df = &self.runs.df;
-        let usable = col("status").neq(lit(RunStatus::Failed.text()));
         let mean_of = |e: &crate::spec::manifest::ExtraColumn| {
             let v = frames::number(df, &e.value);
-            let mut keep = usable.clone().and(v.clone().is_finite());
+            let mut keep = frames::valid().and(v.clone().is_finite());
             for (k, want) in &e.select {
                 keep = keep.and(frames::key(df, k).eq(lit(crate::spec::plan::text(want))));
             }
@@ -479,9 +497,7 @@ impl<'a> Groups<'a> {
             }
         }
         let v = frames::number(df, metric);
-        let usable = col("status")
-            .neq(lit(RunStatus::Failed.text()))
-            .and(v.clone().is_finite());
+        let usable = frames::valid().and(v.clone().is_finite());
         let mean = self
             .runs
             .lazy()
@@ -513,7 +529,7 @@ impl<'a> Groups<'a> {
         let runs = self
             .runs
             .lazy()
-            .filter(col("status").eq(lit(RunStatus::Completed.text())))
+            .filter(frames::valid())
             .select(select)
             .collect()
             .context("could not select the runs for the table's differences")?;
@@ -630,7 +646,7 @@ impl Table {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over the completed runs (seeds), and their number n; \"diverged (k/n)\" if k of a cell's n runs diverged.{}{}\n",
+            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over the runs that are valid results (health `ok`; seeds), and their number n; a cell with other runs counts them by health (\"2 ok, 1 collapsed\").{}{}\n",
             self.title,
             self.source,
             self.value,
@@ -732,6 +748,23 @@ pub(crate) fn short(x: f64) -> String {
 /// A cell's text from `n` values' mean and sample sd: the mean, the
 /// half-width of its 95% t interval and n; "-" for none, no interval for
 /// one.
+/// A cell with runs that are not valid results: the valid runs' value
+/// (`value`, when there are any) and how many runs had each health,
+/// valid ones first: "0.81 ± 0.02 (n=2); 2 ok, 1 collapsed", or
+/// "2 diverged, 1 collapsed".
+fn health_cell(ok: usize, value: String, by_health: &BTreeMap<Health, usize>) -> String {
+    let counts: Vec<String> = by_health
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(h, n)| format!("{n} {h}"))
+        .collect();
+    if ok > 0 {
+        format!("{value}; {}", counts.join(", "))
+    } else {
+        counts.join(", ")
+    }
+}
+
 fn mean_ci(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
     match (n, mean) {
         (0, _) | (_, None) => "-".into(),
@@ -806,7 +839,19 @@ mod tests {
             .markdown();
         // mean 2, sd 1.414, half-width 12.706 * 1.414 / sqrt(2) = 12.71
         assert!(md.contains("| moniqua | 2.000 ± 12.71 (n=2) |"), "{md}");
-        assert!(md.contains("| dcd,x | diverged (1/1) |"), "{md}");
+        assert!(md.contains("| dcd,x | 1 diverged |"), "{md}");
+        // a cell with runs that are not valid results: their value is
+        // left out and their health counted
+        let mut mixed = rows.clone();
+        mixed.push(row("moniqua", "2", "0.1", "completed"));
+        mixed[3]
+            .metrics
+            .insert("health".into(), Cell::Text("collapsed".into()));
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&mixed).unwrap(), None).unwrap();
+        assert_eq!(
+            t.rows[0],
+            ["moniqua", "2.000 ± 12.71 (n=2); 2 ok, 1 collapsed"]
+        );
         let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
         insta::assert_snapshot!("table_md", table.markdown());
         insta::assert_snapshot!("table_latex", table.latex());
@@ -970,7 +1015,7 @@ mod tests {
             t.rows[0],
             ["moniqua", "85.00 ± 63.53 (n=2)", "91.08 ± 0.19"]
         );
-        assert_eq!(t.rows[1], ["dcd", "diverged (1/1)", "diverge"]);
+        assert_eq!(t.rows[1], ["dcd", "1 diverged", "diverge"]);
         assert_eq!(t.rows[2], ["choco", "70.00 (n=1)", "-"]);
         let bad: TableSpec = yaml_serde::from_str(&format!(
             "{{rows: [algorithm], value: final_loss, paper: {{file: {}, keys: {{bits: budget}}, value: acc, label: x}}}}",
