@@ -484,7 +484,13 @@ impl Verdict {
             return;
         }
         let mut weak = Vec::new();
-        if let Some(p) = self.p_holm.filter(|p| !stats::below(*p, self.level)) {
+        // an exact test's p is the claim's one-sided p: it speaks for a
+        // supported verdict only (a two-sided t p for either)
+        let two_sided = self.test.ends_with(" t");
+        let holm = self
+            .p_holm
+            .filter(|_| two_sided || self.outcome == Outcome::Supported);
+        if let Some(p) = holm.filter(|p| !stats::below(*p, self.level)) {
             weak.push(format!(
                 "not below {} after Holm's adjustment (p = {})",
                 short(self.level),

@@ -1,0 +1,204 @@
+//! A run that is not a valid instance of its experiment is named, never
+//! averaged: each degenerate case end to end through `repro run`, its
+//! `health` word in runs.csv, its table cell and its claim's note. Each
+//! test fails when the check that finds its case is removed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{csv_rows, temp_out, train_binary};
+
+/// A project directory holding one manifest, `experiments/<name>.yaml`.
+fn project(name: &str, manifest: &str) -> PathBuf {
+    let root = temp_out(&format!("health-{name}"));
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    std::fs::write(
+        root.join("experiments").join(format!("{name}.yaml")),
+        manifest,
+    )
+    .unwrap();
+    root
+}
+
+/// `repro run NAME --out DIR` in `root`: runs.csv's rows, the table and
+/// the claims as written.
+fn run(root: &Path, name: &str) -> (Vec<HashMap<String, String>>, String, String) {
+    let out = root.join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["run", name, "--out", out.to_str().unwrap()])
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(root)
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
+    (
+        csv_rows(&out.join("runs.csv")),
+        read("table.md"),
+        read("claims.md"),
+    )
+}
+
+fn number(row: &HashMap<String, String>, key: &str) -> f64 {
+    common::number(row, key)
+}
+
+/// A finite blow-up: D-PSGD at step size 2.5 on a quadratic grows its loss
+/// a million-fold without a non-finite value. Its status says the process
+/// completed; its health says diverged, and no claim stands on it.
+#[test]
+fn a_finite_blow_up_is_diverged() {
+    let root = project(
+        "blowup",
+        "name: blowup
+title: a finite blow-up
+source: tests/health.rs
+backend: sim
+scales:
+  smoke: { iterations: 20 }
+grid:
+  algorithm: [d-psgd, moniqua]
+  seed: [0, 1]
+params: { objective: quadratic, workers: 4, dim: 16, lr: 0.1, bits: 8, theta: 1.0 }
+cases:
+  - { when: { algorithm: d-psgd }, set: { lr: 2.5 } }
+table: { rows: [algorithm], value: final_loss }
+claims:
+  - { better: moniqua, than: d-psgd, metric: final_loss }
+",
+    );
+    let (runs, table, claims) = run(&root, "blowup");
+    for r in &runs {
+        let (first, last) = (number(r, "first_loss"), number(r, "last_loss"));
+        assert!(first.is_finite() && last.is_finite(), "{r:?}");
+        assert_eq!(r["status"], "completed", "{r:?}");
+        if r["algorithm"] == "d-psgd" {
+            assert!(last > 1e5 * first, "{r:?}");
+            assert_eq!(r["health"], "diverged", "{r:?}");
+        } else {
+            assert!(last < first, "{r:?}");
+            assert_eq!(r["health"], "ok", "{r:?}");
+        }
+    }
+    assert!(table.contains("| d-psgd | 2 diverged |"), "{table}");
+    assert!(table.contains("| moniqua | 0.7"), "{table}");
+    assert!(claims.contains("**not testable**"), "{claims}");
+    assert!(claims.contains("d-psgd: 2 diverged left out"), "{claims}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Moniqua with a modulus far below the models' distance: most recovered
+/// coordinates wrap around it (counted against the true models), and the
+/// run is unbounded.
+#[test]
+fn a_wrapped_moniqua_is_unbounded() {
+    let root = project(
+        "wrap",
+        "name: wrap
+title: Moniqua outside Lemma 2's bound
+source: tests/health.rs
+backend: sim
+scales:
+  smoke: { iterations: 60 }
+grid:
+  theta: [1.0, 0.02]
+  seed: [0, 1]
+params: { algorithm: moniqua, objective: quadratic, heterogeneity: 1.0, workers: 4, dim: 64, lr: 0.1, bits: 8, hash: false }
+table: { rows: [theta], value: final_loss }
+claims:
+  - { within: 0.1, method: \"0.02\", of: \"1.0\", metric: final_loss, key: theta }
+",
+    );
+    let (runs, table, claims) = run(&root, "wrap");
+    for r in &runs {
+        let wrapped = number(r, "wrap_rate");
+        if r["theta"] == "0.02" {
+            assert!(wrapped > 0.5, "{r:?}");
+            assert_eq!(r["health"], "unbounded", "{r:?}");
+        } else {
+            assert_eq!(wrapped, 0.0, "{r:?}");
+            assert_eq!(r["health"], "ok", "{r:?}");
+        }
+    }
+    assert!(table.contains("| 0.02 | 2 unbounded |"), "{table}");
+    assert!(claims.contains("0.02: 2 unbounded left out"), "{claims}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A weight decay of 20 at step size 0.05 pulls the model to zero: the
+/// loss sits at ln 10 and the accuracy at chance for 10 classes. The run
+/// completes and its loss even fell; its health says collapsed.
+#[test]
+fn a_collapse_to_chance_is_collapsed() {
+    let root = project(
+        "collapse",
+        "name: collapse
+title: a collapse to chance
+source: tests/health.rs
+backend: in-process
+scales:
+  smoke: { workers: 3, iterations: 40, dataset: synthetic, synthetic_samples: 300, eval_every: 40, eval_samples: 100 }
+grid:
+  weight_decay: [0.0005, 20.0]
+  seed: [0, 1]
+params: { model: lenet, algorithm: d-psgd, topology: ring, batch: 32, lr: 0.05, momentum: 0.0 }
+table: { rows: [weight_decay], value: avg_test_accuracy }
+claims:
+  - { better: \"0.0005\", than: \"20.0\", metric: avg_test_accuracy, key: weight_decay }
+",
+    );
+    let (runs, table, claims) = run(&root, "collapse");
+    for r in &runs {
+        if r["weight_decay"] == "20.0" {
+            assert!((number(r, "last_loss") - 10f64.ln()).abs() < 0.01, "{r:?}");
+            assert!(number(r, "avg_test_accuracy") < 0.12, "{r:?}");
+            assert!(number(r, "model_norm") < 0.01, "{r:?}");
+            assert_eq!(r["health"], "collapsed", "{r:?}");
+        } else {
+            assert_eq!(r["health"], "ok", "{r:?}");
+            assert!(number(r, "model_norm") > 1.0, "{r:?}");
+        }
+        assert_eq!(r["status"], "completed", "{r:?}");
+    }
+    assert!(table.contains("| 20.0 | 2 collapsed |"), "{table}");
+    assert!(claims.contains("20.0: 2 collapsed left out"), "{claims}");
+    assert!(claims.contains("**not testable**"), "{claims}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// AD-PSGD as real MPI ranks with 3 s added to every message: the ranks
+/// finish their steps before a single pairwise average completes, so the
+/// run is local SGD and a final average. Silent, however good its loss.
+#[test]
+fn a_run_without_gossip_is_silent() {
+    let root = project(
+        "silent",
+        "name: silent
+title: no gossip completes
+source: tests/health.rs
+backend: mpi
+scales:
+  smoke: { workers: 4, iterations: 60, lr: 0.005, dataset: synthetic, synthetic_samples: 300, eval_every: 60, eval_samples: 100 }
+grid:
+  algorithm: [ad-psgd]
+  seed: [0]
+params: { topology: ring, model: lenet, batch: 32, momentum: 0.9, latency_ms: 3000, timeout_s: 300 }
+table: { rows: [algorithm], value: train_loss }
+claims:
+  - { diverges: ad-psgd }
+",
+    );
+    let (runs, table, claims) = run(&root, "silent");
+    let r = &runs[0];
+    assert_eq!(r["status"], "completed", "{r:?}");
+    assert!(number(r, "exchange_share") < 0.05, "{r:?}");
+    assert_eq!(r["health"], "silent", "{r:?}");
+    assert!(table.contains("| ad-psgd | 1 silent |"), "{table}");
+    assert!(
+        claims.contains("ad-psgd: 1 runs neither ok, diverged nor collapsed, left out"),
+        "{claims}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
