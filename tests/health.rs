@@ -202,3 +202,46 @@ claims:
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// What the plan can know before anything runs: Figure 2(b)'s cpu-scale
+/// bandwidth with the paper's ResNet110 frames (a message outlasts an
+/// iteration's share of the timeout), and Moniqua at 1 bit with
+/// stochastic rounding (no Lemma 2 bound). Warnings, on a dry run too.
+#[test]
+fn design_checks_warn_at_plan_time() {
+    let stderr = |args: &[&str]| {
+        let o = common::repro_cmd(args).output().expect("run repro");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let said = stderr(&[
+        "run",
+        "figure2b",
+        "--scale",
+        "paper",
+        "--set",
+        "grid.network=[{bandwidth: 713kbit, latency: 0.15ms}]",
+        "--dry-run",
+    ]);
+    assert!(
+        said.contains("warning: figure2b: network 713kbit/0.15ms: one ad-psgd message of 6.91 MB takes 77.6 s on the wire"),
+        "{said}"
+    );
+    let said = stderr(&["run", "figure2b", "--scale", "paper", "--dry-run"]);
+    assert!(!said.contains("on the wire"), "{said}");
+    let said = stderr(&["run", "table2", "--scale", "cpu", "--dry-run"]);
+    assert!(
+        said.contains("warning: table2: moniqua at 1 bit with stochastic rounding: delta = 0.5, so Lemma 2 bounds no recovery"),
+        "{said}"
+    );
+    let said = stderr(&[
+        "run",
+        "table2",
+        "--scale",
+        "cpu",
+        "--set",
+        "grid.bits=[2]",
+        "--dry-run",
+    ]);
+    assert!(!said.contains("Lemma 2"), "{said}");
+}

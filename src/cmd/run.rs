@@ -277,6 +277,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
     let then = plan_then(&m, &path, &scale, cfg.limits)?;
+    let designs =
+        std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r)));
+    for (name, planned) in designs {
+        for w in crate::spec::design::warnings(planned) {
+            crate::util::progress::note(&format!("warning: {name}: {w}"));
+        }
+    }
     let ran = run_experiment(
         Job {
             cfg: &cfg,
