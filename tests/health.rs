@@ -245,3 +245,68 @@ fn design_checks_warn_at_plan_time() {
     ]);
     assert!(!said.contains("Lemma 2"), "{said}");
 }
+
+/// Tuning equal in substance: D-PSGD's best step size is the largest it
+/// tried (flagged at the edge; `tune.extend` tries one step beyond and
+/// takes it), and CHOCO at step 2.5 or 3 blows up in every configuration:
+/// reported with no viable configuration, and given no final runs.
+#[test]
+fn tuning_flags_edges_and_runs_no_method_without_a_valid_choice() {
+    let manifest = |extend: bool| {
+        format!(
+            "name: edge
+title: tuning at the edge
+source: tests/health.rs
+backend: sim
+scales:
+  smoke: {{ iterations: 30 }}
+grid:
+  algorithm: [d-psgd, choco]
+  seed: [0, 1]
+params: {{ objective: quadratic, workers: 4, dim: 16, lr: 0.05, bits: 8, gamma: 0.5 }}
+tune:
+  metric: final_loss
+  budget: 2
+  seeds: [100, 101]
+  extend: {extend}
+  space:
+    d-psgd: {{ lr: [0.01, 0.05] }}
+    choco: {{ lr: [2.5, 3.0] }}
+table: {{ rows: [algorithm], value: final_loss }}
+"
+        )
+    };
+    let root = project("edge", &manifest(false));
+    let (runs, table, _) = run(&root, "edge");
+    let tuning = std::fs::read_to_string(root.join("out/tuning.md")).unwrap();
+    assert!(
+        tuning.contains("- algorithm=d-psgd: lr=0.05 is at the edge of its space; the optimum may lie beyond it (next step: lr=0.25; `tune.extend: true` tries it)"),
+        "{tuning}"
+    );
+    assert!(
+        tuning.contains("- algorithm=d-psgd: 2 of 2 viable (runs: 4 ok)"),
+        "{tuning}"
+    );
+    assert!(
+        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 diverged): no configuration was a valid result, so this setting has no final runs"),
+        "{tuning}"
+    );
+    assert!(runs.iter().all(|r| r["algorithm"] == "d-psgd"), "{runs:?}");
+    assert_eq!(runs.len(), 2);
+    assert!(!table.contains("choco"), "{table}");
+    let _ = std::fs::remove_dir_all(&root);
+
+    let root = project("edge", &manifest(true));
+    let (runs, _, _) = run(&root, "edge");
+    let tuning = std::fs::read_to_string(root.join("out/tuning.md")).unwrap();
+    assert!(
+        tuning.contains("| algorithm=d-psgd | lr=0.25 (beyond the space) |"),
+        "{tuning}"
+    );
+    assert!(
+        tuning.contains("- algorithm=d-psgd: lr=0.25 (one step beyond the space) was chosen; the optimum may lie further out"),
+        "{tuning}"
+    );
+    assert!(runs.iter().all(|r| r["config"] == "lr=0.25"), "{runs:?}");
+    let _ = std::fs::remove_dir_all(&root);
+}

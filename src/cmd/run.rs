@@ -581,7 +581,36 @@ fn tune_first(
         );
         return Ok(None);
     }
-    let selection = tune::select_planned(spec, tuning, &done.merged);
+    let mut selection = tune::select_planned(spec, tuning, &done.merged, &m.health);
+    let mut failed = done.failed;
+    let mut refused = Vec::new();
+    if spec.extend {
+        let (extra, said) = tune::extension_runs(m, spec, scale, backend, &selection);
+        refused = said;
+        if !extra.is_empty() {
+            crate::util::progress::note(&format!(
+                "tuning: {} choices at the edge of their space; trying one step beyond ({} runs)",
+                extra
+                    .iter()
+                    .filter_map(|r| r.point.get(plan::CONFIG_KEY))
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len(),
+                extra.len()
+            ));
+            let more = execute(
+                Job { out: &dir, ..x },
+                &extra,
+                launcher.clone(),
+                "tuning beyond the edge",
+            )?;
+            if crate::util::signals::interrupted() {
+                return Ok(None);
+            }
+            failed += more.failed;
+            let all: Vec<PlannedRun> = tuning.iter().chain(&extra).cloned().collect();
+            selection = tune::select_planned(spec, &all, &more.merged, &m.health);
+        }
+    }
     let mut seeds: Vec<String> = grid
         .iter()
         .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
@@ -590,7 +619,7 @@ fn tune_first(
     seeds.dedup();
     crate::util::atomic::write(
         &out.join("tuning.md"),
-        tune::markdown(m, spec, &seeds, &selection),
+        tune::markdown(m, spec, &seeds, &selection, &refused),
     )?;
     crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
     for t in selection.tried.iter().filter(|t| t.chosen) {
@@ -604,10 +633,19 @@ fn tune_first(
                 .join(" ")
         ));
     }
+    for g in selection.unviable() {
+        crate::util::progress::note(&format!(
+            "warning: tuning found no valid configuration for {}: it gets no final runs (tuning.md)",
+            g.iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ));
+    }
     let runs = plan::expand_configured(m, scale, backend, cfg.limits, None, &|p| {
-        selection.chosen_for(spec, p)
+        Some(selection.chosen_for(spec, p).unwrap_or_default())
     })?;
-    Ok(Some((runs, done.failed)))
+    Ok(Some((runs, failed)))
 }
 
 /// Under sudo, ranks run as the invoking user; a launch whose ranks would

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
+use crate::records::health::{Health, HealthSpec};
 use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::table::{number, short};
@@ -22,6 +23,17 @@ use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 /// budget by a fixed pseudo-random choice (the order of the labels'
 /// hashes); "untuned" alone for a method without a space.
 pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
+    let mut configs = configs_unbudgeted(spec, method);
+    if configs.len() > spec.budget {
+        configs.sort_by_key(|c| xxhash_rust::xxh3::xxh3_64(c.label.as_bytes()));
+        configs.truncate(spec.budget);
+        configs.sort_by(|a, b| a.label.cmp(&b.label));
+    }
+    configs
+}
+
+/// Every configuration of `method`'s space ("untuned" alone without one).
+fn configs_unbudgeted(spec: &TuneSpec, method: &str) -> Vec<Config> {
     let Some(space) = spec.space.get(method) else {
         return vec![Config {
             label: "untuned".into(),
@@ -41,8 +53,7 @@ pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
             })
             .collect();
     }
-    let mut configs: Vec<Config> = all
-        .into_iter()
+    all.into_iter()
         .map(|pairs| Config {
             label: pairs
                 .iter()
@@ -54,13 +65,7 @@ pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
                 .map(|(k, v)| (Value::String(k), v))
                 .collect(),
         })
-        .collect();
-    if configs.len() > spec.budget {
-        configs.sort_by_key(|c| xxhash_rust::xxh3::xxh3_64(c.label.as_bytes()));
-        configs.truncate(spec.budget);
-        configs.sort_by(|a, b| a.label.cmp(&b.label));
-    }
-    configs
+        .collect()
 }
 
 /// Whether a larger value of the spec's metric is better.
@@ -239,7 +244,7 @@ pub(crate) fn tuning_runs(
     limits: Limits,
 ) -> Result<Vec<PlannedRun>, crate::spec::errors::DriverError> {
     let runs = plan::expand_configured(m, scale, backend, limits, Some(&spec.seeds), &|p| {
-        configs(spec, p.get(&spec.key).map_or("", String::as_str))
+        Some(configs(spec, p.get(&spec.key).map_or("", String::as_str)))
     })?;
     Ok(runs
         .into_iter()
@@ -278,14 +283,13 @@ pub(crate) fn final_runs(
     backend: Backend,
     out: &std::path::Path,
 ) -> Result<Vec<PlannedRun>> {
-    let tuning = tuning_runs(m, spec, scale, backend, Limits::default())?;
     let csv = out.join("tuning").join("runs.csv");
     let recorded = if csv.is_file() {
         crate::records::results::read_csv(&csv)?
     } else {
         Vec::new()
     };
-    let selection = select_planned(spec, &tuning, &recorded);
+    let (_, selection) = search(m, spec, scale, backend, &recorded)?;
     Ok(plan::expand_configured(
         m,
         scale,
@@ -293,17 +297,163 @@ pub(crate) fn final_runs(
         Limits::default(),
         None,
         &|p| {
-            let chosen = selection.chosen_for(spec, p);
-            if chosen.is_empty() {
+            Some(selection.chosen_for(spec, p).unwrap_or_else(|| {
                 configs(spec, p.get(&spec.key).map_or("", String::as_str))
                     .into_iter()
                     .take(1)
                     .collect()
-            } else {
-                chosen
-            }
+            }))
         },
     )?)
+}
+
+/// The whole search as `recorded` holds it: the tuning runs (with the
+/// extension the first choice asks for, under `tune.extend`) and the
+/// choice among them.
+pub(crate) fn search(
+    m: &Manifest,
+    spec: &TuneSpec,
+    scale: &str,
+    backend: Backend,
+    recorded: &[RunRecord],
+) -> Result<(Vec<PlannedRun>, Selection)> {
+    let mut tuning = tuning_runs(m, spec, scale, backend, Limits::default())?;
+    let first = select_planned(spec, &tuning, recorded, &m.health);
+    if !spec.extend {
+        return Ok((tuning, first));
+    }
+    let (extra, _) = extension_runs(m, spec, scale, backend, &first);
+    tuning.extend(extra);
+    let selection = select_planned(spec, &tuning, recorded, &m.health);
+    Ok((tuning, selection))
+}
+
+/// A value of a numeric axis, as a number.
+fn numeric(v: &Value) -> Option<f64> {
+    v.as_f64().or_else(|| v.as_i64().map(|i| i as f64))
+}
+
+/// Where `config` of `method` sits at the edge of its space: each numeric
+/// axis of two or more values whose chosen value is its smallest or its
+/// largest, with the value one step beyond (geometric for positive
+/// values, else arithmetic; whole numbers stay whole).
+fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Value)> {
+    let Some(space) = spec.space.get(method) else {
+        return Vec::new();
+    };
+    let chosen: BTreeMap<&str, &str> = config
+        .split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    let mut out = Vec::new();
+    for (axis, values) in space {
+        let mut nums: Vec<f64> = values.iter().filter_map(numeric).collect();
+        if nums.len() != values.len() || nums.len() < 2 {
+            continue;
+        }
+        nums.sort_by(f64::total_cmp);
+        nums.dedup();
+        let Some(at) = chosen
+            .get(axis.as_str())
+            .and_then(|t| t.parse::<f64>().ok())
+        else {
+            continue;
+        };
+        let (edge, inner) = if at == nums[0] {
+            (nums[0], nums[1])
+        } else if at == nums[nums.len() - 1] {
+            (nums[nums.len() - 1], nums[nums.len() - 2])
+        } else {
+            continue;
+        };
+        let mut beyond = if nums[0] > 0.0 {
+            edge * (edge / inner)
+        } else {
+            edge + (edge - inner)
+        };
+        let whole = values.iter().all(|v| v.as_i64().is_some());
+        beyond = if whole {
+            beyond.round()
+        } else {
+            // four significant digits: 0.08, not 0.08000000000000002
+            format!("{beyond:.3e}").parse().unwrap_or(beyond)
+        };
+        let value = if whole {
+            Value::from(beyond as i64)
+        } else {
+            Value::from(beyond)
+        };
+        let edge_value = values
+            .iter()
+            .find(|v| numeric(v) == Some(edge))
+            .cloned()
+            .unwrap_or(Value::from(edge));
+        out.push((axis.clone(), edge_value, value));
+    }
+    out
+}
+
+/// The configuration `config` of `method` with `axis` set to `value`.
+fn replaced(
+    spec: &TuneSpec,
+    method: &str,
+    config: &str,
+    axis: &str,
+    value: &Value,
+) -> Option<Config> {
+    let base = configs_unbudgeted(spec, method)
+        .into_iter()
+        .find(|c| c.label == config)?;
+    let mut set = base.set.clone();
+    set.insert(Value::String(axis.to_string()), value.clone());
+    let label = set
+        .iter()
+        .map(|(k, v)| format!("{}={}", plan::text(k), plan::text(v)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some(Config { label, set })
+}
+
+/// The runs `tune.extend` adds after the first choice: for each group
+/// whose choice sits at the edge of a numeric axis, that configuration
+/// with the axis one step beyond, on the tuning seeds. A step the plan
+/// refuses (a value the algorithm does not accept) is left out and said
+/// in the second part.
+pub(crate) fn extension_runs(
+    m: &Manifest,
+    spec: &TuneSpec,
+    scale: &str,
+    backend: Backend,
+    first: &Selection,
+) -> (Vec<PlannedRun>, Vec<String>) {
+    let (mut runs, mut refused) = (Vec::new(), Vec::new());
+    for t in first.tried.iter().filter(|t| t.chosen && t.score.is_some()) {
+        let method = t.group.get(&spec.key).map_or("", String::as_str);
+        for (axis, _, beyond) in edges(spec, method, &t.config) {
+            let Some(c) = replaced(spec, method, &t.config, &axis, &beyond) else {
+                continue;
+            };
+            let planned = plan::expand_configured(
+                m,
+                scale,
+                backend,
+                Limits::default(),
+                Some(&spec.seeds),
+                &|p| {
+                    Some(if group(p) == t.group {
+                        vec![c.clone()]
+                    } else {
+                        Vec::new()
+                    })
+                },
+            );
+            match planned {
+                Ok(r) => runs.extend(r),
+                Err(e) => refused.push(format!("{} {}: {e}", group_text(&t.group), c.label)),
+            }
+        }
+    }
+    (runs, refused)
 }
 
 /// The group a run is chosen within: its grid point without the seed and
@@ -321,13 +471,23 @@ fn group(point: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 pub(crate) struct Tried {
     pub group: BTreeMap<String, String>,
     pub config: String,
-    /// The metric's mean over the tuning seeds whose runs completed with a
-    /// value; None when none did.
+    /// The metric's mean over the tuning seeds, when every run of the
+    /// configuration is a valid result (health ok) with a value; None
+    /// otherwise (it scores worst and is never chosen).
     pub score: Option<f64>,
     /// Runs scored, and runs on the tuning seeds in all.
     pub scored: usize,
     pub runs: usize,
+    /// The runs by health.
+    pub health: BTreeMap<Health, usize>,
     pub chosen: bool,
+}
+
+impl Tried {
+    /// Whether the configuration is viable: every run ok, with a score.
+    pub(crate) fn viable(&self) -> bool {
+        self.score.is_some()
+    }
 }
 
 /// The search's outcome: every configuration's score, and the chosen one
@@ -338,53 +498,103 @@ pub(crate) struct Selection {
 }
 
 impl Selection {
-    /// The configuration chosen for the group of `point`.
-    /// A method without a space runs untuned; a group the search never
-    /// scored (no tuning run of it) gets none.
+    /// The configuration chosen for the group of `point`: a method without
+    /// a space runs untuned; a group whose configurations all failed to be
+    /// valid gets none (no final runs); `None` when the search never tried
+    /// the group.
     pub(crate) fn chosen_for(
         &self,
         spec: &TuneSpec,
         point: &BTreeMap<String, String>,
-    ) -> Vec<Config> {
+    ) -> Option<Vec<Config>> {
         let method = point.get(&spec.key).map_or("", String::as_str);
         if !spec.space.contains_key(method) {
-            return configs(spec, method);
+            return Some(configs(spec, method));
         }
         let g = group(point);
+        if !self.tried.iter().any(|t| t.group == g) {
+            return None;
+        }
         let Some(t) = self.tried.iter().find(|t| t.chosen && t.group == g) else {
-            return Vec::new();
+            return Some(Vec::new());
         };
-        configs(spec, method)
+        let found: Vec<Config> = configs_unbudgeted(spec, method)
             .into_iter()
             .filter(|c| c.label == t.config)
+            .collect();
+        if !found.is_empty() {
+            return Some(found);
+        }
+        // a configuration of the extension: one axis stepped beyond
+        Some(
+            extended_config(spec, method, &t.config)
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    /// The groups whose every configuration was invalid: no final runs.
+    pub(crate) fn unviable(&self) -> Vec<&BTreeMap<String, String>> {
+        let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
+        for t in &self.tried {
+            if !groups.contains(&&t.group) {
+                groups.push(&t.group);
+            }
+        }
+        groups
+            .into_iter()
+            .filter(|g| !self.tried.iter().any(|t| &t.group == *g && t.chosen))
             .collect()
     }
 }
 
-/// [`select`] over the recorded runs that belong to the search `tuning`:
-/// runs an earlier search left in the same directory do not choose.
+/// The configuration an extension label names: the base configuration
+/// whose other axes it shares, with the one it steps beyond.
+fn extended_config(spec: &TuneSpec, method: &str, label: &str) -> Option<Config> {
+    let pairs: Vec<(&str, &str)> = label
+        .split(' ')
+        .filter_map(|kv| kv.split_once('='))
+        .collect();
+    for base in configs_unbudgeted(spec, method) {
+        for (axis, _, beyond) in edges(spec, method, &base.label) {
+            let c = replaced(spec, method, &base.label, &axis, &beyond)?;
+            let theirs: Vec<(&str, &str)> = c
+                .label
+                .split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .collect();
+            if theirs == pairs {
+                return Some(c);
+            }
+        }
+    }
+    None
+}
+
+/// [`select`] over the recorded runs that belong to the search `tuning`,
+/// each judged by `health`: runs an earlier search left in the same
+/// directory do not choose.
 pub(crate) fn select_planned(
     spec: &TuneSpec,
     tuning: &[PlannedRun],
     recorded: &[RunRecord],
+    health: &HealthSpec,
 ) -> Selection {
-    let these: Vec<RunRecord> = recorded
-        .iter()
-        .filter(|r| tuning.iter().any(|t| t.id == r.run_id))
-        .cloned()
-        .collect();
-    select(spec, &these)
+    select(
+        spec,
+        &crate::records::results::planned(recorded, tuning, health),
+    )
 }
 
 /// Chooses each group's configuration from the tuning runs: the best mean
-/// of the metric over the tuning seeds; a run that diverged or failed
-/// counts as the worst possible, so a configuration that ever diverged
-/// loses to one that never did. Ties keep the first configuration.
+/// of the metric over the tuning seeds among the viable configurations
+/// (every run ok). A configuration with a run that is not ok is never
+/// chosen; a group with none viable gets no choice. Ties keep the first.
 pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     let higher = higher(spec);
-    // (group, config) -> (the scored values, the runs)
+    // (group, config) -> (the scored values, the runs by health)
     type Key = (BTreeMap<String, String>, String);
-    let mut by: BTreeMap<Key, (Vec<f64>, usize)> = BTreeMap::new();
+    let mut by: BTreeMap<Key, (Vec<f64>, BTreeMap<Health, usize>)> = BTreeMap::new();
     let mut order: Vec<Key> = Vec::new();
     for r in rows {
         let Some(config) = r.point.get(CONFIG_KEY) else {
@@ -395,9 +605,10 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
             order.push(k.clone());
         }
         let e = by.entry(k).or_default();
-        e.1 += 1;
+        let health = r.health().unwrap_or(Health::Unfinished);
+        *e.1.entry(health).or_default() += 1;
         let value = r.metrics.get(&spec.metric).and_then(|c| c.number());
-        if r.status() == Some(crate::launch::summary::RunStatus::Completed)
+        if health == Health::Ok
             && let Some(v) = value.filter(|v| v.is_finite())
         {
             e.0.push(v);
@@ -406,16 +617,18 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     let mut tried: Vec<Tried> = order
         .iter()
         .map(|k| {
-            let (values, runs) = &by[k];
-            // every run must have a score, or the configuration is the worst
-            let score = (values.len() == *runs && !values.is_empty())
+            let (values, health) = &by[k];
+            let runs: usize = health.values().sum();
+            // every run must be ok with a score, or the configuration is the worst
+            let score = (values.len() == runs && !values.is_empty())
                 .then(|| values.iter().sum::<f64>() / values.len() as f64);
             Tried {
                 group: k.0.clone(),
                 config: k.1.clone(),
                 score,
                 scored: values.len(),
-                runs: *runs,
+                runs,
+                health: health.clone(),
                 chosen: false,
             }
         })
@@ -427,15 +640,15 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         g
     };
     for g in groups {
-        let mut best: Option<usize> = None;
+        let mut best: Option<(usize, f64)> = None;
         for (i, t) in tried.iter().enumerate().filter(|(_, t)| t.group == g) {
-            best = match (best, t.score) {
-                (None, _) => Some(i),
-                (Some(b), Some(s)) if tried[b].score.is_none_or(|bs| better(s, bs)) => Some(i),
-                (b, _) => b,
-            };
+            if let Some(s) = t.score
+                && best.is_none_or(|(_, b)| better(s, b))
+            {
+                best = Some((i, s));
+            }
         }
-        if let Some(b) = best {
+        if let Some((b, _)) = best {
             tried[b].chosen = true;
         }
     }
@@ -456,6 +669,7 @@ pub(crate) fn markdown(
     spec: &TuneSpec,
     final_seeds: &[String],
     s: &Selection,
+    refused: &[String],
 ) -> String {
     let seeds: Vec<String> = spec.seeds.iter().map(plan::text).collect();
     let mut out = format!("# Tuning: {}\n\n", m.title);
@@ -467,7 +681,7 @@ pub(crate) fn markdown(
     out.push_str(&format!(
         "Protocol: each method tried up to {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
-         the mean over the tuning seeds (a configuration with a diverged or failed run scores worst). \
+         the mean over the tuning seeds. A configuration is viable when every one of its runs is a valid result (health `ok`); one that is not scores worst and is never chosen. \
          The best of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
         spec.budget,
         seeds.join(", "),
@@ -508,20 +722,114 @@ pub(crate) fn markdown(
         ));
     }
     out.push_str("- every other method: untuned (its manifest settings)\n\n");
+    if spec.extend {
+        out.push_str(
+            "`tune.extend`: a choice at the edge of a numeric axis was tried once more one step beyond it (geometric for positive values), the same rule for every method, and the choice made again.\n\n",
+        );
+    }
     out.push_str(&format!(
-        "| setting | configuration | {} (mean) | runs scored | chosen |\n|---|---|---|---|---|\n",
+        "| setting | configuration | {} (mean) | runs scored | health | chosen |\n|---|---|---|---|---|---|\n",
         spec.metric
     ));
     for t in &s.tried {
+        let method = t.group.get(&spec.key).map_or("", String::as_str);
+        let beyond = !configs(spec, method).iter().any(|c| c.label == t.config);
         out.push_str(&format!(
-            "| {} | {} | {} | {}/{} | {} |\n",
+            "| {} | {}{} | {} | {}/{} | {} | {} |\n",
             group_text(&t.group),
             t.config,
+            if beyond { " (beyond the space)" } else { "" },
             t.score.map_or_else(|| "-".into(), number),
             t.scored,
             t.runs,
+            health_text(&t.health),
             if t.chosen { "**yes**" } else { "" }
         ));
+    }
+    out.push_str(&findings(spec, s, refused));
+    out
+}
+
+/// Runs by health, valid ones first: "2 ok", "1 ok, 1 collapsed".
+fn health_text(h: &BTreeMap<Health, usize>) -> String {
+    h.iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(h, n)| format!("{n} {h}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What tuning.md says below its table: per setting, how many
+/// configurations were viable (no final runs without one), and the
+/// choices at the edge of their space.
+fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> String {
+    let mut out = String::from("\nViable configurations (every run ok), by setting:\n\n");
+    let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
+    for t in &s.tried {
+        if !groups.contains(&&t.group) {
+            groups.push(&t.group);
+        }
+    }
+    for g in &groups {
+        let of: Vec<&Tried> = s.tried.iter().filter(|t| &t.group == *g).collect();
+        let viable = of.iter().filter(|t| t.viable()).count();
+        let mut health: BTreeMap<Health, usize> = BTreeMap::new();
+        for t in &of {
+            for (h, n) in &t.health {
+                *health.entry(*h).or_default() += n;
+            }
+        }
+        out.push_str(&format!(
+            "- {}: {viable} of {} viable (runs: {}){}\n",
+            group_text(g),
+            of.len(),
+            health_text(&health),
+            if viable == 0 {
+                ": no configuration was a valid result, so this setting has no final runs"
+            } else {
+                ""
+            }
+        ));
+    }
+    let mut edge_lines = Vec::new();
+    for t in s.tried.iter().filter(|t| t.chosen) {
+        let method = t.group.get(&spec.key).map_or("", String::as_str);
+        if !configs(spec, method).iter().any(|c| c.label == t.config) {
+            edge_lines.push(format!(
+                "- {}: {} (one step beyond the space) was chosen; the optimum may lie further out\n",
+                group_text(&t.group),
+                t.config
+            ));
+            continue;
+        }
+        for (axis, edge, beyond) in edges(spec, method, &t.config) {
+            let tried_beyond = s.tried.iter().any(|u| {
+                u.group == t.group
+                    && u.config
+                        .split(' ')
+                        .any(|kv| kv == format!("{axis}={}", plan::text(&beyond)))
+            });
+            edge_lines.push(format!(
+                "- {}: {axis}={} is at the edge of its space{}\n",
+                group_text(&t.group),
+                plan::text(&edge),
+                if tried_beyond {
+                    format!(" ({axis}={} was tried beyond it and scored worse)", plan::text(&beyond))
+                } else {
+                    format!("; the optimum may lie beyond it (next step: {axis}={}; `tune.extend: true` tries it)", plan::text(&beyond))
+                }
+            ));
+        }
+    }
+    if !edge_lines.is_empty() {
+        out.push_str("\nChoices at the edge of the search space:\n\n");
+        out.extend(edge_lines);
+    }
+    if !refused.is_empty() {
+        out.push_str("\nSteps beyond the space the plan refused:\n\n");
+        for r in refused {
+            out.push_str(&format!("- {r}\n"));
+        }
     }
     out
 }
@@ -541,6 +849,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
             spec.metric.clone(),
             "runs_scored".into(),
             "runs".into(),
+            "health".into(),
             "chosen".into(),
         ])
         .collect();
@@ -552,6 +861,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
                 t.score.map(|v| v.to_string()).unwrap_or_default(),
                 t.scored.to_string(),
                 t.runs.to_string(),
+                health_text(&t.health),
                 t.chosen.to_string(),
             ])
             .collect::<Vec<_>>()
@@ -681,7 +991,7 @@ mod tests {
     }
 
     /// The best mean over the tuning seeds wins; a configuration with a
-    /// diverged run loses to every one without.
+    /// run that is not ok is never chosen.
     #[test]
     fn selection_is_by_the_validation_mean() {
         let s =
@@ -706,6 +1016,19 @@ mod tests {
         assert_eq!(chosen, [("moniqua", "g=3"), ("choco", "g=1")]);
         let g2 = sel.tried.iter().find(|t| t.config == "g=2").unwrap();
         assert_eq!((g2.score, g2.scored, g2.runs), (None, 1, 2));
+        assert_eq!(health_text(&g2.health), "1 ok, 1 diverged");
+        // a run that completed but is not a valid result counts against
+        // its configuration; a setting with no viable one gets no choice
+        let mut collapsed = run("choco", "g=1", "8", "completed", Some(0.95));
+        collapsed
+            .metrics
+            .insert("health".into(), Cell::Text("collapsed".into()));
+        let sel = select(&s, &[collapsed, run("choco", "g=2", "8", "diverged", None)]);
+        assert!(
+            sel.tried.iter().all(|t| !t.chosen && !t.viable()),
+            "{sel:?}"
+        );
+        assert_eq!(sel.unviable().len(), 1);
         // lower is better for a loss
         let loss = spec("{metric: val_loss, budget: 3, seeds: [8], validation: 0.1, space: {}}");
         let rows: Vec<RunRecord> = [("a", 0.5), ("b", 0.2), ("c", 0.9)]
@@ -718,5 +1041,54 @@ mod tests {
             .collect();
         let sel = select(&loss, &rows);
         assert_eq!(sel.tried.iter().find(|t| t.chosen).unwrap().config, "b");
+    }
+
+    /// A choice at the smallest or largest value of a numeric axis is at
+    /// its edge; the step beyond is geometric for positive values,
+    /// arithmetic otherwise, and whole for whole numbers.
+    #[test]
+    fn edges_and_the_step_beyond() {
+        let s = spec(
+            "{metric: val_accuracy, budget: 9, seeds: [9], validation: 0.1,
+              space: {dcd: {lr: [0.02, 0.05, 0.1], compressor_scale: [1, 0.25]}, choco: {gamma: [-1.0, 0.0, 1.0], bucket: [256, 512]}}}",
+        );
+        let at = |m: &str, c: &str| {
+            edges(&s, m, c)
+                .into_iter()
+                .map(|(a, e, b)| format!("{a}: {} -> {}", plan::text(&e), plan::text(&b)))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            at("dcd", "compressor_scale=1 lr=0.1"),
+            ["compressor_scale: 1 -> 4.0", "lr: 0.1 -> 0.2"]
+        );
+        assert_eq!(
+            at("dcd", "compressor_scale=0.25 lr=0.05"),
+            ["compressor_scale: 0.25 -> 0.0625"]
+        );
+        assert_eq!(
+            at("dcd", "compressor_scale=0.25 lr=0.02"),
+            ["compressor_scale: 0.25 -> 0.0625", "lr: 0.02 -> 0.008"]
+        );
+        assert_eq!(at("choco", "bucket=512 gamma=0.0"), ["bucket: 512 -> 1024"]);
+        assert_eq!(
+            at("choco", "bucket=256 gamma=-1.0"),
+            ["bucket: 256 -> 128", "gamma: -1.0 -> -2.0"]
+        );
+        assert!(at("d-psgd", "untuned").is_empty());
+        // the configuration beyond, and back from its label
+        let c = replaced(
+            &s,
+            "dcd",
+            "compressor_scale=1 lr=0.1",
+            "lr",
+            &Value::from(0.2),
+        )
+        .unwrap();
+        assert_eq!(c.label, "compressor_scale=1 lr=0.2");
+        assert_eq!(
+            extended_config(&s, "dcd", "compressor_scale=1 lr=0.2"),
+            Some(c)
+        );
     }
 }

@@ -263,6 +263,11 @@ pub(crate) struct TuneSpec {
     /// The grid key naming the methods.
     #[serde(default = "default_claim_key")]
     pub key: String,
+    /// A choice at the edge of a numeric axis of its space is tried once
+    /// more one step beyond it (the same rule for every method), and the
+    /// choice made again.
+    #[serde(default)]
+    pub extend: bool,
 }
 
 /// A claim about the results, as a manifest writes it. Exactly one of

@@ -277,7 +277,7 @@ pub(crate) fn expand_within(
     backend: Backend,
     limits: Limits,
 ) -> Result<Vec<PlannedRun>, DriverError> {
-    expand_configured(manifest, scale, backend, limits, None, &|_| Vec::new())
+    expand_configured(manifest, scale, backend, limits, None, &|_| None)
 }
 
 /// Every parameter a run of `backend` takes, sorted (and `network`).
@@ -310,14 +310,14 @@ pub(crate) const CONFIG_KEY: &str = "config";
 
 /// [`expand_within`], with the seed axis replaced by `seeds` when given,
 /// and each point run once per configuration `configs` gives it (once as
-/// it is for none).
+/// it is for `None`; not at all for none).
 pub(crate) fn expand_configured(
     manifest: &Manifest,
     scale: &str,
     backend: Backend,
     limits: Limits,
     seeds: Option<&[Value]>,
-    configs: &dyn Fn(&BTreeMap<String, String>) -> Vec<Config>,
+    configs: &dyn Fn(&BTreeMap<String, String>) -> Option<Vec<Config>>,
 ) -> Result<Vec<PlannedRun>, DriverError> {
     let (mut base, mut grid) = at_scale(manifest, scale)?;
     if let Some(seeds) = seeds {
@@ -354,10 +354,9 @@ pub(crate) fn expand_configured(
             point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
         let configs = configs(&label);
         // once as it is where no configuration is given
-        let each: Vec<Option<&Config>> = if configs.is_empty() {
-            vec![None]
-        } else {
-            configs.iter().map(Some).collect()
+        let each: Vec<Option<&Config>> = match &configs {
+            None => vec![None],
+            Some(c) => c.iter().map(Some).collect(),
         };
         for c in each {
             runs.push(resolve(point.clone(), &base, &cases, c, backend, limits)?);
