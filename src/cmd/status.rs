@@ -468,6 +468,7 @@ pub(crate) fn planned_results(
     };
     let backend = plan.backend.unwrap_or(m.backend);
     let rows = results::read_csv(&out.join("runs.csv"))?;
+    let rows = results::with_first_losses(rows, &out.join("curves.csv"))?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
     let planned = results::planned(&rows, &runs, &m.health);
     let left_out = rows.len() - planned.len();

@@ -119,7 +119,7 @@ impl HealthSpec {
     pub(crate) fn check(&self) -> Result<(), (String, String)> {
         let bad =
             |key: &str, v: f64, what: &str| Err((format!("health.{key}"), format!("{v}: {what}")));
-        if !(self.loss_growth > 1.0) {
+        if self.loss_growth.is_nan() || self.loss_growth <= 1.0 {
             return bad("loss_growth", self.loss_growth, "it must exceed 1");
         }
         for (key, v) in [
@@ -131,7 +131,7 @@ impl HealthSpec {
                 return bad(key, v, "it is a share, from 0 to 1");
             }
         }
-        if !(self.min_model_norm >= 0.0) {
+        if self.min_model_norm.is_nan() || self.min_model_norm < 0.0 {
             return bad(
                 "min_model_norm",
                 self.min_model_norm,

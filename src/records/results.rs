@@ -98,6 +98,8 @@ impl RunRecord {
         let verdict = health::judge(params, &self.metrics, spec);
         self.metrics
             .insert("health".into(), Cell::Text(verdict.health.text().into()));
+        self.metrics
+            .insert("health_note".into(), Cell::Text(verdict.why));
         self
     }
 
@@ -219,6 +221,54 @@ pub(crate) fn planned(
     let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
     let rows = rows.iter().filter(|r| ids.contains(r.run_id.as_str()));
     judged(rows.cloned().collect(), plan, health)
+}
+
+/// `rows` with a `first_loss` where they had none (a runs.csv from before
+/// the column) and `curves_csv` (the committed curves, averaged over
+/// ranks per step) has the run's train loss: its first step's, the same
+/// number. So committed runs are judged again without their logs.
+pub(crate) fn with_first_losses(
+    mut rows: Vec<RunRecord>,
+    curves_csv: &Path,
+) -> Result<Vec<RunRecord>> {
+    if rows.iter().all(|r| r.metrics.contains_key("first_loss")) || !curves_csv.is_file() {
+        return Ok(rows);
+    }
+    let text = std::fs::read_to_string(curves_csv)
+        .with_context(|| format!("could not read {}", curves_csv.display()))?;
+    let table = csv_rows(&text)?;
+    let Some(header) = table.first() else {
+        return Ok(rows);
+    };
+    let at = |name: &str| header.iter().position(|h| h == name);
+    let (Some(id), Some(it), Some(loss)) = (at("run_id"), at("iteration"), at("train_loss")) else {
+        return Ok(rows);
+    };
+    // run id -> (the first iteration, its train loss)
+    let mut first: HashMap<&str, (u64, f64)> = HashMap::new();
+    for line in &table[1..] {
+        let (Some(k), Some(i), Some(v)) = (
+            line.get(id),
+            line.get(it).and_then(|t| t.parse::<u64>().ok()),
+            line.get(loss).and_then(|t| t.parse::<f64>().ok()),
+        ) else {
+            continue;
+        };
+        let e = first.entry(k.as_str()).or_insert((i, v));
+        if i < e.0 {
+            *e = (i, v);
+        }
+    }
+    for r in rows
+        .iter_mut()
+        .filter(|r| !r.metrics.contains_key("first_loss"))
+    {
+        if let Some((_, v)) = first.get(r.run_id.as_str()) {
+            r.metrics
+                .insert("first_loss".into(), Cell::Number(Some(*v)));
+        }
+    }
+    Ok(rows)
 }
 
 /// `rows` with the runs of `plan` judged by `health` (the others as they
@@ -479,7 +529,7 @@ pub(crate) mod tests {
                 .filter_map(|m| {
                     let v = match *m {
                         // not judged: its status stands for it
-                        "health" => return None,
+                        "health" | "health_note" => return None,
                         "status" => status.to_string(),
                         "final_loss" => loss.to_string(),
                         _ => "0".to_string(),

@@ -1,10 +1,11 @@
 //! What the records show: tables, figures, claims and their statistics,
-//! tuning, and the HTML page.
+//! tuning, the HTML page, and a reproduction report's generated sections.
 
 pub(crate) mod claims;
 pub(crate) mod html;
 pub(crate) mod outputs;
 pub(crate) mod plot;
+pub(crate) mod section;
 pub mod stats;
 pub(crate) mod table;
 pub(crate) mod tune;

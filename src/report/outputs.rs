@@ -87,7 +87,7 @@ pub(crate) fn write_claims(
 /// The curves of `y` of `rows`, in their order: from the runs' logs in
 /// raw/, and for a run without logs from the curves.parquet an earlier run
 /// wrote (committed results keep no logs). Whether any came from logs.
-fn run_curves(
+pub(crate) fn run_curves(
     out: &std::path::Path,
     rows: &[RunRecord],
     y: &str,

@@ -336,7 +336,8 @@ fn numeric(v: &Value) -> Option<f64> {
 /// Where `config` of `method` sits at the edge of its space: each numeric
 /// axis of two or more values whose chosen value is its smallest or its
 /// largest, with the value one step beyond (geometric for positive
-/// values, else arithmetic; whole numbers stay whole).
+/// values, else arithmetic; whole numbers stay whole). Zero, the bound of
+/// an axis of non-negative values, is no edge.
 fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Value)> {
     let Some(space) = spec.space.get(method) else {
         return Vec::new();
@@ -359,6 +360,11 @@ fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Val
         else {
             continue;
         };
+        // zero bounds an axis of non-negative values (an unscaled
+        // compressor, no momentum): nothing lies beyond it
+        if at == 0.0 && nums[0] >= 0.0 {
+            continue;
+        }
         let (edge, inner) = if at == nums[0] {
             (nums[0], nums[1])
         } else if at == nums[nums.len() - 1] {
@@ -762,7 +768,7 @@ fn health_text(h: &BTreeMap<Health, usize>) -> String {
 /// What tuning.md says below its table: per setting, how many
 /// configurations were viable (no final runs without one), and the
 /// choices at the edge of their space.
-fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> String {
+pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> String {
     let mut out = String::from("\nViable configurations (every run ok), by setting:\n\n");
     let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
     for t in &s.tried {
@@ -1071,6 +1077,11 @@ mod tests {
             ["compressor_scale: 0.25 -> 0.0625", "lr: 0.02 -> 0.008"]
         );
         assert_eq!(at("choco", "bucket=512 gamma=0.0"), ["bucket: 512 -> 1024"]);
+        let zero = spec(
+            "{metric: val_accuracy, budget: 9, seeds: [9], validation: 0.1, space: {choco: {compressor_scale: [0, 1]}}}",
+        );
+        assert!(edges(&zero, "choco", "compressor_scale=0").is_empty());
+        assert_eq!(edges(&zero, "choco", "compressor_scale=1").len(), 1);
         assert_eq!(
             at("choco", "bucket=256 gamma=-1.0"),
             ["bucket: 256 -> 128", "gamma: -1.0 -> -2.0"]

@@ -305,6 +305,10 @@ pub(crate) struct Config {
     pub set: Mapping,
 }
 
+/// What configurations a grid point runs in: `None` once as it is, else
+/// once per configuration given (none: not at all).
+pub(crate) type Configure<'a> = dyn Fn(&BTreeMap<String, String>) -> Option<Vec<Config>> + 'a;
+
 /// The grid key a tuned experiment's runs hold their configuration in.
 pub(crate) const CONFIG_KEY: &str = "config";
 
@@ -317,7 +321,7 @@ pub(crate) fn expand_configured(
     backend: Backend,
     limits: Limits,
     seeds: Option<&[Value]>,
-    configs: &dyn Fn(&BTreeMap<String, String>) -> Option<Vec<Config>>,
+    configs: &Configure<'_>,
 ) -> Result<Vec<PlannedRun>, DriverError> {
     let (mut base, mut grid) = at_scale(manifest, scale)?;
     if let Some(seeds) = seeds {

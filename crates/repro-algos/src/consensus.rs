@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn every_coordinate_counts_past_the_lanes() {
         let x: Vec<f32> = (0..19).map(|i| i as f32).collect();
-        let d = Deviation::of(&x, &vec![0.0; 19]);
+        let d = Deviation::of(&x, &[0.0; 19]);
         assert_eq!(d.sq, (0..19).map(|i| (i * i) as f64).sum::<f64>());
         assert_eq!(d.max, 18.0);
     }
