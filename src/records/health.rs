@@ -396,12 +396,13 @@ mod tests {
             ("wrap_rate", n(0.0)),
         ];
         assert_eq!(health(&p, &fine), Health::Ok);
-        let with = |k: &str, v: Cell| {
+        let replaced = |changes: &[(&'static str, Cell)]| {
             let mut c = fine.to_vec();
-            c.retain(|(name, _)| *name != k);
-            c.push((Box::leak(k.to_string().into_boxed_str()), v));
+            c.retain(|(name, _)| changes.iter().all(|(k, _)| k != name));
+            c.extend(changes.iter().cloned());
             health(&p, &c)
         };
+        let with = |k: &'static str, v: Cell| replaced(&[(k, v)]);
         assert_eq!(with("last_loss", n(1.5e14)), Health::Diverged);
         assert_eq!(with("last_loss", n(22.0)), Health::Ok);
         assert_eq!(with("avg_test_accuracy", n(0.1)), Health::Collapsed);
@@ -419,12 +420,15 @@ mod tests {
             with("status", Cell::Text("not run (interrupted)".into())),
             Health::Unfinished
         );
-        // diverged before collapsed before silent
-        let mut worst = fine.to_vec();
-        worst.extend([("bytes", Cell::Count(0)), ("avg_test_accuracy", n(0.1))]);
-        worst.retain(|(k, v)| !(*k == "bytes" && *v == Cell::Count(1000)));
-        worst.retain(|(k, v)| !(*k == "avg_test_accuracy" && *v == n(0.8)));
-        assert_eq!(health(&p, &worst), Health::Collapsed);
+        // the order decides: collapsed before silent, diverged before both
+        let silent_and_collapsed = [("bytes", Cell::Count(0)), ("avg_test_accuracy", n(0.1))];
+        assert_eq!(replaced(&silent_and_collapsed), Health::Collapsed);
+        let all_three = [
+            ("bytes", Cell::Count(0)),
+            ("avg_test_accuracy", n(0.1)),
+            ("last_loss", n(1e9)),
+        ];
+        assert_eq!(replaced(&all_three), Health::Diverged);
     }
 
     /// A convex objective diverges when it ends above where it started;

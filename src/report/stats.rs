@@ -184,9 +184,15 @@ pub fn welch(a: &[f64], b: &[f64]) -> Option<Difference> {
 /// Values, each labelled by the seed of the run it came from.
 pub type Seeded = Vec<(String, f64)>;
 
-/// `mean(a) - mean(b)` for values labelled by their seed: the paired test
-/// when both sides have the same seeds (each once), Welch's otherwise.
-pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference> {
+/// Two sides of values labelled by their seed, as a comparison takes
+/// them: in pairs when both ran the same seeds (each once), else as two
+/// independent samples.
+enum Sides {
+    Paired(Vec<f64>, Vec<f64>),
+    Independent(Vec<f64>, Vec<f64>),
+}
+
+fn sides(a: &[(String, f64)], b: &[(String, f64)]) -> Sides {
     let mut sa = a.to_vec();
     let mut sb = b.to_vec();
     sa.sort_by(|x, y| x.0.cmp(&y.0));
@@ -194,12 +200,20 @@ pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference
     let distinct = sa.windows(2).all(|w| w[0].0 != w[1].0);
     let same_seeds =
         distinct && sa.len() == sb.len() && sa.iter().zip(&sb).all(|(x, y)| x.0 == y.0);
+    let values = |s: &[(String, f64)]| s.iter().map(|x| x.1).collect::<Vec<_>>();
     if same_seeds {
-        let (va, vb): (Vec<f64>, Vec<f64>) = sa.iter().zip(&sb).map(|(x, y)| (x.1, y.1)).unzip();
-        paired(&va, &vb)
+        Sides::Paired(values(&sa), values(&sb))
     } else {
-        let values = |s: &[(String, f64)]| s.iter().map(|x| x.1).collect::<Vec<_>>();
-        welch(&values(&sa), &values(&sb))
+        Sides::Independent(values(&sa), values(&sb))
+    }
+}
+
+/// `mean(a) - mean(b)` for values labelled by their seed: the paired test
+/// when both sides have the same seeds (each once), Welch's otherwise.
+pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference> {
+    match sides(a, b) {
+        Sides::Paired(va, vb) => paired(&va, &vb),
+        Sides::Independent(va, vb) => welch(&va, &vb),
     }
 }
 
@@ -275,30 +289,18 @@ pub struct RankTest {
 /// test where both sides ran the same seeds, Mann-Whitney's otherwise;
 /// None where the t-test has too few values too.
 pub fn rank_test(a: &[(String, f64)], b: &[(String, f64)]) -> Option<RankTest> {
-    let (mut sa, mut sb) = (a.to_vec(), b.to_vec());
-    sa.sort_by(|x, y| x.0.cmp(&y.0));
-    sb.sort_by(|x, y| x.0.cmp(&y.0));
-    let distinct = sa.windows(2).all(|w| w[0].0 != w[1].0);
-    let same_seeds =
-        distinct && sa.len() == sb.len() && sa.iter().zip(&sb).all(|(x, y)| x.0 == y.0);
-    if same_seeds {
-        if sa.len() < 2 {
-            return None;
-        }
-        let d: Vec<f64> = sa.iter().zip(&sb).map(|(x, y)| x.1 - y.1).collect();
-        Some(RankTest {
-            name: "Wilcoxon signed-rank",
-            p: wilcoxon_signed_rank(&d),
-        })
-    } else {
-        if sa.len() < 2 || sb.len() < 2 {
-            return None;
-        }
-        let values = |s: &[(String, f64)]| s.iter().map(|x| x.1).collect::<Vec<_>>();
-        Some(RankTest {
+    match sides(a, b) {
+        Sides::Paired(va, vb) => (va.len() >= 2).then(|| {
+            let d: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
+            RankTest {
+                name: "Wilcoxon signed-rank",
+                p: wilcoxon_signed_rank(&d),
+            }
+        }),
+        Sides::Independent(va, vb) => (va.len() >= 2 && vb.len() >= 2).then(|| RankTest {
             name: "Mann-Whitney",
-            p: mann_whitney(&values(&sa), &values(&sb)),
-        })
+            p: mann_whitney(&va, &vb),
+        }),
     }
 }
 
