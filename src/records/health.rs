@@ -10,10 +10,9 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
-
 use crate::launch::summary::RunStatus;
 use crate::records::metrics::Cell;
+use crate::spec::manifest::HealthSpec;
 use crate::spec::plan::Params;
 
 /// Whether a run is a valid result, as runs.csv's `health` column says.
@@ -73,72 +72,6 @@ impl Health {
 impl std::fmt::Display for Health {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.text())
-    }
-}
-
-/// The thresholds of the rule: a manifest's `health:` section (every key
-/// optional; a changed threshold judges the same runs again, it never
-/// makes them stale).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub(crate) struct HealthSpec {
-    /// A trainer run has diverged when its final train loss exceeds this
-    /// multiple of its first logged one. (A simulator objective is convex:
-    /// it has diverged when `f(x_bar)` ends above `f(x_bar_0)`.)
-    pub loss_growth: f64,
-    /// A run has collapsed when its final accuracy is at most chance (one
-    /// over the classes) plus this margin.
-    pub chance_margin: f64,
-    /// ... or when its averaged model's Euclidean norm is below this.
-    pub min_model_norm: f64,
-    /// A run of several workers is silent when it sent no gossip bytes, or
-    /// when its workers completed an exchange in fewer than this share of
-    /// the iterations at which its algorithm exchanges (every one; every
-    /// `period`-th for PSGD and PQASGD).
-    pub min_exchange_share: f64,
-    /// Moniqua is unbounded when more than this share of the coordinates
-    /// its workers recovered wrapped around the modulus (`wrap_rate`).
-    pub max_wrap_rate: f64,
-}
-
-impl Default for HealthSpec {
-    fn default() -> Self {
-        HealthSpec {
-            loss_growth: 10.0,
-            chance_margin: 0.02,
-            min_model_norm: 1e-3,
-            min_exchange_share: 0.05,
-            max_wrap_rate: 1e-3,
-        }
-    }
-}
-
-impl HealthSpec {
-    /// The thresholds make sense: a plan-time check; an error names the
-    /// manifest key (`health.loss_growth`) and what is wrong.
-    pub(crate) fn check(&self) -> Result<(), (String, String)> {
-        let bad =
-            |key: &str, v: f64, what: &str| Err((format!("health.{key}"), format!("{v}: {what}")));
-        if self.loss_growth.is_nan() || self.loss_growth <= 1.0 {
-            return bad("loss_growth", self.loss_growth, "it must exceed 1");
-        }
-        for (key, v) in [
-            ("chance_margin", self.chance_margin),
-            ("min_exchange_share", self.min_exchange_share),
-            ("max_wrap_rate", self.max_wrap_rate),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return bad(key, v, "it is a share, from 0 to 1");
-            }
-        }
-        if self.min_model_norm.is_nan() || self.min_model_norm < 0.0 {
-            return bad(
-                "min_model_norm",
-                self.min_model_norm,
-                "it must be 0 or more",
-            );
-        }
-        Ok(())
     }
 }
 

@@ -7,9 +7,10 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 
 use crate::launch::summary::{RunStatus, Summary};
-use crate::records::health::{self, Health, HealthSpec};
+use crate::records::health::{self, Health};
 use crate::records::metrics::{Cell, From, METRICS, REGISTRY, columns};
 use crate::spec::condition::Condition;
+use crate::spec::manifest::HealthSpec;
 
 /// One run's record: its id, its grid point and its typed metrics (a row
 /// of runs.csv). Built from the run's Summary, which is read from its logs

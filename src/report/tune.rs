@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
-use crate::records::health::{Health, HealthSpec};
+use crate::records::health::Health;
 use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::table::{number, short};
-use crate::spec::manifest::{Backend, Manifest, TuneSpec};
+use crate::spec::manifest::{Backend, HealthSpec, Manifest, TuneSpec};
 use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 
 /// The configurations method `method` is tried in: the cartesian product
