@@ -2651,7 +2651,7 @@ fn table2_claims_are_tested_on_the_committed_runs() {
             "supported",
             "not supported",
             "contradicted",
-            "not evaluated",
+            "not testable",
         ]
         .contains(&v["verdict"].as_str())
     }));

@@ -270,7 +270,7 @@ impl Default for HealthSpec {
             chance_margin: 0.02,
             min_model_norm: 1e-3,
             min_exchange_share: 0.05,
-            max_wrap_rate: 1e-3,
+            max_wrap_rate: 0.01,
         }
     }
 }
