@@ -2647,13 +2647,8 @@ fn table2_claims_are_tested_on_the_committed_runs() {
     let verdicts = csv_rows(&out.join("claims.csv"));
     assert_eq!(verdicts.len(), 13);
     assert!(verdicts.iter().all(|v| {
-        [
-            "supported",
-            "not supported",
-            "contradicted",
-            "not testable",
-        ]
-        .contains(&v["verdict"].as_str())
+        ["supported", "not supported", "contradicted", "not testable"]
+            .contains(&v["verdict"].as_str())
     }));
     // the first claim, recomputed from runs.csv: percent, paired by seed
     let runs = csv_rows(&out.join("runs.csv"));

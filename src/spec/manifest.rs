@@ -249,7 +249,9 @@ pub(crate) struct HealthSpec {
     /// it has diverged when `f(x_bar)` ends above `f(x_bar_0)`.)
     pub loss_growth: f64,
     /// A run has collapsed when its final accuracy is at most chance (one
-    /// over the classes) plus this margin.
+    /// over the classes) plus this margin. A margin of -1 judges no run
+    /// collapsed by its accuracy: a rehearsal of two steps checks the
+    /// mechanics, not the result.
     pub chance_margin: f64,
     /// ... or when its averaged model's Euclidean norm is below this.
     pub min_model_norm: f64,
@@ -284,8 +286,14 @@ impl HealthSpec {
         if self.loss_growth.is_nan() || self.loss_growth <= 1.0 {
             return bad("loss_growth", self.loss_growth, "it must exceed 1");
         }
+        if !(-1.0..=1.0).contains(&self.chance_margin) {
+            return bad(
+                "chance_margin",
+                self.chance_margin,
+                "it is a share of accuracy, from -1 to 1",
+            );
+        }
         for (key, v) in [
-            ("chance_margin", self.chance_margin),
             ("min_exchange_share", self.min_exchange_share),
             ("max_wrap_rate", self.max_wrap_rate),
         ] {
