@@ -277,13 +277,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
     let then = plan_then(&m, &path, &scale, cfg.limits)?;
-    let designs =
-        std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r)));
-    for (name, planned) in designs {
-        for w in crate::spec::design::warnings(planned) {
-            crate::util::progress::note(&format!("warning: {name}: {w}"));
-        }
-    }
+    warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
     let ran = run_experiment(
         Job {
             cfg: &cfg,
@@ -581,36 +575,13 @@ fn tune_first(
         );
         return Ok(None);
     }
-    let mut selection = tune::select_planned(spec, tuning, &done.merged, &m.health);
-    let mut failed = done.failed;
-    let mut refused = Vec::new();
-    if spec.extend {
-        let (extra, said) = tune::extension_runs(m, spec, scale, backend, &selection);
-        refused = said;
-        if !extra.is_empty() {
-            crate::util::progress::note(&format!(
-                "tuning: {} choices at the edge of their space; trying one step beyond ({} runs)",
-                extra
-                    .iter()
-                    .filter_map(|r| r.point.get(plan::CONFIG_KEY))
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .len(),
-                extra.len()
-            ));
-            let more = execute(
-                Job { out: &dir, ..x },
-                &extra,
-                launcher.clone(),
-                "tuning beyond the edge",
-            )?;
-            if crate::util::signals::interrupted() {
-                return Ok(None);
-            }
-            failed += more.failed;
-            let all: Vec<PlannedRun> = tuning.iter().chain(&extra).cloned().collect();
-            selection = tune::select_planned(spec, &all, &more.merged, &m.health);
-        }
-    }
+    let selection = tune::select_planned(spec, tuning, &done.merged, &m.health);
+    let Some((selection, more_failed, refused)) =
+        extend_tuning(x, spec, tuning, selection, launcher)?
+    else {
+        return Ok(None);
+    };
+    let failed = done.failed + more_failed;
     let mut seeds: Vec<String> = grid
         .iter()
         .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
@@ -646,6 +617,57 @@ fn tune_first(
         Some(selection.chosen_for(spec, p).unwrap_or_default())
     })?;
     Ok(Some((runs, failed)))
+}
+
+/// The design warnings of each experiment's plan (`spec::design`), said
+/// before anything runs.
+fn warn_design<'a>(plans: impl Iterator<Item = (&'a String, &'a Vec<PlannedRun>)>) {
+    for (name, planned) in plans {
+        for w in crate::spec::design::warnings(planned) {
+            crate::util::progress::note(&format!("warning: {name}: {w}"));
+        }
+    }
+}
+
+/// `tune.extend`: runs each edge choice's step beyond the space into the
+/// tuning directory and chooses again. The new selection, the runs that
+/// failed, and the steps the plan refused; `None` when interrupted.
+fn extend_tuning(
+    x: Job<'_>,
+    spec: &manifest::TuneSpec,
+    tuning: &[PlannedRun],
+    first: tune::Selection,
+    launcher: &Launcher,
+) -> Result<Option<(tune::Selection, usize, Vec<String>)>> {
+    if !spec.extend {
+        return Ok(Some((first, 0, Vec::new())));
+    }
+    let (extra, refused) = tune::extension_runs(x.m, spec, x.scale, x.backend, &first);
+    if extra.is_empty() {
+        return Ok(Some((first, 0, refused)));
+    }
+    crate::util::progress::note(&format!(
+        "tuning: {} choices at the edge of their space; trying one step beyond ({} runs)",
+        extra
+            .iter()
+            .filter_map(|r| r.point.get(plan::CONFIG_KEY))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        extra.len()
+    ));
+    let dir = x.out.join("tuning");
+    let more = execute(
+        Job { out: &dir, ..x },
+        &extra,
+        launcher.clone(),
+        "tuning beyond the edge",
+    )?;
+    if crate::util::signals::interrupted() {
+        return Ok(None);
+    }
+    let all: Vec<PlannedRun> = tuning.iter().chain(&extra).cloned().collect();
+    let selection = tune::select_planned(spec, &all, &more.merged, &x.m.health);
+    Ok(Some((selection, more.failed, refused)))
 }
 
 /// Under sudo, ranks run as the invoking user; a launch whose ranks would

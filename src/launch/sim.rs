@@ -475,10 +475,7 @@ fn simulate<'r>(
     let cfg = sim_config(p, network(run));
     let header = header(run, experiment, invocation, p, &cfg);
     let mut sim = simulator(p, objective.as_ref(), cfg)?;
-    let mut log = std::io::BufWriter::new(
-        std::fs::File::create(log_path)
-            .with_context(|| format!("could not create {}", log_path.display()))?,
-    );
+    let mut log = create_log(log_path)?;
     write_record(&mut log, &Record::Header(header))?;
     // an epoch: a worker's pass over its shard (data), else an iteration
     let per_epoch = objective.samples().map_or(1.0, |n| {
@@ -535,6 +532,13 @@ fn simulate<'r>(
     )?;
     log.flush()?;
     Ok(p)
+}
+
+/// A run log's file, buffered.
+fn create_log(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("could not create {}", path.display()))?;
+    Ok(std::io::BufWriter::new(file))
 }
 
 /// The run's simulator: its workers on its topology, each from its start.

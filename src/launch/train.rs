@@ -1008,6 +1008,14 @@ fn wrap_rate(logs: &[repro_runlog::Log]) -> Option<f64> {
     (recovered > 0).then(|| wrapped as f64 / recovered as f64)
 }
 
+/// The ranks' mean training loss at their first logged step.
+fn first_train_loss(logs: &[repro_runlog::Log]) -> f64 {
+    mean(
+        logs.iter()
+            .filter_map(|l| l.steps.first().map(|s| s.train_loss)),
+    )
+}
+
 /// Share of step time spent communicating, over every step of every rank.
 pub(crate) fn comm_fraction(logs: &[repro_runlog::Log]) -> f64 {
     let (comm, total) = logs
@@ -1106,10 +1114,7 @@ fn summarize(
         consensus: some(last(|e| e.consensus_distance)),
         max_deviation: some(last(|e| e.max_deviation)),
         model_norm: some(last(|e| e.model_norm)),
-        first_loss: some(mean(
-            logs.iter()
-                .filter_map(|l| l.steps.first().map(|s| s.train_loss)),
-        )),
+        first_loss: some(first_train_loss(logs)),
         exchange_share: exchange_share(logs),
         wrap_rate: wrap_rate(logs),
         bytes: total(|s| s.bytes_sent),

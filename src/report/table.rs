@@ -390,32 +390,7 @@ impl<'a> Groups<'a> {
             if !cells.cols.contains(&ck) {
                 cells.cols.push(ck.clone());
             }
-            let count = |n: &str| -> Result<usize> {
-                Ok(frames::number_at(&groups, n, i)?.unwrap_or(0.0) as usize)
-            };
-            let mut by_health = BTreeMap::new();
-            for h in Health::ALL {
-                by_health.insert(h, count(&format!("__health_{}", h.text()))?);
-            }
-            let runs = count("__runs")?;
-            let ok = by_health[&Health::Ok];
-            let refused = frames::number_at(&groups, "__refused_mb", i)?;
-            let ours = if ok == runs {
-                let mean = frames::number_at(&groups, "__mean", i)?;
-                let sd = frames::number_at(&groups, "__sd", i)?;
-                mean_ci(count("__n")?, mean, sd)
-            } else if ok == 0
-                && by_health[&Health::Unfinished] == runs
-                && let Some(mb) = refused
-            {
-                format!("refused: needs {:.1} GB", mb / 1e3)
-            } else if ok == 0 && count("__failed")? == runs {
-                RunStatus::Failed.text().to_string()
-            } else {
-                let mean = frames::number_at(&groups, "__mean", i)?;
-                let sd = frames::number_at(&groups, "__sd", i)?;
-                health_cell(ok, mean_ci(count("__n")?, mean, sd), &by_health)
-            };
+            let ours = our_cell(&groups, i)?;
             let point = self.point_of(&groups, i)?;
             let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
             cells
@@ -748,6 +723,38 @@ pub(crate) fn short(x: f64) -> String {
 /// A cell's text from `n` values' mean and sample sd: the mean, the
 /// half-width of its 95% t interval and n; "-" for none, no interval for
 /// one.
+/// Our text of group `i` of a table's groups: the valid runs' mean and
+/// interval, and the other runs counted by health; "refused" or "failed"
+/// when no run has a result.
+fn our_cell(groups: &DataFrame, i: usize) -> Result<String> {
+    let count =
+        |n: &str| -> Result<usize> { Ok(frames::number_at(groups, n, i)?.unwrap_or(0.0) as usize) };
+    let mut by_health = BTreeMap::new();
+    for h in Health::ALL {
+        by_health.insert(h, count(&format!("__health_{}", h.text()))?);
+    }
+    let runs = count("__runs")?;
+    let ok = by_health[&Health::Ok];
+    let value = || -> Result<String> {
+        let mean = frames::number_at(groups, "__mean", i)?;
+        let sd = frames::number_at(groups, "__sd", i)?;
+        Ok(mean_ci(count("__n")?, mean, sd))
+    };
+    let refused = frames::number_at(groups, "__refused_mb", i)?;
+    Ok(if ok == runs {
+        value()?
+    } else if ok == 0
+        && by_health[&Health::Unfinished] == runs
+        && let Some(mb) = refused
+    {
+        format!("refused: needs {:.1} GB", mb / 1e3)
+    } else if ok == 0 && count("__failed")? == runs {
+        RunStatus::Failed.text().to_string()
+    } else {
+        health_cell(ok, value()?, &by_health)
+    })
+}
+
 /// A cell with runs that are not valid results: the valid runs' value
 /// (`value`, when there are any) and how many runs had each health,
 /// valid ones first: "0.81 ± 0.02 (n=2); 2 ok, 1 collapsed", or

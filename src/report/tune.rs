@@ -679,11 +679,6 @@ pub(crate) fn markdown(
 ) -> String {
     let seeds: Vec<String> = spec.seeds.iter().map(plan::text).collect();
     let mut out = format!("# Tuning: {}\n\n", m.title);
-    let sizes: BTreeMap<&String, usize> = spec
-        .space
-        .iter()
-        .map(|(k, space)| (k, space.values().map(Vec::len).product()))
-        .collect();
     out.push_str(&format!(
         "Protocol: each method tried up to {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
@@ -702,31 +697,7 @@ pub(crate) fn markdown(
             None => String::new(),
         },
     ));
-    out.push_str("Search spaces:\n\n");
-    for (method, space) in &spec.space {
-        let n = sizes[method];
-        let params: Vec<String> = space
-            .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{k} in [{}]",
-                    v.iter().map(plan::text).collect::<Vec<_>>().join(", ")
-                )
-            })
-            .collect();
-        out.push_str(&format!(
-            "- {method}: {} ({n} configurations; {} tried{})\n",
-            params.join(", "),
-            n.min(spec.budget),
-            if n > spec.budget {
-                ", chosen by a fixed hash of their labels"
-            } else if n < spec.budget {
-                "; the whole space, under the budget"
-            } else {
-                ""
-            }
-        ));
-    }
+    out.push_str(&spaces(spec));
     out.push_str("- every other method: untuned (its manifest settings)\n\n");
     if spec.extend {
         out.push_str(
@@ -753,6 +724,37 @@ pub(crate) fn markdown(
         ));
     }
     out.push_str(&findings(spec, s, refused));
+    out
+}
+
+/// tuning.md's list of the search spaces, what each holds and how much
+/// of it the budget tried.
+fn spaces(spec: &TuneSpec) -> String {
+    let mut out = String::from("Search spaces:\n\n");
+    for (method, space) in &spec.space {
+        let n: usize = space.values().map(Vec::len).product();
+        let params: Vec<String> = space
+            .iter()
+            .map(|(k, v)| {
+                format!(
+                    "{k} in [{}]",
+                    v.iter().map(plan::text).collect::<Vec<_>>().join(", ")
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "- {method}: {} ({n} configurations; {} tried{})\n",
+            params.join(", "),
+            n.min(spec.budget),
+            if n > spec.budget {
+                ", chosen by a fixed hash of their labels"
+            } else if n < spec.budget {
+                "; the whole space, under the budget"
+            } else {
+                ""
+            }
+        ));
+    }
     out
 }
 
