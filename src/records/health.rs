@@ -69,6 +69,18 @@ impl Health {
     }
 }
 
+/// Runs counted by health, valid ones first, words with no run left out:
+/// "2 ok, 1 collapsed". The one spelling of a count by health (table
+/// cells, tuning.md, a report's setting).
+pub(crate) fn counts_text(counts: &BTreeMap<Health, usize>) -> String {
+    counts
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(h, n)| format!("{n} {h}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl std::fmt::Display for Health {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.text())

@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{Result, bail};
 
 use crate::records::frames::RunsFrame;
-use crate::records::health::Health;
+use crate::records::health::{Health, counts_text};
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
 use crate::report::{claims, outputs, table, tune};
@@ -108,10 +108,7 @@ fn health_counts(rows: &[RunRecord]) -> String {
         *by.entry(r.health().unwrap_or(Health::Unfinished))
             .or_default() += 1;
     }
-    by.iter()
-        .map(|(h, n)| format!("{n} {h}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    counts_text(&by)
 }
 
 /// The runs that are not valid results, one sentence per setting (the

@@ -10,7 +10,7 @@ use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
 use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
-use crate::records::health::Health;
+use crate::records::health::{Health, counts_text};
 use crate::records::metrics::METRICS;
 use crate::records::results::{csv_rows, csv_text};
 use crate::spec::manifest::TableSpec;
@@ -760,15 +760,11 @@ fn our_cell(groups: &DataFrame, i: usize) -> Result<String> {
 /// valid ones first: "0.81 ± 0.02 (n=2); 2 ok, 1 collapsed", or
 /// "2 diverged, 1 collapsed".
 fn health_cell(ok: usize, value: String, by_health: &BTreeMap<Health, usize>) -> String {
-    let counts: Vec<String> = by_health
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(h, n)| format!("{n} {h}"))
-        .collect();
+    let counts = counts_text(by_health);
     if ok > 0 {
-        format!("{value}; {}", counts.join(", "))
+        format!("{value}; {counts}")
     } else {
-        counts.join(", ")
+        counts
     }
 }
 

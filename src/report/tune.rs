@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
-use crate::records::health::Health;
+use crate::records::health::{Health, counts_text};
 use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::table::{number, short};
@@ -719,7 +719,7 @@ pub(crate) fn markdown(
             t.score.map_or_else(|| "-".into(), number),
             t.scored,
             t.runs,
-            health_text(&t.health),
+            counts_text(&t.health),
             if t.chosen { "**yes**" } else { "" }
         ));
     }
@@ -758,15 +758,6 @@ fn spaces(spec: &TuneSpec) -> String {
     out
 }
 
-/// Runs by health, valid ones first: "2 ok", "1 ok, 1 collapsed".
-fn health_text(h: &BTreeMap<Health, usize>) -> String {
-    h.iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(h, n)| format!("{n} {h}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// What tuning.md says below its table: per setting, how many
 /// configurations were viable (no final runs without one), and the
 /// choices at the edge of their space.
@@ -791,7 +782,7 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
             "- {}: {viable} of {} viable (runs: {}){}\n",
             group_text(g),
             of.len(),
-            health_text(&health),
+            counts_text(&health),
             if viable == 0 {
                 ": no configuration was a valid result, so this setting has no final runs"
             } else {
@@ -869,7 +860,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
                 t.score.map(|v| v.to_string()).unwrap_or_default(),
                 t.scored.to_string(),
                 t.runs.to_string(),
-                health_text(&t.health),
+                counts_text(&t.health),
                 t.chosen.to_string(),
             ])
             .collect::<Vec<_>>()
@@ -1024,7 +1015,7 @@ mod tests {
         assert_eq!(chosen, [("moniqua", "g=3"), ("choco", "g=1")]);
         let g2 = sel.tried.iter().find(|t| t.config == "g=2").unwrap();
         assert_eq!((g2.score, g2.scored, g2.runs), (None, 1, 2));
-        assert_eq!(health_text(&g2.health), "1 ok, 1 diverged");
+        assert_eq!(counts_text(&g2.health), "1 ok, 1 diverged");
         // a run that completed but is not a valid result counts against
         // its configuration; a setting with no viable one gets no choice
         let mut collapsed = run("choco", "g=1", "8", "completed", Some(0.95));
