@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
 # Idempotent setup of everything `repro` needs on a fresh Debian machine.
 #
-#   bash ci/setup.sh            # system packages, torch venv, env file
+#   bash ci/setup.sh                       # system packages, torch venv, env file
+#   REPRO_TORCH=2.11.0 bash ci/setup.sh    # the same, for libtorch 2.11
 #
 # What it does (each step is skipped when already done):
 #   1. apt packages: OpenMPI (mpi crate), libclang (bindgen), iproute2 + ethtool
 #      (network shaping), iptables (a test puts a firewall in a namespace),
 #      the Fashion-MNIST dataset package, python3-venv.
-#   2. a Python virtualenv with torch==$TORCH_VERSION from PyPI; `tch` builds
+#   2. a Python virtualenv with torch==$REPRO_TORCH from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
+#      With REPRO_LIBTORCH, no torch is installed: the build uses that one.
 #      Also pyarrow and pandas: a test reads our Parquet files back with them.
-#   3. rustfmt + clippy components.
-#   4. writes $REPRO_HOME/env.sh, which the other scripts source:
-#      LIBTORCH_USE_PYTORCH, LD_LIBRARY_PATH (torch's lib/), PATH (the venv),
-#      CARGO_TARGET_DIR (a cache that survives between runs when the machine does).
+#   3. Cargo.lock pins the `tch` release of $REPRO_TORCH (a local change when
+#      it is not the default's: `git diff Cargo.lock` shows it).
+#   4. rustfmt + clippy components.
+#   5. writes $REPRO_HOME/env.sh, which the other scripts source:
+#      LIBTORCH_USE_PYTORCH or LIBTORCH, LD_LIBRARY_PATH (torch's lib/), PATH
+#      (the venv), REPRO_TORCH, CARGO_TARGET_DIR (a cache that survives
+#      between runs when the machine does).
 #
-# Environment knobs: REPRO_HOME (default ~/.cache/repro), TORCH_VERSION
-# (default 2.13.0, the version tch 0.26 needs), REPRO_SKIP_APT=1 (no apt-get).
+# Environment knobs:
+#   REPRO_TORCH     the libtorch to build against: a row of
+#                   crates/repro-trainer/libtorch-versions (default its first,
+#                   2.13.0), e.g. 2.11.0 for a site's PyTorch 2.11
+#   REPRO_LIBTORCH  a torch installed elsewhere, used instead of installing one:
+#                   a pip torch's package directory (.../site-packages/torch)
+#                   or an unzipped libtorch; its version is REPRO_TORCH's default
+#   REPRO_HOME      default ~/.cache/repro
+#   REPRO_SKIP_APT=1  no apt-get
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-TORCH_VERSION="${TORCH_VERSION:-2.13.0}"
 PYARROW_VERSION=26.0.1
 PANDAS_VERSION=3.1.1
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
@@ -27,6 +39,38 @@ VENV="$REPRO_HOME/venv"
 mkdir -p "$REPRO_HOME"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
+fail() { printf '[setup] %s\n' "$*" >&2; exit 2; }
+
+# --- 0. which libtorch, which tch release ---------------------------------------
+VERSIONS=crates/repro-trainer/libtorch-versions
+known=$(awk '!/^#/ && NF >= 2 { print $1 }' "$VERSIONS" | paste -sd' ')
+# the libtorch version at $1 (without +cu...): version.py, else build-version
+torch_version_at() {
+  local v=""
+  if [[ -f "$1/version.py" ]]; then
+    v=$(sed -n "s/^__version__[^=]*= *['\"]\([^'\"]*\)['\"].*/\1/p" "$1/version.py" | head -n 1)
+  elif [[ -f "$1/build-version" ]]; then
+    v=$(head -n 1 "$1/build-version")
+  fi
+  printf '%s' "${v%%+*}"
+}
+if [[ -n "${REPRO_LIBTORCH:-}" ]]; then
+  [[ -d "$REPRO_LIBTORCH/include" && -d "$REPRO_LIBTORCH/lib" ]] ||
+    fail "REPRO_LIBTORCH=$REPRO_LIBTORCH has no include/ and lib/: give a pip torch's package directory (python3 -c 'import os, torch; print(os.path.dirname(torch.__file__))') or an unzipped libtorch"
+  REPRO_LIBTORCH=$(cd "$REPRO_LIBTORCH" && pwd)
+  site_version=$(torch_version_at "$REPRO_LIBTORCH")
+  if [[ -z "$site_version" ]]; then
+    [[ -n "${REPRO_TORCH:-}" ]] ||
+      fail "REPRO_LIBTORCH=$REPRO_LIBTORCH has no version.py or build-version: set REPRO_TORCH to its version"
+  elif [[ -n "${REPRO_TORCH:-}" && "$REPRO_TORCH" != "$site_version" ]]; then
+    fail "REPRO_TORCH=$REPRO_TORCH, but REPRO_LIBTORCH=$REPRO_LIBTORCH is libtorch $site_version"
+  fi
+  REPRO_TORCH="${REPRO_TORCH:-$site_version}"
+fi
+REPRO_TORCH="${REPRO_TORCH:-${known%% *}}"
+TCH_VERSION=$(awk -v t="$REPRO_TORCH" '!/^#/ && $1 == t { print $2 }' "$VERSIONS")
+[[ -n "$TCH_VERSION" ]] ||
+  fail "REPRO_TORCH=$REPRO_TORCH is not a libtorch the trainer builds against; use one of: $known ($VERSIONS)"
 
 # --- 1. system packages -------------------------------------------------------
 APT_PACKAGES=(
@@ -57,29 +101,51 @@ if [[ ! -x "$VENV/bin/python" ]]; then
   log "creating virtualenv $VENV"
   "$PY" -m venv "$VENV"
 fi
-have_torch=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
-if [[ "$have_torch" != "$TORCH_VERSION" ]]; then
-  log "installing torch==$TORCH_VERSION into $VENV (about 90 s)"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy
+if [[ -n "${REPRO_LIBTORCH:-}" ]]; then
+  log "libtorch $REPRO_TORCH from REPRO_LIBTORCH=$REPRO_LIBTORCH (none installed)"
+  TORCH_LIB="$REPRO_LIBTORCH/lib"
 else
-  log "torch $TORCH_VERSION present"
+  have_torch=$("$VENV/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null || true)
+  if [[ "$have_torch" != "$REPRO_TORCH" ]]; then
+    log "installing torch==$REPRO_TORCH into $VENV (about 90 s)"
+    "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$REPRO_TORCH" numpy
+  else
+    log "torch $REPRO_TORCH present"
+  fi
+  TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 fi
 if ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
   log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
 fi
-TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 
-# --- 3. rust components -------------------------------------------------------
+# --- 3. the tch release of that libtorch, pinned in Cargo.lock -----------------
+locked_tch=$(awk '/^name = "tch"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
+if [[ "$locked_tch" != "$TCH_VERSION" ]]; then
+  log "pinning tch $TCH_VERSION (libtorch $REPRO_TORCH) in Cargo.lock, which had tch $locked_tch"
+  cargo update -q -p tch --precise "$TCH_VERSION"
+else
+  log "Cargo.lock pins tch $TCH_VERSION, libtorch $REPRO_TORCH's"
+fi
+
+# --- 4. rust components -------------------------------------------------------
 if command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 fi
 
-# --- 4. environment file ------------------------------------------------------
+# --- 5. environment file ------------------------------------------------------
+if [[ -n "${REPRO_LIBTORCH:-}" ]]; then
+  TORCH_ENV="unset LIBTORCH_USE_PYTORCH
+export LIBTORCH=\"$REPRO_LIBTORCH\""
+else
+  TORCH_ENV="export LIBTORCH_USE_PYTORCH=1
+unset LIBTORCH"
+fi
 cat >"$REPRO_HOME/env.sh" <<ENV
 # written by ci/setup.sh; source it before cargo
-export LIBTORCH_USE_PYTORCH=1
+$TORCH_ENV
+export REPRO_TORCH="$REPRO_TORCH"
 export REPRO_VENV="$VENV"
 export PATH="$VENV/bin:\$PATH"
 export LD_LIBRARY_PATH="$TORCH_LIB\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every check CI runs:
-# rustfmt, clippy with -D warnings, the workspace tests (debug profile), and
-# the frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing).
+# rustfmt, clippy with -D warnings, the workspace tests (debug profile), the
+# frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing),
+# and the trainer compiled against every other libtorch it supports
+# (ci/torch-check.sh).
 # Every test binary runs even when one fails (--no-fail-fast); the last line
 # counts passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); any
@@ -46,6 +48,16 @@ if [[ $rc -eq 0 ]]; then
   rc=$?
   set -e
   [[ $rc -eq 0 ]] || summary="$summary; ci/fuzz.sh failed"
+fi
+# every libtorch but the default: the trainer compiles against it
+if [[ $rc -eq 0 ]]; then
+  for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
+    set +e
+    bash ci/torch-check.sh "$version"
+    rc=$?
+    set -e
+    [[ $rc -eq 0 ]] || { summary="$summary; ci/torch-check.sh $version failed"; break; }
+  done
 fi
 # which codec SIMD levels this CPU let the tests compare (the rest: not run)
 levels=$(cargo test -q --locked -p repro-codec --lib every_simd_level_rejects -- --nocapture 2>&1 |

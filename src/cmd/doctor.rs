@@ -300,26 +300,18 @@ fn host(exec: &dyn Exec, root: bool) -> Vec<Check> {
     out
 }
 
-/// What training needs: libtorch, a GPU, the data, disk.
+/// What training needs: the trainer with its libtorch, a GPU, the data,
+/// disk.
 fn training(exec: &dyn Exec) -> Vec<Check> {
     let mut out = Vec::new();
-    let torch = std::env::var("LD_LIBRARY_PATH")
-        .unwrap_or_default()
-        .split(':')
-        .map(|d| Path::new(d).join("libtorch_cpu.so"))
-        .find(|p| p.is_file());
-    out.push(Check {
-        what: "libtorch (for repro-train)",
-        ok: torch.is_some(),
-        found: torch.map_or_else(
-            || "libtorch_cpu.so not on LD_LIBRARY_PATH".into(),
-            |p| p.display().to_string(),
-        ),
-        hint: "bash ci/setup.sh, then source ~/.cache/repro/env.sh",
-    });
+    let trainer = crate::launch::train::train_binary().ok();
+    let version = trainer
+        .as_ref()
+        .and_then(|t| output(exec, &t.to_string_lossy(), &["--version"]));
+    out.extend(trainer_checks(trainer.as_deref(), version.as_deref()));
     let gpus = run(exec, "nvidia-smi", &["-L"]);
     out.push(Check {
-        what: "CUDA devices",
+        what: "CUDA devices (nvidia-smi)",
         ok: true,
         found: gpus
             .unwrap_or_else(|| "none (training runs on the CPU, one thread per rank)".into()),
@@ -349,6 +341,52 @@ fn training(exec: &dyn Exec) -> Vec<Check> {
     out
 }
 
+/// The trainer's lines of the report from its `--version` text: the
+/// libtorch it was built for and loaded (they must be one version), and
+/// the CUDA devices libtorch sees.
+fn trainer_checks(trainer: Option<&Path>, version: Option<&str>) -> Vec<Check> {
+    let line = |prefix: &str| {
+        version
+            .and_then(|v| v.lines().find_map(|l| l.strip_prefix(prefix)))
+            .map(str::trim)
+    };
+    let Some(libtorch) = line("libtorch: ") else {
+        return vec![Check {
+            what: "libtorch (repro-train)",
+            ok: false,
+            found: match trainer {
+                None => "repro-train not found (not beside repro, REPRO_TRAIN unset)".into(),
+                Some(t) => format!("{} --version failed or is too old", t.display()),
+            },
+            hint: "bash ci/setup.sh, source ~/.cache/repro/env.sh, then cargo build --release --locked -p repro -p repro-trainer",
+        }];
+    };
+    // "built for 2.13.0+cu130 (tch ..., CUDA 13.0); loaded 2.13.0+cu130 (/...)"
+    let version_of = |text: &str| text.split([' ', '+']).next().unwrap_or("").to_string();
+    let built = libtorch
+        .strip_prefix("built for ")
+        .map(version_of)
+        .unwrap_or_default();
+    let loaded = libtorch
+        .split_once("; loaded ")
+        .map(|(_, l)| version_of(l))
+        .unwrap_or_default();
+    vec![
+        Check {
+            what: "libtorch (repro-train)",
+            ok: !built.is_empty() && built == loaded,
+            found: libtorch.to_string(),
+            hint: "put the libtorch it was built for first on LD_LIBRARY_PATH (source ~/.cache/repro/env.sh), or rebuild for this one: REPRO_TORCH=<version> bash ci/setup.sh (docs/cluster.md)",
+        },
+        Check {
+            what: "CUDA (repro-train's libtorch)",
+            ok: true,
+            found: line("cuda: ").unwrap_or("not said").to_string(),
+            hint: "",
+        },
+    ]
+}
+
 /// Prints the report.
 pub(crate) fn run_doctor() -> Result<()> {
     for c in checks(&System) {
@@ -364,6 +402,27 @@ pub(crate) fn run_doctor() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trainer that loaded another libtorch than it was built for is
+    /// reported, as is one that says nothing of its libtorch.
+    #[test]
+    fn the_trainers_libtorch_must_be_the_one_it_was_built_for() {
+        let text = |loaded: &str| {
+            format!(
+                "repro-train 0.1.0\nlibtorch: built for 2.11.0+cu130 (tch 0.24.0, CUDA 13.0); \
+                 loaded {loaded} (/x/libtorch_cpu.so)\ncuda: 1 device visible\n"
+            )
+        };
+        let t = Some(Path::new("/x/repro-train"));
+        let same = trainer_checks(t, Some(&text("2.11.0")));
+        assert!(same[0].ok, "{same:?}");
+        assert_eq!(same[1].found, "1 device visible");
+        let other = trainer_checks(t, Some(&text("2.13.0+cu130")));
+        assert!(!other[0].ok, "{other:?}");
+        let old = trainer_checks(t, Some("repro-train 0.1.0 (source s)"));
+        assert!(!old[0].ok && old[0].found.contains("too old"), "{old:?}");
+        assert!(trainer_checks(None, None)[0].found.contains("not found"));
+    }
 
     #[test]
     fn every_check_reports_something() {

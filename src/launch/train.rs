@@ -1127,7 +1127,10 @@ fn summarize(
         val_accuracy: some(last(|e| e.val_accuracy)),
         counted_bytes_per_worker: some(counted_per_worker),
         kernel_bytes_per_worker: some(kernel_per_worker),
-        provenance: logs.first().map(|l| l.header.provenance.clone()),
+        provenance: logs.first().map(|l| repro_runlog::Provenance {
+            device: devices(logs),
+            ..l.header.provenance.clone()
+        }),
         shaping,
         wall_s,
         workers: Some(logs.len()),
@@ -1143,6 +1146,23 @@ fn summarize(
                 .fold(f64::NAN, f64::max),
         ),
         ..Summary::default()
+    }
+}
+
+/// The ranks' devices, as their log headers name them: one name when all
+/// are the same (`cpu`, `cuda:0`), else each rank's in rank order
+/// (`cuda:0,cuda:1,cuda:0,cuda:1`).
+fn devices(logs: &[repro_runlog::Log]) -> String {
+    let mut names: Vec<(u32, &str)> = logs
+        .iter()
+        .map(|l| (l.header.rank, l.header.provenance.device.as_str()))
+        .collect();
+    names.sort_unstable();
+    let first = names.first().map_or("", |&(_, d)| d);
+    if names.iter().all(|&(_, d)| d == first) {
+        first.to_string()
+    } else {
+        names.iter().map(|&(_, d)| d).collect::<Vec<_>>().join(",")
     }
 }
 
@@ -1173,6 +1193,22 @@ mod tests {
         )
         .display()
         .replace(" --allow-run-as-root", "")
+    }
+
+    /// runs.csv's `device`: one name when every rank's is the same, else
+    /// each rank's in rank order.
+    #[test]
+    fn the_ranks_devices_are_one_cell() {
+        let on = |rank, device: &str| {
+            let mut l = crate::records::curves::tests::log(rank, &[1.0], 0.1);
+            l.header.provenance.device = device.into();
+            l
+        };
+        assert_eq!(devices(&[on(1, "cpu"), on(0, "cpu")]), "cpu");
+        assert_eq!(
+            devices(&[on(1, "cuda:1"), on(0, "cuda:0"), on(2, "cuda:0")]),
+            "cuda:0,cuda:1,cuda:0"
+        );
     }
 
     #[test]

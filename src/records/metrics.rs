@@ -310,13 +310,14 @@ pub(crate) fn kind(name: &str) -> Kind {
 /// Where each run came from, after [`METRICS`] in runs.csv: the run log's
 /// provenance (see `repro_runlog::Provenance`); `source` and
 /// `manifest_hash` decide whether a run is current (`repro status`).
-pub(crate) const PROVENANCE: [&str; 10] = [
+pub(crate) const PROVENANCE: [&str; 11] = [
     "git_commit",
     "git_dirty",
     "source",
     "rustc",
     "version",
     "host",
+    "device",
     "libtorch",
     "mpi",
     "command",

@@ -307,6 +307,7 @@ fn provenance_cells(p: &repro_runlog::Provenance) -> Vec<(&'static str, Cell)> {
         ("rustc", text(&p.rustc)),
         ("version", text(&p.version)),
         ("host", text(&p.host)),
+        ("device", text(&p.device)),
         ("libtorch", or_none(&p.libtorch)),
         ("mpi", or_none(&p.mpi)),
         ("command", or_none(&p.command)),

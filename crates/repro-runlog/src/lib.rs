@@ -94,6 +94,9 @@ pub struct TrainConfig {
     /// rank's modulo the CPUs it may use, so ranks sharing few cores do not
     /// migrate (false: the scheduler places them).
     pub pin_cores: bool,
+    /// Where each worker trains: `auto` (a GPU when libtorch sees one,
+    /// else the CPU), `cpu`, or `cuda` (a GPU, or the run fails).
+    pub device: DeviceChoice,
     pub seed: u64,
     /// Set by the driver when it launches the run (provenance only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -130,6 +133,7 @@ impl Default for TrainConfig {
             synthetic_samples: 2000,
             validation: 0.0,
             pin_cores: false,
+            device: DeviceChoice::Auto,
             seed: 0,
             invocation: None,
         }
@@ -217,6 +221,18 @@ impl Default for Knobs {
             fraction: 0.0,
         }
     }
+}
+
+/// Where a trainer's workers run (`device:` in a manifest).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceChoice {
+    /// A GPU when libtorch sees one, else the CPU.
+    #[default]
+    Auto,
+    Cpu,
+    /// A GPU; a run without one fails at its start.
+    Cuda,
 }
 
 /// Moniqua's theta: a number, or `auto`.

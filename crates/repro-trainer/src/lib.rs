@@ -16,7 +16,7 @@ pub mod train;
 mod train_async;
 pub mod transport;
 
-pub use device::{DevicePlan, plan_device};
+pub use device::{DevicePlan, device_name, loaded_libtorch, local_rank, plan_device, torch_report};
 pub use errors::TrainerError;
 pub use flat::FlatParams;
 pub use models::{ImageShape, ModelSpec};

@@ -262,16 +262,11 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
             )
         }));
     }
-    // CUDA device `rank % gpus` when libtorch sees GPUs, else the CPU; one
-    // intra-op thread per rank either way. In-process runs stay on the CPU:
-    // their virtual clock charges thread CPU time, which would miss the
-    // GPU's asynchronous kernels.
-    let gpus = if t.virtual_time().is_some() {
-        0
-    } else {
-        usize::try_from(tch::Cuda::device_count()).unwrap_or(0)
-    };
-    let plan = crate::plan_device(rank, gpus);
+    // the device: a GPU (the worker's local rank modulo the GPUs) unless
+    // the config pins the CPU or libtorch sees none
+    let gpus = usize::try_from(tch::Cuda::device_count()).unwrap_or(0);
+    let plan = crate::plan_device(t.local_rank(), gpus, cfg.device)
+        .map_err(|e| TrainError::Config(format!("rank {rank}: {e}")))?;
     tch::set_num_threads(plan.threads);
     if !(cfg.latency_ms >= 0.0 && cfg.latency_ms.is_finite()) {
         return Err(TrainError::Config(format!(
@@ -336,6 +331,8 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         momentum: cfg.momentum,
         weight_decay: cfg.weight_decay,
     };
+    // from here on the worker's computation is charged (virtual clocks)
+    t.compute_on(device);
     let header = Header {
         schema: SCHEMA_VERSION,
         run_id: cfg.run_id.clone(),
@@ -343,12 +340,12 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
         world: n as u32,
         config: serde_json::to_value(cfg).unwrap_or_default(),
         provenance: Provenance {
-            libtorch: libtorch(),
+            libtorch: crate::device::loaded_libtorch(),
             mpi: t.library(),
             command: cfg.invocation.as_ref().map(|i| i.command.clone()),
             manifest_hash: cfg.invocation.as_ref().map(|i| i.manifest_hash.clone()),
             ..repro_build::BUILD.provenance(
-                &format!("{device:?}").to_lowercase(),
+                &crate::device::device_name(device),
                 t.backend(),
                 if cfg.latency_ms > 0.0 && t.virtual_time().is_none() {
                     format!(
@@ -700,34 +697,4 @@ fn eval<T: Transport>(
         objective: None,
         subopt: None,
     })
-}
-
-/// The libtorch this process loaded: its version (from the `version.py` of
-/// a pip torch, or the `build-version` of a libtorch archive, beside its
-/// `lib/`) and the library file, as `/proc/self/maps` names it.
-fn libtorch() -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let lib = maps
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(5))
-        .find(|p| {
-            std::path::Path::new(p)
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("libtorch_cpu"))
-        })?;
-    let root = std::path::Path::new(lib).parent()?.parent()?;
-    let version = std::fs::read_to_string(root.join("version.py"))
-        .ok()
-        .and_then(|text| {
-            text.lines()
-                .find_map(|l| l.strip_prefix("__version__ = "))
-                .map(|v| v.trim().trim_matches(['\'', '"']).to_string())
-        })
-        .or_else(|| {
-            std::fs::read_to_string(root.join("build-version"))
-                .ok()
-                .map(|v| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "version unknown".into());
-    Some(format!("{version} ({lib})"))
 }

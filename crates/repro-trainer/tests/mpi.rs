@@ -6,6 +6,11 @@ use std::time::{Duration, Instant};
 
 /// Runs `repro-mpi-check` on `ranks` ranks; kills it if it hangs.
 fn mpirun(ranks: usize, panic_rank: Option<usize>) -> (Option<i32>, String) {
+    mpirun_with(ranks, panic_rank, &[])
+}
+
+/// [`mpirun`] with arguments for `repro-mpi-check`.
+fn mpirun_with(ranks: usize, panic_rank: Option<usize>, args: &[&str]) -> (Option<i32>, String) {
     let mut cmd = Command::new("mpirun");
     cmd.args([
         "--allow-run-as-root",
@@ -14,6 +19,7 @@ fn mpirun(ranks: usize, panic_rank: Option<usize>) -> (Option<i32>, String) {
         &ranks.to_string(),
     ])
     .arg(env!("CARGO_BIN_EXE_repro-mpi-check"))
+    .args(args)
     .stdout(Stdio::piped())
     .stderr(Stdio::piped());
     if let Some(r) = panic_rank {
@@ -48,6 +54,23 @@ fn ranks_exchange_moniqua_frames_and_run_collectives() {
         let (code, out) = mpirun(ranks, None);
         assert_eq!(code, Some(0), "{out}");
         assert_eq!(out.matches(": ok (").count(), ranks, "{out}");
+    }
+}
+
+/// Ranks map to GPUs by their local rank, which mpirun's variable gives
+/// and MPI's count of the ranks on the node confirms: 4 ranks on a node of
+/// 2 GPUs (a stand-in count; the mapping needs none) go to 0, 1, 0, 1.
+#[test]
+fn ranks_map_to_gpus_by_local_rank() {
+    let (code, out) = mpirun_with(4, None, &["--gpus", "2"]);
+    assert_eq!(code, Some(0), "{out}");
+    for (local, gpu) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
+        assert!(
+            out.contains(&format!(
+                "local rank {local} (OMPI_COMM_WORLD_LOCAL_RANK) -> cuda:{gpu}"
+            )),
+            "{out}"
+        );
     }
 }
 

@@ -7,6 +7,13 @@
 //! Lemma 2's bound and the hash; then checks all-reduce and all-gather.
 //! `REPRO_MPI_CHECK_PANIC_RANK=r` makes rank `r` panic first, to check that
 //! the whole job aborts instead of hanging.
+//!
+//!     mpirun ... -np 4 repro-mpi-check --gpus 2
+//!
+//! checks the rank-to-GPU mapping instead, as if each node had that many
+//! GPUs: every rank's local rank from the launcher's variables agrees with
+//! MPI's own count of the ranks sharing its node, the local ranks on a
+//! node are 0..k, and each rank would train on CUDA device `local % gpus`.
 
 use std::process::ExitCode;
 
@@ -29,6 +36,14 @@ fn main() -> ExitCode {
         }
     };
     abort_on_panic();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(gpus) = args
+        .iter()
+        .position(|a| a == "--gpus")
+        .and_then(|i| args.get(i + 1)?.parse::<usize>().ok())
+    {
+        return gpu_map(&mut t, gpus);
+    }
     let (rank, size) = (t.rank(), t.size());
     if std::env::var("REPRO_MPI_CHECK_PANIC_RANK")
         .ok()
@@ -100,6 +115,52 @@ fn main() -> ExitCode {
         "rank {rank}/{size}: ok ({} neighbours, {} bytes per frame)",
         neighbours.len(),
         frame.len()
+    );
+    ExitCode::SUCCESS
+}
+
+/// The `--gpus` check (see the module docs).
+fn gpu_map(t: &mut MpiTransport, gpus: usize) -> ExitCode {
+    let (launcher, node) = t.local_ranks();
+    let (rank, local) = (t.rank(), t.local_rank());
+    let from = match launcher {
+        Some((l, var)) => {
+            assert_eq!(
+                l, node,
+                "rank {rank}: {var} says local rank {l}, MPI counts {node} on this node"
+            );
+            var
+        }
+        None => "no launcher variable; MPI's count",
+    };
+    assert_eq!(local, node, "rank {rank}: the transport's local rank");
+    let plan = repro_trainer::plan_device(local, gpus, repro_runlog::DeviceChoice::Cuda)
+        .expect("a device with GPUs");
+    let device = repro_trainer::device_name(plan.device);
+    assert_eq!(device, format!("cuda:{}", local % gpus.max(1)));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mine = format!("{}\t{local}", host.trim());
+    let all = t.all_gather(mine.as_bytes()).expect("all-gather");
+    let mut by_host: std::collections::BTreeMap<String, Vec<usize>> = Default::default();
+    for f in &all {
+        let text = String::from_utf8_lossy(f);
+        let (h, l) = text.split_once('\t').expect("host and local rank");
+        by_host
+            .entry(h.into())
+            .or_default()
+            .push(l.parse().expect("a number"));
+    }
+    for (h, mut locals) in by_host {
+        locals.sort_unstable();
+        assert_eq!(
+            locals,
+            (0..locals.len()).collect::<Vec<_>>(),
+            "the local ranks on {h} are not 0..k"
+        );
+    }
+    println!(
+        "rank {rank}/{}: local rank {local} ({from}) -> {device}",
+        t.size()
     );
     ExitCode::SUCCESS
 }

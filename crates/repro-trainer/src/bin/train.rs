@@ -157,8 +157,10 @@ fn over_mpi(_: &TrainConfig, _: &Path) -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     if args.iter().any(|a| a == "--version") {
-        // the driver compares it with its own: both from one build
+        // the driver compares the first line with its own: both from one
+        // build; then the libtorch and CUDA it was built for and loaded
         println!("repro-train {}", repro_build::VERSION);
+        println!("{}", repro_trainer::torch_report());
         return ExitCode::SUCCESS;
     }
     let (Some(config), Some(log_dir)) = (arg(&args, "--config"), arg(&args, "--log-dir")) else {

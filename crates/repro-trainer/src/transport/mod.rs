@@ -79,6 +79,18 @@ pub trait Transport {
     /// Never waits.
     fn poll_tagged(&mut self, tag: Tag) -> Result<Option<(usize, Vec<u8>)>, TransportError>;
 
+    /// This worker's index among the workers that share its machine's
+    /// GPUs: the rank in process; over MPI, the rank on its node (the
+    /// launcher's local rank), so each node's ranks spread over its GPUs.
+    fn local_rank(&self) -> usize {
+        self.rank()
+    }
+    /// Where this worker computes, said once before training. A virtual
+    /// clock charges a GPU worker's computation by its wall time, with
+    /// the GPU to itself (see `LocalTransport`); real-time transports need
+    /// nothing.
+    fn compute_on(&mut self, _device: tch::Device) {}
+
     /// Seconds on this worker's virtual clock, for transports that model
     /// the network instead of using one; `None`: the run is timed by the
     /// wall clock.

@@ -12,6 +12,9 @@ pub struct MpiTransport {
     world: SimpleCommunicator,
     latency: Option<std::time::Duration>,
     bytes_sent: u64,
+    /// The rank on this node, and what said it (a launcher variable, or
+    /// MPI's shared-memory communicator where none is set).
+    local: (usize, &'static str),
     _universe: mpi::environment::Universe,
 }
 
@@ -32,12 +35,33 @@ impl MpiTransport {
     pub fn init() -> Result<Self, TransportError> {
         let (universe, _level) = mpi::initialize_with_threading(mpi::Threading::Funneled)
             .ok_or(TransportError::AlreadyInitialized)?;
+        let world = universe.world();
+        let local = crate::device::local_rank(|k| std::env::var(k).ok())
+            .unwrap_or_else(|| (Self::node_rank(&world), "MPI_COMM_TYPE_SHARED"));
         Ok(Self {
-            world: universe.world(),
+            world,
             latency: None,
             bytes_sent: 0,
+            local,
             _universe: universe,
         })
+    }
+
+    /// The rank on this node by MPI's own count: the rank in the
+    /// communicator of the processes that share memory with this one.
+    /// Collective: every rank calls it.
+    fn node_rank(world: &SimpleCommunicator) -> usize {
+        world.split_shared(world.rank()).rank() as usize
+    }
+
+    /// The rank on this node by the launcher's variables and by MPI's
+    /// shared-memory communicator (collective), with the variable the
+    /// first came from (`None`: no launcher variable is set).
+    pub fn local_ranks(&self) -> (Option<(usize, &'static str)>, usize) {
+        (
+            crate::device::local_rank(|k| std::env::var(k).ok()),
+            Self::node_rank(&self.world),
+        )
     }
 
     /// The injected latency, taken by the receiver once what it waited for
@@ -96,6 +120,10 @@ impl Transport for MpiTransport {
 
     fn size(&self) -> usize {
         self.world.size() as usize
+    }
+
+    fn local_rank(&self) -> usize {
+        self.local.0
     }
 
     fn exchange(
