@@ -2,8 +2,9 @@
 # Sets up the machine (idempotent) and runs every check CI runs:
 # rustfmt, clippy with -D warnings, the workspace tests (debug profile), the
 # frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing),
-# and the trainer compiled against every other libtorch it supports
-# (ci/torch-check.sh).
+# the trainer compiled against every other libtorch it supports
+# (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
+# the CPU (ci/gpu-check.sh rehearse).
 # Every test binary runs even when one fails (--no-fail-fast); the last line
 # counts passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); any
@@ -58,6 +59,14 @@ if [[ $rc -eq 0 ]]; then
     set -e
     [[ $rc -eq 0 ]] || { summary="$summary; ci/torch-check.sh $version failed"; break; }
   done
+fi
+# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh)
+if [[ $rc -eq 0 ]]; then
+  set +e
+  bash ci/gpu-check.sh rehearse
+  rc=$?
+  set -e
+  [[ $rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
 fi
 # which codec SIMD levels this CPU let the tests compare (the rest: not run)
 levels=$(cargo test -q --locked -p repro-codec --lib every_simd_level_rejects -- --nocapture 2>&1 |

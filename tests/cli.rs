@@ -823,6 +823,8 @@ fn train_backend_trains_with_real_ranks() {
     for line in csv.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
         assert_eq!(f[col("status")], "completed", "{line}");
+        // every rank trained on the CPU (this machine has no GPU)
+        assert_eq!(f[col("device")], "cpu", "{line}");
         let acc: f64 = f[col("avg_test_accuracy")].parse().unwrap();
         assert!(acc > 0.8, "{line}");
         bytes.insert(

@@ -527,6 +527,7 @@ fn simulate<'r>(
             // what the algorithms say they hold, per worker (the mean)
             extra_memory_bytes: Some(mean_extra_memory(&sim)),
             peak_rss_bytes: meter.peak(),
+            real_s: None,
             metrics: Some(metrics),
         }),
     )?;

@@ -562,6 +562,11 @@ pub struct End {
     pub status: Status,
     pub wall_s: f64,
     pub iterations: u64,
+    /// Real seconds from this rank's first step to its end, whatever
+    /// clock `wall_s` keeps (an in-process run's is virtual): how long the
+    /// run's loop really took (absent in older logs and the simulator's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real_s: Option<f64>,
     /// Payload bytes the rank handed to the network in the whole run, every
     /// message included (absent in logs of backends that send nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -911,6 +916,7 @@ mod tests {
                 transport_bytes_sent: None,
                 extra_memory_bytes: None,
                 peak_rss_bytes: None,
+                real_s: None,
                 metrics: None,
             }),
         )

@@ -420,6 +420,7 @@ pub fn train<T: Transport>(
     let mut frame = Vec::new();
     let mut status = Status::Completed;
     let mut done = 0;
+    let looping = Instant::now();
     for k in 0..cfg.iterations {
         let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
         let lr = schedule.at(epoch, k) as f32;
@@ -561,6 +562,7 @@ pub fn train<T: Transport>(
             transport_bytes_sent: Some(t.bytes_sent()),
             extra_memory_bytes: Some(worker.extra_memory() as u64),
             peak_rss_bytes: peak_rss_bytes(t.backend()),
+            real_s: Some(looping.elapsed().as_secs_f64()),
             metrics: None,
         }),
     )?;

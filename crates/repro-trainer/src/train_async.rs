@@ -300,6 +300,7 @@ fn compute(
     finished: &mpsc::Sender<Result<Status, TrainError>>,
     final_rx: &mpsc::Receiver<Option<Final>>,
 ) -> Result<Status, TrainError> {
+    let looping = Instant::now();
     let mut run = || -> Result<(Status, u64, f64), TrainError> {
         write_record(&mut log, &Record::Header(s.header.clone()))?;
         log.flush()?;
@@ -473,6 +474,7 @@ fn compute(
             // space of the two threads, not algorithm state)
             extra_memory_bytes: None,
             peak_rss_bytes: peak_rss_bytes("mpi"),
+            real_s: Some(looping.elapsed().as_secs_f64()),
             metrics: None,
         }),
     )?;

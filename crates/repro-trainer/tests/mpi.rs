@@ -218,7 +218,12 @@ fn in_process_time_is_the_modelled_network_s() {
             assert!(s.comm_s < wire + 0.5, "{s:?}");
         }
         // (the first step pays at least one frame and the latency)
-        assert!(log.end.as_ref().unwrap().wall_s >= 4.0 * wire + frame * 8.0 / 1e6);
+        let end = log.end.as_ref().unwrap();
+        assert!(end.wall_s >= 4.0 * wire + frame * 8.0 / 1e6);
+        // the loop's real time is recorded beside the virtual: here far less
+        let real = end.real_s.expect("real_s");
+        assert!(real > 0.0 && real < end.wall_s, "{end:?}");
+        assert_eq!(log.header.provenance.device, "cpu");
     }
     let (code, stderr, logs) = train_in_process(
         4,
