@@ -180,11 +180,12 @@ run_check() {
   "$work/bin/repro" data fetch cifar10-like --dir "$work/data" -q || status=1
   # the runs: name, extra arguments
   local runs=(
-    "in-process-1|--backend in-process params.workers=1 grid.algorithm=[d-psgd]"
+    "in-process-1|--backend in-process params.workers=1 params.topology=complete grid.algorithm=[d-psgd]"
     "in-process-8|--backend in-process"
     "mpi-8|--backend mpi"
   )
   local spec name args
+  mkdir -p "$work/results"
   for spec in "${runs[@]}"; do
     name="${spec%%|*}"
     args="${spec#*|}"
