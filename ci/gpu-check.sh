@@ -14,8 +14,9 @@
 #       libtorch and the device found, the data generated, then D-PSGD and
 #       Moniqua at 1 bit, ResNet20 at batch 128, 8 workers: in process, on
 #       the `mpi` backend (ranks sharing the GPU, or one per GPU where there
-#       are several), and D-PSGD on one worker; GPU utilisation and memory
-#       sampled; the PyTorch step reference beside ours. Writes six files to
+#       are several), and D-PSGD on one worker; then in process again with
+#       each step's phases timed (where the time goes); GPU utilisation and
+#       memory sampled; the PyTorch step reference beside ours. Writes six files to
 #       OUT: check.log, summary.md, summary.json, gpu-samples.csv,
 #       torch-bench.jsonl, results.tar.gz. About 4 minutes on an H100.
 #       --rehearse runs the same on a CPU, at the manifest's `smoke` scale
@@ -183,6 +184,7 @@ run_check() {
     "in-process-1|--backend in-process params.workers=1 params.topology=complete grid.algorithm=[d-psgd]"
     "in-process-8|--backend in-process"
     "mpi-8|--backend mpi"
+    "phases-8|--backend in-process params.profile_phases=true"
   )
   local spec name args
   mkdir -p "$work/results"

@@ -44,6 +44,7 @@ def run_figures(run_dir):
     if not ranks:
         return None
     compute, comm, real, iterations, devices, statuses = [], [], [], [], [], []
+    phases = {}
     algorithm = backend = None
     for path in ranks:
         records = read_jsonl(path)
@@ -58,6 +59,9 @@ def run_figures(run_dir):
         warm = steps[min(len(steps) // 5, 10):] or steps
         compute += [s["compute_s"] for s in warm]
         comm += [s["comm_s"] for s in warm]
+        for s in warm:
+            for key, value in (s.get("phases") or {}).items():
+                phases.setdefault(key, []).append(value)
         end = next((r for r in records if r.get("type") == "end"), None)
         statuses.append(end.get("status", "?") if end else "unfinished")
         if end:
@@ -77,6 +81,7 @@ def run_figures(run_dir):
         "real_s_per_iteration": per_iteration,
         "charged_step_s_median": statistics.median(compute) if compute else None,
         "comm_s_median": statistics.median(comm) if comm else None,
+        "phases_s_median": {k: statistics.median(v) for k, v in phases.items()},
     }
 
 
@@ -178,13 +183,27 @@ def main():
             f"{' '.join(r['status'])} | {r['iterations']} | {ms(r['real_s_per_iteration'])} | "
             f"{ms(r['charged_step_s_median'])} | {ms(r['comm_s_median'])} |"
         )
-    lines += ["", "| PyTorch reference | ranks on the device | step per rank (median) | of it forward+backward |",
-              "|---|---|---|---|"]
+    profiled = [(k, r) for k, r in runs.items() if r["phases_s_median"]]
+    if profiled:
+        names = list(profiled[0][1]["phases_s_median"])
+        lines += [
+            "",
+            "Where a worker's step goes (profiled runs, the device waited for at each phase's end; medians):",
+            "",
+            "| run | " + " | ".join(n.removesuffix("_s") for n in names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
+        for key, r in profiled:
+            lines.append(f"| {key} | " + " | ".join(ms(r["phases_s_median"].get(n)) for n in names) + " |")
+    lines += ["", "| PyTorch reference | ranks on the device | step per rank (median) | scatter | forward+backward "
+              "| gather | host SGD |", "|---|---|---|---|---|---|---|"]
     for b in (one_rank, shared):
         if b:
+            p = b["parts_s_median"]
             lines.append(
                 f"| {b['model']} on {b['device']} | {b['ranks_sharing']} | {ms(b['step_s_median_per_rank'])} | "
-                f"{ms(b['parts_s_median']['forward_backward'])} |"
+                f"{ms(p.get('scatter'))} | {ms(p.get('forward_backward'))} | {ms(p.get('gather'))} | "
+                f"{ms(p.get('host_sgd'))} |"
             )
     r = summary["ratios"]
     lines += [

@@ -730,6 +730,7 @@ fn step_record(k: u64, epoch: f64, r: &StepReport, p: &SimParams, bytes: u64) ->
         bytes_received: bytes,
         hash_failures: r.mismatched,
         hash_verified: r.verified,
+        phases: None,
     }
 }
 

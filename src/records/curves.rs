@@ -280,6 +280,7 @@ pub(crate) mod tests {
                     bytes_received: 0,
                     hash_failures: 0,
                     hash_verified: 0,
+                    phases: None,
                 })
                 .collect(),
             evals: Vec::new(),

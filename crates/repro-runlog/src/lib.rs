@@ -94,6 +94,10 @@ pub struct TrainConfig {
     /// rank's modulo the CPUs it may use, so ranks sharing few cores do not
     /// migrate (false: the scheduler places them).
     pub pin_cores: bool,
+    /// Time each phase of every step into its record (`Step::phases`),
+    /// waiting for the device at each phase's end, which costs a GPU run
+    /// a little of its overlap: for measuring, not for results.
+    pub profile_phases: bool,
     /// Where each worker trains: `auto` (a GPU when libtorch sees one,
     /// else the CPU), `cpu`, or `cuda` (a GPU, or the run fails).
     pub device: DeviceChoice,
@@ -133,6 +137,7 @@ impl Default for TrainConfig {
             synthetic_samples: 2000,
             validation: 0.0,
             pin_cores: false,
+            profile_phases: false,
             device: DeviceChoice::Auto,
             seed: 0,
             invocation: None,
@@ -472,6 +477,31 @@ pub struct Step {
     /// `hash`); with `hash_failures`, the frames checked.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub hash_verified: u64,
+    /// Where the step's time went (`profile_phases` runs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Phases>,
+}
+
+/// Where a step's time went, seconds on the run's clock per phase, the
+/// device waited for at each phase's end (`profile_phases`). `compute_s`
+/// is the first four, `comm_s` the last three.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Phases {
+    /// The flat model into the model's tensors (host to device).
+    pub scatter_s: f64,
+    /// A batch drawn and moved to the device, forward, loss, backward.
+    pub forward_backward_s: f64,
+    /// The gradients into the flat buffer (device to host).
+    pub gather_s: f64,
+    /// Momentum SGD on the flat buffer (host).
+    pub sgd_s: f64,
+    /// The algorithm's frame built (the codec's encode).
+    pub encode_s: f64,
+    /// The frames through the transport.
+    pub exchange_s: f64,
+    /// The received frames applied (the codec's decode, the mixing).
+    pub decode_s: f64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -899,6 +929,7 @@ mod tests {
             bytes_received: 2000,
             hash_failures: 0,
             hash_verified: 0,
+            phases: None,
         }
     }
 

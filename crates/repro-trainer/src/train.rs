@@ -17,7 +17,8 @@ use repro_algos::rng::Rng;
 use repro_algos::{AlgorithmSpec, Consensus, Deviation, Knobs, Pattern, Recovery, Sgd, Topology};
 pub use repro_runlog::TrainConfig;
 use repro_runlog::{
-    End, Eval, Header, Provenance, Record, SCHEMA_VERSION, Status, Step, finite, write_record,
+    End, Eval, Header, Phases, Provenance, Record, SCHEMA_VERSION, Status, Step, finite,
+    write_record,
 };
 use tch::nn::{ModuleT, VarStore};
 use tch::{Device, Kind};
@@ -425,7 +426,9 @@ pub fn train<T: Transport>(
         let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
         let lr = schedule.at(epoch, k) as f32;
         let t0 = now(t, &started);
+        let mut marks = Marks::new(cfg.profile_phases, device, t0);
         flat.scatter(worker.model())?;
+        marks.at(t, &started);
         vs.trainable_variables()
             .iter_mut()
             .for_each(|v| v.zero_grad());
@@ -440,14 +443,17 @@ pub fn train<T: Transport>(
             break;
         }
         loss_t.backward();
+        marks.at(t, &started);
         flat.gather_grad(&mut grad)?;
+        marks.at(t, &started);
         sgd.step(lr, worker.model(), &grad, &mut momentum, &mut delta);
-        let compute_s = now(t, &started) - t0;
-        let t1 = now(t, &started);
+        let t1 = marks.at(t, &started);
+        let compute_s = t1 - t0;
         if repro_algos::unless_diverged(worker.send(k, &delta, &mut frame))?.is_none() {
             status = Status::Diverged { iteration: k };
             break;
         }
+        marks.at(t, &started);
         let mut summed: Option<Vec<f32>> = None;
         let (inbox, sent): (Vec<(usize, Vec<u8>)>, u64) = match worker.pattern() {
             Pattern::Gossip => {
@@ -493,6 +499,7 @@ pub fn train<T: Transport>(
                 )
             }
         };
+        marks.at(t, &started);
         // a ring receives what it sends
         let received_bytes: u64 = if summed.is_some() {
             sent
@@ -510,7 +517,7 @@ pub fn train<T: Transport>(
             status = Status::Diverged { iteration: k };
             break;
         };
-        let comm_s = now(t, &started) - t1;
+        let comm_s = marks.at(t, &started) - t1;
         write_record(
             &mut log,
             &Record::Step(Step {
@@ -524,6 +531,7 @@ pub fn train<T: Transport>(
                 bytes_received: received_bytes,
                 hash_failures: r.mismatched,
                 hash_verified: r.verified,
+                phases: marks.phases(),
             }),
         )?;
         // at least once a second: the driver's progress reads this log, and
@@ -568,6 +576,68 @@ pub fn train<T: Transport>(
     )?;
     log.flush()?;
     Ok(status)
+}
+
+/// The ends of a step's phases on the run's clock (`profile_phases`),
+/// the device waited for at each; nothing when not profiling.
+struct Marks {
+    on: bool,
+    cuda: Option<i64>,
+    at: Vec<f64>,
+}
+
+impl Marks {
+    fn new(on: bool, device: tch::Device, start: f64) -> Self {
+        let cuda = match device {
+            tch::Device::Cuda(i) => Some(i as i64),
+            _ => None,
+        };
+        Marks {
+            on,
+            cuda,
+            at: vec![start],
+        }
+    }
+
+    /// The end of the next phase: the time now (after the device's work
+    /// when profiling).
+    fn at<T: Transport + ?Sized>(&mut self, t: &T, started: &Instant) -> f64 {
+        if self.on
+            && let Some(i) = self.cuda
+        {
+            tch::Cuda::synchronize(i);
+        }
+        let time = now(t, started);
+        if self.on {
+            self.at.push(time);
+        }
+        time
+    }
+
+    /// The step's [`Phases`], when every phase was marked.
+    fn phases(&self) -> Option<Phases> {
+        let d: Vec<f64> = self.at.windows(2).map(|w| w[1] - w[0]).collect();
+        match d[..] {
+            [
+                scatter_s,
+                forward_backward_s,
+                gather_s,
+                sgd_s,
+                encode_s,
+                exchange_s,
+                decode_s,
+            ] => Some(Phases {
+                scatter_s,
+                forward_backward_s,
+                gather_s,
+                sgd_s,
+                encode_s,
+                exchange_s,
+                decode_s,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Seconds since the run started: the transport's virtual clock when it

