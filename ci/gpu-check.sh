@@ -69,7 +69,7 @@ pack() {
     if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch')" 2>/dev/null; then
       log "installing torch==$torch with its CUDA libraries into $venv (a few GB, about 2 minutes)"
       python3 -m venv "$venv"
-      "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch"
+      "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch" numpy
     fi
     torch_env+=(REPRO_LIBTORCH="$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
   fi
