@@ -356,7 +356,10 @@ fn trainer_checks(trainer: Option<&Path>, version: Option<&str>) -> Vec<Check> {
             ok: false,
             found: match trainer {
                 None => "repro-train not found (not beside repro, REPRO_TRAIN unset)".into(),
-                Some(t) => format!("{} --version failed or is too old", t.display()),
+                Some(t) => format!(
+                    "{} --version failed (is its libtorch on LD_LIBRARY_PATH?) or is too old to say",
+                    t.display()
+                ),
             },
             hint: "bash ci/setup.sh, source ~/.cache/repro/env.sh, then cargo build --release --locked -p repro -p repro-trainer",
         }];
@@ -379,7 +382,7 @@ fn trainer_checks(trainer: Option<&Path>, version: Option<&str>) -> Vec<Check> {
             hint: "put the libtorch it was built for first on LD_LIBRARY_PATH (source ~/.cache/repro/env.sh), or rebuild for this one: REPRO_TORCH=<version> bash ci/setup.sh (docs/cluster.md)",
         },
         Check {
-            what: "CUDA (repro-train's libtorch)",
+            what: "CUDA (libtorch)",
             ok: true,
             found: line("cuda: ").unwrap_or("not said").to_string(),
             hint: "",
