@@ -3102,3 +3102,25 @@ fn moniquas_failed_recoveries_are_a_share_of_the_frames_checked() {
     let tight = rate_at("0.0005");
     assert!(tight > 0.0 && tight <= 1.0, "{tight}");
 }
+
+/// `repro show` prints a manifest as a run reads it: the quickstart with
+/// table2's parameters merged in, without table2's tuning, with `--set`
+/// applied; an unknown experiment is an error.
+#[test]
+fn show_prints_the_manifest_resolved() {
+    let o = repro(&["show", "quickstart", "--set", "params.lr=0.2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    for line in [
+        "backend: in-process",
+        "  model: lenet",
+        "  timeout_s: 600",
+        "  lr: 0.2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+    }
+    assert!(!text.contains("extends:"), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("tune:")), "{text}");
+    let o = repro(&["show", "no-such-experiment"]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -21,6 +21,7 @@ pub(crate) mod net;
 pub(crate) mod plot;
 pub(crate) mod report;
 pub(crate) mod run;
+pub(crate) mod show;
 pub(crate) mod status;
 pub(crate) mod table;
 
@@ -56,6 +57,9 @@ enum Command {
     Plot(plot::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
     List(list::ListArgs),
+    /// Print an experiment's manifest as a run reads it: what it
+    /// `extends` merged in, `--set` overrides applied.
+    Show(show::ShowArgs),
     /// Whether an experiment's recorded runs are current (this build, this
     /// manifest), stale or missing; every experiment if none is named.
     Status(status::StatusArgs),
@@ -189,6 +193,7 @@ pub fn main() -> ExitCode {
         Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Show(args) => show::show(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Status(args) => status::status(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Doctor => doctor::run_doctor().map(|()| run::Outcome::AllSucceeded),
         Command::Demo(args) => demo::run(&args).map(|()| run::Outcome::AllSucceeded),

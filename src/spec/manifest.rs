@@ -619,17 +619,104 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
     Ok(())
 }
 
-/// Reads `path`, applies `key=value` overrides, and parses the manifest.
-pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+/// The YAML tree of the manifest at `path`.
+fn parse_tree(path: &Path) -> Result<Value, DriverError> {
     let text = read_manifest(path)?;
-    let mut tree: Value = yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
+    yaml_serde::from_str(&text).map_err(|e| DriverError::Yaml {
         path: path.to_path_buf(),
         message: e.to_string(),
+    })
+}
+
+/// How many manifests an `extends` chain may hold.
+const MAX_EXTENDS: usize = 8;
+
+/// `tree` (the manifest at `path`) with the manifest it `extends` merged
+/// under it: that manifest's tree, its own `extends` resolved first, with
+/// this one's keys merged over it ([`merge_over`]). `extends: NAME` names
+/// an experiment whose manifest, `NAME.yaml`, sits in the same directory.
+/// `chain` holds the manifests already on the way (a cycle is an error).
+fn resolve_extends(
+    path: &Path,
+    tree: Value,
+    chain: &mut Vec<PathBuf>,
+) -> Result<Value, DriverError> {
+    let Value::Mapping(mut top) = tree else {
+        return Ok(tree);
+    };
+    let Some(base) = top.remove("extends") else {
+        return Ok(Value::Mapping(top));
+    };
+    let error = |message: String| DriverError::Manifest {
+        path: path.to_path_buf(),
+        key: "extends".into(),
+        message,
+    };
+    let name = base.as_str().filter(|n| is_plain_name(n)).ok_or_else(|| {
+        error("names the experiment this manifest extends, e.g. `extends: table2`".into())
     })?;
+    let base_path = path.with_file_name(format!("{name}.yaml"));
+    if chain.contains(&base_path) || chain.len() >= MAX_EXTENDS {
+        let names: Vec<String> = chain
+            .iter()
+            .chain([&base_path])
+            .filter_map(|p| Some(p.file_stem()?.to_string_lossy().into_owned()))
+            .collect();
+        return Err(error(format!(
+            "`extends` goes round or too deep ({} at most): {}",
+            MAX_EXTENDS,
+            names.join(" -> ")
+        )));
+    }
+    if !base_path.is_file() {
+        return Err(error(format!(
+            "`{name}` has no manifest beside this one ({} is missing)",
+            base_path.display()
+        )));
+    }
+    chain.push(base_path.clone());
+    let base_tree = resolve_extends(&base_path, parse_tree(&base_path)?, chain)?;
+    Ok(merge_over(base_tree, Value::Mapping(top)))
+}
+
+/// `over` merged over `base`, as `extends` merges a manifest over the one
+/// it extends: mappings key by key, recursively, a key keeping its place;
+/// a sequence or a scalar replaces the base's whole; a key set to `null`
+/// removes the base's key (`tune: null`, `scales: { paper: null }`).
+pub(crate) fn merge_over(base: Value, over: Value) -> Value {
+    match (base, over) {
+        (Value::Mapping(mut b), Value::Mapping(o)) => {
+            for (k, v) in o {
+                if v.is_null() {
+                    b.remove(&k);
+                } else if let Some(slot) = b.get_mut(&k) {
+                    *slot = merge_over(std::mem::take(slot), v);
+                } else {
+                    b.insert(k, v);
+                }
+            }
+            Value::Mapping(b)
+        }
+        (_, o) => o,
+    }
+}
+
+/// The tree of the manifest at `path` as a run reads it: what it
+/// `extends` merged in, then the `key=value` overrides applied (`repro
+/// show` prints it).
+pub(crate) fn resolved_tree(path: &Path, overrides: &[String]) -> Result<Value, DriverError> {
+    let mut tree = resolve_extends(path, parse_tree(path)?, &mut vec![path.to_path_buf()])?;
     for arg in overrides {
         apply_override(&mut tree, arg)?;
         command_line_wins(&mut tree, arg)?;
     }
+    Ok(tree)
+}
+
+/// Reads `path` (merging what it `extends`), applies `key=value`
+/// overrides, and parses the manifest.
+pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
+    let tree = resolved_tree(path, overrides)?;
     // what decides the runs: a table, figure or claim reads the runs and
     // may change without making them stale
     let mut deciding = tree.clone();
@@ -904,6 +991,78 @@ fn default_smooth() -> usize {
 mod tests {
     use super::*;
 
+    /// `extends` merges mappings key by key (a key keeps its place),
+    /// replaces sequences and scalars whole, and removes a key set to null.
+    #[test]
+    fn a_manifest_merges_over_the_one_it_extends() {
+        let yaml = |t: &str| -> Value { yaml_serde::from_str(t).unwrap() };
+        let merged = merge_over(
+            yaml("{a: 1, m: {x: 1, y: [1, 2], z: 3}, s: [1], gone: {k: 1}}"),
+            yaml("{m: {y: [9], w: 4, z: null}, s: [2, 3], gone: null, new: 5}"),
+        );
+        assert_eq!(
+            merged,
+            yaml("{a: 1, m: {x: 1, y: [9], w: 4}, s: [2, 3], new: 5}")
+        );
+        let keys: Vec<&str> = match &merged {
+            Value::Mapping(m) => m.keys().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        assert_eq!(keys, ["a", "m", "s", "new"]);
+    }
+
+    /// `extends` names a manifest beside this one; a missing one, a path
+    /// and a cycle are errors naming the key.
+    #[test]
+    fn extends_names_a_manifest_beside_it_and_never_goes_round() {
+        let dir = std::env::temp_dir().join(format!("repro-extends-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.join(format!("{name}.yaml"));
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        write("base", GOOD);
+        let child = write(
+            "child",
+            "extends: base\nname: child\nparams: { workers: 2 }\n",
+        );
+        let m = load(&child, &[]).unwrap();
+        assert_eq!(m.name, "child");
+        assert_eq!(m.title, "A demo");
+        assert_eq!(m.params.get("workers"), Some(&Value::from(2)));
+        let message = |path: &Path| match load(path, &[]) {
+            Err(DriverError::Manifest { key, message, .. }) => format!("{key}: {message}"),
+            other => panic!("{other:?}"),
+        };
+        let missing = write("lost", "extends: nowhere\nname: lost\n");
+        assert!(message(&missing).starts_with("extends: `nowhere` has no manifest"));
+        let path = write("path", "extends: ../etc/base\nname: path\n");
+        assert!(message(&path).contains("e.g. `extends: table2`"));
+        write("a", "extends: b\nname: a\n");
+        let b = write("b", "extends: a\nname: b\n");
+        assert!(message(&b).contains("b -> a -> b"), "{}", message(&b));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The quickstart extends table2 and, as its comment says, keeps every
+    /// parameter of table2's but the timeout.
+    #[test]
+    fn the_quickstart_is_table2_with_what_differs() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+        let text = std::fs::read_to_string(root.join("quickstart.yaml")).unwrap();
+        assert!(text.lines().any(|l| l == "extends: table2"));
+        let quick = load(&root.join("quickstart.yaml"), &[]).unwrap();
+        let table2 = load(&root.join("table2.yaml"), &[]).unwrap();
+        let mut params = quick.params.clone();
+        params.insert("timeout_s".into(), table2.params["timeout_s"].clone());
+        assert_eq!(params, table2.params);
+        assert_eq!(quick.tune, None);
+        assert!(!quick.scales.contains_key("paper"));
+        assert_eq!(quick.table.paper, table2.table.paper);
+    }
+
     /// A manifest, the command line and the records spell a backend the
     /// same: `name()` reads back through serde and clap.
     #[test]
@@ -929,11 +1088,13 @@ params:
 table: { rows: [algorithm], value: final_loss }
 ";
 
+    /// `text` in a file of its own (tests run side by side).
     fn write(text: &str) -> PathBuf {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let p = std::env::temp_dir().join(format!(
             "repro-manifest-{}-{}.yaml",
             std::process::id(),
-            text.len()
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
         ));
         std::fs::write(&p, text).unwrap();
         p
