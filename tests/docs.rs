@@ -97,3 +97,36 @@ fn the_usage_guide_lists_every_manifest_under_its_backend() {
         );
     }
 }
+
+/// A figure's title never names another metric than the one it draws
+/// (the quickstart's once said "test accuracy" over a train-loss axis).
+#[test]
+fn figure_titles_name_the_metric_they_draw() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in shipped().keys() {
+        let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(["show", name])
+            .current_dir(root)
+            .output()
+            .expect("run repro show");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let m: serde_json::Value = yaml_serde::from_slice(&o.stdout).unwrap();
+        let Some(figure) = m.get("figure") else {
+            continue;
+        };
+        let y = figure["y"].as_str().unwrap_or("train_loss");
+        let title = figure["title"]
+            .as_str()
+            .or(m["title"].as_str())
+            .unwrap()
+            .to_lowercase();
+        for (word, other) in [("accuracy", "loss"), ("loss", "accuracy")] {
+            if y.contains(word) {
+                assert!(
+                    !title.contains(other),
+                    "{name}: the figure draws {y}, its title says {title:?}"
+                );
+            }
+        }
+    }
+}

@@ -61,13 +61,13 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
         };
         for mut p in panels {
             p.title = if p.title.is_empty() {
-                m.title.clone()
+                m.figure_title().to_string()
             } else {
-                format!("{}: {}", m.title, p.title)
+                format!("{}: {}", m.figure_title(), p.title)
             };
             all.push(p);
         }
-        titles.push(m.title.clone());
+        titles.push(m.figure_title().to_string());
         first_spec.get_or_insert(spec);
     }
     let dir = match &args.out {

@@ -216,7 +216,13 @@ pub(crate) fn figure(
     formats: &[ImageFormat],
 ) -> Result<Option<Vec<PathBuf>>> {
     match figure_panels(m, out, rows)? {
-        Some((spec, panels)) => Ok(Some(draw_figure(out, &m.title, &spec, &panels, formats)?)),
+        Some((spec, panels)) => Ok(Some(draw_figure(
+            out,
+            m.figure_title(),
+            &spec,
+            &panels,
+            formats,
+        )?)),
         None => Ok(None),
     }
 }

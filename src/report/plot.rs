@@ -1319,6 +1319,7 @@ mod tests {
             ),
         ];
         let spec = FigureSpec {
+            title: None,
             kind: FigureKind::Curves,
             bound: None,
             x: "wall_s".into(),
@@ -1429,6 +1430,7 @@ mod tests {
             row("d-psgd", "1mbit/5ms", "0", 90.0, 80.0),
         ];
         let spec = FigureSpec {
+            title: None,
             kind: FigureKind::Sweep,
             x: String::new(),
             y: "epoch_time_s".into(),
@@ -1496,6 +1498,7 @@ mod tests {
             row("choco", "2", "64", "0", 6.4e6, 0.01, 0.003),
         ];
         let spec = FigureSpec {
+            title: None,
             kind: FigureKind::Scaling,
             x: "coordinates".into(),
             y: "iteration_s".into(),
@@ -1539,6 +1542,7 @@ mod tests {
         assert!(p[0].series[2].dashed && p[0].log_x);
         // against a numeric grid key: the series' points at each bits
         let by_bits = FigureSpec {
+            title: None,
             x: "bits".into(),
             bound: None,
             panels: Some("workers".into()),
@@ -1570,6 +1574,7 @@ mod tests {
             Ok(())
         );
         let bad = FigureSpec {
+            title: None,
             x: "nothing".into(),
             ..by_bits
         };

@@ -185,6 +185,14 @@ pub(crate) struct Manifest {
 }
 
 impl Manifest {
+    /// The figure's title: its own `title`, else the experiment's.
+    pub(crate) fn figure_title(&self) -> &str {
+        self.figure
+            .as_ref()
+            .and_then(|f| f.title.as_deref())
+            .unwrap_or(&self.title)
+    }
+
     /// The scale whose results are committed under `results/<name>/`:
     /// `committed_scale`, else `cpu` where the manifest has that scale.
     pub(crate) fn committed_scale(&self) -> Option<&str> {
@@ -920,6 +928,10 @@ pub(crate) fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverEr
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FigureSpec {
+    /// The figure's title, naming what it draws (default: the
+    /// experiment's title, when that says the figure's metric).
+    #[serde(default)]
+    pub title: Option<String>,
     /// `curves` (a metric of the logs' steps against x), `sweep` (a
     /// runs.csv metric against the network condition's bandwidth and
     /// latency) or `scaling` (a runs.csv metric against another:
