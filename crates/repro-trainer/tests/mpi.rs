@@ -286,19 +286,26 @@ fn profiled_steps_split_their_time_into_phases() {
     );
 }
 
-/// Per iteration, how far apart the workers' exchanges can start: the
-/// largest computation of any worker at that step or the one before (a
-/// worker still computing delays the next exchange by at most that).
+/// Per iteration, how far apart the workers' exchanges started: the
+/// spread of their clocks at the start of each step's communication
+/// (`wall_s - comm_s`), plus 0.1 ms for the clock read that `wall_s`
+/// adds. A frame sent by the earliest starter still arrives a latency
+/// after it left, so a worker that started later waits that much less.
+/// (Bounding it by the computation alone missed the work charged between
+/// steps: the step record, a log flush, which a loaded machine slows.)
 fn compute_skew(logs: &[repro_runlog::Log]) -> Vec<f64> {
     let n = logs.iter().map(|l| l.steps.len()).max().unwrap_or(0);
-    let most = |k: usize| {
-        logs.iter()
-            .filter_map(|l| l.steps.get(k))
-            .map(|s| s.compute_s)
-            .fold(0.0, f64::max)
-    };
     (0..n)
-        .map(|k| most(k) + if k > 0 { most(k - 1) } else { 0.0 })
+        .map(|k| {
+            let starts: Vec<f64> = logs
+                .iter()
+                .filter_map(|l| l.steps.get(k))
+                .map(|s| s.wall_s - s.comm_s)
+                .collect();
+            let max = starts.iter().copied().fold(f64::MIN, f64::max);
+            let min = starts.iter().copied().fold(f64::MAX, f64::min);
+            max - min + 1e-4
+        })
         .collect()
 }
 
