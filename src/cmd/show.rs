@@ -20,9 +20,9 @@ pub(crate) struct ShowArgs {
 /// kept.
 pub(crate) fn show(args: &ShowArgs) -> Result<()> {
     let path = manifest::locate(&args.experiment)?;
-    // the same checks a run makes: a manifest that would not run is an error here too
-    manifest::load(&path, &args.overrides)?;
     let tree = manifest::resolved_tree(&path, &args.overrides)?;
+    // the same checks a run makes: a manifest that would not run is an error here too
+    manifest::from_tree(&path, tree.clone())?;
     let text = yaml_serde::to_string(&tree).context("could not write the manifest as YAML")?;
     print!("# {} resolved\n{text}", path.display());
     Ok(())

@@ -724,7 +724,11 @@ pub(crate) fn resolved_tree(path: &Path, overrides: &[String]) -> Result<Value, 
 /// Reads `path` (merging what it `extends`), applies `key=value`
 /// overrides, and parses the manifest.
 pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, DriverError> {
-    let tree = resolved_tree(path, overrides)?;
+    from_tree(path, resolved_tree(path, overrides)?)
+}
+
+/// The manifest `tree` (a [`resolved_tree`] of `path`) parsed and checked.
+pub(crate) fn from_tree(path: &Path, tree: Value) -> Result<Manifest, DriverError> {
     // what decides the runs: a table, figure or claim reads the runs and
     // may change without making them stale
     let mut deciding = tree.clone();

@@ -422,11 +422,12 @@ pub fn train<T: Transport>(
     let mut status = Status::Completed;
     let mut done = 0;
     let looping = Instant::now();
+    let mut marks = Marks::new(cfg.profile_phases, device);
     for k in 0..cfg.iterations {
         let epoch = (k as f64 * cfg.batch as f64) / shard.len() as f64;
         let lr = schedule.at(epoch, k) as f32;
         let t0 = now(t, &started);
-        let mut marks = Marks::new(cfg.profile_phases, device, t0);
+        marks.start(t0);
         flat.scatter(worker.model())?;
         marks.at(t, &started);
         vs.trainable_variables()
@@ -587,7 +588,7 @@ struct Marks {
 }
 
 impl Marks {
-    fn new(on: bool, device: tch::Device, start: f64) -> Self {
+    fn new(on: bool, device: tch::Device) -> Self {
         let cuda = match device {
             tch::Device::Cuda(i) => Some(i as i64),
             _ => None,
@@ -595,7 +596,16 @@ impl Marks {
         Marks {
             on,
             cuda,
-            at: vec![start],
+            at: Vec::new(),
+        }
+    }
+
+    /// A new step, begun at `time`: its buffer reused, nothing allocated
+    /// per step.
+    fn start(&mut self, time: f64) {
+        self.at.clear();
+        if self.on {
+            self.at.push(time);
         }
     }
 
