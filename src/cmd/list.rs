@@ -25,8 +25,59 @@ pub(crate) struct ListArgs {
 struct ListedScale {
     runs: Option<usize>,
     tuning_runs: Option<usize>,
+    /// The manifest's `cost` text.
     cost: Option<String>,
+    /// Its estimate in seconds: "about 22 min" is 1320, "under a minute"
+    /// 60 (the bound); none where it gives no total ("25 s per run", a
+    /// scale "not run").
+    cost_s: Option<f64>,
+    /// The time it says was measured: "(1294 s measured ...)" is 1294.
+    measured_s: Option<f64>,
     error: Option<String>,
+}
+
+/// The seconds in a cost text: its estimate ("about N min", "about a
+/// minute", "under N s") and what it says was measured ("N s measured").
+/// A scale that was "not run" has no estimate: its text describes a run's
+/// compute, not the scale's total.
+pub(crate) fn cost_seconds(text: &str) -> (Option<f64>, Option<f64>) {
+    if text.trim_start().starts_with("not run") {
+        return (None, None);
+    }
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let unit = |w: &str| -> Option<f64> {
+        match w {
+            "s" | "sec" | "second" | "seconds" => Some(1.0),
+            "min" | "mins" | "minute" | "minutes" => Some(60.0),
+            "h" | "hour" | "hours" => Some(3600.0),
+            _ => None,
+        }
+    };
+    let mut estimate = None;
+    for (i, w) in words.iter().enumerate() {
+        if !matches!(*w, "about" | "under") {
+            continue;
+        }
+        let amount = match words.get(i + 1) {
+            Some(&"a") | Some(&"an") => Some(1.0),
+            Some(n) => n.parse::<f64>().ok(),
+            None => None,
+        };
+        let per = unit(words.get(i + 2).copied().unwrap_or_default());
+        // "25 s per run" is no total
+        if let (Some(a), Some(u), false) = (amount, per, words.get(i + 3) == Some(&"per")) {
+            estimate = Some(a * u);
+            break;
+        }
+    }
+    let measured = words
+        .windows(3)
+        .find(|w| w[1] == "s" && w[2] == "measured")
+        .and_then(|w| w[0].parse::<f64>().ok());
+    (estimate, measured)
 }
 
 /// Each scale of `m`: the runs it plans (and tunes first), its cost, or
@@ -36,6 +87,7 @@ fn scales_of(m: &manifest::Manifest) -> BTreeMap<String, ListedScale> {
         .keys()
         .map(|s| {
             let cost = m.cost.get(s).cloned();
+            let (cost_s, measured_s) = cost.as_deref().map(cost_seconds).unwrap_or_default();
             let listed = match plan::expand(m, s, m.backend) {
                 // a tuned experiment runs its search first
                 Ok(runs) => ListedScale {
@@ -46,12 +98,16 @@ fn scales_of(m: &manifest::Manifest) -> BTreeMap<String, ListedScale> {
                             .map(|t| t.len())
                     }),
                     cost,
+                    cost_s,
+                    measured_s,
                     error: None,
                 },
                 Err(e) => ListedScale {
                     runs: None,
                     tuning_runs: None,
                     cost,
+                    cost_s,
+                    measured_s,
                     error: Some(format!("{e:#}")),
                 },
             };
@@ -153,4 +209,30 @@ pub(crate) fn list(args: &ListArgs) -> Result<()> {
         anyhow::bail!("{invalid} manifests or scales in the project are invalid (above)");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cost_seconds;
+
+    #[test]
+    fn cost_texts_give_seconds() {
+        assert_eq!(
+            cost_seconds("about 22 min, 60 runs (1294 s measured on 2 cores at dd5b0c6)"),
+            (Some(1320.0), Some(1294.0))
+        );
+        assert_eq!(cost_seconds("about a minute"), (Some(60.0), None));
+        assert_eq!(
+            cost_seconds("under a second (0.8 s measured)"),
+            (Some(1.0), Some(0.8))
+        );
+        assert_eq!(cost_seconds("about 2.5 min, 72 runs"), (Some(150.0), None));
+        assert_eq!(cost_seconds("about 10 s"), (Some(10.0), None));
+        assert_eq!(cost_seconds("about 25 s per in-process run"), (None, None));
+        assert_eq!(cost_seconds("not measured"), (None, None));
+        assert_eq!(
+            cost_seconds("not run; about 1.5 min of compute a run"),
+            (None, None)
+        );
+    }
 }

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+pub(crate) mod compare;
 pub(crate) mod data;
 pub(crate) mod demo;
 pub(crate) mod doctor;
@@ -53,6 +54,10 @@ enum Command {
     /// Render an experiment's table from its runs.csv (writing table.md,
     /// table.tex, table.csv), and test its claims (claims.md, claims.csv).
     Table(table::TableArgs),
+    /// One metric over the runs of several experiments (every committed
+    /// one if none is named), grouped by any keys, from their runs.parquet
+    /// files alone: a table, or the tidy CSV.
+    Compare(compare::CompareArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(plot::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
@@ -191,6 +196,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Compare(args) => compare::compare(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Show(args) => show::show(&args).map(|()| run::Outcome::AllSucceeded),

@@ -470,7 +470,11 @@ fn conclude(
 /// runs.parquet.
 fn write_runs(out: &std::path::Path, merged: &[RunRecord]) -> Result<()> {
     results::write_csv(&out.join("runs.csv"), merged)?;
-    frames::write_parquet(&out.join("runs.parquet"), RunsFrame::new(merged)?.export()?)
+    frames::write_parquet(
+        &out.join("runs.parquet"),
+        RunsFrame::new(merged)?.export()?,
+        frames::metadata(merged),
+    )
 }
 
 /// Writes runs.csv and runs.parquet (every run of the directory), the

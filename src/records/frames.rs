@@ -47,6 +47,15 @@ fn column(name: &str, cells: &[Option<&str>]) -> Column {
     }
 }
 
+/// A flag's text as a boolean: none where it is not known ("unknown").
+fn flag(text: Option<&str>) -> Option<bool> {
+    match text {
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        _ => None,
+    }
+}
+
 /// A String column; an empty cell is null.
 fn text_column(name: &str, cells: &[Option<&str>]) -> Column {
     let v: Vec<Option<&str>> = cells.iter().map(|c| c.filter(|c| !c.is_empty())).collect();
@@ -94,11 +103,11 @@ fn typed_keys(df: &DataFrame, keys: &[String]) -> Result<DataFrame> {
     Ok(out)
 }
 
-/// A grid key as a String expression: "" where a run lacks it, and for a
-/// key no run has.
+/// A grid key (or any column) as a String expression: "" where a run
+/// lacks it, and for a key no run has.
 pub(crate) fn key(frame: &DataFrame, k: &str) -> Expr {
     if frame.column(k).is_ok() {
-        col(k).fill_null(lit(""))
+        col(k).cast(DataType::String).fill_null(lit(""))
     } else {
         lit("")
     }
@@ -183,6 +192,11 @@ impl RunsFrame {
             let cells = rows.iter().map(|r| r.metrics.get(m));
             let name = m.into();
             columns.push(match kind(m) {
+                // a flag: true, false, or null where it is not known
+                Kind::Text if m == "git_dirty" => {
+                    let v: Vec<Option<bool>> = cells.map(|c| flag(c.map(Cell::text))).collect();
+                    Series::new(name, v).into_column()
+                }
                 Kind::Text => {
                     let v: Vec<Option<&str>> = cells.map(|c| c.map(Cell::text)).collect();
                     Series::new(name, v).into_column()
@@ -216,6 +230,102 @@ impl RunsFrame {
     /// The frame as runs.parquet holds it (grid keys typed).
     pub(crate) fn export(&self) -> Result<DataFrame> {
         typed_keys(&self.df, &self.keys)
+    }
+
+    /// A runs.parquet read back as the frame it was exported from: grid
+    /// keys as text again, every registry column in its kind's type (all
+    /// null where the file lacks it, as a file from an older build does),
+    /// and `experiment` and `scale` set to `experiment` and `scale` where
+    /// the file has no value.
+    pub(crate) fn from_parquet(df: &DataFrame, experiment: &str, scale: &str) -> Result<Self> {
+        let height = df.height();
+        let known: Vec<&str> = metrics::columns().collect();
+        let mut keys: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .filter(|c| c != "run_id" && !known.contains(&c.as_str()))
+            .collect();
+        keys.sort();
+        let text = |name: &str| -> Result<Column> { Ok(df.column(name)?.cast(&DataType::String)?) };
+        let mut columns = vec![text("run_id")?];
+        for k in &keys {
+            columns.push(text(k)?);
+        }
+        for m in known {
+            let want = match (m, kind(m)) {
+                ("git_dirty", _) => DataType::Boolean,
+                (_, Kind::Text) => DataType::String,
+                (_, Kind::Count) => DataType::Int64,
+                (_, Kind::Sci | Kind::Fixed(_)) => DataType::Float64,
+            };
+            let fallback = match m {
+                "experiment" => Some(experiment),
+                "scale" => Some(scale),
+                _ => None,
+            };
+            let c = match df.column(m) {
+                // an older file's "true"/"false" text
+                Ok(c) if want == DataType::Boolean && c.dtype() == &DataType::String => {
+                    let v: Vec<Option<bool>> = c.str()?.iter().map(flag).collect();
+                    Series::new(m.into(), v).into_column()
+                }
+                Ok(c) => c.cast(&want)?,
+                Err(_) => Column::full_null(m.into(), height, &want),
+            };
+            let c = match fallback {
+                Some(f) => {
+                    let v: Vec<String> = c
+                        .str()?
+                        .iter()
+                        .map(|t| t.filter(|t| !t.is_empty()).unwrap_or(f).to_string())
+                        .collect();
+                    Series::new(m.into(), v).into_column()
+                }
+                None => c,
+            };
+            columns.push(c);
+        }
+        let df = DataFrame::new(height, columns).context("could not rebuild a runs frame")?;
+        Ok(Self { df, keys })
+    }
+
+    /// The runs of several frames in one, in order: the union of their
+    /// grid keys (null where a frame lacks one).
+    pub(crate) fn concat(frames: &[RunsFrame]) -> Result<Self> {
+        let mut keys: Vec<String> = frames.iter().flat_map(|f| f.keys.clone()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut order: Vec<String> = vec!["run_id".into()];
+        order.extend(keys.iter().cloned());
+        order.extend(metrics::columns().map(String::from));
+        let mut out: Option<DataFrame> = None;
+        for f in frames {
+            let mut df = f.df.clone();
+            for k in &keys {
+                if df.column(k).is_err() {
+                    df.with_column(Column::full_null(
+                        k.as_str().into(),
+                        df.height(),
+                        &DataType::String,
+                    ))?;
+                }
+            }
+            let df = df.select(order.iter().map(String::as_str))?;
+            out = Some(match out {
+                None => df,
+                Some(mut all) => {
+                    all.vstack_mut(&df)
+                        .context("could not put the runs of several files together")?;
+                    all
+                }
+            });
+        }
+        let df = match out {
+            Some(df) => df,
+            None => RunsFrame::new(&[])?.df,
+        };
+        Ok(Self { df, keys })
     }
 }
 
@@ -342,14 +452,17 @@ pub(crate) fn read_curves(path: &Path, y: &str, runs: &[RunRecord]) -> Result<Ve
 /// polars uses inside: pyarrow reads views but cannot filter on them, and
 /// pandas and older readers need the plain type. The column data is the same
 /// either way (a Parquet string column).
-pub(crate) fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
+pub(crate) fn write_parquet(
+    path: &Path,
+    mut df: DataFrame,
+    metadata: Vec<(String, String)>,
+) -> Result<()> {
     let tmp = crate::util::atomic::temp_beside(path);
     let schema = df.schema().to_arrow(CompatLevel::oldest());
     let arrow_schema = polars_parquet::write::schema_to_metadata_key(&schema);
-    let metadata = KeyValueMetadata::from_static(vec![(
-        arrow_schema.key,
-        arrow_schema.value.unwrap_or_default(),
-    )]);
+    let mut pairs = vec![(arrow_schema.key, arrow_schema.value.unwrap_or_default())];
+    pairs.extend(metadata);
+    let metadata = KeyValueMetadata::from_static(pairs);
     let written = std::fs::File::create(&tmp)
         .with_context(|| format!("could not create {}", tmp.display()))
         .and_then(|file| {
@@ -360,6 +473,49 @@ pub(crate) fn write_parquet(path: &Path, mut df: DataFrame) -> Result<()> {
                 .with_context(|| format!("could not write {}", tmp.display()))
         });
     crate::util::atomic::finish(&tmp, path, written)
+}
+
+/// The key-value metadata of a Parquet file of `rows`, so a file read
+/// alone says what it holds: `repro.experiment`, `repro.scale` and
+/// `repro.source` (the source ids of the builds that ran the rows; each
+/// distinct non-empty value once, in order, joined by ", "), and
+/// `repro.written_by`, the build that wrote the file.
+pub(crate) fn metadata(rows: &[RunRecord]) -> Vec<(String, String)> {
+    let distinct = |name: &str| {
+        let mut seen: Vec<&str> = Vec::new();
+        for r in rows {
+            if let Some(v) = r.metrics.get(name).map(Cell::text)
+                && !v.is_empty()
+                && !seen.contains(&v)
+            {
+                seen.push(v);
+            }
+        }
+        seen.join(", ")
+    };
+    let mut pairs: Vec<(String, String)> = ["experiment", "scale", "source"]
+        .iter()
+        .map(|k| (format!("repro.{k}"), distinct(k)))
+        .collect();
+    pairs.push(("repro.written_by".into(), repro_build::VERSION.to_string()));
+    pairs
+}
+
+/// The key-value metadata of a Parquet file (the Arrow schema left out).
+pub(crate) fn read_metadata(path: &Path) -> Result<Vec<(String, String)>> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+    let mut reader = ParquetReader::new(file);
+    let meta = reader
+        .get_metadata()
+        .with_context(|| format!("{} is not a readable Parquet file", path.display()))?;
+    Ok(meta
+        .key_value_metadata()
+        .iter()
+        .flatten()
+        .filter(|kv| kv.key != "ARROW:schema")
+        .map(|kv| (kv.key.clone(), kv.value.clone().unwrap_or_default()))
+        .collect())
 }
 
 /// Reads a Parquet file back into a frame.
@@ -406,7 +562,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("repro-frames-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("runs.parquet");
-        write_parquet(&path, df).unwrap();
+        write_parquet(&path, df, Vec::new()).unwrap();
         let back = read_parquet(&path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(back.height(), 2);
@@ -462,7 +618,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("curves.parquet");
         let frame = CurvesFrame::new("train_loss", &curves).unwrap();
-        write_parquet(&path, frame.export().unwrap()).unwrap();
+        write_parquet(&path, frame.export().unwrap(), Vec::new()).unwrap();
         let runs = [curves[1].0.clone(), row("c3", "dcd", "0", "completed", "1")];
         let back = read_curves(&path, "train_loss", &runs).unwrap();
         assert_eq!(back, vec![curves[1].clone()]);

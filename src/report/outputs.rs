@@ -145,7 +145,11 @@ pub(crate) fn figure_panels(
             let frame = CurvesFrame::new(&spec.y, &curves)?;
             if from_logs {
                 curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
-                frames::write_parquet(&out.join("curves.parquet"), frame.export()?)?;
+                frames::write_parquet(
+                    &out.join("curves.parquet"),
+                    frame.export()?,
+                    frames::metadata(rows),
+                )?;
             }
             against_each_x(spec, &|s| plot::panels(s, &frame))?
         }

@@ -85,6 +85,19 @@ pub(crate) struct Table {
     pub reference: Option<String>,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// The same cells in tidy form (table.csv): one line per cell with
+    /// its keys and its numbers ([`TIDY_STATS`]), then one per extra
+    /// column of each row.
+    pub tidy: Vec<Vec<String>>,
+}
+
+/// One row's value of an extra column: the mean over its valid runs with
+/// a value (or relative to the reference row's), and the paper's text.
+#[derive(Debug, Clone, PartialEq)]
+struct ExtraCell {
+    value: Option<f64>,
+    n: usize,
+    paper: Option<String>,
 }
 
 /// The rows of a paper CSV (column -> value), read for `table.paper`.
@@ -228,7 +241,10 @@ pub(crate) fn build_table(
                     }
                 }
             }
-            line.extend(extras.get(rk).cloned().unwrap_or_default());
+            for e in extras.get(rk).into_iter().flatten() {
+                line.push(e.value.map_or_else(|| "-".into(), number));
+                line.extend(e.paper.clone());
+            }
             line
         })
         .collect();
@@ -244,6 +260,7 @@ pub(crate) fn build_table(
         }
         None => None,
     };
+    let tidy = g.tidy(&cells, &extras);
     Ok(Table {
         title: title.to_string(),
         source: source.to_string(),
@@ -251,6 +268,73 @@ pub(crate) fn build_table(
         reference,
         header: g.header(&cells.cols),
         rows: body,
+        tidy,
+    })
+}
+
+/// `value` times `factor` over the runs of `frame` (often of several
+/// experiments) grouped by the keys `by`, grid keys or text columns such as
+/// `experiment` and `scale`, a group per combination in the order the runs
+/// first have it: a table whose cells are the valid runs' mean and
+/// interval (as [`build_table`]'s are) and whose tidy form has the keys,
+/// the metric, the factor and [`TIDY_STATS`].
+pub(crate) fn compare(
+    title: &str,
+    source: &str,
+    frame: &RunsFrame,
+    by: &[String],
+    value: &str,
+    factor: f64,
+) -> Result<Table> {
+    if !METRICS.contains(&value) {
+        bail!(
+            "`{value}` is not a run metric; use one of {}",
+            METRICS.join(", ")
+        );
+    }
+    let df = &frame.df;
+    let names: Vec<String> = (0..by.len()).map(|i| format!("__by{i}")).collect();
+    let exprs: Vec<Expr> = by
+        .iter()
+        .zip(&names)
+        .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
+        .collect();
+    let value_expr = frames::number(df, value) * lit(factor);
+    let groups = frame
+        .lazy()
+        .group_by_stable(exprs)
+        .agg(cell_aggregates(df, value_expr))
+        .collect()
+        .context("could not group the runs")?;
+    let mut header = by.to_vec();
+    header.push(value.to_string());
+    let mut tidy_header = by.to_vec();
+    tidy_header.extend(["metric", "factor"].map(String::from));
+    tidy_header.extend(TIDY_STATS.map(String::from));
+    let mut rows = Vec::new();
+    let mut tidy = vec![tidy_header];
+    for i in 0..groups.height() {
+        let keys: Vec<String> = names
+            .iter()
+            .map(|n| frames::text_at(&groups, n, i))
+            .collect::<Result<_>>()?;
+        let stats = CellStats::of(&groups, i)?;
+        let mut row = keys.clone();
+        row.push(stats.text());
+        rows.push(row);
+        let mut line = keys;
+        line.extend([value.to_string(), factor.to_string()]);
+        line.extend(stats.tidy());
+        tidy.push(line);
+    }
+    Ok(Table {
+        title: title.to_string(),
+        source: source.to_string(),
+        value: value.to_string(),
+        reference: None,
+        header,
+        rows,
+        tidy,
     })
 }
 
@@ -273,6 +357,9 @@ struct Cells {
     rows: Vec<Vec<String>>,
     cols: Vec<String>,
     text: BTreeMap<(Vec<String>, String), Vec<String>>,
+    /// Each cell's statistics, and the paper's text when the table has
+    /// the paper's numbers.
+    stats: BTreeMap<(Vec<String>, String), (CellStats, Option<String>)>,
 }
 
 impl<'a> Groups<'a> {
@@ -331,35 +418,8 @@ impl<'a> Groups<'a> {
     /// completed runs.
     fn cells(&self) -> Result<Cells> {
         let df = &self.runs.df;
-        let valid = frames::valid();
         let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
-        let done = value.filter(valid.clone());
-        let mut aggs: Vec<Expr> = Health::ALL
-            .iter()
-            .map(|h| {
-                frames::health()
-                    .eq(lit(h.text()))
-                    .cast(DataType::Float64)
-                    .sum()
-                    .alias(format!("__health_{}", h.text()))
-            })
-            .collect();
-        aggs.extend([
-            len().cast(DataType::Float64).alias("__runs"),
-            col("status")
-                .eq(lit(RunStatus::Failed.text()))
-                .cast(DataType::Float64)
-                .sum()
-                .alias("__failed"),
-            // a run refused at plan time: the memory it would have needed
-            frames::number(df, "memory_mb")
-                .filter(col("status").eq(lit(RunStatus::Refused.text())))
-                .max()
-                .alias("__refused_mb"),
-            done.clone().mean().alias("__mean"),
-            done.clone().std(1).alias("__sd"),
-            done.count().cast(DataType::Float64).alias("__n"),
-        ]);
+        let mut aggs = cell_aggregates(df, value);
         aggs.extend(self.firsts());
         let col_expr = match &self.spec.cols {
             Some(c) => frames::key(df, c),
@@ -378,6 +438,7 @@ impl<'a> Groups<'a> {
             rows: Vec::new(),
             cols: Vec::new(),
             text: BTreeMap::new(),
+            stats: BTreeMap::new(),
         };
         for i in 0..groups.height() {
             let (rk, ck) = (
@@ -390,35 +451,43 @@ impl<'a> Groups<'a> {
             if !cells.cols.contains(&ck) {
                 cells.cols.push(ck.clone());
             }
-            let ours = our_cell(&groups, i)?;
+            let stats = CellStats::of(&groups, i)?;
             let point = self.point_of(&groups, i)?;
             let theirs = self.paper.map(|p| paper_cell(self.spec, p, &point, None));
-            cells
-                .text
-                .insert((rk, ck), std::iter::once(ours).chain(theirs).collect());
+            cells.text.insert(
+                (rk.clone(), ck.clone()),
+                std::iter::once(stats.text())
+                    .chain(theirs.clone())
+                    .collect(),
+            );
+            cells.stats.insert((rk, ck), (stats, theirs));
         }
         Ok(cells)
     }
 
     /// The extra columns of each row: means over the row's runs (every
-    /// column), optionally relative to a reference row's.
-    fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<String>>> {
+    /// column), optionally relative to a reference row's, with the
+    /// paper's text beside each that has one.
+    fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<ExtraCell>>> {
         let df = &self.runs.df;
-        let mean_of = |e: &crate::spec::manifest::ExtraColumn| {
+        let of = |e: &crate::spec::manifest::ExtraColumn| {
             let v = frames::number(df, &e.value);
             let mut keep = frames::valid().and(v.clone().is_finite());
             for (k, want) in &e.select {
                 keep = keep.and(frames::key(df, k).eq(lit(crate::spec::plan::text(want))));
             }
-            (v * lit(e.scale.unwrap_or(1.0))).filter(keep).mean()
+            (v * lit(e.scale.unwrap_or(1.0))).filter(keep)
         };
-        let mut aggs: Vec<Expr> = self
-            .spec
-            .extra
-            .iter()
-            .enumerate()
-            .map(|(j, e)| mean_of(e).alias(format!("__extra{j}")))
-            .collect();
+        let mut aggs: Vec<Expr> = Vec::new();
+        for (j, e) in self.spec.extra.iter().enumerate() {
+            aggs.push(of(e).mean().alias(format!("__extra{j}")));
+            aggs.push(
+                of(e)
+                    .count()
+                    .cast(DataType::Float64)
+                    .alias(format!("__extra_n{j}")),
+            );
+        }
         aggs.extend(self.firsts());
         let by_row = self
             .runs
@@ -433,7 +502,8 @@ impl<'a> Groups<'a> {
             let mut out = Vec::new();
             for (j, e) in self.spec.extra.iter().enumerate() {
                 let v = frames::number_at(&by_row, &format!("__extra{j}"), i)?;
-                let v = match &e.relative_to {
+                let n = frames::number_at(&by_row, &format!("__extra_n{j}"), i)?.unwrap_or(0.0);
+                let value = match &e.relative_to {
                     None => v,
                     Some(reference) => match (v, self.reference_mean(&e.value, reference, &rk)?) {
                         // both sides scaled alike
@@ -441,11 +511,18 @@ impl<'a> Groups<'a> {
                         _ => None,
                     },
                 };
-                out.push(v.map_or_else(|| "-".into(), number));
-                if let (Some(paper), Some(c)) = (self.paper, &e.paper) {
-                    let point = self.point_of(&by_row, i)?;
-                    out.push(paper_cell(self.spec, paper, &point, Some(c)));
-                }
+                let paper = match (self.paper, &e.paper) {
+                    (Some(paper), Some(c)) => {
+                        let point = self.point_of(&by_row, i)?;
+                        Some(paper_cell(self.spec, paper, &point, Some(c)))
+                    }
+                    _ => None,
+                };
+                out.push(ExtraCell {
+                    value,
+                    n: n as usize,
+                    paper,
+                });
             }
             extras.insert(rk, out);
         }
@@ -582,6 +659,60 @@ impl<'a> Groups<'a> {
         Ok((label, rows))
     }
 
+    /// The tidy table: a header, then a line per cell (its row and column
+    /// keys, the metric, the factor it is multiplied by and [`TIDY_STATS`]) and a line per
+    /// extra column of each row (its label, the mean over the row's runs
+    /// and their number), with the paper's text last where the table has
+    /// the paper's numbers.
+    fn tidy(
+        &self,
+        cells: &Cells,
+        extras: &BTreeMap<Vec<String>, Vec<ExtraCell>>,
+    ) -> Vec<Vec<String>> {
+        let spec = self.spec;
+        let mut header: Vec<String> = spec.rows.clone();
+        header.extend(spec.cols.clone());
+        header.extend(["quantity", "metric", "factor"].map(String::from));
+        header.extend(TIDY_STATS.map(String::from));
+        if self.paper.is_some() {
+            header.push("paper".into());
+        }
+        let scale = |s: Option<f64>| s.unwrap_or(1.0).to_string();
+        let mut lines = vec![header];
+        for rk in &cells.rows {
+            for ck in &cells.cols {
+                let Some((stats, paper)) = cells.stats.get(&(rk.clone(), ck.clone())) else {
+                    continue;
+                };
+                let mut line = rk.clone();
+                line.extend(spec.cols.as_ref().map(|_| ck.clone()));
+                line.extend([spec.value.clone(), spec.value.clone(), scale(spec.scale)]);
+                line.extend(stats.tidy());
+                line.extend(self.paper.map(|_| paper.clone().unwrap_or_default()));
+                lines.push(line);
+            }
+        }
+        for rk in &cells.rows {
+            for (e, cell) in spec.extra.iter().zip(extras.get(rk).into_iter().flatten()) {
+                let mut line = rk.clone();
+                line.extend(spec.cols.as_ref().map(|_| String::new()));
+                line.extend([e.label.clone(), e.value.clone(), scale(e.scale)]);
+                line.extend([
+                    String::new(),
+                    cell.n.to_string(),
+                    tidy_number(cell.value),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                ]);
+                line.extend(self.paper.map(|_| cell.paper.clone().unwrap_or_default()));
+                lines.push(line);
+            }
+        }
+        lines
+    }
+
     /// The header: the row keys, each column (and the paper's beside it),
     /// then the extra columns.
     fn header(&self, cols: &[String]) -> Vec<String> {
@@ -685,9 +816,9 @@ impl Table {
         out
     }
 
-    /// CSV: the header, then one line per row.
+    /// The tidy CSV (see [`Table::tidy`]).
     pub(crate) fn csv(&self) -> Result<String> {
-        csv_text(std::iter::once(&self.header).chain(&self.rows))
+        csv_text(&self.tidy)
     }
 }
 
@@ -720,39 +851,147 @@ pub(crate) fn short(x: f64) -> String {
     }
 }
 
-/// A cell's text from `n` values' mean and sample sd: the mean, the
-/// half-width of its 95% t interval and n; "-" for none, no interval for
-/// one.
-/// Our text of group `i` of a table's groups: the valid runs' mean and
-/// interval, and the other runs counted by health; "refused" or "failed"
-/// when no run has a result.
-fn our_cell(groups: &DataFrame, i: usize) -> Result<String> {
-    let count =
-        |n: &str| -> Result<usize> { Ok(frames::number_at(groups, n, i)?.unwrap_or(0.0) as usize) };
-    let mut by_health = BTreeMap::new();
-    for h in Health::ALL {
-        by_health.insert(h, count(&format!("__health_{}", h.text()))?);
+/// The aggregates that [`CellStats::of`] reads from a group-by of runs:
+/// the runs by health, failed and refused, and `value`'s mean, sample sd
+/// and count over the valid runs (health `ok`). `df` is the runs frame
+/// (for the columns it has).
+pub(crate) fn cell_aggregates(df: &DataFrame, value: Expr) -> Vec<Expr> {
+    let done = value.filter(frames::valid());
+    let mut aggs: Vec<Expr> = Health::ALL
+        .iter()
+        .map(|h| {
+            frames::health()
+                .eq(lit(h.text()))
+                .cast(DataType::Float64)
+                .sum()
+                .alias(format!("__health_{}", h.text()))
+        })
+        .collect();
+    aggs.extend([
+        len().cast(DataType::Float64).alias("__runs"),
+        col("status")
+            .eq(lit(RunStatus::Failed.text()))
+            .cast(DataType::Float64)
+            .sum()
+            .alias("__failed"),
+        // a run refused at plan time: the memory it would have needed
+        frames::number(df, "memory_mb")
+            .filter(col("status").eq(lit(RunStatus::Refused.text())))
+            .max()
+            .alias("__refused_mb"),
+        done.clone().mean().alias("__mean"),
+        done.clone().std(1).alias("__sd"),
+        done.count().cast(DataType::Float64).alias("__n"),
+    ]);
+    aggs
+}
+
+/// The columns [`CellStats::tidy`] fills, in order: a cell's runs, the
+/// number of valid ones, their mean, sample sd and the mean's 95% t
+/// interval, and the runs counted by health.
+pub(crate) const TIDY_STATS: [&str; 7] = ["runs", "n", "mean", "sd", "ci_low", "ci_high", "health"];
+
+/// One cell of runs: how many there are by health, and the statistics of
+/// the value over the valid ones. The one definition of a cell, for the
+/// formatted tables and the tidy CSV alike.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CellStats {
+    pub runs: usize,
+    pub failed: usize,
+    /// The most memory a refused run would have needed (MB).
+    pub refused_mb: Option<f64>,
+    pub by_health: BTreeMap<Health, usize>,
+    /// The valid runs with a value.
+    pub n: usize,
+    pub mean: Option<f64>,
+    pub sd: Option<f64>,
+}
+
+impl CellStats {
+    /// Group `i` of a group-by with [`cell_aggregates`].
+    pub(crate) fn of(groups: &DataFrame, i: usize) -> Result<Self> {
+        let count = |n: &str| -> Result<usize> {
+            Ok(frames::number_at(groups, n, i)?.unwrap_or(0.0) as usize)
+        };
+        let mut by_health = BTreeMap::new();
+        for h in Health::ALL {
+            by_health.insert(h, count(&format!("__health_{}", h.text()))?);
+        }
+        Ok(Self {
+            runs: count("__runs")?,
+            failed: count("__failed")?,
+            refused_mb: frames::number_at(groups, "__refused_mb", i)?,
+            by_health,
+            n: count("__n")?,
+            mean: frames::number_at(groups, "__mean", i)?,
+            sd: frames::number_at(groups, "__sd", i)?,
+        })
     }
-    let runs = count("__runs")?;
-    let ok = by_health[&Health::Ok];
-    let value = || -> Result<String> {
-        let mean = frames::number_at(groups, "__mean", i)?;
-        let sd = frames::number_at(groups, "__sd", i)?;
-        Ok(mean_ci(count("__n")?, mean, sd))
-    };
-    let refused = frames::number_at(groups, "__refused_mb", i)?;
-    Ok(if ok == runs {
-        value()?
-    } else if ok == 0
-        && by_health[&Health::Unfinished] == runs
-        && let Some(mb) = refused
-    {
-        format!("refused: needs {:.1} GB", mb / 1e3)
-    } else if ok == 0 && count("__failed")? == runs {
-        RunStatus::Failed.text().to_string()
-    } else {
-        health_cell(ok, value()?, &by_health)
-    })
+
+    /// The 95% t interval of the mean; none below two values.
+    pub(crate) fn interval(&self) -> Option<(f64, f64)> {
+        let (Some(m), Some(sd)) = (self.mean, self.sd) else {
+            return None;
+        };
+        if self.n < 2 || !sd.is_finite() {
+            return None;
+        }
+        let half =
+            crate::report::stats::t_star((self.n - 1) as f64, 0.05) * sd / (self.n as f64).sqrt();
+        Some((m - half, m + half))
+    }
+
+    /// The cell as a table prints it: the valid runs' mean, the half-width
+    /// of its interval and n, and the other runs counted by health;
+    /// "refused" or "failed" when no run has a result.
+    pub(crate) fn text(&self) -> String {
+        let ok = self.by_health[&Health::Ok];
+        let value = || match (self.n, self.mean) {
+            (0, _) | (_, None) => "-".into(),
+            (1, Some(m)) => format!("{} (n=1)", number(m)),
+            (n, Some(m)) => format!(
+                "{} ± {} (n={n})",
+                number(m),
+                self.interval()
+                    .map_or_else(|| "-".into(), |(lo, hi)| number((hi - lo) / 2.0))
+            ),
+        };
+        if ok == self.runs {
+            value()
+        } else if ok == 0
+            && self.by_health[&Health::Unfinished] == self.runs
+            && let Some(mb) = self.refused_mb
+        {
+            format!("refused: needs {:.1} GB", mb / 1e3)
+        } else if ok == 0 && self.failed == self.runs {
+            RunStatus::Failed.text().to_string()
+        } else {
+            health_cell(ok, value(), &self.by_health)
+        }
+    }
+
+    /// The cell's [`TIDY_STATS`] columns: numbers in full precision
+    /// (empty where there is none).
+    pub(crate) fn tidy(&self) -> Vec<String> {
+        let (lo, hi) = self.interval().unzip();
+        vec![
+            self.runs.to_string(),
+            self.n.to_string(),
+            tidy_number(self.mean),
+            tidy_number(self.sd),
+            tidy_number(lo),
+            tidy_number(hi),
+            counts_text(&self.by_health),
+        ]
+    }
+}
+
+/// A number in a tidy CSV: every digit (the shortest text that reads
+/// back as the same f64, with an exponent where that is shorter), empty
+/// for none or not a number.
+pub(crate) fn tidy_number(v: Option<f64>) -> String {
+    v.filter(|v| v.is_finite())
+        .map_or_else(String::new, |v| format!("{v:?}"))
 }
 
 /// A cell with runs that are not valid results: the valid runs' value
@@ -765,23 +1004,6 @@ fn health_cell(ok: usize, value: String, by_health: &BTreeMap<Health, usize>) ->
         format!("{value}; {counts}")
     } else {
         counts
-    }
-}
-
-fn mean_ci(n: usize, mean: Option<f64>, sd: Option<f64>) -> String {
-    match (n, mean) {
-        (0, _) | (_, None) => "-".into(),
-        (1, Some(m)) => format!("{} (n=1)", number(m)),
-        (_, Some(m)) => {
-            let half = sd.map(|sd| {
-                crate::report::stats::t_star((n - 1) as f64, 0.05) * sd / (n as f64).sqrt()
-            });
-            format!(
-                "{} ± {} (n={n})",
-                number(m),
-                half.map_or_else(|| "-".into(), number)
-            )
-        }
     }
 }
 
@@ -964,6 +1186,7 @@ mod tests {
             reference: None,
             header: vec!["a_b".into(), "{c}".into()],
             rows: vec![vec!["\\x".into(), "1 ± 2 & 50% ~^".into()]],
+            tidy: Vec::new(),
         };
         let tex = t.latex();
         assert!(tex.starts_with("% a \\input{x}\n"), "{tex}");
@@ -1013,6 +1236,8 @@ mod tests {
         )
         .unwrap();
         insta::assert_snapshot!("table_with_paper", t.markdown());
+        // the tidy CSV keeps the paper's text beside each cell and extra
+        insta::assert_snapshot!("table_with_paper_csv", t.csv().unwrap());
         // sd 7.071 over 2 runs: half-width 12.706 * 7.071 / sqrt(2) = 63.53
         assert_eq!(
             t.rows[0],

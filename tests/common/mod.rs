@@ -72,3 +72,25 @@ pub fn repro_cmd(args: &[&str]) -> Command {
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     cmd
 }
+
+/// The cells of a tidy table.csv as `repro compare --format csv` writes
+/// them: the lines of the table's own metric (not its extra columns),
+/// without the `quantity` and `paper` columns.
+pub fn cells_of_tidy_table(tidy: &str) -> String {
+    let mut r = csv::Reader::from_reader(tidy.as_bytes());
+    let header = r.headers().unwrap().clone();
+    let at = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (quantity, metric) = (at("quantity"), at("metric"));
+    let keep: Vec<usize> = (0..header.len())
+        .filter(|&i| i != quantity && Some(i) != header.iter().position(|h| h == "paper"))
+        .collect();
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(keep.iter().map(|&i| &header[i])).unwrap();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        if rec[quantity] == rec[metric] {
+            w.write_record(keep.iter().map(|&i| &rec[i])).unwrap();
+        }
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
+}

@@ -1,0 +1,191 @@
+//! `repro compare`: one metric over the runs of several experiments,
+//! grouped by any keys, from their runs.parquet files alone.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use polars::prelude::{IntoLazy, lit};
+
+use crate::cmd::table::TableFormat;
+use crate::records::frames::{self, RunsFrame};
+use crate::spec::{manifest, project};
+
+/// Options of `repro compare`.
+#[derive(Debug, Args)]
+pub(crate) struct CompareArgs {
+    /// Experiments (names, or directories holding a runs.parquet); every
+    /// results directory of the project if none is given.
+    pub experiments: Vec<String>,
+    /// The metric to compare (a runs.csv column, e.g. avg_test_accuracy).
+    #[arg(long)]
+    pub value: String,
+    /// The keys to group by, comma-separated: grid keys (algorithm, bits,
+    /// seed, ...) or text columns (experiment, scale, device, ...).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "experiment,scale,algorithm"
+    )]
+    pub by: Vec<String>,
+    /// Only the runs whose key KEY has the value VALUE (as the manifest
+    /// writes it); repeat for several.
+    #[arg(long = "where", value_name = "KEY=VALUE")]
+    pub select: Vec<String>,
+    /// Multiply the values by this (100: fractions as percent).
+    #[arg(long, default_value_t = 1.0)]
+    pub factor: f64,
+    /// The results at this scale (scratch/<scale>/<name>) instead of the
+    /// committed ones (results/<name>).
+    #[arg(long)]
+    pub scale: Option<String>,
+    /// Markdown (cells as a table prints them) or the tidy CSV.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: TableFormat,
+    /// Also write the tidy CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    pub to: Option<PathBuf>,
+}
+
+/// The results directories to read: each one named (a directory, or an
+/// experiment's results at the committed scale or `scale`), or every one
+/// under results/ (or scratch/<scale>/) that holds a runs.parquet.
+fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
+    let root = project::root().unwrap_or_default();
+    let base = match &args.scale {
+        Some(s) => root.join("scratch").join(s),
+        None => root.join("results"),
+    };
+    if args.experiments.is_empty() {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
+            .with_context(|| format!("could not list {}", base.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|d| d.join("runs.parquet").is_file())
+            .collect();
+        dirs.sort();
+        if dirs.is_empty() {
+            bail!(
+                "no results under {}: run an experiment first, or name its directory",
+                base.display()
+            );
+        }
+        return Ok(dirs);
+    }
+    args.experiments
+        .iter()
+        .map(|e| {
+            let given = Path::new(e);
+            let dir = if given.is_dir() {
+                given.to_path_buf()
+            } else if base.join(e).is_dir() {
+                base.join(e)
+            } else {
+                // a manifest's own results directory, at the scale asked
+                let m = manifest::load(&manifest::locate(e)?, &[])?;
+                m.default_out(&crate::cmd::status::read_scale(&m, &args.scale))
+            };
+            if !dir.join("runs.parquet").is_file() {
+                bail!(
+                    "{} has no runs.parquet: run `{e}` first (or name a results directory)",
+                    dir.display()
+                );
+            }
+            Ok(dir)
+        })
+        .collect()
+}
+
+/// `repro compare`: reads every runs.parquet, puts the runs together with
+/// their experiment and scale, keeps those `--where` selects, and prints
+/// the metric grouped by `--by` (and writes the tidy CSV to `--to`).
+pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
+    let mut selected = Vec::new();
+    for s in &args.select {
+        let Some((k, v)) = s.split_once('=') else {
+            bail!("--where `{s}`: write KEY=VALUE (e.g. --where bits=1)");
+        };
+        selected.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let dirs = directories(args)?;
+    let mut frames_read = Vec::new();
+    let mut older = Vec::new();
+    for dir in &dirs {
+        let path = dir.join("runs.parquet");
+        let df = frames::read_parquet(&path)?;
+        if df.column("health").is_err() || df.column("experiment").is_err() {
+            older.push(path.display().to_string());
+        }
+        // where a run has no experiment or scale: the file's metadata,
+        // else its folder and provenance.json
+        let meta = frames::read_metadata(&path)?;
+        let meta = |k: &str| {
+            meta.iter()
+                .find(|(key, v)| key == &format!("repro.{k}") && !v.is_empty())
+                .map(|(_, v)| v.clone())
+        };
+        let name = meta("experiment").unwrap_or_else(|| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default()
+        });
+        let scale = meta("scale")
+            .or_else(|| crate::cmd::status::recorded_scale(dir))
+            .or_else(|| args.scale.clone())
+            .unwrap_or_default();
+        frames_read.push(RunsFrame::from_parquet(&df, &name, &scale)?);
+    }
+    if !older.is_empty() {
+        crate::util::progress::note(&format!(
+            "note: {} of {} files were written by an older build, without the experiment, scale and health columns: their experiment is their folder's name, their scale provenance.json's, and a run counts as valid by its status alone (rerun them to have each judged): {}",
+            older.len(),
+            dirs.len(),
+            older.join(", ")
+        ));
+    }
+    let mut all = RunsFrame::concat(&frames_read)?;
+    let known: Vec<&str> = all
+        .df
+        .get_column_names()
+        .iter()
+        .map(|c| c.as_str())
+        .collect();
+    for k in args.by.iter().chain(selected.iter().map(|(k, _)| k)) {
+        if !known.contains(&k.as_str()) {
+            bail!(
+                "`{k}` is not a column of these runs; grid keys: {}",
+                all.keys().join(", ")
+            );
+        }
+    }
+    if !selected.is_empty() {
+        let mut keep = lit(true);
+        for (k, v) in &selected {
+            keep = keep.and(frames::key(&all.df, k).eq(lit(v.as_str())));
+        }
+        all.df = all.df.clone().lazy().filter(keep).collect()?;
+    }
+    let source = dirs
+        .iter()
+        .map(|d| d.join("runs.parquet").display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let table = crate::report::table::compare(
+        &format!("{} by {}", args.value, args.by.join(", ")),
+        &source,
+        &all,
+        &args.by,
+        &args.value,
+        args.factor,
+    )?;
+    let csv = table.csv()?;
+    if let Some(to) = &args.to {
+        crate::util::atomic::write(to, csv.clone())
+            .with_context(|| format!("could not write {}", to.display()))?;
+    }
+    match args.format {
+        TableFormat::Md => print!("{}", table.markdown()),
+        TableFormat::Latex => print!("{}", table.latex()),
+        TableFormat::Csv => print!("{csv}"),
+    }
+    Ok(())
+}
