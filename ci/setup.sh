@@ -11,7 +11,9 @@
 #   2. a Python virtualenv with torch==$REPRO_TORCH from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
 #      With REPRO_LIBTORCH, no torch is installed: the build uses that one.
-#      Also pyarrow and pandas: a test reads our Parquet files back with them.
+#      Also pyarrow and pandas: a test reads our Parquet files back with them;
+#      and mlflow-skinny and tensorboard: a test opens our exports with their
+#      own readers.
 #   3. Cargo.lock pins the `tch` release of $REPRO_TORCH (a local change when
 #      it is not the default's: `git diff Cargo.lock` shows it).
 #   4. rustfmt + clippy components.
@@ -34,6 +36,8 @@ cd "$(dirname "$0")/.."
 
 PYARROW_VERSION=26.0.1
 PANDAS_VERSION=3.1.1
+MLFLOW_VERSION=3.17.2
+TENSORBOARD_VERSION=2.21.0
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
 VENV="$REPRO_HOME/venv"
 mkdir -p "$REPRO_HOME"
@@ -117,6 +121,10 @@ fi
 if ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
   log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
+fi
+if ! "$VENV/bin/python" -c "import mlflow, tensorboard; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION'" 2>/dev/null; then
+  log "installing mlflow-skinny==$MLFLOW_VERSION and tensorboard==$TENSORBOARD_VERSION into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow-skinny==$MLFLOW_VERSION" "tensorboard==$TENSORBOARD_VERSION"
 fi
 
 # --- 3. the tch release of that libtorch, pinned in Cargo.lock -----------------

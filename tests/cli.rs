@@ -2304,6 +2304,96 @@ fn parquet_files_read_back_in_pyarrow_and_pandas() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// `repro export` writes what MLflow's and TensorBoard's own readers open:
+/// a smoke run's export has each run with its parameters, status, health,
+/// final loss and curve (tests/fixtures/read_exports.py checks them against
+/// runs.csv and curves.csv), and the export of every committed result opens
+/// whole. `ci/setup.sh` installs mlflow-skinny and tensorboard into the
+/// virtualenv it names in `REPRO_VENV`; without that variable the test skips.
+#[test]
+fn exports_open_in_mlflow_and_tensorboard() {
+    let Some(venv) = std::env::var_os("REPRO_VENV") else {
+        skipped("REPRO_VENV is not set (source the env.sh that ci/setup.sh writes)");
+        return;
+    };
+    let out = temp_out("export");
+    let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/read_exports.py");
+    let read = |args: &[&str]| {
+        let o = Command::new(Path::new(&venv).join("bin/python"))
+            .arg(&script)
+            .args(args)
+            .output()
+            .expect("run the virtualenv's python");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.status.success(), "{said}");
+        said
+    };
+    let (mlflow, tb) = (out.join("mlflow"), out.join("tensorboard"));
+    for (target, dir) in [("mlflow", &mlflow), ("tensorboard", &tb)] {
+        let o = repro(&[
+            "export",
+            target,
+            "smoke",
+            "--out",
+            out.to_str().unwrap(),
+            "--to",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let said = read(&[
+        "runs",
+        mlflow.to_str().unwrap(),
+        tb.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        said.contains("mlflow: 14 runs; tensorboard: 14 runs; curves of train_loss: 14"),
+        "{said}"
+    );
+    // every committed result
+    let (mlflow, tb) = (out.join("all-mlflow"), out.join("all-tensorboard"));
+    let mut wrote = Vec::new();
+    for (target, dir) in [("mlflow", &mlflow), ("tensorboard", &tb)] {
+        let o = repro(&["-q", "export", target, "--to", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        wrote.push(String::from_utf8_lossy(&o.stdout).to_string());
+    }
+    let counts: Vec<usize> = wrote[0]
+        .split_whitespace()
+        .filter_map(|w| w.trim_end_matches(',').parse().ok())
+        .take(2)
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[0] >= 10 && counts[1] >= 500,
+        "{}",
+        wrote[0]
+    );
+    assert_eq!(
+        wrote[0].split(" to ").next(),
+        wrote[1].split(" to ").next(),
+        "{wrote:?}"
+    );
+    let said = read(&[
+        "count",
+        mlflow.to_str().unwrap(),
+        tb.to_str().unwrap(),
+        &counts[0].to_string(),
+        &counts[1].to_string(),
+    ]);
+    assert!(
+        said.contains(&format!("tensorboard: {} runs", counts[1])),
+        "{said}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// The driver SIGKILLed at every write and every rename of a rerun (strace
 /// stops it there) never leaves a results directory less than whole: every
 /// earlier run, its log and the table stay as they were, each file complete,

@@ -17,6 +17,7 @@ pub(crate) mod compare;
 pub(crate) mod data;
 pub(crate) mod demo;
 pub(crate) mod doctor;
+pub(crate) mod export;
 pub(crate) mod list;
 pub(crate) mod net;
 pub(crate) mod plot;
@@ -58,6 +59,9 @@ enum Command {
     /// one if none is named), grouped by any keys, from their runs.parquet
     /// files alone: a table, or the tidy CSV.
     Compare(compare::CompareArgs),
+    /// Write recorded results for MLflow (a file store) or TensorBoard
+    /// (event files): a run per run, parameters, tags, metrics and curves.
+    Export(export::ExportArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(plot::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
@@ -197,6 +201,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Compare(args) => compare::compare(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Export(args) => export::export(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Show(args) => show::show(&args).map(|()| run::Outcome::AllSucceeded),

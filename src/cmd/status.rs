@@ -449,6 +449,28 @@ pub(crate) fn planned_results(
     out: &Option<PathBuf>,
     plan: &PlanArgs,
 ) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
+    let r = recorded(experiment, out, plan)?;
+    Ok((r.manifest, r.out, r.rows))
+}
+
+/// An experiment's recorded results as [`planned_results`] reads them,
+/// with the scale read and the plan.
+pub(crate) struct Recorded {
+    pub manifest: manifest::Manifest,
+    pub out: PathBuf,
+    /// The recorded runs of the plan, health judged.
+    pub rows: Vec<RunRecord>,
+    pub scale: String,
+    /// Each planned run, with its parameters.
+    pub plan: Vec<crate::spec::plan::PlannedRun>,
+}
+
+/// [`planned_results`], with the scale read and the plan.
+pub(crate) fn recorded(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanArgs,
+) -> Result<Recorded> {
     let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
     let (scale, out) = match (&plan.scale, out) {
         (_, Some(o)) => (
@@ -480,7 +502,13 @@ pub(crate) fn planned_results(
             m.name
         ));
     }
-    Ok((m, out, planned))
+    Ok(Recorded {
+        manifest: m,
+        out,
+        rows: planned,
+        scale,
+        plan: runs,
+    })
 }
 
 /// The scale to read `m`'s results at: `asked`, else the committed

@@ -1,7 +1,9 @@
 //! What the records show: tables, figures, claims and their statistics,
-//! tuning, the HTML page, and a reproduction report's generated sections.
+//! tuning, the HTML page, a reproduction report's generated sections, and
+//! exports to MLflow and TensorBoard.
 
 pub(crate) mod claims;
+pub(crate) mod export;
 pub(crate) mod html;
 pub(crate) mod outputs;
 pub(crate) mod plot;
