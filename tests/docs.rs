@@ -130,3 +130,109 @@ fn figure_titles_name_the_metric_they_draw() {
         }
     }
 }
+
+/// The manifest resolved at `scale` (`repro show NAME --scale S`).
+fn show_at(name: &str, scale: &str) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["show", name, "--scale", scale])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run repro show");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    yaml_serde::from_slice(&o.stdout).unwrap()
+}
+
+/// A title says what every scale's runs do: a number of workers ("4 MPI
+/// ranks", "8 workers") is the `workers` parameter at each scale, and a
+/// data set it names is each scale's `dataset`.
+#[test]
+fn titles_say_what_the_runs_do_at_every_scale() {
+    let datasets = [
+        ("fashion-mnist", "fashion-mnist"),
+        ("cifar-10", "cifar10"),
+        ("synthetic", "synthetic"),
+    ];
+    let mut checked = 0;
+    for (name, (_, scales)) in shipped() {
+        for scale in scales {
+            let m = show_at(&name, &scale);
+            let params = &m["params"];
+            let title = m["title"].as_str().unwrap().to_lowercase();
+            let words: Vec<&str> = title
+                .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+                .filter(|w| !w.is_empty())
+                .collect();
+            for w in words.windows(3) {
+                let counted = ["ranks", "workers", "worker", "rank"].contains(&w[1])
+                    || (w[1] == "mpi" && w[2].starts_with("rank"));
+                if let (Ok(n), true) = (w[0].parse::<i64>(), counted) {
+                    let workers = params["workers"].as_i64();
+                    assert_eq!(
+                        workers,
+                        Some(n),
+                        "{name} at {scale}: the title says {n} workers ({title:?}), its runs have {workers:?}"
+                    );
+                    checked += 1;
+                }
+            }
+            for (said, dataset) in datasets {
+                if title.contains(said) {
+                    assert_eq!(
+                        params["dataset"].as_str(),
+                        Some(dataset),
+                        "{name} at {scale}: the title names {said} ({title:?})"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 5, "only {checked} title statements checked");
+}
+
+/// Every committed results directory holds runs of the manifest of its
+/// name, run as that manifest says (its provenance.json names it and the
+/// recorded command sets no key), so the title above its table is what
+/// its runs did. Two directories hold another manifest's runs, as said.
+#[test]
+fn committed_results_are_runs_of_the_manifest_they_are_named_after() {
+    // directory -> (the manifest it holds runs of, why it has another name)
+    let aliases = BTreeMap::from([
+        (
+            "figure1-local",
+            ("figure1", "figure1 on the in-process backend"),
+        ),
+        (
+            "quickstart-machine2",
+            ("quickstart", "quickstart on a second machine"),
+        ),
+    ]);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let names = shipped();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root.join("results")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(dir.join("provenance.json")) else {
+            continue;
+        };
+        let p: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let experiment = p["experiment"].as_str().unwrap();
+        let want = aliases.get(name).map_or(name, |(m, _)| *m);
+        assert_eq!(
+            experiment, want,
+            "results/{name} holds runs of `{experiment}`: give them a manifest named {name} (extends: {experiment}) and rerun it"
+        );
+        assert!(
+            names.contains_key(want),
+            "results/{name}: no manifest {want}"
+        );
+        let command = p["command"].as_str().unwrap_or_default();
+        assert!(
+            !command.contains("--set") && !command.split_whitespace().any(|w| w.contains('=')),
+            "results/{name} was run with keys set on the command line ({command}): its manifest's title may not say what its runs did"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} results directories checked");
+}

@@ -276,6 +276,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     }
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
+    let m = plan::titled(&m, &scale)?;
     let then = plan_then(&m, &path, &scale, cfg.limits)?;
     warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
     let ran = run_experiment(
@@ -297,6 +298,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             break;
         }
         let out = out.join(&c.name);
+        let c = plan::titled(&c, &scale)?;
         let ran = run_experiment(
             Job {
                 cfg: &cfg,

@@ -503,7 +503,7 @@ pub(crate) fn recorded(
         ));
     }
     Ok(Recorded {
-        manifest: m,
+        manifest: crate::spec::plan::titled(&m, &scale)?,
         out,
         rows: planned,
         scale,

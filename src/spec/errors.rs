@@ -89,6 +89,13 @@ pub(crate) enum DriverError {
     NoProject { looked: String },
     #[error("{message}")]
     Override { message: String },
+    #[error("experiment `{experiment}`: `{key}` at scale `{scale}`: {message}")]
+    Title {
+        experiment: String,
+        key: String,
+        scale: String,
+        message: String,
+    },
     #[error("grid points {first} and {second} {problem}; {fix}")]
     LabelClash {
         first: String,

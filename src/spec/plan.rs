@@ -323,6 +323,8 @@ pub(crate) fn expand_configured(
     seeds: Option<&[Value]>,
     configs: &Configure<'_>,
 ) -> Result<Vec<PlannedRun>, DriverError> {
+    // a title names parameters that every run has
+    titled(manifest, scale)?;
     let (mut base, mut grid) = at_scale(manifest, scale)?;
     if let Some(seeds) = seeds {
         grid.insert(SEED_KEY.to_string(), seeds.to_vec());
@@ -485,7 +487,63 @@ fn non_finite(value: &Value, path: &str) -> Option<String> {
 /// The manifest's parameters and grid with the scale's overrides applied
 /// (a scale may also replace a grid axis: `grid.network: [none]`), checked:
 /// no empty axis, and every case's `when` key a grid key.
-fn at_scale(
+/// `template` with each `{key}` replaced by parameter `key` of `params` (its
+/// text as a grid point holds it); `{{` and `}}` are braces. The key a `{key}`
+/// names that `params` lacks is the error.
+pub(crate) fn fill(template: &str, params: &Mapping) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(at) = rest.find('{') {
+        out.push_str(&rest[..at].replace("}}", "}"));
+        rest = &rest[at + 1..];
+        if let Some(after) = rest.strip_prefix('{') {
+            out.push('{');
+            rest = after;
+            continue;
+        }
+        let Some(end) = rest.find('}') else {
+            return Err("a `{` without its `}` (write `{{` for a brace)".into());
+        };
+        let key = &rest[..end];
+        match params.get(key) {
+            Some(v) => out.push_str(&text(v)),
+            None => {
+                return Err(format!(
+                    "`{{{key}}}` names no parameter of the runs; use a key of `params` (e.g. {{workers}})"
+                ));
+            }
+        }
+        rest = &rest[end + 1..];
+    }
+    out.push_str(&rest.replace("}}", "}"));
+    Ok(out)
+}
+
+/// The manifest with its titles (`title`, `figure.title`) filled with its
+/// parameters at `scale` ([`fill`]): "{workers} workers" says 8 at the
+/// cpu scale and 3 at smoke. A `{key}` the parameters lack is an error
+/// naming the title.
+pub(crate) fn titled(manifest: &Manifest, scale: &str) -> Result<Manifest, DriverError> {
+    let (params, _) = at_scale(manifest, scale)?;
+    let error = |key: &str, message: String| DriverError::Title {
+        experiment: manifest.name.clone(),
+        key: key.to_string(),
+        scale: scale.to_string(),
+        message,
+    };
+    let mut m = manifest.clone();
+    m.title = fill(&manifest.title, &params).map_err(|e| error("title", e))?;
+    if let Some(f) = m.figure.as_mut()
+        && let Some(t) = &f.title
+    {
+        f.title = Some(fill(t, &params).map_err(|e| error("figure.title", e))?);
+    }
+    Ok(m)
+}
+
+/// The manifest's parameters and grid at `scale`: the scale's keys
+/// merged over `params` (and `grid.<key>` over the grid).
+pub(crate) fn at_scale(
     manifest: &Manifest,
     scale: &str,
 ) -> Result<(Mapping, BTreeMap<String, Vec<Value>>), DriverError> {
@@ -1088,6 +1146,27 @@ fn check_workers(run: &str, params: &Params, limits: Limits) -> Result<(), Drive
     // worker 0 on a small model: its constructor checks what the run's would
     spec.build(0, &topology, 0, &[0.0; 64]).map_err(knob)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod title_tests {
+    use super::*;
+
+    #[test]
+    fn a_title_names_the_parameters_at_its_scale() {
+        let params: Mapping =
+            yaml_serde::from_str("{ workers: 8, dataset: fashion-mnist }").unwrap();
+        assert_eq!(
+            fill("{workers} workers on {dataset}, {{sic}}", &params).unwrap(),
+            "8 workers on fashion-mnist, {sic}"
+        );
+        assert!(
+            fill("{worker} workers", &params)
+                .unwrap_err()
+                .contains("`{worker}` names no parameter")
+        );
+        assert!(fill("a { b", &params).is_err());
+    }
 }
 
 #[cfg(test)]
