@@ -984,6 +984,27 @@ fn local_backend_models_the_network_with_a_virtual_clock() {
     }
     let speedup = epoch["d-psgd"] / epoch["moniqua"];
     assert!((3.0..4.2).contains(&speedup), "{epoch:?}");
+    // the figure's time axis names the clock the runs kept, on the run and
+    // when `repro plot` redraws it (the backend from provenance.json)
+    for redraw in [false, true] {
+        if redraw {
+            let o = repro(&[
+                "plot",
+                "figure1",
+                "--out",
+                out.to_str().unwrap(),
+                "--format",
+                "svg",
+            ]);
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        }
+        let svg = std::fs::read_to_string(out.join("figure.svg")).unwrap();
+        assert!(
+            svg.contains("virtual time (s; measured compute, modelled network)"),
+            "redraw {redraw}"
+        );
+        assert!(!svg.contains("wall-clock"), "redraw {redraw}");
+    }
     // `in-process` is the backend's name; `local`, its first, plans the
     // same runs with the same ids, as a flag and in a manifest
     let plan = |args: &[&str]| {

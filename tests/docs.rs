@@ -236,3 +236,45 @@ fn committed_results_are_runs_of_the_manifest_they_are_named_after() {
     }
     assert!(checked >= 15, "only {checked} results directories checked");
 }
+
+/// One unit per metric: an accuracy reads in percent in every table,
+/// extra column, claim and figure (the default, `metrics::unit_factor`),
+/// so no shipped manifest sets another factor on one.
+#[test]
+fn accuracies_read_in_percent_everywhere() {
+    let mut checked = 0;
+    for name in shipped().keys() {
+        let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(["show", name])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+            .output()
+            .expect("run repro show");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let m: serde_json::Value = yaml_serde::from_slice(&o.stdout).unwrap();
+        let mut shown: Vec<(String, &serde_json::Value)> = Vec::new();
+        let table = &m["table"];
+        shown.push(("table".into(), table));
+        for (i, e) in table["extra"].as_array().into_iter().flatten().enumerate() {
+            shown.push((format!("table.extra[{i}]"), e));
+        }
+        shown.push(("figure".into(), &m["figure"]));
+        for (i, c) in m["claims"].as_array().into_iter().flatten().enumerate() {
+            shown.push((format!("claims[{i}]"), c));
+        }
+        for (at, v) in shown {
+            let metric = v["value"]
+                .as_str()
+                .or(v["y"].as_str())
+                .or(v["metric"].as_str());
+            if metric.is_some_and(|m| m.contains("accuracy")) {
+                let scale = v["scale"].as_f64();
+                assert!(
+                    scale.is_none_or(|s| s == 100.0),
+                    "{name}: {at} shows {metric:?} multiplied by {scale:?}, not in percent"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "only {checked} accuracies checked");
+}

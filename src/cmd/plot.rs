@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::cmd::status::{self, planned_results};
+use crate::cmd::status;
 use crate::report::outputs::{draw_figure, figure, figure_panels};
 use crate::report::plot::ImageFormat;
 use crate::spec::manifest;
@@ -52,8 +52,9 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
     let mut titles = Vec::new();
     let mut first_spec = None;
     for e in std::iter::once(&args.experiment).chain(&args.with) {
-        let (m, out, rows) = planned_results(e, &None, &args.plan)?;
-        let Some((spec, panels)) = figure_panels(&m, &out, &rows)? else {
+        let r = status::recorded(e, &None, &args.plan)?;
+        let (m, out, rows) = (r.manifest, r.out, r.rows);
+        let Some((spec, panels)) = figure_panels(&m, &out, &rows, r.backend)? else {
             anyhow::bail!(
                 "experiment `{}` has no figure (its manifest has no `figure`)",
                 m.name
@@ -92,8 +93,9 @@ pub(crate) fn plot(args: &PlotArgs) -> Result<()> {
     if let Some(name) = &args.name {
         return combined(args, name, &formats);
     }
-    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
-    let drawn = figure(&m, &out, &rows, &formats);
+    let r = status::recorded(&args.experiment, &args.out, &args.plan)?;
+    let (m, out, rows) = (r.manifest, r.out, r.rows);
+    let drawn = figure(&m, &out, &rows, r.backend, &formats);
     crate::util::sudo::give(&out);
     match drawn? {
         Some(paths) => {

@@ -497,6 +497,7 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         m,
         out,
         &results::planned(&merged, runs, &m.health),
+        backend,
         !cfg.json && !quiet,
     )?;
     status::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;

@@ -461,8 +461,21 @@ pub(crate) struct Recorded {
     /// The recorded runs of the plan, health judged.
     pub rows: Vec<RunRecord>,
     pub scale: String,
+    /// The backend the runs ran on: `--backend`, else the one
+    /// provenance.json records, else the manifest's.
+    pub backend: Backend,
     /// Each planned run, with its parameters.
     pub plan: Vec<crate::spec::plan::PlannedRun>,
+}
+
+/// The backend a results directory's provenance.json records.
+pub(crate) fn recorded_backend(out: &Path) -> Option<Backend> {
+    let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let name = json.get("backend")?.as_str()?;
+    [Backend::Sim, Backend::Mpi, Backend::InProcess]
+        .into_iter()
+        .find(|b| b.name() == name)
 }
 
 /// [`planned_results`], with the scale read and the plan.
@@ -488,7 +501,11 @@ pub(crate) fn recorded(
             (scale, out)
         }
     };
-    let backend = plan.backend.unwrap_or(m.backend);
+    // the runs' ids depend on the backend they ran on
+    let backend = plan
+        .backend
+        .or_else(|| recorded_backend(&out))
+        .unwrap_or(m.backend);
     let rows = results::read_csv(&out.join("runs.csv"))?;
     let rows = results::with_first_losses(rows, &out.join("curves.csv"))?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
@@ -507,6 +524,7 @@ pub(crate) fn recorded(
         out,
         rows: planned,
         scale,
+        backend,
         plan: runs,
     })
 }

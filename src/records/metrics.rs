@@ -292,6 +292,47 @@ pub(crate) const METRICS: [&str; count(false)] = names(false);
 /// The `y` values a figure can draw along a run.
 pub(crate) const CURVE_METRICS: [&str; count(true)] = names(true);
 
+/// The values a metric can take, for intervals that stay inside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Range {
+    /// Above zero: a loss, a time, a count of bytes, a distance.
+    Positive,
+    /// Between 0 and 1: an accuracy, a share.
+    Fraction,
+    /// Any number.
+    Real,
+}
+
+/// The range of metric `name` (a curve or a runs.csv column).
+pub(crate) fn range(name: &str) -> Range {
+    if name.contains("accuracy") || name.ends_with("_rate") || name == "comm_fraction" {
+        Range::Fraction
+    } else if name.contains("loss")
+        || name.contains("bytes")
+        || name.ends_with("_s")
+        || name.ends_with("_mb")
+        || matches!(
+            name,
+            "consensus_distance" | "subopt" | "grad_norm_sq" | "coordinates" | "iterations"
+        )
+    {
+        Range::Positive
+    } else {
+        Range::Real
+    }
+}
+
+/// The factor metric `name` is shown multiplied by where a manifest does
+/// not set one (`scale`): 100 for an accuracy, so accuracies read in
+/// percent in every table, claim and figure; 1 for the rest.
+pub(crate) fn unit_factor(name: &str) -> f64 {
+    if name.contains("accuracy") {
+        100.0
+    } else {
+        1.0
+    }
+}
+
 /// The registry's entry for `name`.
 pub(crate) fn metric(name: &str) -> Option<&'static Metric> {
     REGISTRY.iter().find(|m| m.name == name)

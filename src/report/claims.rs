@@ -182,10 +182,13 @@ impl<'a> Claim<'a> {
         let higher = spec
             .higher_is_better
             .unwrap_or_else(|| named.as_deref().is_some_and(higher_by_name));
-        let scale = spec.scale.unwrap_or_else(|| match &metric {
-            Some(m) if *m == table.value => table.scale.unwrap_or(1.0),
-            _ => 1.0,
-        });
+        let scale = match &metric {
+            Some(m) if *m == table.value && spec.scale.is_none() => {
+                crate::report::table::factor(table.scale, m)
+            }
+            Some(m) => crate::report::table::factor(spec.scale, m),
+            None => spec.scale.unwrap_or(1.0),
+        };
         Ok(Self {
             spec,
             kind,

@@ -19,6 +19,7 @@ pub(crate) fn write_results(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
+    backend: manifest::Backend,
     print: bool,
 ) -> Result<Vec<PathBuf>> {
     if rows.is_empty() {
@@ -39,7 +40,8 @@ pub(crate) fn write_results(
     {
         println!("{claims}");
     }
-    let paths = figure(m, out, rows, &[ImageFormat::Svg, ImageFormat::Png])?.unwrap_or_default();
+    let paths =
+        figure(m, out, rows, backend, &[ImageFormat::Svg, ImageFormat::Png])?.unwrap_or_default();
     for p in &paths {
         crate::util::progress::note(&format!("figure: {}", p.display()));
     }
@@ -127,6 +129,7 @@ pub(crate) fn figure_panels(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
+    backend: manifest::Backend,
 ) -> Result<Option<(manifest::FigureSpec, Vec<plot::Panel>)>> {
     let Some(spec) = &m.figure else {
         return Ok(None);
@@ -167,6 +170,12 @@ pub(crate) fn figure_panels(
             panels
         }
     };
+    // one unit per metric: an accuracy in percent, as its table shows it
+    let factor = table::factor(spec.scale, &spec.y);
+    let panels = panels
+        .into_iter()
+        .map(|p| plot::scaled(plot::on_clock_of(p, backend), factor))
+        .collect();
     Ok(Some((spec.clone(), panels)))
 }
 
@@ -217,9 +226,10 @@ pub(crate) fn figure(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
+    backend: manifest::Backend,
     formats: &[ImageFormat],
 ) -> Result<Option<Vec<PathBuf>>> {
-    match figure_panels(m, out, rows)? {
+    match figure_panels(m, out, rows, backend)? {
         Some((spec, panels)) => Ok(Some(draw_figure(
             out,
             m.figure_title(),

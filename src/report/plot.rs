@@ -35,6 +35,28 @@ fn half_width(sd: Option<f64>, n: f64) -> Option<f64> {
         .map(|sd| crate::report::stats::t_star(n - 1.0, 0.05) * sd / n.sqrt())
 }
 
+/// The band of a mean `m` whose 95% t interval has half-width `h`, kept
+/// inside the metric's range: for a positive quantity the interval of
+/// log m (delta method: se(log m) = se(m) / m), `m e^(-h/m)` to `m e^(h/m)`;
+/// for a fraction that of logit m (se = se(m) / (m (1 - m))); else
+/// `m - h` to `m + h`. Where the transform is undefined (m at or beyond
+/// the range's edge) the symmetric interval is cut at the edge.
+pub(crate) fn band_within(range: crate::records::metrics::Range, m: f64, h: f64) -> (f64, f64) {
+    use crate::records::metrics::Range;
+    match range {
+        Range::Positive if m > 0.0 => (m * (-h / m).exp(), m * (h / m).exp()),
+        Range::Positive => ((m - h).max(0.0), m + h),
+        Range::Fraction if m > 0.0 && m < 1.0 => {
+            let logit = (m / (1.0 - m)).ln();
+            let se = h / (m * (1.0 - m));
+            let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+            (sigmoid(logit - se), sigmoid(logit + se))
+        }
+        Range::Fraction => ((m - h).max(0.0), (m + h).min(1.0)),
+        Range::Real => (m - h, m + h),
+    }
+}
+
 /// One panel of a figure.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Panel {
@@ -172,7 +194,10 @@ fn curve_series(spec: &FigureSpec, line: &DataFrame, label: &str, runs: f64) -> 
             .iter()
             .zip(ys.iter().zip(&halves))
             .filter(|(x, (y, h))| shown(x) && y.is_finite() && h.is_finite())
-            .map(|(x, (y, h))| (*x, y - h, y + h))
+            .map(|(x, (y, h))| {
+                let (lo, hi) = band_within(crate::records::metrics::range(&spec.y), *y, *h);
+                (*x, lo, hi)
+            })
             .collect(),
         dashed: false,
     })
@@ -430,7 +455,7 @@ fn metric_panel(
     }
     let mut series = Vec::new();
     for name in order {
-        let (measured, bound) = c.series(&points, name)?;
+        let (measured, bound) = c.series(&points, name, crate::records::metrics::range(&spec.y))?;
         let runs = measured.runs;
         // a scaling panel lists only the series it has (a sweep keeps
         // every series' place)
@@ -482,7 +507,12 @@ impl Grouped {
     }
 
     /// Series `name`'s measured line with its band, and its bound's line.
-    fn series(&self, points: &DataFrame, name: &str) -> Result<(Series, Vec<(f64, f64)>)> {
+    fn series(
+        &self,
+        points: &DataFrame,
+        name: &str,
+        range: crate::records::metrics::Range,
+    ) -> Result<(Series, Vec<(f64, f64)>)> {
         let (mut line, mut bound, mut band, mut runs) = (Vec::new(), Vec::new(), Vec::new(), 0);
         for i in 0..points.height() {
             if frames::text_at(points, "__series", i)? != *name {
@@ -494,7 +524,8 @@ impl Grouped {
             if let Some(yi) = self.y[i].filter(|y| y.is_finite()) {
                 line.push((xi, yi));
                 if let Some(h) = half_width(self.sd[i], ni) {
-                    band.push((xi, yi - h, yi + h));
+                    let (lo, hi) = band_within(range, yi, h);
+                    band.push((xi, lo, hi));
                 }
             }
             bound.extend(self.b[i].filter(|y| y.is_finite()).map(|y| (xi, y)));
@@ -735,6 +766,49 @@ fn axis_label(key: &str) -> String {
         _ => key,
     };
     known.to_string()
+}
+
+/// `panel` with its y values (points, bands) multiplied by `factor`, and
+/// the y label saying so: "(%)" for 100.
+pub(crate) fn scaled(mut panel: Panel, factor: f64) -> Panel {
+    if factor == 1.0 {
+        return panel;
+    }
+    for s in &mut panel.series {
+        for p in &mut s.points {
+            p.1 *= factor;
+        }
+        for b in &mut s.band {
+            b.1 *= factor;
+            b.2 *= factor;
+        }
+    }
+    panel.y_label = if factor == 100.0 {
+        format!("{} (%)", panel.y_label)
+    } else {
+        format!("{} (x {})", panel.y_label, tick(factor))
+    };
+    panel
+}
+
+/// `panel` with its time axes named for the clock of `backend`'s runs:
+/// MPI ranks' seconds are wall-clock time; the simulator's and the
+/// in-process backend's are a virtual clock (measured compute, modelled
+/// network), and an axis saying "wall-clock" there would be false.
+pub(crate) fn on_clock_of(mut panel: Panel, backend: crate::spec::manifest::Backend) -> Panel {
+    use crate::spec::manifest::Backend;
+    let wall = axis_label("wall_s");
+    let clock = match backend {
+        Backend::Mpi => return panel,
+        Backend::Sim => "virtual time (s; simulated compute and network)",
+        Backend::InProcess => "virtual time (s; measured compute, modelled network)",
+    };
+    for label in [&mut panel.x_label, &mut panel.y_label] {
+        if *label == wall {
+            *label = clock.to_string();
+        }
+    }
+    panel
 }
 
 /// The label of runs.csv column `key` on a runs.csv figure's axis: its
@@ -1046,6 +1120,45 @@ impl PanelStyle<'_> {
     }
 }
 
+/// What a series' legend entry adds when some of its points lie beyond
+/// the y range drawn (`y_range`): which side, and whether all do.
+fn off_range(s: &Series, (lo, hi): (f64, f64)) -> &'static str {
+    let above = s.points.iter().filter(|p| p.1 > hi).count();
+    let below = s.points.iter().filter(|p| p.1 < lo).count();
+    let all = s.points.len();
+    match (above, below) {
+        (0, 0) => "",
+        (a, 0) if a == all => " (above the range shown)",
+        (_, 0) => " (partly above the range shown)",
+        (0, b) if b == all => " (below the range shown)",
+        _ => " (partly beyond the range shown)",
+    }
+}
+
+/// Series `s`'s dash pattern (on, off pixels), by its colour index `i`:
+/// solid, dashed, dotted, long dashes in turn, so lines that lie on each
+/// other stay apart; a bound is dashed.
+fn dash_of(s: &Series, i: usize) -> Option<(u32, u32)> {
+    if s.dashed {
+        return Some((6, 4));
+    }
+    match i % 4 {
+        0 => None,
+        1 => Some((8, 4)),
+        2 => Some((2, 3)),
+        _ => Some((14, 5)),
+    }
+}
+
+/// The points of the `k`-th of `n` series that get a marker: eight along
+/// it, each series shifted by its share of the spacing, so no two series
+/// of equal length put a marker on the same point.
+fn marker_points(len: usize, k: usize, n: usize) -> impl Iterator<Item = usize> {
+    let every = (len / 8).max(1);
+    let phase = (every * (2 * k + 1)) / (2 * n.max(1));
+    (phase..len).step_by(every)
+}
+
 /// Draws the panel's mesh, bands, series and legend on `chart`.
 fn draw_panel<'a, DB, X, Y>(
     mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
@@ -1083,38 +1196,66 @@ where
             .draw_series(std::iter::once(Polygon::new(outline, fill)))
             .map_err(|e| e.to_string())?;
     }
+    // every line, then every marker above all of them: a series under
+    // another still shows its markers, placed where no other series has
+    // one (its own phase), and its own dash pattern between them
+    let n = panel.series.len().max(1);
+    // points beyond the y range drawn on its edge (marked below)
+    let (y_lo, y_hi) = how.y_range;
+    let shown = |s: &Series| -> Vec<(f64, f64)> {
+        s.points
+            .iter()
+            .map(|p| (p.0, p.1.clamp(y_lo, y_hi)))
+            .collect()
+    };
     for s in &panel.series {
         let i = how.color(s);
         let color = COLORS[i % COLORS.len()];
         let style = color.stroke_width(2);
-        // series beyond the palette's first turn, and bounds, are
-        // dashed; a marker of its own tells each series apart
-        // where lines overlap
-        let dash = s.dashed || i >= COLORS.len() || i % 3 == 2;
-        let drawn = if dash {
-            chart.draw_series(DashedLineSeries::new(s.points.iter().copied(), 6, 4, style))
-        } else {
-            chart.draw_series(LineSeries::new(s.points.iter().copied(), style))
+        let dash = dash_of(s, i);
+        let drawn = match dash {
+            None => chart.draw_series(LineSeries::new(shown(s), style)),
+            Some((on, off)) => chart.draw_series(DashedLineSeries::new(shown(s), on, off, style)),
         };
         let drawn = drawn.map_err(|e| e.to_string())?;
-        drawn.label(s.label.clone()).legend(move |(x, y)| {
-            let end = if dash { x + 8 } else { x + 18 };
-            EmptyElement::at((x, y))
-                + PathElement::new(vec![(0, 0), (end - x, 0)], style)
-                + marker((9, 0), i, color)
-        });
-        if !s.dashed {
-            let every = (s.points.len() / 8).max(1);
-            chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .skip(every / 2)
-                        .step_by(every)
-                        .map(|p| EmptyElement::at(*p) + marker((0, 0), i, color)),
-                )
-                .map_err(|e| e.to_string())?;
-        }
+        drawn
+            .label(format!("{}{}", s.label, off_range(s, how.y_range)))
+            .legend(move |(x, y)| {
+                let end = if dash.is_some() { x + 8 } else { x + 18 };
+                EmptyElement::at((x, y))
+                    + PathElement::new(vec![(0, 0), (end - x, 0)], style)
+                    + marker((9, 0), i, color)
+            });
+    }
+    // a point beyond the y range drawn: an open triangle on the edge it
+    // crossed, so a series pinned there is not read as a value
+    for s in &panel.series {
+        let color = COLORS[how.color(s) % COLORS.len()];
+        let beyond: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| p.1 > y_hi || p.1 < y_lo)
+            .map(|p| (p.0, p.1.clamp(y_lo, y_hi)))
+            .collect();
+        let every = (beyond.len() / 8).max(1);
+        chart
+            .draw_series(beyond.iter().step_by(every).map(|p| {
+                let up = p.1 >= y_hi;
+                EmptyElement::at(*p)
+                    + TriangleMarker::new((0, if up { 4 } else { -4 }), 6, color.stroke_width(2))
+            }))
+            .map_err(|e| e.to_string())?;
+    }
+    for (k, s) in panel.series.iter().enumerate().filter(|(_, s)| !s.dashed) {
+        let i = how.color(s);
+        let color = COLORS[i % COLORS.len()];
+        let points = shown(s);
+        chart
+            .draw_series(
+                marker_points(points.len(), k, n)
+                    .map(|at| EmptyElement::at(points[at]) + marker((0, 0), i, color)),
+            )
+            .map_err(|e| e.to_string())?;
     }
     chart
         .configure_series_labels()
@@ -1279,6 +1420,25 @@ mod tests {
     }
 
     #[test]
+    fn bands_stay_inside_the_metrics_range() {
+        use crate::records::metrics::{Range, range};
+        assert_eq!(range("avg_test_loss"), Range::Positive);
+        assert_eq!(range("avg_test_accuracy"), Range::Fraction);
+        assert_eq!(range("objective"), Range::Real);
+        // figure 2(a)'s case: a test loss whose symmetric band went below 0
+        let (lo, hi) = band_within(Range::Positive, 0.6, 1.4);
+        assert!(lo > 0.0 && hi > 0.6 + 1.4, "{lo} {hi}");
+        let (lo, hi) = band_within(Range::Fraction, 0.95, 0.1);
+        assert!(lo < 0.95 && hi < 1.0, "{lo} {hi}");
+        assert_eq!(band_within(Range::Real, -1.0, 2.0), (-3.0, 1.0));
+        // a small interval is nearly the symmetric one
+        let (lo, hi) = band_within(Range::Positive, 10.0, 0.1);
+        assert!((lo - 9.9).abs() < 1e-3 && (hi - 10.1).abs() < 1e-3);
+        // at the edge: cut
+        assert_eq!(band_within(Range::Fraction, 1.0, 0.2), (0.8, 1.0));
+    }
+
+    #[test]
     fn seeds_average_into_a_series() {
         let curves = vec![
             (
@@ -1333,14 +1493,24 @@ mod tests {
             y_range: None,
             targets: Vec::new(),
             also_x: Vec::new(),
+            scale: None,
         };
         let frame = CurvesFrame::new("train_loss", &curves).unwrap();
         let p = panels(&spec, &frame).unwrap();
         insta::assert_debug_snapshot!("figure_series", p);
-        // the band: 2 -+ t(1) * sd / sqrt(2) for the values 3 and 1
+        // the band of a loss (positive): the t interval of log m, m = 2,
+        // half-width t(1) * sd / sqrt(2) = 12.7 for the values 3 and 1,
+        // so 2 e^(-h/2) to 2 e^(h/2), where 2 -+ h would reach -10.7
         let half = 12.7062 * 2f64.sqrt() / 2f64.sqrt();
         let (x, lo, hi) = p[0].series[0].band[0];
-        assert!(x == 2.0 && (lo - (2.0 - half)).abs() < 1e-3 && (hi - (2.0 + half)).abs() < 1e-3);
+        let (want_lo, want_hi) = (2.0 * (-half / 2.0).exp(), 2.0 * (half / 2.0).exp());
+        assert!(x == 2.0 && (lo - want_lo).abs() < 1e-5 && (hi / want_hi - 1.0).abs() < 1e-4);
+        assert!(
+            p.iter()
+                .flat_map(|p| &p.series)
+                .flat_map(|s| &s.band)
+                .all(|b| b.1 > 0.0)
+        );
         assert!(p[0].series[1].band.is_empty(), "one run: no band");
         // time to a target: both moniqua runs first reach 1.5 at 3 s, the
         // d-psgd runs never do
@@ -1444,6 +1614,7 @@ mod tests {
             y_range: None,
             targets: Vec::new(),
             also_x: Vec::new(),
+            scale: None,
         };
         let p = sweep_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         let titles: Vec<&str> = p.iter().map(|p| p.title.as_str()).collect();
@@ -1512,6 +1683,7 @@ mod tests {
             y_range: None,
             targets: Vec::new(),
             also_x: Vec::new(),
+            scale: None,
         };
         let p = scaling_panels(&spec, &RunsFrame::new(&rows).unwrap()).unwrap();
         assert_eq!(p.len(), 2, "{p:?}");
@@ -1609,6 +1781,168 @@ mod tests {
         assert!(white * 2 > px.len(), "background is not white");
         assert!(coloured > 50, "no pixel of the first series' colour");
         assert!(dark > 500, "no text or axes drawn ({dark} dark pixels)");
+    }
+
+    /// Figure 1's defect: series that lie on each other (DCD and ECD under
+    /// CHOCO, DeepSqueeze and Moniqua). Five series with the same points:
+    /// each still shows many pixels of its own colour (its markers, on top
+    /// of every line at places of its own), not just its legend entry.
+    #[test]
+    fn no_series_hides_under_another() {
+        let points: Vec<(f64, f64)> = (0..200).map(|i| (i as f64, i as f64 / 200.0)).collect();
+        let series: Vec<Series> = (0..5)
+            .map(|k| Series {
+                label: format!("s{k}"),
+                runs: 1,
+                points: points.clone(),
+                band: Vec::new(),
+                dashed: false,
+            })
+            .collect();
+        let panel = Panel {
+            title: "p".into(),
+            x_label: "iteration".into(),
+            y_label: "train loss".into(),
+            log_x: false,
+            series,
+        };
+        let spec = FigureSpec {
+            title: None,
+            kind: FigureKind::Curves,
+            bound: None,
+            x: "iteration".into(),
+            y: "train_loss".into(),
+            panels: None,
+            series: "algorithm".into(),
+            smooth: 1,
+            log_y: false,
+            log_x: false,
+            x_range: None,
+            y_range: None,
+            targets: Vec::new(),
+            also_x: Vec::new(),
+            scale: None,
+        };
+        let path = std::env::temp_dir().join(format!("repro-hidden-{}.png", std::process::id()));
+        render(&path, ImageFormat::Png, "t", &spec, &[panel]).unwrap();
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&path).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+        let counts: Vec<usize> = COLORS[..5]
+            .iter()
+            .map(|c| px.iter().filter(|p| p == &&[c.0, c.1, c.2]).count())
+            .collect();
+        // a legend entry alone is under 100 pixels
+        assert!(
+            counts.iter().all(|&c| c >= 250),
+            "pixels of each series' colour: {counts:?}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    /// The quickstart's defect: DCD and ECD above `y_range`, pinned on the
+    /// top edge as if that were their value. Their legend says so, and
+    /// open triangles mark the edge.
+    #[test]
+    fn values_beyond_the_y_range_are_marked() {
+        let series = |label: &str, ys: &[f64]| Series {
+            label: label.into(),
+            runs: 1,
+            points: ys.iter().enumerate().map(|(i, y)| (i as f64, *y)).collect(),
+            band: Vec::new(),
+            dashed: false,
+        };
+        let s = [
+            series("inside", &[0.5, 0.4, 0.3]),
+            series("partly", &[3.0, 0.9, 0.8]),
+            series("above", &[5.0, 4.0, 3.0]),
+        ];
+        assert_eq!(off_range(&s[0], (0.0, 1.0)), "");
+        assert_eq!(
+            off_range(&s[1], (0.0, 1.0)),
+            " (partly above the range shown)"
+        );
+        assert_eq!(off_range(&s[2], (0.0, 1.0)), " (above the range shown)");
+        let panel = Panel {
+            title: "p".into(),
+            x_label: "iteration".into(),
+            y_label: "train loss".into(),
+            log_x: false,
+            series: s.to_vec(),
+        };
+        let spec = FigureSpec {
+            title: None,
+            kind: FigureKind::Curves,
+            bound: None,
+            x: "iteration".into(),
+            y: "train_loss".into(),
+            panels: None,
+            series: "algorithm".into(),
+            smooth: 1,
+            log_y: false,
+            log_x: false,
+            x_range: None,
+            y_range: Some([0.0, 1.0]),
+            targets: Vec::new(),
+            also_x: Vec::new(),
+            scale: None,
+        };
+        let path = std::env::temp_dir().join(format!("repro-clipped-{}.svg", std::process::id()));
+        render(&path, ImageFormat::Svg, "t", &spec, &[panel]).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.contains("above (above the range shown)"), "{svg}");
+        assert!(svg.contains("partly (partly above the range shown)"));
+        let _ = std::fs::remove_file(&path);
+    }
+
+    #[test]
+    fn a_fraction_is_drawn_in_percent_as_tables_show_it() {
+        let panel = Panel {
+            title: String::new(),
+            x_label: "bits".into(),
+            y_label: axis_label("avg_test_accuracy"),
+            log_x: false,
+            series: vec![Series {
+                label: "a".into(),
+                runs: 2,
+                points: vec![(1.0, 0.85)],
+                band: vec![(1.0, 0.8, 0.9)],
+                dashed: false,
+            }],
+        };
+        let p = scaled(
+            panel,
+            crate::report::table::factor(None, "avg_test_accuracy"),
+        );
+        assert_eq!(p.y_label, "test accuracy of the averaged model (%)");
+        assert_eq!(p.series[0].points, [(1.0, 85.0)]);
+        assert_eq!(p.series[0].band, [(1.0, 80.0, 90.0)]);
+    }
+
+    #[test]
+    fn time_axes_name_the_clock_of_the_backend() {
+        use crate::spec::manifest::Backend;
+        let panel = Panel {
+            title: String::new(),
+            x_label: axis_label("wall_s"),
+            y_label: axis_label("train_loss"),
+            log_x: false,
+            series: Vec::new(),
+        };
+        assert_eq!(
+            on_clock_of(panel.clone(), Backend::Mpi).x_label,
+            "wall-clock time (s)"
+        );
+        let local = on_clock_of(panel.clone(), Backend::InProcess);
+        assert!(local.x_label.starts_with("virtual time") && local.y_label == "train loss");
+        assert!(
+            on_clock_of(panel, Backend::Sim)
+                .x_label
+                .contains("simulated")
+        );
     }
 
     #[test]

@@ -74,6 +74,12 @@ pub(crate) fn check_spec(spec: &TableSpec, keys: &[String]) -> Result<(), (Strin
     Ok(())
 }
 
+/// The factor `metric` is shown multiplied by: the manifest's `scale`,
+/// else the metric's unit ([`crate::records::metrics::unit_factor`]).
+pub(crate) fn factor(scale: Option<f64>, metric: &str) -> f64 {
+    scale.unwrap_or_else(|| crate::records::metrics::unit_factor(metric))
+}
+
 /// A rendered table: a header and rows of formatted cells.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Table {
@@ -418,7 +424,8 @@ impl<'a> Groups<'a> {
     /// completed runs.
     fn cells(&self) -> Result<Cells> {
         let df = &self.runs.df;
-        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let value =
+            frames::number(df, &self.spec.value) * lit(factor(self.spec.scale, &self.spec.value));
         let mut aggs = cell_aggregates(df, value);
         aggs.extend(self.firsts());
         let col_expr = match &self.spec.cols {
@@ -476,7 +483,7 @@ impl<'a> Groups<'a> {
             for (k, want) in &e.select {
                 keep = keep.and(frames::key(df, k).eq(lit(crate::spec::plan::text(want))));
             }
-            (v * lit(e.scale.unwrap_or(1.0))).filter(keep)
+            (v * lit(factor(e.scale, &e.value))).filter(keep)
         };
         let mut aggs: Vec<Expr> = Vec::new();
         for (j, e) in self.spec.extra.iter().enumerate() {
@@ -507,7 +514,7 @@ impl<'a> Groups<'a> {
                     None => v,
                     Some(reference) => match (v, self.reference_mean(&e.value, reference, &rk)?) {
                         // both sides scaled alike
-                        (Some(x), Some(b)) if b != 0.0 => Some(x / (b * e.scale.unwrap_or(1.0))),
+                        (Some(x), Some(b)) if b != 0.0 => Some(x / (b * factor(e.scale, &e.value))),
                         _ => None,
                     },
                 };
@@ -566,7 +573,8 @@ impl<'a> Groups<'a> {
         &self,
     ) -> Result<BTreeMap<(Vec<String>, String), crate::report::stats::Seeded>> {
         let df = &self.runs.df;
-        let value = frames::number(df, &self.spec.value) * lit(self.spec.scale.unwrap_or(1.0));
+        let value =
+            frames::number(df, &self.spec.value) * lit(factor(self.spec.scale, &self.spec.value));
         let mut select = self.row_exprs.clone();
         select.push(
             match &self.spec.cols {
@@ -677,7 +685,7 @@ impl<'a> Groups<'a> {
         if self.paper.is_some() {
             header.push("paper".into());
         }
-        let scale = |s: Option<f64>| s.unwrap_or(1.0).to_string();
+        let scale = |s: Option<f64>, metric: &str| factor(s, metric).to_string();
         let mut lines = vec![header];
         for rk in &cells.rows {
             for ck in &cells.cols {
@@ -686,7 +694,11 @@ impl<'a> Groups<'a> {
                 };
                 let mut line = rk.clone();
                 line.extend(spec.cols.as_ref().map(|_| ck.clone()));
-                line.extend([spec.value.clone(), spec.value.clone(), scale(spec.scale)]);
+                line.extend([
+                    spec.value.clone(),
+                    spec.value.clone(),
+                    scale(spec.scale, &spec.value),
+                ]);
                 line.extend(stats.tidy());
                 line.extend(self.paper.map(|_| paper.clone().unwrap_or_default()));
                 lines.push(line);
@@ -696,7 +708,7 @@ impl<'a> Groups<'a> {
             for (e, cell) in spec.extra.iter().zip(extras.get(rk).into_iter().flatten()) {
                 let mut line = rk.clone();
                 line.extend(spec.cols.as_ref().map(|_| String::new()));
-                line.extend([e.label.clone(), e.value.clone(), scale(e.scale)]);
+                line.extend([e.label.clone(), e.value.clone(), scale(e.scale, &e.value)]);
                 line.extend([
                     String::new(),
                     cell.n.to_string(),

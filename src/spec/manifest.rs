@@ -981,6 +981,10 @@ pub(crate) struct FigureSpec {
     /// (`[bytes]`: suboptimality per epoch and per byte sent).
     #[serde(default)]
     pub also_x: Vec<String>,
+    /// Multiply y by this (100: a fraction in percent); default: the
+    /// metric's unit, 100 for an accuracy, as in tables.
+    #[serde(default)]
+    pub scale: Option<f64>,
 }
 
 /// What a figure plots.
