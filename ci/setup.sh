@@ -12,8 +12,8 @@
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
 #      With REPRO_LIBTORCH, no torch is installed: the build uses that one.
 #      Also pyarrow and pandas: a test reads our Parquet files back with them;
-#      and mlflow-skinny and tensorboard: a test opens our exports with their
-#      own readers.
+#      mlflow-skinny and tensorboard: a test opens our exports with their
+#      own readers; matplotlib: a test runs the figure.py beside a figure.
 #   3. Cargo.lock pins the `tch` release of $REPRO_TORCH (a local change when
 #      it is not the default's: `git diff Cargo.lock` shows it).
 #   4. rustfmt + clippy components.
@@ -38,6 +38,7 @@ PYARROW_VERSION=26.0.1
 PANDAS_VERSION=3.1.1
 MLFLOW_VERSION=3.17.2
 TENSORBOARD_VERSION=2.21.0
+MATPLOTLIB_VERSION=3.11.2
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
 VENV="$REPRO_HOME/venv"
 mkdir -p "$REPRO_HOME"
@@ -122,9 +123,9 @@ if ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ =
   log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
 fi
-if ! "$VENV/bin/python" -c "import mlflow, tensorboard; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION'" 2>/dev/null; then
-  log "installing mlflow-skinny==$MLFLOW_VERSION and tensorboard==$TENSORBOARD_VERSION into $VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow-skinny==$MLFLOW_VERSION" "tensorboard==$TENSORBOARD_VERSION"
+if ! "$VENV/bin/python" -c "import mlflow, tensorboard, matplotlib; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION' and matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
+  log "installing mlflow-skinny==$MLFLOW_VERSION, tensorboard==$TENSORBOARD_VERSION and matplotlib==$MATPLOTLIB_VERSION into $VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow-skinny==$MLFLOW_VERSION" "tensorboard==$TENSORBOARD_VERSION" "matplotlib==$MATPLOTLIB_VERSION"
 fi
 
 # --- 3. the tch release of that libtorch, pinned in Cargo.lock -----------------

@@ -2325,6 +2325,63 @@ fn parquet_files_read_back_in_pyarrow_and_pandas() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// The figure.py beside a figure recomputes its series from curves.parquet
+/// as repro drew them (`--check`: no difference; with another smoothing
+/// window, differences) and draws it with matplotlib. Needs the virtualenv
+/// `ci/setup.sh` names in `REPRO_VENV`; without it the test skips.
+#[test]
+fn figure_py_redraws_the_figure_with_matplotlib() {
+    let Some(venv) = std::env::var_os("REPRO_VENV") else {
+        skipped("REPRO_VENV is not set (source the env.sh that ci/setup.sh writes)");
+        return;
+    };
+    let out = temp_out("figure-py");
+    let o = repro(&[
+        "run",
+        "quickstart",
+        "--scale",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let python = |script: &Path, args: &[&str]| {
+        let o = Command::new(Path::new(&venv).join("bin/python"))
+            .arg(script)
+            .args(args)
+            .output()
+            .expect("run the virtualenv's python");
+        (
+            o.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let script = out.join("figure.py");
+    let (ok, said) = python(&script, &["--check"]);
+    assert!(ok && said.contains("check: 0 differences"), "{said}");
+    let (ok, said) = python(&script, &[]);
+    assert!(ok, "{said}");
+    let png = std::fs::metadata(out.join("figure-matplotlib.png")).unwrap();
+    assert!(png.len() > 10_000, "{png:?}");
+    // the check can fail: another smoothing window gives other numbers
+    let text = std::fs::read_to_string(&script).unwrap();
+    let at = text.find("\"smooth\": ").unwrap();
+    let other = format!(
+        "{}\"smooth\": 3{}",
+        &text[..at],
+        &text[text[at..].find(',').unwrap() + at..]
+    );
+    let altered = out.join("altered.py");
+    std::fs::write(&altered, other).unwrap();
+    let (ok, said) = python(&altered, &["--check"]);
+    assert!(!ok && !said.contains("check: 0 differences"), "{said}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// `repro export` writes what MLflow's and TensorBoard's own readers open:
 /// a smoke run's export has each run with its parameters, status, health,
 /// final loss and curve (tests/fixtures/read_exports.py checks them against

@@ -37,8 +37,10 @@ const CODE: [&str; 4] = ["src", "crates", "Cargo.toml", "Cargo.lock"];
 
 /// The driver's modules that only read recorded runs and render them; a
 /// run's logs and runs.csv row never depend on them.
-const PRESENTATION: [&str; 8] = [
+const PRESENTATION: [&str; 10] = [
     "src/report/plot.rs",
+    "src/report/figure_py.rs",
+    "src/report/export",
     "src/report/table.rs",
     "src/report/claims.rs",
     "src/report/stats.rs",

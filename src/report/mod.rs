@@ -4,6 +4,7 @@
 
 pub(crate) mod claims;
 pub(crate) mod export;
+pub(crate) mod figure_py;
 pub(crate) mod html;
 pub(crate) mod outputs;
 pub(crate) mod plot;

@@ -230,13 +230,18 @@ pub(crate) fn figure(
     formats: &[ImageFormat],
 ) -> Result<Option<Vec<PathBuf>>> {
     match figure_panels(m, out, rows, backend)? {
-        Some((spec, panels)) => Ok(Some(draw_figure(
-            out,
-            m.figure_title(),
-            &spec,
-            &panels,
-            formats,
-        )?)),
+        Some((spec, panels)) => {
+            let mut written = draw_figure(out, m.figure_title(), &spec, &panels, formats)?;
+            // the same figure for matplotlib, to restyle
+            let factor = table::factor(spec.scale, &spec.y);
+            let py = out.join("figure.py");
+            crate::util::atomic::write(
+                &py,
+                crate::report::figure_py::script(m.figure_title(), &spec, &panels, factor),
+            )?;
+            written.push(py);
+            Ok(Some(written))
+        }
         None => Ok(None),
     }
 }
