@@ -1271,7 +1271,9 @@ impl Session<'_> {
         let result = match (self.backend, earlier) {
             (Backend::Sim, _) => {
                 let log = raw.join(format!("{}.jsonl", r.id));
-                sim_backend::execute(r, self.experiment, &self.invocation, &log)
+                sim_backend::execute(r, self.experiment, &self.invocation, &log, &mut |k| {
+                    bar.update(k)
+                })
             }
             (_, Some(s)) => {
                 self.progress.line(&format!(

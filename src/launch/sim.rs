@@ -412,6 +412,7 @@ pub(crate) fn execute(
     experiment: &str,
     invocation: &Invocation,
     log_path: &Path,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Summary> {
     let started = Instant::now();
     if let Some(dir) = log_path.parent() {
@@ -419,7 +420,7 @@ pub(crate) fn execute(
             .with_context(|| format!("could not create {}", dir.display()))?;
     }
     let tmp = crate::util::atomic::temp_beside(log_path);
-    let ran = simulate(run, experiment, invocation, &tmp);
+    let ran = simulate(run, experiment, invocation, &tmp, progress);
     if ran.is_err() && crate::util::signals::interrupted() {
         let _ = std::fs::remove_file(&tmp);
     } else if ran.is_err() && tmp.exists() && log_path.exists() {
@@ -460,6 +461,7 @@ fn simulate<'r>(
     experiment: &str,
     invocation: &Invocation,
     log_path: &Path,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<&'r SimParams> {
     let Params::Sim(p) = &run.params else {
         bail!("run {} is not a simulator run", run.id);
@@ -486,7 +488,7 @@ fn simulate<'r>(
     let initial_loss = objective.loss_f64(&sim.average_model());
     let setup_s = began.elapsed().as_secs_f64();
     let started = Instant::now();
-    let mut steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log)
+    let mut steps = iterate(&mut sim, p, &schedule, per_epoch, fstar, &mut log, progress)
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let iterations_s = started.elapsed().as_secs_f64() - steps.metrics_s;
     let summing = Instant::now();
@@ -766,8 +768,9 @@ fn evaluate(
     (eval, avg, consensus)
 }
 
-/// Runs the iterations, logging a step record every `log_every`; stops at
-/// the first divergence.
+/// Runs the iterations, logging a step record every `log_every` and
+/// reporting the iterations done to `progress` (at most ten times a
+/// second, and at the end); stops at the first divergence.
 fn iterate(
     sim: &mut Simulator<'_>,
     p: &SimParams,
@@ -775,7 +778,9 @@ fn iterate(
     per_epoch: f64,
     fstar: Option<f64>,
     log: &mut impl Write,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<Steps> {
+    let mut reported = Instant::now();
     // iterations between evaluations (none: at the end only)
     let eval_gap = (p.eval_every > 0.0).then(|| (p.eval_every * per_epoch).round().max(1.0) as u64);
     let tail_start = p.iterations - p.iterations / 5;
@@ -841,6 +846,10 @@ fn iterate(
             }
         }
         out.metrics_s += measuring.elapsed().as_secs_f64();
+        if done == p.iterations || reported.elapsed().as_secs_f64() >= 0.1 {
+            progress(done);
+            reported = Instant::now();
+        }
     }
     out.grad_norm_sq = (grad_count > 0).then(|| grad_acc / grad_count as f64);
     Ok(out)
@@ -1007,13 +1016,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("repro-sim-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.jsonl");
-        let s = execute(
-            &planned("moniqua", 0.05),
-            "x",
-            &Invocation::default(),
-            &path,
-        )
+        let mut reported = Vec::new();
+        let run = planned("moniqua", 0.05);
+        let s = execute(&run, "x", &Invocation::default(), &path, &mut |k| {
+            reported.push(k)
+        })
         .unwrap();
+        // the progress bar follows the iterations, and ends at the last
+        let Params::Sim(p) = &run.params else {
+            unreachable!()
+        };
+        assert_eq!(reported.last(), Some(&p.iterations), "{reported:?}");
+        assert!(reported.windows(2).all(|w| w[0] < w[1]), "{reported:?}");
         let text = std::fs::read_to_string(&path).unwrap();
         let log = repro_runlog::read_log(text.as_bytes()).unwrap();
         let m = log.end.as_ref().unwrap().metrics.clone().unwrap();
@@ -1045,7 +1059,14 @@ mod tests {
             Some(42.0)
         );
         // a diverged run: no final loss, status diverged
-        let s = execute(&planned("d-psgd", 1e6), "x", &Invocation::default(), &path).unwrap();
+        let s = execute(
+            &planned("d-psgd", 1e6),
+            "x",
+            &Invocation::default(),
+            &path,
+            &mut |_| {},
+        )
+        .unwrap();
         assert_eq!(s.status, RunStatus::Diverged);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1060,7 +1081,7 @@ mod tests {
             p.threads = 2;
         }
         let run = |r: &PlannedRun, name: &str| {
-            let s = execute(r, "x", &Invocation::default(), &dir.join(name)).unwrap();
+            let s = execute(r, "x", &Invocation::default(), &dir.join(name), &mut |_| {}).unwrap();
             (
                 s.status,
                 s.final_loss,
@@ -1088,12 +1109,20 @@ mod tests {
             "x",
             &Invocation::default(),
             &dir.join("a.jsonl"),
+            &mut |_| {},
         )
         .unwrap();
         let mut slow = planned("moniqua", 0.05);
         let yaml = yaml_serde::from_str("{bandwidth: 1mbit, latency: 5ms}").unwrap();
         slow.network = crate::spec::condition::Condition::from_yaml(&yaml, None).unwrap();
-        let shaped = execute(&slow, "x", &Invocation::default(), &dir.join("b.jsonl")).unwrap();
+        let shaped = execute(
+            &slow,
+            "x",
+            &Invocation::default(),
+            &dir.join("b.jsonl"),
+            &mut |_| {},
+        )
+        .unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(free.shaping, "none");
         assert_eq!(shaped.shaping, "sim (virtual clock)");
