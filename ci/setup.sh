@@ -7,7 +7,9 @@
 # What it does (each step is skipped when already done):
 #   1. apt packages: OpenMPI (mpi crate), libclang (bindgen), iproute2 + ethtool
 #      (network shaping), iptables (a test puts a firewall in a namespace),
-#      the Fashion-MNIST dataset package, python3-venv.
+#      the Fashion-MNIST dataset package, python3-venv, and Chromium with a
+#      font (a test renders the report pages headless; env.sh names it in
+#      REPRO_BROWSER).
 #   2. a Python virtualenv with torch==$REPRO_TORCH from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
 #      With REPRO_LIBTORCH, no torch is installed: the build uses that one.
@@ -83,6 +85,7 @@ APT_PACKAGES=(
   iproute2 ethtool procps iptables strace
   dataset-fashion-mnist
   python3-venv
+  chromium fonts-dejavu-core
 )
 if [[ "${REPRO_SKIP_APT:-0}" != 1 ]]; then
   missing=()
@@ -156,6 +159,7 @@ cat >"$REPRO_HOME/env.sh" <<ENV
 $TORCH_ENV
 export REPRO_TORCH="$REPRO_TORCH"
 export REPRO_VENV="$VENV"
+export REPRO_BROWSER="$(command -v chromium || true)"
 export PATH="$VENV/bin:\$PATH"
 export LD_LIBRARY_PATH="$TORCH_LIB\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 export CARGO_TARGET_DIR="\${CARGO_TARGET_DIR:-$REPRO_HOME/target}"

@@ -87,8 +87,10 @@ enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff), or with --out write one per command.
     Man(ManArgs),
-    /// Write results/index.html: every experiment's table, claims, tuning,
-    /// figure and provenance on one static page, readable offline.
+    /// Write the report pages, readable offline: results/index.html (every
+    /// experiment, its runs by health and claims by verdict) and
+    /// results/<name>/index.html (its provenance, table, claims, tuning,
+    /// figure, and its runs, sortable and filterable).
     Report(report::ReportArgs),
 }
 

@@ -81,6 +81,19 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
     for p in draw_figure(&dir, &title, &spec, &all, formats)? {
         println!("wrote {}", p.display());
     }
+    // what the figure was drawn from, for the report
+    let names: Vec<&String> = std::iter::once(&args.experiment)
+        .chain(&args.with)
+        .collect();
+    let combined = serde_json::json!({
+        "title": title,
+        "combined_from": names,
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "written_by": repro_build::VERSION,
+    });
+    let path = dir.join("combined.json");
+    crate::util::atomic::write(&path, serde_json::to_string_pretty(&combined)? + "\n")?;
+    println!("wrote {}", path.display());
     Ok(())
 }
 

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::cmd::status::{self, planned_results};
-use crate::report::html::page;
+use crate::report::html::write_report;
 use crate::report::section;
 
 /// Options of `repro report`.
@@ -40,10 +40,12 @@ pub(crate) fn report(args: &ReportArgs) -> Result<()> {
     if let Some(experiment) = &args.markdown {
         return markdown(args, experiment);
     }
-    let path = args.results.join("index.html");
-    let html = page(&args.results)?;
-    crate::util::atomic::write(&path, html)?;
-    println!("{}", path.display());
+    let written = write_report(&args.results)?;
+    println!(
+        "{} (and a page for each of {} experiments)",
+        written[0].display(),
+        written.len() - 1
+    );
     Ok(())
 }
 

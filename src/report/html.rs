@@ -1,29 +1,51 @@
-//! The report page: one static HTML page, `results/index.html`, with every
-//! experiment's table, claim verdicts, tuning, figures and provenance,
-//! readable offline. It reads only the committed files (table.md,
-//! claims.md, tuning.md, figure.svg, provenance.json, runs.csv), renders
-//! the Markdown the tool wrote, and links every file by a relative path.
+//! The report: static HTML pages readable offline. `results/index.html`
+//! lists every experiment (title, scale, runs by health, claims by
+//! verdict); `results/<name>/index.html` shows one: its provenance as a
+//! table, table, claims, tuning, figure, a sortable and filterable table of
+//! its runs, and its files. A sidebar links every page. The pages read
+//! only the committed files (table.md, claims.md, claims.csv, tuning.md,
+//! figure.svg, provenance.json, runs.csv), render the Markdown the tool
+//! wrote with its headings under the page's own, and link every file by a
+//! relative path.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// What one experiment's directory holds that the page shows.
-const SHOWN: [(&str, &str); 3] = [
-    ("table.md", "Table"),
-    ("claims.md", "Claims"),
-    ("tuning.md", "Tuning"),
+use crate::records::results::csv_rows;
+
+/// What one experiment's directory holds that its page shows.
+const SHOWN: [(&str, &str, &str); 3] = [
+    ("table.md", "Table", "table"),
+    ("claims.md", "Claims", "claims"),
+    ("tuning.md", "Tuning", "tuning"),
 ];
 
-/// Markdown the tool wrote, as HTML (tables included).
-/// Markdown as HTML. Raw HTML in the text is shown as text, never passed
-/// through: a title or label from a manifest cannot put a script on the
-/// page.
-fn markdown(text: &str) -> String {
-    use pulldown_cmark::{Event, Options, Parser, html};
+/// Markdown the tool wrote, as HTML (tables included), each heading
+/// `shift` levels down (a table.md's `#` under the page's `<h2>`). Raw
+/// HTML in the text is shown as text, never passed through: a title or
+/// label from a manifest cannot put a script on the page.
+fn markdown(text: &str, shift: usize) -> String {
+    use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd, html};
+    let down = |l: HeadingLevel| {
+        let n = (l as usize + shift).min(6);
+        HeadingLevel::try_from(n).unwrap_or(HeadingLevel::H6)
+    };
     let mut out = String::new();
     let events = Parser::new_ext(text, Options::ENABLE_TABLES).map(|e| match e {
         Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        Event::Start(Tag::Heading {
+            level,
+            id,
+            classes,
+            attrs,
+        }) => Event::Start(Tag::Heading {
+            level: down(level),
+            id,
+            classes,
+            attrs,
+        }),
+        Event::End(TagEnd::Heading(level)) => Event::End(TagEnd::Heading(down(level))),
         other => other,
     });
     html::push_html(&mut out, events);
@@ -49,116 +71,490 @@ fn experiments(results: &Path) -> Result<Vec<PathBuf>> {
     Ok(dirs)
 }
 
-/// The whole page.
-pub(crate) fn page(results: &Path) -> Result<String> {
-    let dirs = experiments(results)?;
-    let mut body = String::new();
-    if let Ok(readme) = std::fs::read_to_string(results.join("README.md")) {
-        body.push_str(&markdown(&readme));
-    }
-    body.push_str("<h2>Experiments</h2>\n<ul>\n");
-    for d in &dirs {
-        let name = dir_name(d);
-        body.push_str(&format!(
-            "<li><a href=\"#{0}\">{0}</a></li>\n",
-            escape(&name)
-        ));
-    }
-    body.push_str("</ul>\n");
-    for d in &dirs {
-        body.push_str(&section(d)?);
-    }
-    Ok(format!(
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <title>repro results</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n\
-         <p class=\"build\">Written by repro {}</p>\n{body}</body>\n</html>\n",
-        escape(repro_build::VERSION)
-    ))
-}
-
 fn dir_name(d: &Path) -> String {
     d.file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default()
 }
 
-/// One experiment: provenance, table, claims, tuning, figure, files.
-fn section(d: &Path) -> Result<String> {
-    let name = dir_name(d);
-    let href = |file: &str| format!("{}/{file}", escape(&name));
-    let mut s = format!("<section id=\"{0}\">\n<h2>{0}</h2>\n", escape(&name));
-    if let Ok(text) = std::fs::read_to_string(d.join("provenance.json"))
-        && let Ok(p) = serde_json::from_str::<serde_json::Value>(&text)
-    {
-        let field = |k: &str| p.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let source = p
-            .pointer("/build/source")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
-        s.push_str(&format!(
-            "<p class=\"provenance\">scale <code>{}</code>, built from <code>{}</code>; \
-             command <code>{}</code>; planned runs {}</p>\n",
-            escape(&field("scale")),
-            escape(source),
-            escape(&field("command")),
-            escape(
-                &p.get("planned_runs")
-                    .map(|v| v.to_string())
-                    .unwrap_or_default()
-            ),
-        ));
-    } else {
-        s.push_str(
-            "<p class=\"provenance\">no provenance.json: recorded before provenance existed</p>\n",
-        );
+/// An experiment's title: its table's first heading, else a combined
+/// figure's title, else its name.
+fn title_of(d: &Path) -> String {
+    std::fs::read_to_string(d.join("table.md"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("# ").map(str::to_string))
+        })
+        .or_else(|| combined(d).map(|(title, _)| title))
+        .unwrap_or_else(|| dir_name(d))
+}
+
+/// A figure combined from other experiments (`repro plot A --with B
+/// --name N` writes combined.json): its title and the experiments.
+fn combined(d: &Path) -> Option<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(d.join("combined.json")).ok()?;
+    let j: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let from = j
+        .get("combined_from")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    Some((j.get("title")?.as_str()?.to_string(), from))
+}
+
+/// A CSV file of the directory as a header and rows (none if unreadable).
+fn csv_of(d: &Path, file: &str) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let text = std::fs::read_to_string(d.join(file)).ok()?;
+    let mut rows = csv_rows(&text).ok()?.into_iter();
+    let header = rows.next()?;
+    Some((header, rows.collect()))
+}
+
+/// "3 supported, 1 not supported": the values of `column` counted.
+fn counted(header: &[String], rows: &[Vec<String>], column: &str) -> String {
+    let Some(i) = header.iter().position(|h| h == column) else {
+        return String::new();
+    };
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for r in rows {
+        let v = r.get(i).cloned().unwrap_or_default();
+        let v = if v.is_empty() { "unjudged".into() } else { v };
+        match counts.iter_mut().find(|(k, _)| *k == v) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((v, 1)),
+        }
     }
-    for (file, title) in SHOWN {
+    counts
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The page around `main`: the sidebar with every experiment (`here`
+/// marked), and `toc`, this page's own sections. `up` is the path to the
+/// results directory ("" or "../").
+fn frame(
+    title: &str,
+    up: &str,
+    dirs: &[PathBuf],
+    here: Option<&str>,
+    toc: &[(&str, &str)],
+    main: &str,
+) -> String {
+    let mut nav = format!(
+        "<nav class=\"sidebar\" aria-label=\"experiments\">\n<p class=\"home\"><a href=\"{up}index.html\">repro results</a></p>\n"
+    );
+    if !toc.is_empty() {
+        nav.push_str("<p class=\"toc-title\">On this page</p>\n<ul class=\"toc\">\n");
+        for (id, label) in toc {
+            nav.push_str(&format!("<li><a href=\"#{id}\">{label}</a></li>\n"));
+        }
+        nav.push_str("</ul>\n");
+    }
+    nav.push_str("<p class=\"toc-title\">Experiments</p>\n<ul>\n");
+    for d in dirs {
+        let name = dir_name(d);
+        let current = here == Some(name.as_str());
+        let (class, aria) = if current {
+            (" class=\"current\"", " aria-current=\"page\"")
+        } else {
+            ("", "")
+        };
+        nav.push_str(&format!(
+            "<li{class}><a href=\"{up}{0}/index.html\"{aria}>{0}</a></li>\n",
+            escape(&name)
+        ));
+    }
+    nav.push_str("</ul>\n</nav>\n");
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n{nav}<main>\n{main}\
+         <p class=\"build\">Written by repro {}</p>\n</main>\n<script>\n{SCRIPT}</script>\n</body>\n</html>\n",
+        escape(title),
+        escape(repro_build::VERSION)
+    )
+}
+
+/// The index: the results' README, then a row per experiment.
+fn index_page(results: &Path, dirs: &[PathBuf]) -> String {
+    let mut main = String::from("<h1>repro results</h1>\n");
+    if let Ok(readme) = std::fs::read_to_string(results.join("README.md")) {
+        main.push_str(&format!(
+            "<details class=\"readme\"><summary>What the results directories hold (README.md)</summary>\n{}</details>\n",
+            markdown(&readme, 1)
+        ));
+    }
+    main.push_str(
+        "<h2 id=\"experiments\">Experiments</h2>\n<table class=\"experiments\">\n<thead><tr><th>experiment</th><th>title</th><th>scale</th><th>runs</th><th>claims</th></tr></thead>\n<tbody>\n",
+    );
+    for d in dirs {
+        let name = dir_name(d);
+        let scale = provenance(d)
+            .and_then(|p| p.get("scale").and_then(|v| v.as_str()).map(str::to_string))
+            .unwrap_or_else(|| "-".into());
+        let runs = csv_of(d, "runs.csv")
+            .map(|(h, r)| {
+                let by = if h.iter().any(|c| c == "health") {
+                    counted(&h, &r, "health")
+                } else {
+                    counted(&h, &r, "status")
+                };
+                format!("{}: {by}", r.len())
+            })
+            .unwrap_or_else(|| "-".into());
+        let claims = csv_of(d, "claims.csv")
+            .map(|(h, r)| counted(&h, &r, "verdict"))
+            .unwrap_or_default();
+        main.push_str(&format!(
+            "<tr><td><a href=\"{0}/index.html\">{0}</a></td><td>{1}</td><td>{2}</td><td>{3}</td><td>{4}</td></tr>\n",
+            escape(&name),
+            escape(&title_of(d)),
+            escape(&scale),
+            escape(&runs),
+            escape(&claims)
+        ));
+    }
+    main.push_str("</tbody>\n</table>\n");
+    frame(
+        "repro results",
+        "",
+        dirs,
+        None,
+        &[("experiments", "Experiments")],
+        &main,
+    )
+}
+
+fn provenance(d: &Path) -> Option<serde_json::Value> {
+    let text = std::fs::read_to_string(d.join("provenance.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The provenance as a table of what a reader asks: what ran, at which
+/// scale and backend, from which build, by which command, when.
+fn provenance_table(d: &Path) -> String {
+    let Some(p) = provenance(d) else {
+        if let Some((_, from)) = combined(d) {
+            let links: Vec<String> = from
+                .iter()
+                .map(|e| format!("<a href=\"../{0}/index.html\">{0}</a>", escape(e)))
+                .collect();
+            return format!(
+                "<p>A figure combined from the results of {} (<a href=\"combined.json\">combined.json</a>): their pages give each run's provenance.</p>\n",
+                links.join(" and ")
+            );
+        }
+        return "<p>No provenance.json: this directory was written before provenance was recorded.</p>\n".into();
+    };
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    let at = |ptr: &str| p.pointer(ptr).map(text).unwrap_or_else(|| "-".into());
+    let counts = |ptr: &str| {
+        p.pointer(ptr)
+            .and_then(|v| v.as_object())
+            .map(|o| {
+                o.iter()
+                    .map(|(k, v)| format!("{} {k}", text(v)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|| "-".into())
+    };
+    let written = p
+        .get("written_unix_s")
+        .and_then(|v| v.as_i64())
+        .map(utc)
+        .unwrap_or_else(|| "-".into());
+    let rows = [
+        ("experiment", at("/experiment")),
+        ("scale", at("/scale")),
+        ("backend", at("/backend")),
+        ("planned runs", counts("/planned_runs")),
+        (
+            "recorded runs by source",
+            counts("/recorded_runs_by_source"),
+        ),
+        ("build source id", at("/build/source")),
+        ("git commit", at("/build/git_commit")),
+        ("uncommitted changes", at("/build/git_dirty")),
+        ("compiler", at("/build/rustc")),
+        ("host", at("/host")),
+        ("command", at("/command")),
+        ("manifest hash", at("/manifest_hash")),
+        ("written", written),
+    ];
+    let mut s = String::from("<table class=\"provenance\">\n<tbody>\n");
+    for (k, v) in rows {
+        s.push_str(&format!(
+            "<tr><th scope=\"row\">{k}</th><td><code>{}</code></td></tr>\n",
+            escape(&v)
+        ));
+    }
+    s.push_str("</tbody>\n</table>\n");
+    s
+}
+
+/// Seconds since 1970 as a UTC date and time ("2026-11-25 09:13 UTC").
+fn utc(secs: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rest = secs.rem_euclid(86_400);
+    // civil from days (Howard Hinnant's algorithm)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rest / 3600,
+        rest % 3600 / 60
+    )
+}
+
+/// The runs of runs.csv worth a column: the run id, the grid keys (the
+/// columns before `status`), status and health, then the measurements a
+/// reader sorts by that some run has.
+const RUN_METRICS: [&str; 9] = [
+    "avg_test_accuracy",
+    "test_accuracy",
+    "final_loss",
+    "train_loss",
+    "subopt",
+    "grad_norm_sq",
+    "epoch_time_s",
+    "wall_s",
+    "counted_bytes_per_worker",
+];
+
+/// The sortable, filterable table of the directory's runs.
+fn runs_table(d: &Path, name: &str) -> String {
+    let Some((header, rows)) = csv_of(d, "runs.csv") else {
+        return "<p>No runs.csv.</p>\n".into();
+    };
+    let at = |c: &str| header.iter().position(|h| h == c);
+    let status = at("status").unwrap_or(header.len());
+    let mut columns: Vec<usize> = (0..status).collect();
+    columns.extend(at("status"));
+    columns.extend(at("health"));
+    let has_number = |i: usize| {
+        rows.iter().any(|r| {
+            r.get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .is_some_and(f64::is_finite)
+        })
+    };
+    columns.extend(
+        RUN_METRICS
+            .iter()
+            .filter_map(|m| at(m))
+            .filter(|&i| has_number(i)),
+    );
+    let id = format!("runs-{}", escape(name));
+    let mut s = format!(
+        "<p class=\"runs-tools\"><label>Filter <input type=\"search\" id=\"{id}-filter\" placeholder=\"text in any cell, e.g. moniqua\"></label> <output id=\"{id}-count\">{n} of {n} runs</output> · click a heading to sort</p>\n\
+         <div class=\"scroll\"><table class=\"runs\" id=\"{id}\" data-filter=\"{id}-filter\" data-count=\"{id}-count\">\n<thead><tr>",
+        n = rows.len()
+    );
+    for &i in &columns {
+        s.push_str(&format!(
+            "<th scope=\"col\" data-key=\"{0}\" aria-sort=\"none\"><button type=\"button\">{0}</button></th>",
+            escape(&header[i])
+        ));
+    }
+    s.push_str("</tr></thead>\n<tbody>\n");
+    for r in &rows {
+        s.push_str("<tr>");
+        for &i in &columns {
+            let v = r.get(i).map(String::as_str).unwrap_or("");
+            // a measurement sorts by its number; one without sorts last
+            let measured = i > status && Some(i) != at("health");
+            match v.parse::<f64>() {
+                Ok(x) if x.is_finite() && measured => s.push_str(&format!(
+                    "<td data-value=\"{}\">{}</td>",
+                    escape(v),
+                    escape(&crate::report::table::number(x))
+                )),
+                _ if measured => s.push_str(&format!("<td data-value=\"\">{}</td>", escape(v))),
+                _ => s.push_str(&format!("<td>{}</td>", escape(v))),
+            }
+        }
+        s.push_str("</tr>\n");
+    }
+    s.push_str("</tbody>\n</table></div>\n");
+    s
+}
+
+/// One experiment's page: provenance, table, claims, tuning, figure,
+/// runs, files.
+fn experiment_page(d: &Path, dirs: &[PathBuf]) -> String {
+    let name = dir_name(d);
+    let mut main = format!(
+        "<h1>{}</h1>\n<p class=\"subtitle\"><code>{}</code></p>\n",
+        escape(&title_of(d)),
+        escape(&name)
+    );
+    let mut toc = vec![("provenance", "Provenance")];
+    main.push_str("<section id=\"provenance\">\n<h2>Provenance</h2>\n");
+    main.push_str(&provenance_table(d));
+    main.push_str("</section>\n");
+    for (file, title, id) in SHOWN {
         if let Ok(text) = std::fs::read_to_string(d.join(file)) {
-            s.push_str(&format!(
-                "<details{}><summary>{title} (<a href=\"{}\">{file}</a>)</summary>\n{}</details>\n",
-                if file == "tuning.md" { "" } else { " open" },
-                href(file),
-                markdown(&text)
+            toc.push((id, title));
+            main.push_str(&format!(
+                "<section id=\"{id}\">\n<h2>{title} <a class=\"file\" href=\"{file}\">{file}</a></h2>\n{}</section>\n",
+                markdown(&text, 2)
             ));
         }
     }
     for figure in ["figure.svg", "figure.png"] {
         if d.join(figure).is_file() {
-            s.push_str(&format!(
-                "<p><img src=\"{}\" alt=\"{} figure\"></p>\n",
-                href(figure),
+            toc.push(("figure", "Figure"));
+            main.push_str(&format!(
+                "<section id=\"figure\">\n<h2>Figure <a class=\"file\" href=\"{figure}\">{figure}</a></h2>\n<p><img src=\"{figure}\" alt=\"{} figure\"></p>\n</section>\n",
                 escape(&name)
             ));
             break;
         }
     }
+    if d.join("runs.csv").is_file() {
+        toc.push(("runs", "Runs"));
+        main.push_str(&format!(
+            "<section id=\"runs\">\n<h2>Runs <a class=\"file\" href=\"runs.csv\">runs.csv</a></h2>\n{}</section>\n",
+            runs_table(d, &name)
+        ));
+    }
     let files: Vec<String> = [
         "runs.csv",
         "runs.parquet",
+        "curves.csv",
         "curves.parquet",
+        "table.csv",
         "table.tex",
         "claims.csv",
         "targets.md",
+        "tuning.csv",
+        "figure.png",
+        "figure.py",
+        "provenance.json",
+        "combined.json",
     ]
     .iter()
     .filter(|f| d.join(f).is_file())
-    .map(|f| format!("<a href=\"{}\">{f}</a>", href(f)))
+    .map(|f| format!("<li><a href=\"{f}\">{f}</a></li>"))
     .collect();
     if !files.is_empty() {
-        s.push_str(&format!("<p class=\"files\">{}</p>\n", files.join(" · ")));
+        toc.push(("files", "Files"));
+        main.push_str(&format!(
+            "<section id=\"files\">\n<h2>Files</h2>\n<ul class=\"files\">{}</ul>\n</section>\n",
+            files.join("")
+        ));
     }
-    s.push_str("</section>\n");
-    Ok(s)
+    frame(&title_of(d), "../", dirs, Some(&name), &toc, &main)
 }
 
-const STYLE: &str =
-    "body { font-family: sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; }
-table { border-collapse: collapse; font-size: 0.9em; margin: 0.5em 0; }
-th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; }
+/// Writes the index and every experiment's page under `results`; the
+/// paths written, the index first.
+pub(crate) fn write_report(results: &Path) -> Result<Vec<PathBuf>> {
+    let dirs = experiments(results)?;
+    let mut written = vec![results.join("index.html")];
+    crate::util::atomic::write(&written[0], index_page(results, &dirs))?;
+    for d in &dirs {
+        let path = d.join("index.html");
+        crate::util::atomic::write(&path, experiment_page(d, &dirs))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+const STYLE: &str = "* { box-sizing: border-box; }
+body { font-family: system-ui, sans-serif; margin: 0; display: grid; grid-template-columns: 15rem minmax(0, 1fr); color: #222; line-height: 1.4; }
+.sidebar { position: sticky; top: 0; height: 100vh; overflow-y: auto; background: #eef1f5; border-right: 1px solid #c8ced6; padding: 1rem; font-size: 0.9rem; }
+.sidebar ul { list-style: none; padding: 0; margin: 0 0 1rem 0; }
+.sidebar li a { display: block; padding: 0.15rem 0.4rem; border-radius: 4px; color: #1a4d8f; text-decoration: none; }
+.sidebar li a:hover { background: #dde3ea; }
+.sidebar li.current a { background: #2c6bc0; color: #fff; }
+.sidebar .home a { font-weight: bold; font-size: 1.05rem; color: #222; text-decoration: none; }
+.toc-title { text-transform: uppercase; font-size: 0.75rem; color: #666; margin: 1rem 0 0.3rem; }
+main { padding: 1rem 2rem 3rem; min-width: 0; }
+h1 { font-size: 1.6rem; margin: 0.5rem 0; }
+h2 { border-bottom: 2px solid #c8ced6; padding-bottom: 0.2rem; margin-top: 2rem; }
+h2 a.file { font-size: 0.8rem; font-weight: normal; margin-left: 0.5rem; }
+.subtitle { color: #555; margin-top: 0; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
+th, td { border: 1px solid #ccd; padding: 0.2rem 0.5rem; vertical-align: top; }
+thead th { background: #f3f5f8; }
+table.provenance th { text-align: left; background: #f3f5f8; font-weight: normal; color: #444; }
+table.provenance code { white-space: pre-wrap; word-break: break-all; }
+.scroll { max-height: 32rem; overflow: auto; border: 1px solid #ccd; }
+section > table { display: block; overflow-x: auto; max-width: 100%; }
+table.runs { margin: 0; }
+table.runs thead th { position: sticky; top: 0; }
+table.runs th button { font: inherit; font-weight: bold; border: 0; background: none; cursor: pointer; padding: 0; }
+table.runs th[aria-sort=ascending] button::after { content: ' \\25B2'; }
+table.runs th[aria-sort=descending] button::after { content: ' \\25BC'; }
+table.runs td[data-value] { text-align: right; font-variant-numeric: tabular-nums; }
+.runs-tools input { font: inherit; padding: 0.2rem 0.4rem; width: 18rem; }
 img { max-width: 100%; }
-section { border-top: 2px solid #888; margin-top: 2em; }
-.provenance, .build, .files { color: #555; font-size: 0.9em; }
+.build { color: #666; font-size: 0.8rem; margin-top: 3rem; }
 ";
+
+/// Sorting and filtering of the runs tables; `?sort=COLUMN&order=desc&filter=TEXT`
+/// in the page's address opens it sorted and filtered.
+const SCRIPT: &str = r#"for (const table of document.querySelectorAll('table.runs')) {
+  const body = table.tBodies[0];
+  const rows = Array.from(body.rows);
+  const input = document.getElementById(table.dataset.filter);
+  const count = document.getElementById(table.dataset.count);
+  const heads = Array.from(table.tHead.rows[0].cells);
+  // a measurement's number (null: none, sorted last), else the text
+  const value = (row, i) => {
+    const v = row.cells[i].dataset.value;
+    if (v === undefined) return row.cells[i].textContent;
+    return v === '' ? null : Number(v);
+  };
+  const sortBy = (i, order) => {
+    const sign = order === 'descending' ? -1 : 1;
+    rows.sort((a, b) => {
+      const x = value(a, i), y = value(b, i);
+      if (x === null || y === null) return (x === null) - (y === null);
+      const c = typeof x === 'number' && typeof y === 'number'
+        ? x - y : String(x).localeCompare(String(y), undefined, { numeric: true });
+      return sign * c;
+    });
+    for (const r of rows) body.appendChild(r);
+    heads.forEach((h, j) => h.setAttribute('aria-sort', j === i ? order : 'none'));
+  };
+  const filter = () => {
+    const q = input.value.trim().toLowerCase();
+    let shown = 0;
+    for (const r of rows) {
+      const hit = !q || r.textContent.toLowerCase().includes(q);
+      r.hidden = !hit;
+      if (hit) shown++;
+    }
+    count.textContent = `${shown} of ${rows.length} runs`;
+  };
+  heads.forEach((h, i) => h.querySelector('button').addEventListener('click', () =>
+    sortBy(i, h.getAttribute('aria-sort') === 'ascending' ? 'descending' : 'ascending')));
+  input.addEventListener('input', filter);
+  const asked = new URLSearchParams(location.search);
+  if (asked.has('filter')) input.value = asked.get('filter');
+  const key = heads.findIndex(h => h.dataset.key === asked.get('sort'));
+  if (key >= 0) sortBy(key, asked.get('order') === 'desc' ? 'descending' : 'ascending');
+  filter();
+}
+"#;
 
 #[cfg(test)]
 mod tests {
@@ -170,52 +566,115 @@ mod tests {
     fn html_in_markdown_is_shown_as_text() {
         let page = markdown(
             "# A <script>alert(1)</script> title\n\n| a |\n|---|\n| <img src=x onerror=y> |\n",
+            0,
         );
         assert!(!page.contains("<script>"), "{page}");
         assert!(!page.contains("<img"), "{page}");
         assert!(page.contains("&lt;script&gt;"), "{page}");
     }
 
-    /// Every link and image of the page names a file that exists, every
-    /// experiment with a table has a section, and the Markdown tables
-    /// became HTML tables.
     #[test]
-    fn the_page_shows_every_experiment_and_links_only_files_that_exist() {
+    fn headings_sit_under_the_page_s_own() {
+        assert_eq!(markdown("# T\n\n## U\n", 2), "<h3>T</h3>\n<h4>U</h4>\n");
+        assert_eq!(markdown("##### deep\n", 2), "<h6>deep</h6>\n");
+    }
+
+    #[test]
+    fn dates_read_in_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_795_636_386), "2026-11-25 19:53 UTC");
+        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
+    }
+
+    /// The heading levels of `html` in order.
+    fn outline(html: &str) -> Vec<usize> {
+        let mut levels = Vec::new();
+        for (i, _) in html.match_indices("<h") {
+            if let Some(d) = html[i + 2..].chars().next().and_then(|c| c.to_digit(10)) {
+                levels.push(d as usize);
+            }
+        }
+        levels
+    }
+
+    /// Every page of the committed results: every link and image names a
+    /// file that exists, every experiment has a page the index and the
+    /// sidebar link, the headings never skip a level (one h1, sections
+    /// h2, the tool's Markdown below them), provenance is a table, and
+    /// the Markdown tables became HTML tables.
+    #[test]
+    fn every_page_links_only_files_that_exist_and_has_a_right_outline() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let html = page(&root).unwrap();
-        let mut targets = Vec::new();
-        for attr in ["href=\"", "src=\""] {
-            for (i, _) in html.match_indices(attr) {
-                let rest = &html[i + attr.len()..];
-                let end = rest.find('"').unwrap();
-                targets.push(rest[..end].replace("&amp;", "&"));
-            }
+        let dirs = experiments(&root).unwrap();
+        let mut pages = vec![(root.clone(), index_page(&root, &dirs))];
+        for d in &dirs {
+            pages.push((d.clone(), experiment_page(d, &dirs)));
         }
-        let files: Vec<&String> = targets.iter().filter(|t| !t.starts_with('#')).collect();
-        assert!(files.len() > 20, "{}", files.len());
-        for t in &files {
-            if t.starts_with("http") {
-                continue;
+        let mut linked = 0;
+        for (dir, html) in &pages {
+            let mut targets = Vec::new();
+            for attr in ["href=\"", "src=\""] {
+                for (i, _) in html.match_indices(attr) {
+                    let rest = &html[i + attr.len()..];
+                    let end = rest.find('"').unwrap();
+                    targets.push(rest[..end].replace("&amp;", "&"));
+                }
             }
-            assert!(root.join(t).exists(), "broken link {t}");
-        }
-        for d in experiments(&root).unwrap() {
-            let name = dir_name(&d);
-            assert!(html.contains(&format!("<section id=\"{name}\">")), "{name}");
+            for t in targets
+                .iter()
+                .filter(|t| !t.starts_with('#') && !t.starts_with("http"))
+            {
+                let path = dir.join(t);
+                // a page links the others' index.html, written beside it
+                let page = t.ends_with("index.html");
+                assert!(page || path.exists(), "{}: broken link {t}", dir.display());
+                linked += 1;
+            }
+            for id in targets.iter().filter_map(|t| t.strip_prefix('#')) {
+                assert!(
+                    html.contains(&format!("id=\"{id}\"")),
+                    "{}: no #{id}",
+                    dir.display()
+                );
+            }
+            let levels = outline(html);
+            assert_eq!(
+                levels.iter().filter(|l| **l == 1).count(),
+                1,
+                "{}",
+                dir.display()
+            );
             assert!(
-                targets.contains(&format!("#{name}")),
+                levels.windows(2).all(|w| w[1] <= w[0] + 1),
+                "{}: a heading skips a level: {levels:?}",
+                dir.display()
+            );
+            for tag in ["section", "table", "details", "ul", "nav", "main"] {
+                assert_eq!(
+                    html.matches(&format!("<{tag}")).count(),
+                    html.matches(&format!("</{tag}>")).count(),
+                    "{}: {tag}",
+                    dir.display()
+                );
+            }
+        }
+        assert!(linked > 200, "{linked}");
+        let index = &pages[0].1;
+        for d in &dirs {
+            let name = dir_name(d);
+            assert!(
+                index.contains(&format!("href=\"{name}/index.html\"")),
                 "{name} not in the index"
             );
         }
-        assert!(html.contains("<table>") && html.contains("<th>algorithm</th>"));
-        assert!(html.contains("convex/figure.svg"));
-        // balanced structure
-        for tag in ["section", "table", "details", "ul"] {
-            assert_eq!(
-                html.matches(&format!("<{tag}")).count(),
-                html.matches(&format!("</{tag}>")).count(),
-                "{tag}"
-            );
-        }
+        let table2 = &pages.iter().find(|(d, _)| d.ends_with("table2")).unwrap().1;
+        assert!(
+            table2.contains("<table class=\"provenance\">")
+                && table2.contains("<th scope=\"row\">git commit</th>")
+        );
+        assert!(table2.contains("<table class=\"runs\"") && table2.contains("<th>algorithm</th>"));
+        assert!(table2.contains(
+            "<li class=\"current\"><a href=\"../table2/index.html\" aria-current=\"page\">"
+        ));
     }
 }
