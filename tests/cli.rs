@@ -2296,6 +2296,24 @@ fn a_simulator_run_stops_on_sigterm_and_replaces_nothing() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Runs `script` with `args` in the virtualenv `venv`: whether it
+/// succeeded, and what it printed (stdout, then stderr).
+fn venv_python(venv: &std::ffi::OsStr, script: &Path, args: &[&str]) -> (bool, String) {
+    let o = Command::new(Path::new(venv).join("bin/python"))
+        .arg(script)
+        .args(args)
+        .output()
+        .expect("run the virtualenv's python");
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
 /// The Parquet files load in pyarrow (filters included) and pandas, with the
 /// rows of the CSV files beside them. `ci/setup.sh` installs both into the
 /// virtualenv it names in `REPRO_VENV`; without that variable the test skips.
@@ -2309,17 +2327,8 @@ fn parquet_files_read_back_in_pyarrow_and_pandas() {
     let o = repro(&["run", "smoke", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/read_parquet.py");
-    let o = Command::new(Path::new(&venv).join("bin/python"))
-        .arg(script)
-        .arg(&out)
-        .output()
-        .expect("run the virtualenv's python");
-    let said = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert!(o.status.success(), "{said}");
+    let (ok, said) = venv_python(&venv, &script, &[out.to_str().unwrap()]);
+    assert!(ok, "{said}");
     assert!(said.contains("runs.parquet: 14 rows"), "{said}");
     assert!(said.contains("curves.parquet:"), "{said}");
     let _ = std::fs::remove_dir_all(&out);
@@ -2345,21 +2354,7 @@ fn figure_py_redraws_the_figure_with_matplotlib() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let python = |script: &Path, args: &[&str]| {
-        let o = Command::new(Path::new(&venv).join("bin/python"))
-            .arg(script)
-            .args(args)
-            .output()
-            .expect("run the virtualenv's python");
-        (
-            o.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-        )
-    };
+    let python = |script: &Path, args: &[&str]| venv_python(&venv, script, args);
     let script = out.join("figure.py");
     let (ok, said) = python(&script, &["--check"]);
     assert!(ok && said.contains("check: 0 differences"), "{said}");
@@ -2399,17 +2394,8 @@ fn exports_open_in_mlflow_and_tensorboard() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/read_exports.py");
     let read = |args: &[&str]| {
-        let o = Command::new(Path::new(&venv).join("bin/python"))
-            .arg(&script)
-            .args(args)
-            .output()
-            .expect("run the virtualenv's python");
-        let said = format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-        assert!(o.status.success(), "{said}");
+        let (ok, said) = venv_python(&venv, &script, args);
+        assert!(ok, "{said}");
         said
     };
     let (mlflow, tb) = (out.join("mlflow"), out.join("tensorboard"));

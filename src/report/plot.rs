@@ -1783,6 +1783,27 @@ mod tests {
         assert!(dark > 500, "no text or axes drawn ({dark} dark pixels)");
     }
 
+    /// A one-panel figure of the train loss per iteration.
+    fn train_loss_by_iteration(y_range: Option<[f64; 2]>) -> FigureSpec {
+        FigureSpec {
+            title: None,
+            kind: FigureKind::Curves,
+            bound: None,
+            x: "iteration".into(),
+            y: "train_loss".into(),
+            panels: None,
+            series: "algorithm".into(),
+            smooth: 1,
+            log_y: false,
+            log_x: false,
+            x_range: None,
+            y_range,
+            targets: Vec::new(),
+            also_x: Vec::new(),
+            scale: None,
+        }
+    }
+
     /// Figure 1's defect: series that lie on each other (DCD and ECD under
     /// CHOCO, DeepSqueeze and Moniqua). Five series with the same points:
     /// each still shows many pixels of its own colour (its markers, on top
@@ -1806,23 +1827,7 @@ mod tests {
             log_x: false,
             series,
         };
-        let spec = FigureSpec {
-            title: None,
-            kind: FigureKind::Curves,
-            bound: None,
-            x: "iteration".into(),
-            y: "train_loss".into(),
-            panels: None,
-            series: "algorithm".into(),
-            smooth: 1,
-            log_y: false,
-            log_x: false,
-            x_range: None,
-            y_range: None,
-            targets: Vec::new(),
-            also_x: Vec::new(),
-            scale: None,
-        };
+        let spec = train_loss_by_iteration(None);
         let path = std::env::temp_dir().join(format!("repro-hidden-{}.png", std::process::id()));
         render(&path, ImageFormat::Png, "t", &spec, &[panel]).unwrap();
         let decoder =
@@ -1873,23 +1878,7 @@ mod tests {
             log_x: false,
             series: s.to_vec(),
         };
-        let spec = FigureSpec {
-            title: None,
-            kind: FigureKind::Curves,
-            bound: None,
-            x: "iteration".into(),
-            y: "train_loss".into(),
-            panels: None,
-            series: "algorithm".into(),
-            smooth: 1,
-            log_y: false,
-            log_x: false,
-            x_range: None,
-            y_range: Some([0.0, 1.0]),
-            targets: Vec::new(),
-            also_x: Vec::new(),
-            scale: None,
-        };
+        let spec = train_loss_by_iteration(Some([0.0, 1.0]));
         let path = std::env::temp_dir().join(format!("repro-clipped-{}.svg", std::process::id()));
         render(&path, ImageFormat::Svg, "t", &spec, &[panel]).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();

@@ -173,7 +173,8 @@ pub(crate) fn write(dir: &Path, experiments: &[Exported]) -> Result<()> {
         let id = experiment_id(e);
         // written beside, then swapped in: a reader never sees half an
         // experiment
-        let tmp = abs.join(format!(".{id}.tmp-{}", std::process::id()));
+        let target = abs.join(&id);
+        let tmp = crate::util::atomic::working_dir(&target);
         let _ = std::fs::remove_dir_all(&tmp);
         write_all(&tmp, &experiment_files(e, &uri))?;
         for r in &e.runs {
@@ -181,13 +182,7 @@ pub(crate) fn write(dir: &Path, experiments: &[Exported]) -> Result<()> {
             std::fs::create_dir_all(&artifacts)
                 .with_context(|| format!("could not create {}", artifacts.display()))?;
         }
-        let target = abs.join(&id);
-        if target.exists() {
-            std::fs::remove_dir_all(&target)
-                .with_context(|| format!("could not replace {}", target.display()))?;
-        }
-        std::fs::rename(&tmp, &target)
-            .with_context(|| format!("could not move {} into place", tmp.display()))?;
+        crate::util::atomic::replace_dir(&tmp, &target)?;
     }
     Ok(())
 }

@@ -203,7 +203,9 @@ pub(crate) fn write(dir: &Path, experiments: &[Exported]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     for e in experiments {
         let name = dir_name(&format!("{} ({})", e.name, e.scale));
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        // written beside, then swapped in whole
+        let target = dir.join(&name);
+        let tmp = crate::util::atomic::working_dir(&target);
         let _ = std::fs::remove_dir_all(&tmp);
         std::fs::create_dir_all(&tmp)
             .with_context(|| format!("could not create {}", tmp.display()))?;
@@ -215,13 +217,7 @@ pub(crate) fn write(dir: &Path, experiments: &[Exported]) -> Result<()> {
             std::fs::write(&file, events(e, r))
                 .with_context(|| format!("could not write {}", file.display()))?;
         }
-        let target = dir.join(&name);
-        if target.exists() {
-            std::fs::remove_dir_all(&target)
-                .with_context(|| format!("could not replace {}", target.display()))?;
-        }
-        std::fs::rename(&tmp, &target)
-            .with_context(|| format!("could not move {} into place", tmp.display()))?;
+        crate::util::atomic::replace_dir(&tmp, &target)?;
     }
     Ok(())
 }
