@@ -2874,10 +2874,9 @@ fn compare_reproduces_committed_tables_from_parquet_alone() {
         "algorithm,bits",
         "--value",
         "avg_test_accuracy",
-        "--factor",
-        "100",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // an accuracy in percent by default, as the table shows it
     let compared = String::from_utf8_lossy(&o.stdout);
     let table = std::fs::read_to_string(root.join("results/table2/table.md")).unwrap();
     let cells = |line: &str| -> Vec<String> {

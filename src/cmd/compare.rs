@@ -32,9 +32,10 @@ pub(crate) struct CompareArgs {
     /// writes it); repeat for several.
     #[arg(long = "where", value_name = "KEY=VALUE")]
     pub select: Vec<String>,
-    /// Multiply the values by this (100: fractions as percent).
-    #[arg(long, default_value_t = 1.0)]
-    pub factor: f64,
+    /// Multiply the values by this (default: the metric's unit, as tables
+    /// show it: 100 for an accuracy, 1 for the rest).
+    #[arg(long)]
+    pub factor: Option<f64>,
     /// The results at this scale (scratch/<scale>/<name>) instead of the
     /// committed ones (results/<name>).
     #[arg(long)]
@@ -175,7 +176,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
         &all,
         &args.by,
         &args.value,
-        args.factor,
+        crate::report::table::factor(args.factor, &args.value),
     )?;
     let csv = table.csv()?;
     if let Some(to) = &args.to {
