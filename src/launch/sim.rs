@@ -530,6 +530,7 @@ fn simulate<'r>(
             extra_memory_bytes: Some(mean_extra_memory(&sim)),
             peak_rss_bytes: meter.peak(),
             real_s: None,
+            theta: steps.theta,
             metrics: Some(metrics),
         }),
     )?;
@@ -676,6 +677,8 @@ struct Steps {
     /// The evaluation after the last iteration: the averaged model and
     /// the consensus distance, which the summary reuses.
     last_eval: Option<(Vec<f32>, Consensus)>,
+    /// Moniqua's theta after the last iteration (what `theta: auto` picked).
+    theta: Option<f64>,
 }
 
 impl Steps {
@@ -689,6 +692,7 @@ impl Steps {
             metrics_s: 0.0,
             exchanges: 0,
             last_eval: None,
+            theta: None,
         }
     }
 
@@ -816,6 +820,7 @@ fn iterate(
         };
         out.hash_failures += r.mismatched;
         out.hash_verified += r.verified;
+        out.theta = r.theta;
         if !r.train_loss.is_finite() {
             out.status = Status::Diverged { iteration: k };
             break;
@@ -919,6 +924,7 @@ pub(crate) fn summarize(
             .and_then(|e| e.extra_memory_bytes)
             .map(|b| b as f64 / 1e6),
         peak_rss_mb: end.and_then(|e| e.peak_rss_bytes).map(|b| b as f64 / 1e6),
+        theta: end.and_then(|e| e.theta),
         shaping,
         provenance: Some(log.header.provenance.clone()),
         ..Summary::default()
@@ -943,6 +949,50 @@ mod tests {
             }),
             network: None,
         }
+    }
+
+    /// The theta a run ends with reaches its summary (runs.csv's `theta`):
+    /// the one given, or the one `theta: auto` picked after its warm-up.
+    #[test]
+    fn the_theta_a_run_used_is_recorded() {
+        let dir = std::env::temp_dir().join(format!("repro-sim-theta-{}", std::process::id()));
+        let given = execute(
+            &planned("moniqua", 0.05),
+            "x",
+            &Invocation::default(),
+            &dir.join("given.jsonl"),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(given.theta, Some(2.0));
+        let mut auto = planned("moniqua", 0.05);
+        if let Params::Sim(p) = &mut auto.params {
+            p.knobs.theta = repro_algos::Theta::Auto;
+            p.knobs.theta_warmup = 5;
+        }
+        let picked = execute(
+            &auto,
+            "x",
+            &Invocation::default(),
+            &dir.join("auto.jsonl"),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(
+            picked.theta.is_some_and(|t| t > 0.0 && t != 2.0),
+            "{:?}",
+            picked.theta
+        );
+        let dpsgd = execute(
+            &planned("d-psgd", 0.05),
+            "x",
+            &Invocation::default(),
+            &dir.join("dpsgd.jsonl"),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(dpsgd.theta, None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

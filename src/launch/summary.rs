@@ -142,6 +142,9 @@ pub(crate) struct Summary {
     pub extra_memory_mb: Option<f64>,
     /// Peak resident memory of the largest rank, MB.
     pub peak_rss_mb: Option<f64>,
+    /// Moniqua's theta at the end (rank 0's; every rank sets the same):
+    /// the one `theta: auto` picked, else the one given.
+    pub theta: Option<f64>,
     /// Seconds per epoch: iterations (slowest rank's compute + communication)
     /// times iterations per epoch.
     pub epoch_time_s: Option<f64>,

@@ -1145,6 +1145,7 @@ fn summarize(
                 .map(|b| b as f64 / 1e6)
                 .fold(f64::NAN, f64::max),
         ),
+        theta: logs.first().and_then(|l| l.end.as_ref()?.theta),
         ..Summary::default()
     }
 }

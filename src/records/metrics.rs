@@ -143,7 +143,7 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 60] = {
+pub(crate) const REGISTRY: [Metric; 61] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
@@ -203,6 +203,7 @@ pub(crate) const REGISTRY: [Metric; 60] = {
         M::of("extra_memory_mb", Sci, |s| Cell::Number(s.extra_memory_mb)),
         M::of("memory_mb", Sci, |s| Cell::Number(s.memory_mb)),
         M::of("peak_rss_mb", Sci, |s| Cell::Number(s.peak_rss_mb)),
+        M::of("theta", Sci, |s| Cell::Number(s.theta)),
         M::of("peak_over_memory", Sci, |s| {
             Cell::Number(s.peak_over_memory())
         }),

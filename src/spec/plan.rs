@@ -854,13 +854,16 @@ fn typed_params(
         Backend::Mpi | Backend::InProcess => {
             let mut p: TrainConfig =
                 serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-            if p.knobs.theta == Theta::Auto {
+            if p.knobs.theta == Theta::Auto
+                && repro_algos::ASYNC_ALGORITHM_NAMES.contains(&p.algorithm.as_str())
+            {
                 return Err(DriverError::RunParams {
                     run: run.to_string(),
                     key: "theta".into(),
-                    message: "`theta: auto` runs in the simulator only (`--backend sim`); \
-                              give the trainer a number"
-                        .into(),
+                    message: format!(
+                        "`theta: auto` needs a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+                        p.algorithm
+                    ),
                 });
             }
             p.run_id = String::new();
@@ -1362,7 +1365,8 @@ mod tests {
 
     /// The knobs are flat manifest keys: a wrong value names its key, an
     /// unknown key is still refused, and `theta: auto` reaches the
-    /// simulator (and is refused for the trainer at plan time).
+    /// simulator and the trainer (refused at plan time for an
+    /// asynchronous algorithm, which has no warm-up).
     #[test]
     fn knobs_are_flat_keys_named_in_errors() {
         let mut m = manifest();
@@ -1381,11 +1385,18 @@ mod tests {
         let runs = expand(&m, "smoke", Backend::Sim).unwrap();
         assert!(runs.iter().all(|r| matches!(&r.params,
             Params::Sim(p) if p.knobs.theta == Theta::Auto && p.knobs.theta_warmup == 3)));
-        let err = expand(&m, "smoke", Backend::InProcess)
+        let runs = expand(&m, "smoke", Backend::InProcess).unwrap();
+        assert!(runs.iter().all(|r| matches!(&r.params,
+            Params::Train(c) if c.knobs.theta == Theta::Auto && c.knobs.theta_warmup == 3)));
+        let mut asynchronous = m.clone();
+        asynchronous
+            .grid
+            .insert("algorithm".into(), vec![Value::from("moniqua-ad-psgd")]);
+        let err = expand(&asynchronous, "smoke", Backend::Mpi)
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("theta") && err.contains("simulator only"),
+            err.contains("theta") && err.contains("asynchronous"),
             "{err}"
         );
         m.params.insert(Value::from("theta"), Value::from("often"));

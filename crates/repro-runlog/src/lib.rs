@@ -157,9 +157,10 @@ pub struct Knobs {
     pub bits: u32,
     /// `stochastic` or `nearest`.
     pub rounding: String,
-    /// Moniqua's a priori consensus bound, or `auto` (Section 6: a
-    /// full-precision warm-up of `theta_warmup` iterations sets it; the
-    /// simulator only).
+    /// Moniqua's a priori consensus bound, or `auto` (Section 6's first
+    /// method: a full-precision warm-up of `theta_warmup` iterations
+    /// tracks the largest step, then Theorem 2's expression, Theorem 3's
+    /// with gamma, sets it; the simulator and the synchronous trainer).
     pub theta: Theta,
     /// Warm-up iterations of `theta: auto`.
     pub theta_warmup: u64,
@@ -608,6 +609,11 @@ pub struct End {
     /// The process's peak resident memory (VmHWM), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
+    /// Moniqua's theta at the end: the one `theta: auto` picked after its
+    /// warm-up (Theorem 2's expression on the largest step seen), else the
+    /// one given. Absent for other algorithms and in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theta: Option<f64>,
     /// Metrics of the whole run computed at its end (the simulator's: the
     /// objective of the averaged model, ...). Absent in the trainer's logs,
     /// whose metrics are its eval records, and in version-1 logs.
@@ -948,6 +954,7 @@ mod tests {
                 extra_memory_bytes: None,
                 peak_rss_bytes: None,
                 real_s: None,
+                theta: None,
                 metrics: None,
             }),
         )

@@ -154,13 +154,42 @@ fn load_all(cfg: &TrainConfig) -> Result<Data, TrainError> {
     })
 }
 
+/// The knobs of an asynchronous algorithm (ad-psgd, moniqua-ad-psgd),
+/// which has no warm-up to pick a theta.
 pub(crate) fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
     if cfg.knobs.theta == repro_algos::Theta::Auto {
-        return Err(TrainError::Config(
-            "`theta: auto` runs in the simulator only; give the trainer a number".into(),
-        ));
+        return Err(TrainError::Config(format!(
+            "`theta: auto` needs a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+            cfg.algorithm
+        )));
     }
     Ok(cfg.knobs.clone())
+}
+
+/// The warm-up of `theta: auto`, as the simulator runs it: `theta_warmup`
+/// iterations of full-precision exchange tracking each worker's largest
+/// step, then theta from Theorem 2's expression (Theorem 3's with gamma)
+/// on the largest step of every rank. `None` for a given theta.
+fn theta_warmup(cfg: &TrainConfig) -> Option<u64> {
+    (cfg.knobs.theta == repro_algos::Theta::Auto && cfg.knobs.theta_warmup > 0)
+        .then_some(cfg.knobs.theta_warmup)
+}
+
+/// Ends the warm-up of `theta: auto` on every rank alike: the largest step
+/// of all ranks (an all-reduce of one slot each), then the worker's theta
+/// from it. Returns the theta chosen.
+fn end_theta_warmup<T: Transport>(
+    t: &mut T,
+    worker: &mut dyn repro_algos::Worker,
+    rank: usize,
+    n: usize,
+    rho: f64,
+) -> Result<Option<f64>, TrainError> {
+    let mut steps = vec![0f32; n];
+    steps[rank] = worker.max_step().unwrap_or(0.0);
+    t.all_reduce_sum(&mut steps)?;
+    let largest = steps.iter().copied().fold(0.0f32, f32::max);
+    Ok(worker.set_auto_theta(largest, n, rho)?)
 }
 
 /// Test loss and accuracy of the model now in `vs` on the first `samples` test images.
@@ -408,8 +437,12 @@ pub fn train<T: Transport>(
         header,
         device,
     } = setup(cfg, t)?;
-    let spec = AlgorithmSpec::from_name(&cfg.algorithm, &knobs(cfg)?)?;
+    let spec = AlgorithmSpec::from_name(&cfg.algorithm, &cfg.knobs)?;
     let mut worker = spec.build(rank, &topology, cfg.seed, &x0)?;
+    let warmup = theta_warmup(cfg);
+    if warmup.is_some() {
+        worker.start_theta_warmup();
+    }
     let neighbours: Vec<usize> = topology.neighbours(rank).iter().map(|&(j, _)| j).collect();
     write_record(&mut log, &Record::Header(header))?;
     // a rank killed early (another one diverged) still leaves a readable log
@@ -518,6 +551,9 @@ pub fn train<T: Transport>(
             status = Status::Diverged { iteration: k };
             break;
         };
+        if warmup == Some(k + 1) {
+            end_theta_warmup(t, &mut *worker, rank, n, topology.spectrum().rho)?;
+        }
         let comm_s = marks.at(t, &started) - t1;
         write_record(
             &mut log,
@@ -572,6 +608,7 @@ pub fn train<T: Transport>(
             extra_memory_bytes: Some(worker.extra_memory() as u64),
             peak_rss_bytes: peak_rss_bytes(t.backend()),
             real_s: Some(looping.elapsed().as_secs_f64()),
+            theta: worker.theta(),
             metrics: None,
         }),
     )?;

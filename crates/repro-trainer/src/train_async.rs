@@ -476,6 +476,7 @@ fn compute(
             extra_memory_bytes: None,
             peak_rss_bytes: peak_rss_bytes("mpi"),
             real_s: Some(looping.elapsed().as_secs_f64()),
+            theta: None,
             metrics: None,
         }),
     )?;

@@ -188,6 +188,44 @@ fn in_process_workers_train_exactly_like_mpi_ranks() {
     }
 }
 
+/// `theta: auto` on the trainer, as in the simulator: a full-precision
+/// warm-up, then every rank sets the same theta from Theorem 3's
+/// expression on the largest step of all ranks, logs it, and sends
+/// b-bit frames from then on. An asynchronous algorithm has no warm-up
+/// and refuses it.
+#[test]
+fn theta_auto_is_picked_after_a_warm_up_on_every_rank() {
+    let config = r#"{"run_id": "auto", "model": "lenet", "dataset": "synthetic", "algorithm": "moniqua",
+        "bits": 8, "theta": "auto", "theta_warmup": 5, "gamma": 0.5,
+        "iterations": 12, "eval_every": 12, "eval_samples": 100, "batch": 16, "lr": 0.01,
+        "synthetic_samples": 300}"#;
+    let (code, stderr, logs) = train_in_process(3, "auto", config);
+    assert_eq!(code, Some(0), "{stderr}");
+    let thetas: Vec<f64> = logs
+        .iter()
+        .map(|l| l.end.as_ref().unwrap().theta.expect("a theta logged"))
+        .collect();
+    assert!(thetas.iter().all(|t| *t == thetas[0]), "{thetas:?}");
+    assert!(thetas[0] > 0.0 && thetas[0] != 2.0, "{thetas:?}");
+    // 32-bit frames during the warm-up, 8-bit ones after it
+    let steps = &logs[0].steps;
+    assert!(
+        steps[0].bytes_sent > 3 * steps[11].bytes_sent,
+        "{} vs {}",
+        steps[0].bytes_sent,
+        steps[11].bytes_sent
+    );
+    assert_eq!(steps[4].bytes_sent, steps[0].bytes_sent);
+    let refused = config.replace("\"moniqua\"", "\"moniqua-ad-psgd\"");
+    let (out, _) = launch(2, "auto-async", &refused, false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("`theta: auto` needs a synchronous algorithm"),
+        "{stderr}"
+    );
+}
+
 /// The virtual clock charges what the modelled network would: at 1 Mbit/s
 /// and 5 ms, a Moniqua step of two 8-bit LeNet frames (2 x 61,750 bytes
 /// through one link) takes at least 0.988 s + 5 ms of virtual time once the
