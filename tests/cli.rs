@@ -555,6 +555,12 @@ fn completions_man_pages_json_and_key_value_arguments() {
     let table = summary["files"]["table"].as_str().unwrap();
     assert!(Path::new(table).is_file());
     assert_eq!(summary["files"]["figures"].as_array().unwrap().len(), 2);
+    assert!(
+        summary["files"]["figure_py"]
+            .as_str()
+            .unwrap()
+            .ends_with("figure.py")
+    );
     let o = repro(&["-v", "run", "smoke", "--out", out.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("\"algorithm\":\"allreduce\""), "{err}");

@@ -550,7 +550,13 @@ fn summary_json(x: Job<'_>, ran: &Ran<'_>) -> serde_json::Value {
             "claims": file("claims.md"),
             "tuning": file("tuning.md"),
             "provenance": file("provenance.json"),
-            "figures": ran.figures.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+            "figures": ran
+                .figures
+                .iter()
+                .filter(|p| p.extension().is_none_or(|e| e != "py"))
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>(),
+            "figure_py": file("figure.py"),
         },
     });
     json
