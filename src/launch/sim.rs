@@ -951,7 +951,7 @@ mod tests {
         }
     }
 
-    /// The theta a run ends with reaches its summary (runs.csv's `theta`):
+    /// The theta a run ends with reaches its summary (runs.csv's `theta_used`):
     /// the one given, or the one `theta: auto` picked after its warm-up.
     #[test]
     fn the_theta_a_run_used_is_recorded() {

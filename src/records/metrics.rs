@@ -203,7 +203,7 @@ pub(crate) const REGISTRY: [Metric; 61] = {
         M::of("extra_memory_mb", Sci, |s| Cell::Number(s.extra_memory_mb)),
         M::of("memory_mb", Sci, |s| Cell::Number(s.memory_mb)),
         M::of("peak_rss_mb", Sci, |s| Cell::Number(s.peak_rss_mb)),
-        M::of("theta", Sci, |s| Cell::Number(s.theta)),
+        M::of("theta_used", Sci, |s| Cell::Number(s.theta)),
         M::of("peak_over_memory", Sci, |s| {
             Cell::Number(s.peak_over_memory())
         }),
@@ -389,6 +389,21 @@ pub(crate) fn columns() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No column is named like a run parameter: a manifest grids over
+    /// parameters (`theta`, `bits`), and a grid key must not be a column.
+    #[test]
+    fn no_column_is_named_like_a_parameter() {
+        use crate::spec::manifest::Backend;
+        for backend in [Backend::Sim, Backend::Mpi] {
+            for p in crate::spec::plan::parameter_names(backend) {
+                assert!(
+                    !METRICS.contains(&p.as_str()),
+                    "runs.csv column `{p}` is a {backend:?} parameter"
+                );
+            }
+        }
+    }
 
     /// Each column's cells are of its kind (text, a count, a number), so
     /// runs.csv writes and reads back what the registry says; the names
