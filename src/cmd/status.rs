@@ -229,11 +229,16 @@ pub(crate) fn write_provenance(
     )
 }
 
-/// The scale `out/provenance.json` records, if any.
-pub(crate) fn recorded_scale(out: &Path) -> Option<String> {
+/// Text field `key` of `out/provenance.json`, if the file has it.
+fn provenance_field(out: &Path, key: &str) -> Option<String> {
     let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json.get("scale")?.as_str().map(str::to_string)
+    json.get(key)?.as_str().map(str::to_string)
+}
+
+/// The scale `out/provenance.json` records, if any.
+pub(crate) fn recorded_scale(out: &Path) -> Option<String> {
+    provenance_field(out, "scale")
 }
 
 /// For results written before provenance.json existed: the scale whose
@@ -470,9 +475,7 @@ pub(crate) struct Recorded {
 
 /// The backend a results directory's provenance.json records.
 pub(crate) fn recorded_backend(out: &Path) -> Option<Backend> {
-    let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let name = json.get("backend")?.as_str()?;
+    let name = provenance_field(out, "backend")?;
     [Backend::Sim, Backend::Mpi, Backend::InProcess]
         .into_iter()
         .find(|b| b.name() == name)
