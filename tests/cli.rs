@@ -3036,11 +3036,47 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Every trainer run measures its compute per step; a profiled one also
+/// the algorithm's own work per step (building and applying frames).
+#[test]
+fn runs_measure_compute_and_the_algorithms_work_per_step() {
+    let _mpi = mpi_lock();
+    let out = temp_out("step-costs");
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--set",
+        "grid.algorithm=[choco]",
+        "--set",
+        "grid.profile_phases=[true,false]",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 2);
+    for r in &rows {
+        let compute: f64 = r["compute_step_s"].parse().unwrap();
+        assert!(compute > 0.0, "{r:?}");
+        match r["profile_phases"].as_str() {
+            "true" => {
+                let work: f64 = r["algorithm_step_s"].parse().unwrap();
+                assert!(work > 0.0, "{r:?}");
+            }
+            _ => assert_eq!(r["algorithm_step_s"], "NaN", "{r:?}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// `allreduce-mpi` sums with the library's MPI_Allreduce beside our ring:
 /// on 3 ranks both add in the same order, so the runs agree bit for bit;
 /// the ring hands 2 (n - 1) / n of the buffer per round trip to the
-/// network, MPI_Allreduce the buffer once. With latency the transport
-/// would have to inject, it refuses to run rather than skip the latency.
+/// network, MPI_Allreduce the buffer once. Halving and doubling (rank 2
+/// folded into rank 0) adds in another order: the same run to rounding,
+/// and on 3 ranks the ring's gossip bytes per worker. With latency the
+/// transport would have to inject, `allreduce-mpi` refuses to run rather
+/// than skip the latency.
 #[test]
 fn allreduce_mpi_sums_as_the_ring_does() {
     let _mpi = mpi_lock();
@@ -3050,18 +3086,29 @@ fn allreduce_mpi_sums_as_the_ring_does() {
         "run",
         "mpi-smoke",
         "--set",
-        "grid.algorithm=[allreduce,allreduce-mpi]",
+        "grid.algorithm=[allreduce,allreduce-mpi,allreduce-rhd]",
         "--out",
         dir,
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = csv_rows(&out.join("runs.csv"));
     let of = |alg: &str| rows.iter().find(|r| r["algorithm"] == alg).unwrap().clone();
-    let (ring, library) = (of("allreduce"), of("allreduce-mpi"));
+    let (ring, library, rhd) = (of("allreduce"), of("allreduce-mpi"), of("allreduce-rhd"));
     for k in ["final_loss", "train_loss", "avg_test_accuracy"] {
         assert_eq!(ring[k], library[k], "{k}");
+        let (a, b): (f64, f64) = (ring[k].parse().unwrap(), rhd[k].parse().unwrap());
+        assert!((a - b).abs() <= 1e-3 * a.abs().max(1.0), "{k}: {a} vs {b}");
     }
     assert_eq!(library["status"], "completed");
+    assert_eq!(rhd["status"], "completed");
+    assert_eq!(
+        rhd["gossip_bytes_per_worker"],
+        ring["gossip_bytes_per_worker"]
+    );
+    let gossip: f64 = ring["gossip_bytes_per_worker"].parse().unwrap();
+    let counted: f64 = ring["counted_bytes_per_worker"].parse().unwrap();
+    // evaluation's all-reduces are counted, not gossip
+    assert!(gossip > 0.0 && gossip < counted, "{gossip} {counted}");
     let o = repro(&[
         "run",
         "mpi-smoke",

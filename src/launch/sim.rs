@@ -901,6 +901,8 @@ pub(crate) fn summarize(
         wrap_rate: m.wrap_rate,
         subopt: m.subopt,
         counted_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
+        // the simulator sends nothing but the algorithm's frames
+        gossip_bytes_per_worker: Some(m.bytes_sent as f64 / workers.max(1) as f64),
         wall_s,
         setup_s: m.setup_s,
         metrics_s: m.metrics_s,

@@ -104,8 +104,19 @@ pub(crate) struct Summary {
     pub wrap_rate: Option<f64>,
     /// `f(x_bar) - f*` at the end (simulator, data objectives).
     pub subopt: Option<f64>,
-    /// Payload bytes each worker handed to the network (mean over workers).
+    /// Payload bytes each worker handed to the network (mean over workers):
+    /// every message, the evaluations' all-reduces included.
     pub counted_bytes_per_worker: Option<f64>,
+    /// Of those, the algorithm's own frames during training (the steps'
+    /// `bytes_sent`), mean over workers: the gossip, without evaluation.
+    pub gossip_bytes_per_worker: Option<f64>,
+    /// Seconds per step computing (the gradient and the SGD update: the
+    /// steps' `compute_s`), mean over ranks and steps (trainer runs).
+    pub compute_step_s: Option<f64>,
+    /// Seconds per step the algorithm spent building and applying frames
+    /// (the encode and decode phases, without the transport), mean over
+    /// ranks and steps (trainer runs with `profile_phases`).
+    pub algorithm_step_s: Option<f64>,
     /// Bytes the kernel's qdisc sent per worker (when shaped).
     pub kernel_bytes_per_worker: Option<f64>,
     /// How the network condition was applied.

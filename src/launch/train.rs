@@ -448,11 +448,14 @@ pub(crate) struct IterationTiming {
 
 /// Sequential message rounds per communicating iteration of `cfg`'s
 /// algorithm on `n` ranks: the ring all-reduce's 2 (n - 1) for the
-/// algorithms that sum f32 frames, one otherwise (every message of a gossip
-/// exchange or an all-gather leaves at once).
+/// algorithms that sum f32 frames, recursive halving and doubling's
+/// `2 log2 n` (two more when n is no power of two) for `allreduce-rhd`,
+/// one otherwise (every message of a gossip exchange or an all-gather
+/// leaves at once).
 pub(crate) fn latency_rounds(cfg: &TrainConfig, n: usize) -> u32 {
     match cfg.algorithm.as_str() {
         "allreduce" | "psgd" | "rsgd" => 2 * (n.max(1) as u32 - 1),
+        "allreduce-rhd" => repro_algos::topology::halving_doubling_rounds(n),
         _ => 1,
     }
 }
@@ -1126,6 +1129,17 @@ fn summarize(
         val_loss: some(last(|e| e.val_loss)),
         val_accuracy: some(last(|e| e.val_accuracy)),
         counted_bytes_per_worker: some(counted_per_worker),
+        gossip_bytes_per_worker: (!logs.is_empty())
+            .then(|| total(|s| s.bytes_sent) as f64 / logs.len() as f64),
+        compute_step_s: some(mean(
+            logs.iter()
+                .flat_map(|l| l.steps.iter().map(|s| s.compute_s)),
+        )),
+        algorithm_step_s: some(mean(logs.iter().flat_map(|l| {
+            l.steps
+                .iter()
+                .filter_map(|s| s.phases.map(|p| p.encode_s + p.decode_s))
+        }))),
         kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| repro_runlog::Provenance {
             device: devices(logs),
@@ -1345,6 +1359,9 @@ mod tests {
             ..TrainConfig::default()
         };
         assert_eq!(latency_rounds(&cfg("allreduce"), 8), 14);
+        assert_eq!(latency_rounds(&cfg("allreduce-rhd"), 8), 6);
+        assert_eq!(latency_rounds(&cfg("allreduce-rhd"), 6), 6);
+        assert_eq!(latency_rounds(&cfg("allreduce-rhd"), 1), 0);
         assert_eq!(latency_rounds(&cfg("psgd"), 4), 6);
         assert_eq!(latency_rounds(&cfg("moniqua"), 8), 1);
         assert_eq!(latency_rounds(&cfg("qsgd"), 8), 1);

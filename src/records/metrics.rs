@@ -143,7 +143,7 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 61] = {
+pub(crate) const REGISTRY: [Metric; 64] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
@@ -234,9 +234,16 @@ pub(crate) const REGISTRY: [Metric; 61] = {
             Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b))
         }),
         M::of("comm_fraction", Fixed(4), |s| Cell::Number(s.comm_fraction)),
+        M::of("compute_step_s", Sci, |s| Cell::Number(s.compute_step_s)),
+        M::of("algorithm_step_s", Sci, |s| {
+            Cell::Number(s.algorithm_step_s)
+        }),
         M::of("shaping", Text, |s| Cell::Text(s.shaping.clone())),
         M::of("counted_bytes_per_worker", Sci, |s| {
             Cell::Number(s.counted_bytes_per_worker)
+        }),
+        M::of("gossip_bytes_per_worker", Sci, |s| {
+            Cell::Number(s.gossip_bytes_per_worker)
         }),
         M::of("kernel_bytes_per_worker", Sci, |s| {
             Cell::Number(s.kernel_bytes_per_worker)

@@ -65,6 +65,8 @@ pub(crate) enum DriverError {
         value: String,
         values: String,
     },
+    #[error("labels: `{key}` {problem}")]
+    Label { key: String, problem: String },
     #[error("run {run}: `{key}`: {message}")]
     RunParams {
         run: String,

@@ -162,6 +162,12 @@ pub(crate) struct Manifest {
     /// algorithm), applied after the grid point.
     #[serde(default)]
     pub cases: Vec<Case>,
+    /// Grid keys that name a variant rather than set a parameter
+    /// (`method: [moniqua, moniqua-paper]`): they label the runs (runs.csv,
+    /// tables, claims, tuning) and never reach the backend; `cases` map
+    /// each of their values to parameters.
+    #[serde(default)]
+    pub labels: Vec<String>,
     pub table: TableSpec,
     /// The figure drawn from the runs' per-step logs (none: no figure).
     #[serde(default)]

@@ -365,7 +365,15 @@ pub(crate) fn expand_configured(
             Some(c) => c.iter().map(Some).collect(),
         };
         for c in each {
-            runs.push(resolve(point.clone(), &base, &cases, c, backend, limits)?);
+            runs.push(resolve(
+                point.clone(),
+                &base,
+                &cases,
+                &manifest.labels,
+                c,
+                backend,
+                limits,
+            )?);
         }
         if runs.len() > limits.max_runs {
             return Err(DriverError::TooManyRuns {
@@ -583,7 +591,50 @@ pub(crate) fn at_scale(
         return Err(DriverError::EmptyGrid { key: key.clone() });
     }
     check_cases(manifest, &grid)?;
+    check_label_keys(manifest, &grid, manifest.backend)?;
     Ok((base, grid))
+}
+
+/// Every label is a grid key, no parameter of the backend (it would never
+/// reach it), and each of its values is mapped by some case (else the
+/// variant would run the base parameters under a name that says more).
+fn check_label_keys(
+    manifest: &Manifest,
+    grid: &BTreeMap<String, Vec<Value>>,
+    backend: Backend,
+) -> Result<(), DriverError> {
+    let names = parameter_names(backend);
+    for key in &manifest.labels {
+        let problem = if !grid.contains_key(key) {
+            format!(
+                "is not a grid key; a label names the variants of a grid axis (grid keys: {})",
+                grid.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        } else if names.contains(key) {
+            "is a parameter of the backend; a label must not shadow one (name the axis \
+             `method` or `variant`)"
+                .to_string()
+        } else if let Some(v) = grid[key].iter().find(|v| {
+            !manifest
+                .cases
+                .iter()
+                .any(|c| c.when.get(key.as_str()) == Some(*v))
+        }) {
+            format!(
+                "value `{}` has no case that sets its parameters; add \
+                 `{{when: {{{key}: {}}}, set: {{...}}}}` to `cases`",
+                text(v),
+                text(v)
+            )
+        } else {
+            continue;
+        };
+        return Err(DriverError::Label {
+            key: key.clone(),
+            problem,
+        });
+    }
+    Ok(())
 }
 
 /// Every case's `when` and every exclusion names grid keys, and an
@@ -675,11 +726,16 @@ fn resolve(
     point: Vec<(String, Value)>,
     base: &Mapping,
     cases: &[&crate::spec::manifest::Case],
+    labels: &[String],
     config: Option<&Config>,
     backend: Backend,
     limits: Limits,
 ) -> Result<PlannedRun, DriverError> {
     let mut map = merged_params(&point, base, cases, config);
+    // a label names the variant; its cases set the parameters
+    for l in labels {
+        map.remove(l.as_str());
+    }
     let mut label: BTreeMap<String, String> =
         point.iter().map(|(k, v)| (k.clone(), text(v))).collect();
     if let Some(c) = config {
@@ -1212,6 +1268,7 @@ mod tests {
             .into(),
             params: yaml_serde::from_str("{workers: 4, lr: 0.05}").unwrap(),
             cases: Vec::new(),
+            labels: Vec::new(),
             table: TableSpec {
                 rows: vec!["algorithm".into()],
                 cols: None,
@@ -1318,6 +1375,69 @@ mod tests {
         assert!(
             err.contains("cases[0].when.bits") && err.contains("algorithm, seed"),
             "{err}"
+        );
+    }
+
+    /// A label axis names variants: its cases set their parameters, the
+    /// runs keep the label, and the backend never sees it. A label that is
+    /// no grid key, shadows a parameter, or has a value no case maps is a
+    /// plan-time error.
+    #[test]
+    fn a_label_names_variants_that_cases_define() {
+        let mut m = manifest();
+        m.grid.remove("algorithm");
+        m.grid.insert(
+            "method".into(),
+            vec![Value::from("plain"), Value::from("fast")],
+        );
+        m.labels = vec!["method".into()];
+        m.cases = yaml_serde::from_str(
+            "[{when: {method: plain}, set: {algorithm: d-psgd}},
+              {when: {method: fast}, set: {algorithm: moniqua, lr: 0.5}}]",
+        )
+        .unwrap();
+        let runs = expand(&m, "smoke", Backend::Sim).unwrap();
+        assert_eq!(runs.len(), 6);
+        for r in &runs {
+            let Params::Sim(p) = &r.params else {
+                unreachable!()
+            };
+            let want = match r.point["method"].as_str() {
+                "plain" => ("d-psgd", 0.05),
+                _ => ("moniqua", 0.5),
+            };
+            assert_eq!((p.algorithm.as_str(), p.lr), want, "{:?}", r.point);
+            assert!(!r.point.contains_key("algorithm"));
+        }
+        let err = |m: &Manifest| expand(m, "smoke", Backend::Sim).unwrap_err().to_string();
+        let mut bad = m.clone();
+        bad.labels = vec!["variant".into()];
+        assert!(
+            err(&bad).contains("labels: `variant` is not a grid key"),
+            "{}",
+            err(&bad)
+        );
+        let mut bad = m.clone();
+        bad.labels.push("seed".into());
+        assert!(
+            err(&bad).contains("labels: `seed` is a parameter"),
+            "{}",
+            err(&bad)
+        );
+        let mut bad = m.clone();
+        bad.cases.truncate(1);
+        assert!(
+            err(&bad).contains("value `fast` has no case"),
+            "{}",
+            err(&bad)
+        );
+        // without the label the backend is handed `method`, and refuses it
+        let mut bad = m.clone();
+        bad.labels.clear();
+        assert!(
+            err(&bad).contains("`method`: unknown parameter"),
+            "{}",
+            err(&bad)
         );
     }
 

@@ -310,6 +310,17 @@ impl fmt::Display for Topology {
     }
 }
 
+/// Message rounds, one after the other, of the trainer's halving and doubling all-reduce
+/// on `n` ranks: `2 log2 p` for the largest power of two `p <= n`, plus
+/// two (a fold in and a copy out) when `n` is not one.
+pub fn halving_doubling_rounds(n: usize) -> u32 {
+    if n < 2 {
+        return 0;
+    }
+    let p = 1usize << n.ilog2();
+    2 * p.ilog2() + if p == n { 0 } else { 2 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +348,15 @@ mod tests {
                 assert!(m[i * n + j] >= 0.0);
             }
         }
+    }
+
+    /// Halving and doubling: 2 log2 p rounds, two more off a power of two.
+    #[test]
+    fn halving_doubling_takes_log_depth_rounds() {
+        assert_eq!(
+            [1, 2, 3, 4, 6, 8, 16].map(halving_doubling_rounds),
+            [0, 2, 4, 4, 6, 6, 8]
+        );
     }
 
     #[test]

@@ -27,6 +27,7 @@ enum Form {
 const FORMS: &[(&str, Form)] = &[
     ("allreduce", Form::AllReduce),
     ("allreduce-mpi", Form::AllReduce),
+    ("allreduce-rhd", Form::AllReduce),
     ("d-psgd", Form::DPsgd),
     ("naive", Form::DPsgd),
     (

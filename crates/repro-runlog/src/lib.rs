@@ -321,7 +321,8 @@ pub fn classes(dataset: &str) -> Option<u32> {
     matches!(dataset, "fashion-mnist" | "cifar10" | "synthetic").then_some(10)
 }
 
-/// The parameters of `model` on `dataset`'s images ([`MODEL_PARAMETERS`]).
+/// The parameters of `model` on `dataset`'s images ([`MODEL_PARAMETERS`];
+/// `mlp<width>`, a hidden layer of that width, by its formula).
 pub fn model_parameters(model: &str, dataset: &str) -> Option<u64> {
     let model = match model {
         "vgg16bn" | "vgg16-bn" => "vgg16",
@@ -332,10 +333,32 @@ pub fn model_parameters(model: &str, dataset: &str) -> Option<u64> {
     } else {
         "fashion-mnist"
     };
+    if let Some(width) = mlp_width(model) {
+        let inputs: u64 = if shape == "cifar10" {
+            3 * 32 * 32
+        } else {
+            28 * 28
+        };
+        return Some((inputs + 1) * width + (width + 1) * 10);
+    }
     MODEL_PARAMETERS
         .iter()
         .find(|(m, d, _)| *m == model && *d == shape)
         .map(|e| e.2)
+}
+
+/// The hidden width of `mlp<width>` (`mlp1280`), a positive number
+/// without leading zeros; `None` for any other name (plain `mlp` is 128,
+/// in [`MODEL_PARAMETERS`]).
+pub fn mlp_width(model: &str) -> Option<u64> {
+    let digits = model.strip_prefix("mlp")?;
+    if digits.starts_with('0') {
+        return None;
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|&w| w > 0 && w <= 1 << 20)
 }
 
 /// What Moniqua's receivers do with the sender's hash (the `hash` knob:

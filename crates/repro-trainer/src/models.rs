@@ -52,13 +52,18 @@ pub enum ModelSpec {
 }
 
 impl ModelSpec {
-    /// Parses `logistic`, `mlp`, `lenet`, `resnet8` .. `resnet110`, `vgg16`.
+    /// Parses `logistic`, `mlp` (128 wide) or `mlp<width>` (`mlp1280`: a
+    /// million parameters on Fashion-MNIST), `lenet`, `resnet8` ..
+    /// `resnet110`, `vgg16`.
     pub fn parse(name: &str) -> Result<Self, TrainerError> {
         Ok(match name {
             "logistic" => ModelSpec::Logistic,
             "mlp" => ModelSpec::Mlp { hidden: 128 },
             "lenet" => ModelSpec::LeNet,
             "vgg16" | "vgg16bn" | "vgg16-bn" => ModelSpec::Vgg16Bn,
+            _ if repro_runlog::mlp_width(name).is_some() => ModelSpec::Mlp {
+                hidden: repro_runlog::mlp_width(name).unwrap_or(128) as i64,
+            },
             _ => match name
                 .strip_prefix("resnet")
                 .and_then(|d| d.parse::<i64>().ok())
@@ -388,6 +393,25 @@ mod tests {
             };
             let (built, _) = params(ModelSpec::parse(name).unwrap(), shape);
             assert_eq!(built as u64, count, "{name} on {dataset}");
+        }
+        // a width of its own: counted by the formula
+        for (name, shape, dataset) in [
+            ("mlp1280", ImageShape::FASHION_MNIST, "fashion-mnist"),
+            ("mlp7", ImageShape::CIFAR10, "cifar10"),
+        ] {
+            let (built, _) = params(ModelSpec::parse(name).unwrap(), shape);
+            assert_eq!(
+                Some(built as u64),
+                repro_runlog::model_parameters(name, dataset),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            repro_runlog::model_parameters("mlp1280", "fashion-mnist"),
+            Some(1_017_610)
+        );
+        for bad in ["mlp0", "mlp012", "mlpx", "mlp-3"] {
+            assert!(ModelSpec::parse(bad).is_err(), "{bad}");
         }
     }
 

@@ -514,10 +514,10 @@ pub fn train<T: Transport>(
                 repro_codec::FullPrecision::default()
                     .decode(&frame, &mut sum)
                     .map_err(repro_algos::AlgoError::from)?;
-                if cfg.algorithm == "allreduce-mpi" {
-                    t.all_reduce_library(&mut sum)?;
-                } else {
-                    t.all_reduce_sum(&mut sum)?;
+                match cfg.algorithm.as_str() {
+                    "allreduce-mpi" => t.all_reduce_library(&mut sum)?,
+                    "allreduce-rhd" => crate::transport::halving_doubling_all_reduce(t, &mut sum)?,
+                    _ => t.all_reduce_sum(&mut sum)?,
                 }
                 summed = Some(sum);
                 (Vec::new(), t.bytes_sent() - before)

@@ -305,6 +305,9 @@ const REGISTRY: &[Registration] = {
         entry("allreduce", Never, |_| AlgorithmSpec::AllReduce),
         // the same algorithm; the trainer sums with MPI_Allreduce
         entry("allreduce-mpi", Never, |_| AlgorithmSpec::AllReduce),
+        // the same algorithm; the trainer sums by recursive halving and
+        // doubling (2 log2 n rounds instead of the ring's 2 (n - 1))
+        entry("allreduce-rhd", Never, |_| AlgorithmSpec::AllReduce),
         entry("d-psgd", Never, |_| AlgorithmSpec::DPsgd),
         entry("naive", Never, |p| AlgorithmSpec::Naive(p.compressor)),
         entry("naive-grid", Never, |p| {
@@ -557,7 +560,8 @@ mod tests {
         assert!(matches!(compressor, CompressorSpec::Stochastic(_)));
         let e = AlgorithmSpec::from_name("sgd", &half).unwrap_err();
         assert!(
-            e.to_string().contains("allreduce, allreduce-mpi, d-psgd"),
+            e.to_string()
+                .contains("allreduce, allreduce-mpi, allreduce-rhd, d-psgd"),
             "{e}"
         );
     }

@@ -484,6 +484,25 @@ mod tests {
         }
     }
 
+    /// Halving and doubling pays `2 log2 n` latencies, the ring `2 (n - 1)`:
+    /// 6 and 14 on 8 ranks.
+    #[test]
+    fn halving_doubling_pays_a_latency_per_round_in_log_depth() {
+        let net = Network {
+            bandwidth_bps: f64::INFINITY,
+            latency_s: 0.01,
+        };
+        let out = run(local_world(8, Some(net)), |t| {
+            let mut buf = vec![t.rank() as f32; 16];
+            super::super::halving_doubling_all_reduce(t, &mut buf).unwrap();
+            (buf, t.virtual_time().unwrap())
+        });
+        for (buf, time) in out {
+            assert_eq!(buf, vec![28.0; 16]);
+            assert!((0.06..0.065).contains(&time), "{time}");
+        }
+    }
+
     /// Tags are matched per sender whatever order frames come in, and
     /// polling finds a tagged frame without waiting.
     #[test]

@@ -195,6 +195,96 @@ pub fn ring_all_reduce<T: Transport + ?Sized>(
     Ok(())
 }
 
+/// The all-reduce by recursive halving and doubling (Rabenseifner's;
+/// MPICH's choice for long vectors) over any transport's point-to-point
+/// `exchange`: `buf <- sum over ranks of buf` in `2 log2 n` dependent
+/// rounds (`repro_algos::topology::halving_doubling_rounds`) where the ring takes `2 (n - 1)`, with the same bytes per rank
+/// (`2 (p - 1) / p` of the buffer). With `p` the largest power of two up
+/// to `n`, ranks `p..n` first fold their buffer into rank `r - p` and get
+/// the sum back at the end. Among the `p`: in round `k` rank `r` swaps half
+/// of its current segment with rank `r xor p / 2^(k+1)` and adds the half
+/// it keeps (reduce-scatter: rank `r` ends with the sum of chunk `r`),
+/// then the same pairs in reverse order swap their summed segments
+/// (all-gather). Each chunk is summed on one rank and copied, so every
+/// rank ends with the same bits.
+pub fn halving_doubling_all_reduce<T: Transport + ?Sized>(
+    t: &mut T,
+    buf: &mut [f32],
+) -> Result<(), TransportError> {
+    let (n, r) = (t.size(), t.rank());
+    if n < 2 {
+        return Ok(());
+    }
+    let p = 1usize << n.ilog2();
+    let d = buf.len();
+    let encode = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    let decode = |bytes: &[u8], expected: usize| -> Result<Vec<f32>, TransportError> {
+        if bytes.len() != 4 * expected {
+            return Err(TransportError::Length {
+                what: "all-reduce segment",
+                expected,
+                got: bytes.len() / 4,
+            });
+        }
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    };
+    // the ranks beyond the power of two fold in, wait, and get the sum
+    if r >= p {
+        t.exchange(&[r - p], &encode(buf), &[])?;
+        let got = t.exchange(&[], &[], &[r - p])?;
+        buf.copy_from_slice(&decode(&got[0], d)?);
+        return Ok(());
+    }
+    if r + p < n {
+        let got = t.exchange(&[], &[], &[r + p])?;
+        for (x, a) in buf.iter_mut().zip(decode(&got[0], d)?) {
+            *x += a;
+        }
+    }
+    // chunk c of p is bounds(c); a segment is a run of chunks
+    let at = |c: usize| c * d / p;
+    let (mut lo, mut hi) = (0usize, p);
+    let mut mask = p / 2;
+    while mask > 0 {
+        let partner = r ^ mask;
+        let mid = (lo + hi) / 2;
+        let (keep, give) = if r & mask == 0 {
+            ((lo, mid), (mid, hi))
+        } else {
+            ((mid, hi), (lo, mid))
+        };
+        let got = t.exchange(
+            &[partner],
+            &encode(&buf[at(give.0)..at(give.1)]),
+            &[partner],
+        )?;
+        let add = decode(&got[0], at(keep.1) - at(keep.0))?;
+        for (x, a) in buf[at(keep.0)..at(keep.1)].iter_mut().zip(add) {
+            *x += a;
+        }
+        (lo, hi) = keep;
+        mask /= 2;
+    }
+    // rank r holds chunk r summed; double the segment each round
+    let mut mask = 1;
+    while mask < p {
+        let partner = r ^ mask;
+        let theirs = (partner & !(mask - 1), (partner & !(mask - 1)) + mask);
+        let got = t.exchange(&[partner], &encode(&buf[at(lo)..at(hi)]), &[partner])?;
+        let summed = decode(&got[0], at(theirs.1) - at(theirs.0))?;
+        buf[at(theirs.0)..at(theirs.1)].copy_from_slice(&summed);
+        (lo, hi) = (lo.min(theirs.0), hi.max(theirs.1));
+        mask *= 2;
+    }
+    if r + p < n {
+        t.exchange(&[r + p], &encode(buf), &[])?;
+    }
+    Ok(())
+}
+
 /// `out <- sum over ranks` of little-endian f32 frames, added in rank order so
 /// that every rank gets the same bits.
 pub fn sum_frames_in_rank_order(frames: &[Vec<u8>], out: &mut [f32]) -> Result<(), TransportError> {
@@ -251,6 +341,54 @@ mod tests {
                 assert_eq!(buf, &results[0].0, "n {n} d {d}: ranks disagree");
                 if n > 1 && d % n == 0 {
                     assert_eq!(*sent, (2 * (n - 1) * d / n * 4) as u64);
+                }
+            }
+        }
+    }
+
+    /// Halving and doubling sums like the ring, with the same bits on
+    /// every rank, for powers of two and not (ranks folded in), lengths
+    /// below n included; a power of two sends the ring's bytes.
+    #[test]
+    fn halving_doubling_all_reduce_sums_with_identical_bits() {
+        for (n, d) in [
+            (1, 5),
+            (2, 7),
+            (3, 1),
+            (4, 1000),
+            (5, 9),
+            (6, 13),
+            (8, 64),
+            (8, 3),
+        ] {
+            let results: Vec<(Vec<f32>, u64)> = std::thread::scope(|s| {
+                let handles: Vec<_> = local_world(n, None)
+                    .into_iter()
+                    .map(|mut t| {
+                        s.spawn(move || {
+                            let mut buf: Vec<f32> = (0..d)
+                                .map(|i| ((t.rank() * 31 + i) as f32 * 0.37).sin())
+                                .collect();
+                            halving_doubling_all_reduce(&mut t, &mut buf).unwrap();
+                            (buf, t.bytes_sent())
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for i in 0..d {
+                let exact: f64 = (0..n)
+                    .map(|r| f64::from(((r * 31 + i) as f32 * 0.37).sin()))
+                    .sum();
+                assert!(
+                    (f64::from(results[0].0[i]) - exact).abs() < 1e-5,
+                    "n {n} d {d} i {i}"
+                );
+            }
+            for (buf, sent) in &results {
+                assert_eq!(buf, &results[0].0, "n {n} d {d}: ranks disagree");
+                if n.is_power_of_two() && n > 1 && d % n == 0 {
+                    assert_eq!(*sent, (2 * (n - 1) * d / n * 4) as u64, "n {n} d {d}");
                 }
             }
         }
