@@ -77,9 +77,13 @@ pub(crate) fn write_claims(
     if m.claims.is_empty() {
         return Ok(None);
     }
-    let verdicts = claims::evaluate(&m.claims, &m.table, rows, &mut |metric| {
-        run_curves(out, rows, metric).map(|(c, _)| c)
-    })?;
+    let verdicts = claims::evaluate(
+        &m.claims,
+        &m.table,
+        rows,
+        &mut |metric| run_curves(out, rows, metric).map(|(c, _)| c),
+        m.figure.as_ref().map_or(1, |f| f.smooth),
+    )?;
     let md = claims::markdown(&m.title, &verdicts);
     crate::util::atomic::write(&out.join("claims.md"), md.clone())?;
     crate::util::atomic::write(&out.join("claims.csv"), claims::csv(&verdicts)?)?;

@@ -78,6 +78,22 @@ fn smooth(values: &[f64], window: usize) -> Vec<f64> {
         .collect()
 }
 
+/// A run's curve as the figure draws it: each value the mean of the last
+/// `window` logged ones (trailing, so a point never looks ahead). Its
+/// time to a target is when this curve gets there, not when one noisy
+/// minibatch did: `targets.md` and `faster_to` claims read it.
+pub(crate) fn smoothed(
+    points: &[crate::records::curves::CurvePoint],
+    window: usize,
+) -> Vec<crate::records::curves::CurvePoint> {
+    let values: Vec<f64> = points.iter().map(|p| p.value).collect();
+    points
+        .iter()
+        .zip(smooth(&values, window))
+        .map(|(p, value)| crate::records::curves::CurvePoint { value, ..p.clone() })
+        .collect()
+}
+
 /// What a curves figure can draw its `y` against: seconds since the first
 /// step, steps, epochs, or bytes each worker had sent.
 pub(crate) const CURVE_X: [&str; 4] = ["wall_s", "iteration", "epoch", "bytes"];
@@ -596,8 +612,9 @@ pub(crate) struct Reach {
 }
 
 /// The time (the figure's x) each series takes to reach each of the
-/// figure's `targets` of y: a run's first point at or below the target (at
-/// or above for an accuracy), its mean over the runs that reached it.
+/// figure's `targets` of y: a run's first point of its [`smoothed`] curve
+/// at or below the target (at or above for an accuracy), its mean over
+/// the runs that reached it.
 pub(crate) fn reaches(
     spec: &FigureSpec,
     curves: &[crate::records::curves::RunCurve],
@@ -622,12 +639,13 @@ pub(crate) fn reaches(
             })
             .collect();
         for &target in &spec.targets {
-            // each run's logged curve, not the figure's moving average:
+            // each run's curve under the figure's moving average:
             // claims.md's `faster_to` tests these same times
             let hits: Vec<f64> = mine
                 .iter()
                 .filter_map(|(_, p)| {
-                    crate::records::curves::first_reach(p, target, higher, &spec.x).ok()
+                    let p = smoothed(p, spec.smooth);
+                    crate::records::curves::first_reach(&p, target, higher, &spec.x).ok()
                 })
                 .collect();
             let m = crate::report::stats::mean_ci(&hits, 0.05);

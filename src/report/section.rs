@@ -71,9 +71,13 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
     s.push_str("\n**Runs that are not valid results.** ");
     s.push_str(&findings(rows));
     if !m.claims.is_empty() {
-        let verdicts = claims::evaluate(&m.claims, &m.table, rows, &mut |metric| {
-            outputs::run_curves(src.out, rows, metric).map(|(c, _)| c)
-        })?;
+        let verdicts = claims::evaluate(
+            &m.claims,
+            &m.table,
+            rows,
+            &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
+            m.figure.as_ref().map_or(1, |f| f.smooth),
+        )?;
         s.push_str("\n**Claims.** ");
         s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
     }
