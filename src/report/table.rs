@@ -95,6 +95,9 @@ pub(crate) struct Table {
     /// its keys and its numbers ([`TIDY_STATS`]), then one per extra
     /// column of each row.
     pub tidy: Vec<Vec<String>>,
+    /// Per column, the row with the best mean over at least two valid
+    /// runs and how far ahead of the next it is (markdown's last line).
+    pub best: Vec<String>,
 }
 
 /// One row's value of an extra column: the mean over its valid runs with
@@ -267,6 +270,7 @@ pub(crate) fn build_table(
         None => None,
     };
     let tidy = g.tidy(&cells, &extras);
+    let best = g.best(&cells)?;
     Ok(Table {
         title: title.to_string(),
         source: source.to_string(),
@@ -275,7 +279,14 @@ pub(crate) fn build_table(
         header: g.header(&cells.cols),
         rows: body,
         tidy,
+        best,
     })
+}
+
+/// Whether a larger value of `metric` is better in a table's ranking: an
+/// accuracy is; losses, times, bytes and distances are not.
+fn higher_is_better(metric: &str) -> bool {
+    metric.contains("accuracy")
 }
 
 /// `value` times `factor` over the runs of `frame` (often of several
@@ -341,6 +352,7 @@ pub(crate) fn compare(
         header,
         rows,
         tidy,
+        best: Vec::new(),
     })
 }
 
@@ -667,6 +679,90 @@ impl<'a> Groups<'a> {
         Ok((label, rows))
     }
 
+    /// The best row of each column among rows that differ in the last row
+    /// key only (per setting of the others), the reference row left out:
+    /// the one with the best mean over at least two valid runs, and its
+    /// difference to the next best (paired by seed where both ran the
+    /// same seeds, Welch otherwise).
+    fn best(&self, cells: &Cells) -> Result<Vec<String>> {
+        let by_cell = self.seeded_cells()?;
+        let higher = higher_is_better(&self.spec.value);
+        let reference: Option<Vec<Option<String>>> = self.spec.reference.as_ref().map(|r| {
+            self.spec
+                .rows
+                .iter()
+                .map(|k| r.get(k).map(crate::spec::plan::text))
+                .collect()
+        });
+        let is_reference = |rk: &Vec<String>| {
+            reference.as_ref().is_some_and(|want| {
+                want.iter()
+                    .zip(rk)
+                    .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
+            })
+        };
+        // rows grouped by every row key but the last, in table order
+        let mut groups: Vec<(&[String], Vec<&Vec<String>>)> = Vec::new();
+        for rk in cells.rows.iter().filter(|rk| !is_reference(rk)) {
+            let head = &rk[..rk.len().saturating_sub(1)];
+            match groups.iter_mut().find(|(h, _)| *h == head) {
+                Some((_, members)) => members.push(rk),
+                None => groups.push((head, vec![rk])),
+            }
+        }
+        let mut out = Vec::new();
+        for (head, members) in &groups {
+            for ck in &cells.cols {
+                let mut ranked: Vec<(&Vec<String>, f64, usize)> = members
+                    .iter()
+                    .filter_map(|rk| {
+                        let (stats, _) = cells.stats.get(&((*rk).clone(), ck.clone()))?;
+                        let mean = stats.mean.filter(|m| m.is_finite() && stats.n >= 2)?;
+                        Some((*rk, mean, stats.n))
+                    })
+                    .collect();
+                if ranked.len() < 2 {
+                    continue;
+                }
+                ranked.sort_by(|a, b| {
+                    let o = a.1.total_cmp(&b.1);
+                    if higher { o.reverse() } else { o }
+                });
+                let ((first, mean, n), (second, ..)) = (ranked[0], ranked[1]);
+                let get = |r: &Vec<String>| {
+                    by_cell
+                        .get(&(r.clone(), ck.clone()))
+                        .cloned()
+                        .unwrap_or_default()
+                };
+                let ahead = crate::report::stats::difference(&get(first), &get(second))
+                    .map_or_else(|| "-".into(), |d| difference_text(&d));
+                let mut at: Vec<String> = self.spec.rows[..head.len()]
+                    .iter()
+                    .zip(head.iter())
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                if let Some(c) = &self.spec.cols {
+                    at.push(format!("{c}={ck}"));
+                }
+                let at = if at.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}: ", at.join(", "))
+                };
+                let key = self.spec.rows.last().map_or("", String::as_str);
+                let last = |r: &Vec<String>| format!("{key}={}", r.last().map_or("", |v| v));
+                out.push(format!(
+                    "{at}{} {} (n={n}); minus the next, {}: {ahead}",
+                    last(first),
+                    number(mean),
+                    last(second),
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// The tidy table: a header, then a line per cell (its row and column
     /// keys, the metric, the factor it is multiplied by and [`TIDY_STATS`]) and a line per
     /// extra column of each row (its label, the mean over the row's runs
@@ -784,6 +880,22 @@ impl Table {
         let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
         for r in &self.rows {
             let _ = writeln!(out, "| {} |", r.join(" | "));
+        }
+        if !self.best.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n{} mean per column (rows with at least two valid runs{}): {}.",
+                if higher_is_better(&self.value) {
+                    "Highest"
+                } else {
+                    "Lowest"
+                },
+                match &self.reference {
+                    Some(r) => format!(", the reference {r} left out"),
+                    None => String::new(),
+                },
+                self.best.join("; ")
+            );
         }
         out
     }
@@ -1178,6 +1290,20 @@ mod tests {
         );
         assert_eq!(t.rows.len(), 5);
         assert!(t.markdown().contains("paired by seed"));
+        // the lowest loss, the reference left out, and its difference to
+        // the next by Welch's test
+        assert_eq!(t.best.len(), 1, "{:?}", t.best);
+        assert!(
+            t.best[0].starts_with(
+                "algorithm=choco 1.500 (n=2); minus the next, algorithm=moniqua: -1.000 ± "
+            ) && t.best[0].ends_with("(Welch t, n=2)"),
+            "{:?}",
+            t.best
+        );
+        assert!(t.markdown().contains(
+            "\nLowest mean per column (rows with at least two valid runs, the reference \
+             algorithm=d-psgd left out): algorithm=choco 1.500"
+        ));
         // the reference names a row by its row keys
         let bad = TableSpec {
             reference: Some([("seed".to_string(), "0".into())].into()),
@@ -1185,6 +1311,47 @@ mod tests {
         };
         let (path, _) = check_spec(&bad, &["algorithm".into(), "seed".into()]).unwrap_err();
         assert_eq!(path, "table.reference.seed");
+    }
+
+    /// With two row keys the best is chosen among the rows that share the
+    /// first: one line per network, never a method of one network against
+    /// another's.
+    #[test]
+    fn the_best_row_is_chosen_per_setting_of_the_other_row_keys() {
+        let mut rows = Vec::new();
+        for (net, alg, losses) in [
+            ("fast", "a", ["1.0", "1.1"]),
+            ("fast", "b", ["2.0", "2.1"]),
+            ("slow", "a", ["9.0", "9.1"]),
+            ("slow", "b", ["5.0", "5.2"]),
+        ] {
+            for (seed, loss) in losses.iter().enumerate() {
+                let mut r = row(alg, &seed.to_string(), loss, "completed");
+                r.run_id = format!("{net}{alg}{seed}");
+                r.point.insert("network".into(), net.into());
+                rows.push(r);
+            }
+        }
+        let spec = TableSpec {
+            rows: vec!["network".into(), "algorithm".into()],
+            ..by_algorithm(Vec::new())
+        };
+        let t = build_table("T", "S", &spec, &RunsFrame::new(&rows).unwrap(), None).unwrap();
+        assert_eq!(t.best.len(), 2, "{:?}", t.best);
+        assert!(
+            t.best[0].starts_with(
+                "network=fast: algorithm=a 1.050 (n=2); minus the next, algorithm=b: -1.000"
+            ),
+            "{:?}",
+            t.best
+        );
+        assert!(
+            t.best[1].starts_with(
+                "network=slow: algorithm=b 5.100 (n=2); minus the next, algorithm=a: -3.950"
+            ),
+            "{:?}",
+            t.best
+        );
     }
 
     /// LaTeX's special characters are escaped once each, and a line break
@@ -1199,6 +1366,7 @@ mod tests {
             header: vec!["a_b".into(), "{c}".into()],
             rows: vec![vec!["\\x".into(), "1 ± 2 & 50% ~^".into()]],
             tidy: Vec::new(),
+            best: Vec::new(),
         };
         let tex = t.latex();
         assert!(tex.starts_with("% a \\input{x}\n"), "{tex}");
