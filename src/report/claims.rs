@@ -51,11 +51,6 @@ struct Claim<'a> {
     scale: f64,
 }
 
-/// Whether a larger value of `metric` is better, unless a claim says.
-fn higher_by_name(metric: &str) -> bool {
-    metric.contains("accuracy")
-}
-
 /// `v`, or a claim error naming `field` as missing.
 fn need(field: &str, v: &Option<String>) -> Result<String, (String, String)> {
     v.clone()
@@ -179,9 +174,11 @@ impl<'a> Claim<'a> {
             Kind::FasterTo { metric, .. } => Some(metric.clone()),
             _ => None,
         });
-        let higher = spec
-            .higher_is_better
-            .unwrap_or_else(|| named.as_deref().is_some_and(higher_by_name));
+        let higher = spec.higher_is_better.unwrap_or_else(|| {
+            named
+                .as_deref()
+                .is_some_and(crate::report::table::higher_is_better)
+        });
         let scale = match &metric {
             Some(m) if *m == table.value && spec.scale.is_none() => {
                 crate::report::table::factor(table.scale, m)

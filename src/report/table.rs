@@ -283,9 +283,10 @@ pub(crate) fn build_table(
     })
 }
 
-/// Whether a larger value of `metric` is better in a table's ranking: an
-/// accuracy is; losses, times, bytes and distances are not.
-fn higher_is_better(metric: &str) -> bool {
+/// Whether a larger value of `metric` is better, by its name (a claim
+/// may say otherwise): an accuracy is; losses, times, bytes and distances
+/// are not. A table's ranking and a claim's default read it.
+pub(crate) fn higher_is_better(metric: &str) -> bool {
     metric.contains("accuracy")
 }
 
@@ -624,6 +625,18 @@ impl<'a> Groups<'a> {
         Ok(by_cell)
     }
 
+    /// The reference row's value of each row key (`None`: any value).
+    fn reference_values(
+        &self,
+        reference: &BTreeMap<String, yaml_serde::Value>,
+    ) -> Vec<Option<String>> {
+        self.spec
+            .rows
+            .iter()
+            .map(|k| reference.get(k).map(crate::spec::plan::text))
+            .collect()
+    }
+
     /// The rows of differences to the reference row: for every other row
     /// and column, its completed runs' values minus the reference's in the
     /// same column, paired by seed where both ran the same seeds (Welch
@@ -635,22 +648,8 @@ impl<'a> Groups<'a> {
         cells: &Cells,
     ) -> Result<(String, Vec<Vec<String>>)> {
         let by_cell = self.seeded_cells()?;
-        let wanted: Vec<Option<String>> = self
-            .spec
-            .rows
-            .iter()
-            .map(|k| reference.get(k).map(crate::spec::plan::text))
-            .collect();
-        let base = cells
-            .rows
-            .iter()
-            .find(|rk| {
-                wanted
-                    .iter()
-                    .zip(rk.iter())
-                    .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
-            })
-            .cloned();
+        let wanted = self.reference_values(reference);
+        let base = cells.rows.iter().find(|rk| is_row(&wanted, rk)).cloned();
         let label = wanted
             .iter()
             .zip(&self.spec.rows)
@@ -687,20 +686,12 @@ impl<'a> Groups<'a> {
     fn best(&self, cells: &Cells) -> Result<Vec<String>> {
         let by_cell = self.seeded_cells()?;
         let higher = higher_is_better(&self.spec.value);
-        let reference: Option<Vec<Option<String>>> = self.spec.reference.as_ref().map(|r| {
-            self.spec
-                .rows
-                .iter()
-                .map(|k| r.get(k).map(crate::spec::plan::text))
-                .collect()
-        });
-        let is_reference = |rk: &Vec<String>| {
-            reference.as_ref().is_some_and(|want| {
-                want.iter()
-                    .zip(rk)
-                    .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
-            })
-        };
+        let reference = self
+            .spec
+            .reference
+            .as_ref()
+            .map(|r| self.reference_values(r));
+        let is_reference = |rk: &Vec<String>| reference.as_ref().is_some_and(|w| is_row(w, rk));
         // rows grouped by every row key but the last, in table order
         let mut groups: Vec<(&[String], Vec<&Vec<String>>)> = Vec::new();
         for rk in cells.rows.iter().filter(|rk| !is_reference(rk)) {
@@ -1129,6 +1120,14 @@ fn health_cell(ok: usize, value: String, by_health: &BTreeMap<Health, usize>) ->
     } else {
         counts
     }
+}
+
+/// Whether row `rk` has every value `wanted` names.
+fn is_row(wanted: &[Option<String>], rk: &[String]) -> bool {
+    wanted
+        .iter()
+        .zip(rk)
+        .all(|(w, v)| w.as_ref().is_none_or(|w| w == v))
 }
 
 /// A difference as a table cell: mean ± the half-width of its 95%
