@@ -939,6 +939,46 @@ fn train_backend_trains_with_real_ranks() {
         2,
         "{stderr}"
     );
+    // committed results keep no logs: --resume keeps a finished run's
+    // runs.csv row when it is current, and runs a stale one again
+    std::fs::remove_dir_all(out.join("raw")).unwrap();
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let without_logs = || {
+        Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args([
+                "run",
+                "mpi-smoke",
+                "--resume",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .env("REPRO_TRAIN", "/nonexistent/repro-train")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run repro")
+    };
+    let o = without_logs();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("kept from runs.csv").count(), 2, "{stderr}");
+    assert_eq!(std::fs::read_to_string(out.join("runs.csv")).unwrap(), csv);
+    let stale: String = csv
+        .lines()
+        .map(|l| {
+            if l.starts_with(id) {
+                l.replace(here, "0ld50urce")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(out.join("runs.csv"), format!("{stale}\n")).unwrap();
+    let o = without_logs();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("kept from runs.csv").count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("{id} failed again")), "{stderr}");
     let _ = std::fs::remove_dir_all(&out);
 }
 

@@ -920,6 +920,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         done: std::sync::atomic::AtomicUsize::new(0),
         total: runs.len(),
         refused: refusals(cfg, runs)?,
+        previous: &previous,
     };
     let rows = in_parallel(runs, jobs(cfg.jobs, backend, runs, &net), &|r| {
         session.execute(r)
@@ -937,6 +938,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         .filter(|r| !matches!(r.status(), Some(RunStatus::Failed | RunStatus::NotRun)))
         .count();
     let ran = rows.len();
+    let invocation = session.invocation;
     let merged = merge(out, previous, rows, runs)?;
     if !phase.is_empty() {
         write_runs(out, &merged)?;
@@ -946,7 +948,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         ran,
         failed,
         finished,
-        invocation: session.invocation,
+        invocation,
     })
 }
 
@@ -1195,6 +1197,8 @@ struct Session<'a> {
     total: usize,
     /// Runs refused at plan time, and the MB each would need.
     refused: BTreeMap<String, f64>,
+    /// The runs runs.csv held before this invocation.
+    previous: &'a [RunRecord],
 }
 
 impl Session<'_> {
@@ -1235,6 +1239,22 @@ impl Session<'_> {
         })
     }
 
+    /// With --resume, the runs.csv row of a run that finished in an
+    /// earlier invocation whose logs are gone (committed results keep no
+    /// raw/), where the row is current (or stale, with --resume-stale): a
+    /// long experiment resumes from what was committed.
+    fn recorded(&self, r: &PlannedRun) -> Option<RunRecord> {
+        if !self.cfg.resume || !matches!(self.backend, Backend::Mpi | Backend::InProcess) {
+            return None;
+        }
+        let row = self
+            .previous
+            .iter()
+            .find(|p| p.run_id == r.id && p.finished())?;
+        let state = status::freshness(r, self.previous, &self.invocation);
+        (state == status::Freshness::Current || self.cfg.resume_stale).then(|| row.clone())
+    }
+
     /// [`Session::execute`] before the record gets its identity.
     fn attempt(&self, r: &PlannedRun) -> RunRecord {
         if let Some(&mb) = self.refused.get(&r.id) {
@@ -1257,6 +1277,19 @@ impl Session<'_> {
         let earlier = self.earlier(r, &raw, interrupted);
         if interrupted && earlier.is_none() {
             return RunRecord::not_run(r);
+        }
+        if earlier.is_none()
+            && !raw.join(&r.id).is_dir()
+            && let Some(row) = self.recorded(r)
+        {
+            let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            self.progress.line(&format!(
+                "[{n}/{}] {} {}: finished earlier: kept from runs.csv (--resume; its logs are not here)",
+                self.total,
+                r.id,
+                plan::describe(r)
+            ));
+            return row;
         }
         let t = Instant::now();
         let iterations = match &r.params {

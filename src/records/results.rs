@@ -491,10 +491,13 @@ pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
                     .map(|j| f[first_metric + j].clone())
                     .unwrap_or_default()
             };
+            // a key the row's run did not have is written empty (rows of
+            // an older grid beside a newer one): not a key of its point
             let point: BTreeMap<String, String> = grid
                 .iter()
                 .cloned()
                 .zip(f[1..first_metric].iter().cloned())
+                .filter(|(_, v)| !v.is_empty())
                 .collect();
             let mut metrics: BTreeMap<String, Cell> = columns()
                 .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
@@ -556,6 +559,21 @@ pub(crate) mod tests {
         let back = read_csv(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(back, rows);
+    }
+
+    #[test]
+    fn rows_of_two_grids_read_back_with_their_own_keys() {
+        let mut old = row("dcd", "0", "1.0", "completed");
+        old.run_id = "old".into();
+        let mut new = row("dcd", "0", "2.0", "completed");
+        new.point.remove("algorithm");
+        new.point.insert("method".into(), "dcd".into());
+        let path = std::env::temp_dir().join(format!("repro-grids-{}.csv", std::process::id()));
+        write_csv(&path, &[old.clone(), new.clone()]).unwrap();
+        let back = read_csv(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        // no empty `algorithm=` on the new row, no empty `method=` on the old
+        assert_eq!(back, vec![old, new]);
     }
 
     #[test]

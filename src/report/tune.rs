@@ -808,12 +808,21 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
                         .split(' ')
                         .any(|kv| kv == format!("{axis}={}", plan::text(&beyond)))
             });
+            let step = format!("{axis}={}", plan::text(&beyond));
+            // a refusal reads "{group} {config}: why"
+            let refused_beyond = refused.iter().any(|r| {
+                r.strip_prefix(&format!("{} ", group_text(&t.group)))
+                    .and_then(|r| r.split_once(": "))
+                    .is_some_and(|(config, _)| config.split(' ').any(|kv| kv == step))
+            });
             edge_lines.push(format!(
                 "- {}: {axis}={} is at the edge of its space{}\n",
                 group_text(&t.group),
                 plan::text(&edge),
                 if tried_beyond {
-                    format!(" ({axis}={} was tried beyond it and scored worse)", plan::text(&beyond))
+                    format!(" ({step} was tried beyond it and scored worse)")
+                } else if refused_beyond {
+                    format!("; the step beyond it, {step}, was refused (below)")
                 } else {
                     format!("; the optimum may lie beyond it (next step: {axis}={}; `tune.extend: true` tries it)", plan::text(&beyond))
                 }
@@ -1040,6 +1049,36 @@ mod tests {
             .collect();
         let sel = select(&loss, &rows);
         assert_eq!(sel.tried.iter().find(|t| t.chosen).unwrap().config, "b");
+    }
+
+    /// A choice at an edge whose step beyond the plan refused says so; one
+    /// never tried beyond suggests `tune.extend`.
+    #[test]
+    fn an_edge_whose_step_beyond_was_refused_says_so() {
+        let s = spec(
+            "{metric: val_accuracy, budget: 3, seeds: [9], validation: 0.1, extend: true,
+              space: {choco: {gamma: [0.25, 0.5, 1.0]}}}",
+        );
+        let rows = vec![
+            run("choco", "gamma=0.5", "9", "completed", Some(0.80)),
+            run("choco", "gamma=1.0", "9", "completed", Some(0.90)),
+        ];
+        let sel = select(&s, &rows);
+        let refused = ["algorithm=choco bits=1 gamma=2.0: gamma must be at most 1".to_string()];
+        let said = findings(&s, &sel, &refused);
+        assert!(
+            said.contains(
+                "algorithm=choco bits=1: gamma=1.0 is at the edge of its space; \
+                 the step beyond it, gamma=2.0, was refused (below)"
+            ),
+            "{said}"
+        );
+        assert!(!said.contains("tries it"), "{said}");
+        let said = findings(&s, &sel, &[]);
+        assert!(
+            said.contains("next step: gamma=2.0; `tune.extend: true` tries it"),
+            "{said}"
+        );
     }
 
     /// A choice at the smallest or largest value of a numeric axis is at
