@@ -40,17 +40,24 @@ fn theorem1_reproduces_in_the_simulator() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
-    assert_eq!(lines.len(), 1 + 18);
+    assert_eq!(lines.len(), 1 + 120);
     let header: Vec<&str> = lines[0].split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     // bound phi^2 delta^2 / (8 (1 + phi^2)) with phi = 1/3, delta = 0.1
     let bound = 0.01 / 80.0;
+    // the same on Moniqua's own grid step, delta = 0.005
+    let fine_bound = 0.005 * 0.005 / 80.0;
     let mut moniqua = std::collections::BTreeSet::new();
     for line in &lines[1..] {
         let f: Vec<&str> = line.split(',').collect();
         let g: f64 = f[col("grad_norm_sq")].parse().unwrap();
-        match f[col("algorithm")] {
+        match f[col("method")] {
             "naive-grid" => assert!(g >= bound, "{line}"),
+            "naive-fine" => assert!(g >= fine_bound, "{line}"),
+            "moniqua-fine" => {
+                let wraps: f64 = f[col("wrap_rate")].parse().unwrap();
+                assert!(wraps < 0.01, "{line}");
+            }
             "moniqua" => {
                 // below the floor, though every frame carries a
                 // quantization error: distinct starts and gradient noise
@@ -62,20 +69,18 @@ fn theorem1_reproduces_in_the_simulator() {
                 assert!(wraps < 0.01, "{line}");
                 moniqua.insert(g.to_bits());
             }
-            other => panic!("unexpected algorithm {other}"),
+            other => panic!("unexpected method {other}"),
         }
         // every run left a log with a header and an end line
         let log = std::fs::read_to_string(out.join("raw").join(format!("{}.jsonl", f[0]))).unwrap();
         let parsed = repro_runlog::read_log(log.as_bytes()).unwrap();
         assert!(parsed.end.is_some() && !parsed.steps.is_empty());
     }
-    // no two of Moniqua's nine runs are the same (seeds differ)
-    assert_eq!(moniqua.len(), 9);
+    // no two of Moniqua's thirty runs are the same (seeds differ)
+    assert_eq!(moniqua.len(), 30);
     let table = std::fs::read_to_string(out.join("table.md")).unwrap();
     assert!(
-        table.contains(
-            "| algorithm | lr=0.5 | lr=0.1 | lr=0.02 | largest recovery error / delta B |"
-        ),
+        table.contains("| method | lr=0.5 | lr=0.1 | lr=0.02 | largest recovery error / delta B |"),
         "{table}"
     );
     // `repro table` renders the same table from runs.csv, then the claims
@@ -83,13 +88,13 @@ fn theorem1_reproduces_in_the_simulator() {
     assert!(t.status.success());
     let said = String::from_utf8_lossy(&t.stdout);
     assert!(said.starts_with(&table), "{said}");
-    assert_eq!(said.matches("**supported**").count(), 3, "{said}");
+    assert_eq!(said.matches("**supported**").count(), 6, "{said}");
     // `repro compare` gives the table's cells from runs.parquet alone
     let c = repro(&[
         "compare",
         out.to_str().unwrap(),
         "--by",
-        "algorithm,lr",
+        "method,lr",
         "--value",
         "grad_norm_sq",
         "--format",
@@ -117,11 +122,11 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let plan = stdout(&o);
     assert!(
         plan.contains("quickstart: ")
-            && plan.contains("at scale `cpu`, 25 runs (backend in-process)"),
+            && plan.contains("at scale `cpu`, 56 runs (backend in-process)"),
         "{plan}"
     );
     assert!(
-        plan.contains("theorem1: ") && plan.contains("at scale `cpu`, 18 runs (backend sim)"),
+        plan.contains("theorem1: ") && plan.contains("at scale `cpu`, 120 runs (backend sim)"),
         "{plan}"
     );
     // `--scale` still wins, for both
@@ -163,10 +168,10 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{said}\n{err}");
     let runs = csv_rows(&out.join("runs.csv"));
-    assert_eq!(runs.len(), 15);
+    assert_eq!(runs.len(), 21);
     // the table beside the paper's Table 2, and the claims tested
     assert!(
-        said.contains("| algorithm | bits=1 (measured) | bits=1 (paper: ResNet20 on CIFAR-10) |"),
+        said.contains("| method | bits=1 (measured) | bits=1 (paper: ResNet20 on CIFAR-10) |"),
         "{said}"
     );
     assert!(
@@ -188,9 +193,9 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     );
     // then Theorem 1, in a directory of the quickstart's, its table printed
     let theorem1 = csv_rows(&out.join("theorem1").join("runs.csv"));
-    assert_eq!(theorem1.len(), 18);
+    assert_eq!(theorem1.len(), 120);
     assert!(
-        said.contains("| algorithm | lr=0.5 | lr=0.1 | lr=0.02 |"),
+        said.contains("| method | lr=0.5 | lr=0.1 | lr=0.02 |"),
         "{said}"
     );
     // and, last, what to run next
@@ -204,7 +209,7 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(json["experiment"], "quickstart");
     assert_eq!(json["then"][0]["experiment"], "theorem1");
-    assert_eq!(json["then"][0]["ran"], 18);
+    assert_eq!(json["then"][0]["ran"], 120);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -329,8 +334,8 @@ fn dry_run_and_overrides() {
     let o = repro(&["run", "theorem1", "--dry-run", "--set", "grid.seed=[0]"]);
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("6 runs"), "{text}");
-    assert_eq!(text.lines().filter(|l| l.contains("algorithm=")).count(), 6);
+    assert!(text.contains("12 runs"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.contains(" seed=0")).count(), 12);
 }
 
 /// Paper scale on a cluster, as a dry run: the exact launch with a hostfile
@@ -940,11 +945,17 @@ fn train_backend_trains_with_real_ranks() {
         "{stderr}"
     );
     // committed results keep no logs: --resume keeps a finished run's
-    // runs.csv row when it is current, and runs a stale one again
+    // runs.csv row when it is current, and runs a stale one again (the row
+    // of `id` is stale: --resume-stale kept it from its aged logs)
     std::fs::remove_dir_all(out.join("raw")).unwrap();
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(
+        csv.lines()
+            .any(|l| l.starts_with(id) && l.contains("0ld50urce")),
+        "{csv}"
+    );
     let without_logs = || {
-        Command::new(env!("CARGO_BIN_EXE_repro"))
+        let o = Command::new(env!("CARGO_BIN_EXE_repro"))
             .args([
                 "run",
                 "mpi-smoke",
@@ -955,30 +966,27 @@ fn train_backend_trains_with_real_ranks() {
             .env("REPRO_TRAIN", "/nonexistent/repro-train")
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
-            .expect("run repro")
+            .expect("run repro");
+        let _ = std::fs::remove_dir_all(out.join("raw"));
+        (
+            o.status.success(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
     };
-    let o = without_logs();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    assert_eq!(stderr.matches("kept from runs.csv").count(), 2, "{stderr}");
-    assert_eq!(std::fs::read_to_string(out.join("runs.csv")).unwrap(), csv);
-    let stale: String = csv
-        .lines()
-        .map(|l| {
-            if l.starts_with(id) {
-                l.replace(here, "0ld50urce")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    std::fs::write(out.join("runs.csv"), format!("{stale}\n")).unwrap();
-    let o = without_logs();
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success(), "{stderr}");
+    let (ok, stderr) = without_logs();
+    assert!(!ok, "{stderr}");
     assert_eq!(stderr.matches("kept from runs.csv").count(), 1, "{stderr}");
     assert!(stderr.contains(&format!("{id} failed again")), "{stderr}");
+    // the failed attempt left the earlier row; made current, both are kept
+    let current = csv.replace("0ld50urce", here);
+    std::fs::write(out.join("runs.csv"), &current).unwrap();
+    let (ok, stderr) = without_logs();
+    assert!(ok, "{stderr}");
+    assert_eq!(stderr.matches("kept from runs.csv").count(), 2, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("runs.csv")).unwrap(),
+        current
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -2836,27 +2844,20 @@ fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// `repro table table2` tests the manifest's claims on the committed runs
-/// alone: it prints the verdicts after the table and writes claims.md and
-/// claims.csv, whose numbers are the paired test over the seeds.
+/// `repro table` tests a manifest's claims on the committed runs alone
+/// (Theorem 1's, which are complete): it prints the verdicts after the
+/// table and writes claims.md and claims.csv, whose numbers are the paired
+/// test over the seeds.
 #[test]
-fn table2_claims_are_tested_on_the_committed_runs() {
+fn claims_are_tested_on_the_committed_runs() {
     let out = temp_out("claims");
     std::fs::create_dir_all(&out).unwrap();
-    // the runs and the tuning that chose their configurations (the plan a
-    // table reads follows from it)
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/table2");
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/theorem1");
     std::fs::copy(committed.join("runs.csv"), out.join("runs.csv")).unwrap();
-    std::fs::create_dir_all(out.join("tuning")).unwrap();
-    std::fs::copy(
-        committed.join("tuning/runs.csv"),
-        out.join("tuning/runs.csv"),
-    )
-    .unwrap();
-    let o = repro(&["table", "table2", "--out", out.to_str().unwrap()]);
+    let o = repro(&["table", "theorem1", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
-    let claim = "moniqua has a higher avg_test_accuracy than choco (bits=1)";
+    let claim = "moniqua-fine has a lower grad_norm_sq than naive-fine (lr=0.5)";
     assert!(said.contains("# Claims:") && said.contains(claim), "{said}");
     assert_eq!(
         std::fs::read_to_string(out.join("claims.md")).unwrap(),
@@ -2865,38 +2866,40 @@ fn table2_claims_are_tested_on_the_committed_runs() {
             .unwrap()
     );
     let verdicts = csv_rows(&out.join("claims.csv"));
-    assert_eq!(verdicts.len(), 13);
+    assert_eq!(verdicts.len(), 6);
     assert!(verdicts.iter().all(|v| {
         ["supported", "not supported", "contradicted", "not testable"]
             .contains(&v["verdict"].as_str())
     }));
-    // the first claim, recomputed from runs.csv: percent, paired by seed
+    // the claim, recomputed from runs.csv, paired by seed
     let runs = csv_rows(&out.join("runs.csv"));
-    let accuracy = |alg: &str| {
-        let mut v: Vec<(String, f64)> = runs
+    let measured = |method: &str| {
+        let mut v: Vec<(u64, f64)> = runs
             .iter()
-            .filter(|r| r["algorithm"] == alg && r["bits"] == "1")
+            .filter(|r| r["method"] == method && r["lr"] == "0.5")
             .map(|r| {
                 (
-                    r["seed"].clone(),
-                    r["avg_test_accuracy"].parse::<f64>().unwrap() * 100.0,
+                    r["seed"].parse().unwrap(),
+                    r["grad_norm_sq"].parse::<f64>().unwrap(),
                 )
             })
             .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v.sort_by_key(|a| a.0);
         v.into_iter().map(|(_, x)| x).collect::<Vec<f64>>()
     };
-    let d = repro::report::stats::paired(&accuracy("moniqua"), &accuracy("choco")).unwrap();
+    let d =
+        repro::report::stats::paired(&measured("moniqua-fine"), &measured("naive-fine")).unwrap();
     let first = verdicts.iter().find(|v| v["claim"] == claim).unwrap();
     assert_eq!(first["test"], "paired t");
     let number = |k: &str| first[k].parse::<f64>().unwrap();
-    assert!((number("effect") - d.effect).abs() < 1e-9);
+    assert!((number("effect") - d.effect).abs() < 1e-15);
     assert!((number("p") - d.p_two_sided()).abs() < 1e-9);
     let (lo, hi) = d.interval(0.05);
-    assert!((number("ci_low") - lo).abs() < 1e-9 && (number("ci_high") - hi).abs() < 1e-9);
-    let verdict = if lo > 0.0 {
+    assert!((number("ci_low") - lo).abs() < 1e-15 && (number("ci_high") - hi).abs() < 1e-15);
+    // lower is better: supported when the whole interval is below 0
+    let verdict = if hi < 0.0 {
         "supported"
-    } else if hi < 0.0 {
+    } else if lo > 0.0 {
         "contradicted"
     } else {
         "not supported"
@@ -2906,25 +2909,23 @@ fn table2_claims_are_tested_on_the_committed_runs() {
 }
 
 /// `repro compare` reproduces committed tables from the runs.parquet files
-/// alone. Table 2's committed table.md (cells `mean ± half-width (n)`) has
-/// each of its measured cells in compare's output; and every committed
-/// tidy table.csv's cells are compare's lines, digit for digit (tidy files
-/// come with issue 44's rerun; until then Table 2's Markdown is the check).
+/// alone. Theorem 1's committed table.md (cells `mean ± half-width (n)`)
+/// has each of its measured cells in compare's output; and every committed
+/// tidy table.csv's cells are compare's lines, digit for digit.
 #[test]
 fn compare_reproduces_committed_tables_from_parquet_alone() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let o = repro(&[
         "compare",
-        "table2",
+        "theorem1",
         "--by",
-        "algorithm,bits",
+        "method,lr",
         "--value",
-        "avg_test_accuracy",
+        "grad_norm_sq",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // an accuracy in percent by default, as the table shows it
     let compared = String::from_utf8_lossy(&o.stdout);
-    let table = std::fs::read_to_string(root.join("results/table2/table.md")).unwrap();
+    let table = std::fs::read_to_string(root.join("results/theorem1/table.md")).unwrap();
     let cells = |line: &str| -> Vec<String> {
         line.trim()
             .trim_matches('|')
@@ -2938,13 +2939,10 @@ fn compare_reproduces_committed_tables_from_parquet_alone() {
     for line in lines.filter(|l| !l.starts_with("|---") && !l.starts_with("| Δ")) {
         let row = cells(line);
         for (h, cell) in header.iter().zip(&row) {
-            let Some(bits) = h
-                .strip_prefix("bits=")
-                .and_then(|b| b.strip_suffix(" (measured)"))
-            else {
+            let Some(lr) = h.strip_prefix("lr=") else {
                 continue;
             };
-            let want = format!("| {} | {bits} | {cell} |", row[0]);
+            let want = format!("| {} | {lr} | {cell} |", row[0]);
             assert!(compared.contains(&want), "{want} not in:\n{compared}");
             checked += 1;
         }

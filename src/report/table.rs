@@ -331,11 +331,15 @@ pub(crate) fn compare(
     tidy_header.extend(TIDY_STATS.map(String::from));
     let mut rows = Vec::new();
     let mut tidy = vec![tidy_header];
-    for i in 0..groups.height() {
-        let keys: Vec<String> = names
+    let keys_of = |i: usize| -> Result<Vec<String>> {
+        names
             .iter()
             .map(|n| frames::text_at(&groups, n, i))
-            .collect::<Result<_>>()?;
+            .collect()
+    };
+    let keys: Vec<Vec<String>> = (0..groups.height()).map(keys_of).collect::<Result<_>>()?;
+    for i in nested_order(&keys) {
+        let keys = keys[i].clone();
         let stats = CellStats::of(&groups, i)?;
         let mut row = keys.clone();
         row.push(stats.text());
@@ -355,6 +359,27 @@ pub(crate) fn compare(
         tidy,
         best: Vec::new(),
     })
+}
+
+/// The order of groups whose keys are `keys` (in the order the runs first
+/// have each combination), nested by the first key: every group of the
+/// first key's first value, then of its second, each set in its own
+/// order. A table with one row key and its column key lists its cells so.
+fn nested_order(keys: &[Vec<String>]) -> Vec<usize> {
+    let mut firsts: Vec<&str> = Vec::new();
+    for k in keys {
+        let first = k.first().map_or("", String::as_str);
+        if !firsts.contains(&first) {
+            firsts.push(first);
+        }
+    }
+    let rank = |k: &Vec<String>| {
+        let first = k.first().map_or("", String::as_str);
+        firsts.iter().position(|f| *f == first)
+    };
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    order.sort_by_key(|&i| rank(&keys[i]));
+    order
 }
 
 /// How a table groups the runs frame: row keys and column key as String
@@ -1149,6 +1174,26 @@ mod tests {
     use super::*;
     use crate::records::metrics::Cell;
     use crate::records::results::tests::row;
+
+    /// Groups first seen column-major (lr=0.5 of every method, then
+    /// lr=0.1) list row by row, as the table does; within a row, in the
+    /// order the runs first have them.
+    #[test]
+    fn compare_nests_groups_by_the_first_key() {
+        let keys: Vec<Vec<String>> = [
+            ("naive", "0.5"),
+            ("moniqua", "0.5"),
+            ("naive", "0.1"),
+            ("moniqua", "0.1"),
+            ("fine", "0.1"),
+        ]
+        .iter()
+        .map(|(m, lr)| vec![m.to_string(), lr.to_string()])
+        .collect();
+        assert_eq!(nested_order(&keys), [0, 2, 1, 3, 4]);
+        assert_eq!(nested_order(&keys[..1]), [0]);
+        assert!(nested_order(&[]).is_empty());
+    }
 
     #[test]
     fn numbers_read_well() {
