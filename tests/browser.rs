@@ -129,7 +129,7 @@ fn the_report_pages_render_sort_and_filter_in_chromium() {
     let dom = chromium(
         &browser,
         &["--dump-dom"],
-        &url("table2/index.html?sort=final_loss&order=desc&filter=moniqua"),
+        &url("theorem1/index.html?sort=final_loss&order=desc&filter=moniqua"),
     );
     let runs = rows(&dom);
     assert_eq!(runs.len(), 120, "{}", runs.len());
@@ -169,7 +169,7 @@ fn the_report_pages_render_sort_and_filter_in_chromium() {
     assert!(dom.contains("aria-sort=\"descending\""));
     // screenshots: the sidebar (its background, and the current page
     // marked on an experiment's page) beside the content
-    for (page, current) in [("index.html", false), ("table2/index.html", true)] {
+    for (page, current) in [("index.html", false), ("theorem1/index.html", true)] {
         let shot = dir.join(format!("{}.png", page.replace('/', "-")));
         chromium(
             &browser,

@@ -359,10 +359,10 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    // the tuning first (gamma, B and the compressor scale, as at cpu
-    // scale), then three seeds of the grid
-    assert!(text.contains("tuning: 120 runs"), "{text}");
-    assert!(text.contains("the grid's 36 runs"), "{text}");
+    // the tuning first (gamma, B, the learning rate and the compressor
+    // scale, as at cpu scale), then three seeds of the grid
+    assert!(text.contains("tuning: 144 runs"), "{text}");
+    assert!(text.contains("the grid's 42 runs"), "{text}");
     for p in [
         "model=\"resnet20\"",
         "dataset=\"cifar10\"",
@@ -463,8 +463,8 @@ fn every_shipped_manifest_is_valid() {
     ] {
         assert!(text.contains(name), "{name} missing from {text}");
     }
-    assert!(text.contains("cpu: 18 runs, under a second"), "{text}");
-    assert!(text.contains("cpu (default): 25 runs"), "{text}");
+    assert!(text.contains("cpu: 120 runs, about 16 s"), "{text}");
+    assert!(text.contains("cpu (default): 56 runs"), "{text}");
     // a tuned experiment's search counts too
     assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
 }
@@ -3449,14 +3449,14 @@ fn moniquas_failed_recoveries_are_a_share_of_the_frames_checked() {
 /// applied; an unknown experiment is an error.
 #[test]
 fn show_prints_the_manifest_resolved() {
-    let o = repro(&["show", "quickstart", "--set", "params.lr=0.2"]);
+    let o = repro(&["show", "quickstart", "--set", "params.weight_decay=0.001"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     for line in [
         "backend: in-process",
         "  model: lenet",
         "  timeout_s: 600",
-        "  lr: 0.2",
+        "  weight_decay: 0.001",
     ] {
         assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
     }
