@@ -14,7 +14,7 @@ use common::{csv_rows, repro_cmd, temp_out};
 /// after another (VGG16's ten ranks hold about 15 GB). The data, the
 /// iterations, the milestones (moved inside the two iterations) and the
 /// evaluation's size are all that is replaced; Table 2's tuning is cut to
-/// one configuration on one seed, and PQASGD's 16 workers become 8 (16
+/// one configuration of Moniqua's on one seed, and PQASGD's 16 workers become 8 (16
 /// ResNet110 ranks do not fit this machine). About 5 minutes here.
 #[test]
 fn paper_scales_rehearse_on_generated_cifar10() {
@@ -38,11 +38,16 @@ fn paper_scales_rehearse_on_generated_cifar10() {
             "table2",
             // its tuning too, cut to one configuration on one seed
             &[
-                "grid.algorithm=[moniqua]",
+                "grid.method=[moniqua]",
                 "grid.bits=[1]",
                 "grid.seed=[0]",
                 "tune.budget=1",
                 "tune.seeds=[100]",
+                "tune.extend=false",
+                // the other methods' spaces and claims name grid values
+                // this point leaves out
+                "tune.space={moniqua: {modulus: [0.5, 2.0], gamma: [0.05, 0.2, 0.5]}}",
+                "claims=[]",
             ],
             &[
                 "\"model\":\"resnet20\"",
