@@ -876,18 +876,22 @@ fn train_backend_trains_with_real_ranks() {
         "moniqua/d-psgd bytes = {ratio}"
     );
     // --resume keeps the finished runs: same rows, nothing launched again
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "run",
-            "mpi-smoke",
-            "--resume",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .env("REPRO_TRAIN", "/nonexistent/repro-train")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run repro");
+    // (a run it did launch would fail: there is no trainer)
+    let resume_without_trainer = || {
+        Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args([
+                "run",
+                "mpi-smoke",
+                "--resume",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .env("REPRO_TRAIN", "/nonexistent/repro-train")
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run repro")
+    };
+    let o = resume_without_trainer();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert_eq!(
@@ -955,18 +959,7 @@ fn train_backend_trains_with_real_ranks() {
         "{csv}"
     );
     let without_logs = || {
-        let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-            .args([
-                "run",
-                "mpi-smoke",
-                "--resume",
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .env("REPRO_TRAIN", "/nonexistent/repro-train")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("run repro");
+        let o = resume_without_trainer();
         let _ = std::fs::remove_dir_all(out.join("raw"));
         (
             o.status.success(),
