@@ -15,7 +15,8 @@ use common::{csv_rows, repro_cmd, temp_out};
 /// iterations, the milestones (moved inside the two iterations) and the
 /// evaluation's size are all that is replaced; Table 2's tuning is cut to
 /// one configuration of Moniqua's on one seed, and PQASGD's 16 workers become 8 (16
-/// ResNet110 ranks do not fit this machine). About 5 minutes here.
+/// ResNet110 ranks do not fit this machine). About 5 to 14 minutes here
+/// (809 s alone in a debug build on a fresh 2-core machine).
 #[test]
 fn paper_scales_rehearse_on_generated_cifar10() {
     let data = temp_out("cifar10-like");
