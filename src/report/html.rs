@@ -667,14 +667,20 @@ mod tests {
                 "{name} not in the index"
             );
         }
-        let table2 = &pages.iter().find(|(d, _)| d.ends_with("table2")).unwrap().1;
+        // Theorem 1: a current experiment that the rerun of one other
+        // (mid-way, without its top-level table) never removes
+        let theorem1 = &pages
+            .iter()
+            .find(|(d, _)| d.ends_with("theorem1"))
+            .expect("results/theorem1 has a page")
+            .1;
         assert!(
-            table2.contains("<table class=\"provenance\">")
-                && table2.contains("<th scope=\"row\">git commit</th>")
+            theorem1.contains("<table class=\"provenance\">")
+                && theorem1.contains("<th scope=\"row\">git commit</th>")
         );
-        assert!(table2.contains("<table class=\"runs\"") && table2.contains("<th>algorithm</th>"));
-        assert!(table2.contains(
-            "<li class=\"current\"><a href=\"../table2/index.html\" aria-current=\"page\">"
+        assert!(theorem1.contains("<table class=\"runs\"") && theorem1.contains("<th>method</th>"));
+        assert!(theorem1.contains(
+            "<li class=\"current\"><a href=\"../theorem1/index.html\" aria-current=\"page\">"
         ));
     }
 }
