@@ -2,7 +2,7 @@
 # Sets up the machine (idempotent) and runs the main job on its default:
 # `repro run`, the `quickstart` experiment (Moniqua against its baselines at
 # 1 bit on Fashion-MNIST, 8 in-process workers, then Theorem 1 in the
-# simulator; about 3 minutes), results in results/quickstart/. Extra
+# simulator; about 12 minutes), results in results/quickstart/. Extra
 # arguments go to `repro run`, e.g. `bash ci/main.sh figure1`. The trainer
 # `repro-train`, which in-process and MPI runs start, is built beside `repro`.
 set -euo pipefail
