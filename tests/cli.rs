@@ -741,7 +741,7 @@ fn a_simulator_run_measures_its_peak_memory() {
 /// The memory experiment measures each worker's extra memory from the
 /// process's peak resident memory, and it matches the plan's parts: state,
 /// frames and optimizer buffers per worker (16 workers of 1M coordinates,
-/// a model 4 MB).
+/// a model 4 MB, 8-bit frames).
 #[test]
 fn extra_memory_is_measured_from_resident_memory() {
     let out = temp_out("extra-memory");
@@ -770,7 +770,10 @@ fn extra_memory_is_measured_from_resident_memory() {
             "{what}: measured {measured} models, planned {planned}: {r:?}"
         );
         if what == "moniqua" {
-            assert!(measured < 0.5, "{r:?}");
+            // two neighbours' 8-bit frames, a quarter model each, and no
+            // copy of the model: under one model, where D-PSGD's is two
+            assert!((0.49..0.51).contains(&number(r, "frames_models")), "{r:?}");
+            assert!(measured < 1.0, "{r:?}");
             assert_eq!(number(r, "extra_memory_models"), 0.0);
         }
         if what == "choco" {
