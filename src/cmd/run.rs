@@ -470,7 +470,7 @@ fn conclude(
 
 /// Writes every run of the directory, `merged`, as runs.csv and
 /// runs.parquet.
-fn write_runs(out: &std::path::Path, merged: &[RunRecord]) -> Result<()> {
+pub(crate) fn write_runs(out: &std::path::Path, merged: &[RunRecord]) -> Result<()> {
     results::write_csv(&out.join("runs.csv"), merged)?;
     frames::write_parquet(
         &out.join("runs.parquet"),
@@ -493,10 +493,11 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
     let merged = results::judged(done.merged.clone(), runs, &m.health);
     write_runs(out, &merged)?;
+    let tuning = crate::report::tune::recorded_tuning(m, scale, backend, out)?;
     let figures = write_results(
         m,
         out,
-        &results::planned(&merged, runs, &m.health),
+        (&results::planned(&merged, runs, &m.health), &tuning),
         backend,
         !cfg.json && !quiet,
     )?;
@@ -941,7 +942,8 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
     let invocation = session.invocation;
     let merged = merge(out, previous, rows, runs)?;
     if !phase.is_empty() {
-        write_runs(out, &merged)?;
+        // tuning runs are judged as the grid's are
+        write_runs(out, &results::judged(merged.clone(), runs, &m.health))?;
     }
     Ok(Executed {
         merged,

@@ -1,14 +1,17 @@
 //! `repro table`: the table and the claims' verdicts, redrawn from the
-//! recorded runs of the plan.
+//! recorded runs of the plan, each run's health judged again by this
+//! build's rule and written back where it changed.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Args;
 
-use crate::cmd::status::{self, planned_results};
+use crate::cmd::status::{self, Recorded};
 use crate::records::frames::RunsFrame;
+use crate::records::results;
 use crate::report::outputs::{write_claims, write_table};
+use crate::report::tune;
 
 /// A table's output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -35,12 +38,15 @@ pub(crate) struct TableArgs {
 }
 
 /// `repro table`: the table (and the claims' verdicts) from runs.csv,
-/// written beside it and printed.
+/// written beside it and printed; runs.csv, tuning/runs.csv, tuning.md
+/// and tuning.csv re-judged first.
 pub(crate) fn table(args: &TableArgs) -> Result<()> {
-    let (m, out, rows) = planned_results(&args.experiment, &args.out, &args.plan)?;
-    let table = write_table(&m, &out, &RunsFrame::new(&rows)?)?;
-    let claims = write_claims(&m, &out, &rows)?;
-    crate::util::sudo::give(&out);
+    let r = status::recorded(&args.experiment, &args.out, &args.plan)?;
+    rejudge(&r)?;
+    let tuning = tune::recorded_tuning(&r.manifest, &r.scale, r.backend, &r.out)?;
+    let table = write_table(&r.manifest, &r.out, &RunsFrame::new(&r.rows)?)?;
+    let claims = write_claims(&r.manifest, &r.out, &r.rows, &tuning)?;
+    crate::util::sudo::give(&r.out);
     print!(
         "{}",
         match args.format {
@@ -53,5 +59,59 @@ pub(crate) fn table(args: &TableArgs) -> Result<()> {
     if let (TableFormat::Md, Some(claims)) = (args.format, claims) {
         print!("\n{claims}");
     }
+    Ok(())
+}
+
+/// Writes `dir`'s runs.csv and runs.parquet again with the runs of `plan`
+/// judged by this build's rule, when any judgement changed; how many
+/// rows changed.
+fn rejudge_dir(
+    dir: &std::path::Path,
+    plan: &[crate::spec::plan::PlannedRun],
+    health: &crate::spec::manifest::HealthSpec,
+) -> Result<usize> {
+    let csv = dir.join("runs.csv");
+    let recorded = results::with_first_losses(results::read_csv(&csv)?, &dir.join("curves.csv"))?;
+    let judged = results::judged(recorded.clone(), plan, health);
+    let changed = judged.iter().zip(&recorded).filter(|(a, b)| a != b).count();
+    if changed > 0 {
+        crate::cmd::run::write_runs(dir, &judged)?;
+        crate::util::progress::note(&format!(
+            "re-judged: {changed} of {} rows of {} have their health written by this build's rule",
+            judged.len(),
+            csv.display()
+        ));
+    }
+    Ok(changed)
+}
+
+/// The recorded runs' health judged again and written back (runs.csv,
+/// and for a tuned experiment tuning/runs.csv, tuning.md and tuning.csv):
+/// a committed result is re-judged without rerunning.
+fn rejudge(r: &Recorded) -> Result<()> {
+    let m = &r.manifest;
+    rejudge_dir(&r.out, &r.plan, &m.health)?;
+    let Some(spec) = &m.tune else {
+        return Ok(());
+    };
+    let dir = r.out.join("tuning");
+    if !dir.join("runs.csv").is_file() {
+        return Ok(());
+    }
+    let recorded = results::read_csv(&dir.join("runs.csv"))?;
+    let (tuning, selection, refused) = tune::search(m, spec, &r.scale, r.backend, &recorded)?;
+    rejudge_dir(&dir, &tuning, &m.health)?;
+    let mut seeds: Vec<String> = r
+        .plan
+        .iter()
+        .filter_map(|p| p.point.get(crate::spec::plan::SEED_KEY).cloned())
+        .collect();
+    seeds.sort();
+    seeds.dedup();
+    crate::util::atomic::write(
+        &r.out.join("tuning.md"),
+        tune::markdown(m, spec, &seeds, &selection, &refused),
+    )?;
+    crate::util::atomic::write(&r.out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
     Ok(())
 }

@@ -153,6 +153,41 @@ pub(crate) fn valid() -> Expr {
     health().eq(lit(crate::records::health::Health::Ok.text()))
 }
 
+/// Each run's health kind (`Health::kind`), from its health word.
+pub(crate) fn health_kind() -> Expr {
+    use crate::records::health::{Health, Kind};
+    Health::ALL
+        .iter()
+        .fold(lit(Kind::NotTested.text()), |otherwise, h| {
+            when(health().eq(lit(h.text())))
+                .then(lit(h.kind().text()))
+                .otherwise(otherwise)
+        })
+}
+
+/// `value` (column `metric` times `factor`) as a comparison counts each
+/// run by intention to treat, the frame form of `health::counted`: a
+/// valid run's value; a failed run's value where finite, else the worst
+/// the metric can take for it (its chance accuracy, scaled, or an
+/// infinity); null for a run left out.
+pub(crate) fn counted(df: &DataFrame, metric: &str, factor: f64, higher: bool) -> Expr {
+    use crate::records::health::{self, Kind};
+    let value = number(df, metric) * lit(factor);
+    let finite = value.clone().is_finite().fill_null(lit(false));
+    let unbounded = health::worst(metric, None, higher);
+    let worst = if health::is_accuracy(metric) {
+        (number(df, "chance_accuracy") * lit(factor)).fill_null(lit(unbounded))
+    } else {
+        lit(unbounded)
+    };
+    let kind = health_kind();
+    when(kind.clone().eq(lit(Kind::Ok.text())).and(finite.clone()))
+        .then(value.clone())
+        .when(kind.eq(lit(Kind::MethodFailed.text())))
+        .then(when(finite).then(value).otherwise(worst))
+        .otherwise(lit(polars::prelude::Null {}).cast(DataType::Float64))
+}
+
 /// String cell `i` of column `name` of a query's result ("" when null).
 pub(crate) fn text_at(df: &DataFrame, name: &str, i: usize) -> Result<String> {
     Ok(df

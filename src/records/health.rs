@@ -58,6 +58,15 @@ impl Health {
         Self::ALL.into_iter().find(|h| h.text() == text)
     }
 
+    /// Which of the two kinds of "not ok" this is (see [`Kind`]).
+    pub(crate) fn kind(self) -> Kind {
+        match self {
+            Self::Ok => Kind::Ok,
+            Self::Diverged | Self::Collapsed | Self::Unbounded => Kind::MethodFailed,
+            Self::Silent | Self::Unfinished => Kind::NotTested,
+        }
+    }
+
     /// What a status implies for a record never judged: completed is
     /// taken as ok, diverged as diverged, the rest as unfinished.
     pub(crate) fn of_status(status: RunStatus) -> Self {
@@ -66,6 +75,103 @@ impl Health {
             RunStatus::Diverged => Self::Diverged,
             RunStatus::Failed | RunStatus::NotRun | RunStatus::Refused => Self::Unfinished,
         }
+    }
+}
+
+/// The two kinds of "not ok", kept apart everywhere (runs.csv's
+/// `health_kind`). A run whose method failed is an outcome of the method
+/// on that seed and counts against it; a run that did not test the
+/// method is no evidence either way and is left out, named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Kind {
+    Ok,
+    /// The method failed: diverged, collapsed or unbounded.
+    MethodFailed,
+    /// The experiment did not test the method: silent or unfinished.
+    NotTested,
+}
+
+impl Kind {
+    /// The word runs.csv's `health_kind` holds.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::MethodFailed => "method failed",
+            Self::NotTested => "not tested",
+        }
+    }
+}
+
+impl std::fmt::Display for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.text())
+    }
+}
+
+/// What one run adds to a comparison of a metric, by intention to treat:
+/// every run that tested the method counts, a failed one with what it
+/// achieved. The one rule for table cells, claims and tuning scores.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Counted {
+    /// Its recorded value: a valid run's, or a failed run's where finite.
+    Value(f64),
+    /// A failed run without a finite value: the worst value the metric
+    /// can take for it (chance accuracy), or an infinity where the metric
+    /// has no bound (it then ranks last, and no mean is defined).
+    Worst(f64),
+    /// Not counted: the run did not test the method, or a valid run has
+    /// no value of the metric; why, in a few words.
+    LeftOut(&'static str),
+}
+
+impl Counted {
+    /// The number counted, if any.
+    pub(crate) fn number(self) -> Option<f64> {
+        match self {
+            Self::Value(x) | Self::Worst(x) => Some(x),
+            Self::LeftOut(_) => None,
+        }
+    }
+}
+
+/// Whether `metric` is an accuracy (a share of correct answers, whose
+/// worst value is chance).
+pub(crate) fn is_accuracy(metric: &str) -> bool {
+    metric.ends_with("accuracy")
+}
+
+/// The worst value `metric` can take for a run whose data has `chance`
+/// accuracy (1 / classes): chance for an accuracy, else an infinity on
+/// the bad side (`higher`: a larger value is better).
+pub(crate) fn worst(metric: &str, chance: Option<f64>, higher: bool) -> f64 {
+    match chance.filter(|_| is_accuracy(metric)) {
+        Some(c) => c,
+        None if higher => f64::NEG_INFINITY,
+        None => f64::INFINITY,
+    }
+}
+
+/// What a run of `health` with `value` of `metric` counts as (see
+/// [`Counted`]); `chance` is its data's chance accuracy.
+pub(crate) fn counted(
+    health: Option<Health>,
+    value: Option<f64>,
+    metric: &str,
+    chance: Option<f64>,
+    higher: bool,
+) -> Counted {
+    let value = value.filter(|v| v.is_finite());
+    match health.map(Health::kind) {
+        Some(Kind::Ok) => value.map_or(Counted::LeftOut("without a value"), Counted::Value),
+        Some(Kind::MethodFailed) => value.map_or_else(
+            || Counted::Worst(worst(metric, chance, higher)),
+            Counted::Value,
+        ),
+        Some(Kind::NotTested) => Counted::LeftOut(match health {
+            Some(Health::Silent) => "silent",
+            _ => "unfinished",
+        }),
+        None => Counted::LeftOut("without a status"),
     }
 }
 
@@ -128,6 +234,11 @@ impl Run {
             },
         }
     }
+}
+
+/// The chance accuracy of a run's data (1 / classes), if it has classes.
+pub(crate) fn chance(params: &Params) -> Option<f64> {
+    Run::of(params).classes.map(|c| 1.0 / f64::from(c))
 }
 
 /// Iterations between exchanges: `period` for the periodic algorithms,

@@ -143,13 +143,15 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 64] = {
+pub(crate) const REGISTRY: [Metric; 66] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
         M::of("status", Text, |s| Cell::Text(s.status.text().into())),
         M::column("health", Text, From::Judged),
         M::column("health_note", Text, From::Judged),
+        M::column("health_kind", Text, From::Judged),
+        M::column("chance_accuracy", Sci, From::Judged),
         M::of("final_loss", Sci, |s| Cell::Number(s.final_loss)),
         M::of("train_loss", Sci, |s| Cell::Number(s.train_loss)).and_curve(Curve::TrainLoss),
         M::of("first_loss", Sci, |s| Cell::Number(s.first_loss)),

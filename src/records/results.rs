@@ -101,7 +101,27 @@ impl RunRecord {
             .insert("health".into(), Cell::Text(verdict.health.text().into()));
         self.metrics
             .insert("health_note".into(), Cell::Text(verdict.why));
+        self.metrics.insert(
+            "health_kind".into(),
+            Cell::Text(verdict.health.kind().text().into()),
+        );
+        let chance = health::chance(params);
+        self.metrics
+            .insert("chance_accuracy".into(), Cell::Number(chance));
         self
+    }
+
+    /// The chance accuracy of the run's data, as judged (none without
+    /// classes, or for a record never judged).
+    pub(crate) fn chance(&self) -> Option<f64> {
+        self.metrics.get("chance_accuracy").and_then(Cell::number)
+    }
+
+    /// What the run counts as in a comparison of `metric`, by intention
+    /// to treat ([`health::counted`]), before any scaling.
+    pub(crate) fn counted(&self, metric: &str, higher: bool) -> health::Counted {
+        let value = self.metrics.get(metric).and_then(Cell::number);
+        health::counted(self.health(), value, metric, self.chance(), higher)
     }
 
     /// Whether the run ended with a result (completed or diverged): not

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::records::curves::RunCurve;
-use crate::records::health::Health;
+use crate::records::health::{Counted, Health, Kind as HealthKind, counts_text};
 use crate::records::metrics::{CURVE_METRICS, Kind as Column, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
@@ -394,9 +394,12 @@ pub(crate) enum Outcome {
     Supported,
     NotSupported,
     Contradicted,
-    /// No test could be made (too few valid runs, no curves): the note
-    /// says why.
+    /// No test could be made (too few runs, no curves): the note says
+    /// why.
     NotTestable,
+    /// A side has no final runs because every configuration its tuning
+    /// tried failed: the method did not train in its search space.
+    NoConfiguration,
 }
 
 impl Outcome {
@@ -418,6 +421,7 @@ impl Outcome {
             Outcome::NotSupported => "not supported",
             Outcome::Contradicted => "contradicted",
             Outcome::NotTestable => "not testable",
+            Outcome::NoConfiguration => "no configuration trained",
         }
     }
 }
@@ -442,6 +446,12 @@ pub(crate) struct Verdict {
     pub p_holm: Option<f64>,
     /// The rank test beside a t-test, with its two-sided p.
     pub rank: Option<stats::RankTest>,
+    /// The exact permutation test's two-sided p beside a t-test (none
+    /// where it would take more than 2^20 arrangements).
+    pub permutation: Option<f64>,
+    /// The verdict over the valid runs alone (health `ok`), beside the
+    /// intention-to-treat one (two-sample claims; `None`: not computed).
+    pub ok_only: Option<Outcome>,
     /// Whether the verdict changes when one seed's runs are left out
     /// (two-sample claims; `None`: not checked).
     pub fragile: Option<bool>,
@@ -452,10 +462,15 @@ pub(crate) struct Verdict {
 }
 
 /// A side's runs: the value of each by seed (its run id without a seed
-/// key), and what was left out.
+/// key), what was left out, and the failed runs that were counted.
+#[derive(Default)]
 struct Side {
     values: stats::Seeded,
     left_out: BTreeMap<String, usize>,
+    /// Runs whose method failed, counted, by health.
+    failed: BTreeMap<Health, usize>,
+    /// Of those, the ones without a finite value, counted at the worst.
+    at_worst: Vec<f64>,
 }
 
 impl Side {
@@ -464,14 +479,36 @@ impl Side {
     }
 
     fn describe(&self, name: &str) -> Option<String> {
-        (!self.left_out.is_empty()).then(|| {
+        let mut said = Vec::new();
+        if !self.failed.is_empty() {
+            let n: usize = self.failed.values().sum();
+            let mut line = format!(
+                "{name}: {n} of {} runs failed ({}), counted",
+                self.values.len(),
+                counts_text(&self.failed)
+            );
+            if let Some(w) = self.at_worst.first() {
+                line.push_str(&format!(
+                    "; {} without a value at the worst the metric can take ({})",
+                    self.at_worst.len(),
+                    if w.is_finite() {
+                        format!("chance, {}", number(*w))
+                    } else {
+                        "ranked last".into()
+                    }
+                ));
+            }
+            said.push(line);
+        }
+        if !self.left_out.is_empty() {
             let parts: Vec<String> = self
                 .left_out
                 .iter()
                 .map(|(why, n)| format!("{n} {why}"))
                 .collect();
-            format!("{name}: {} left out", parts.join(", "))
-        })
+            said.push(format!("{name}: {} left out", parts.join(", ")));
+        }
+        (!said.is_empty()).then(|| said.join("; "))
     }
 }
 
@@ -527,10 +564,14 @@ fn seed_of(r: &RunRecord) -> String {
 
 /// Tests every claim on `rows`; `curves(metric)` gives the runs' curves of
 /// a metric (for `faster_to`).
+/// `tuning` holds the experiment's tuning runs (judged; empty without a
+/// search): a side without final runs whose every tuning run failed is
+/// decided from them.
 pub(crate) fn evaluate(
     specs: &[ClaimSpec],
     table: &TableSpec,
     rows: &[RunRecord],
+    tuning: &[RunRecord],
     curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
     smooth: usize,
 ) -> Result<Vec<Verdict>> {
@@ -538,7 +579,7 @@ pub(crate) fn evaluate(
     for (i, spec) in specs.iter().enumerate() {
         let claim = Claim::resolve(spec, table)
             .map_err(|(k, m)| anyhow::anyhow!("claims[{i}].{k}: {m}"))?;
-        out.push(test(&claim, rows, curves, smooth));
+        out.push(test(&claim, rows, tuning, curves, smooth));
     }
     let adjusted = stats::holm(&out.iter().map(|v| v.p).collect::<Vec<_>>());
     for (v, p) in out.iter_mut().zip(adjusted) {
@@ -552,12 +593,22 @@ pub(crate) fn evaluate(
 fn test(
     c: &Claim<'_>,
     rows: &[RunRecord],
+    tuning: &[RunRecord],
     curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
     smooth: usize,
 ) -> Verdict {
     let runs = |by_baseline: bool| -> Vec<&RunRecord> {
         let s = c.selection(by_baseline);
         rows.iter().filter(|r| matches(&r.point, &s)).collect()
+    };
+    // a side's tuning runs, when they all failed (its method trained in
+    // no configuration, so it has no final runs)
+    let untrained = |by_baseline: bool| -> Option<Vec<&RunRecord>> {
+        let s = c.selection(by_baseline);
+        let tried: Vec<&RunRecord> = tuning.iter().filter(|r| matches(&r.point, &s)).collect();
+        let failed =
+            |r: &&RunRecord| r.health().map(Health::kind) == Some(HealthKind::MethodFailed);
+        (!tried.is_empty() && tried.iter().all(failed)).then_some(tried)
     };
     let mut v = Verdict {
         claim: c.text(),
@@ -573,15 +624,37 @@ fn test(
         p_holm: None,
         rank: None,
         fragile: None,
+        permutation: None,
+        ok_only: None,
         level: c.spec.level,
         outcome: Outcome::NotTestable,
         note: String::new(),
     };
-    let (mine, theirs) = (runs(false), runs(true));
+    let (mut mine, mut theirs) = (runs(false), runs(true));
     let base = c.baseline.clone().unwrap_or_default();
+    let mut from_tuning = Vec::new();
+    for (by_baseline, side, who) in [(false, &mut mine, &c.method), (true, &mut theirs, &base)] {
+        if side.is_empty()
+            && (!by_baseline || c.baseline.is_some())
+            && let Some(tried) = untrained(by_baseline)
+        {
+            from_tuning.push(format!(
+                "{who}: no configuration trained, every one of its {} tuning runs failed ({})",
+                tried.len(),
+                counts_text(&by_health(&tried))
+            ));
+            *side = tried;
+        }
+    }
     if mine.is_empty() || (c.baseline.is_some() && theirs.is_empty()) {
         let who = if mine.is_empty() { &c.method } else { &base };
         v.note = format!("no recorded runs of {who} match");
+        return v;
+    }
+    if !from_tuning.is_empty() && !matches!(c.kind, Kind::Diverges { .. }) {
+        // what failed to train is no sample of a trained method's metric
+        v.outcome = Outcome::NoConfiguration;
+        v.note = from_tuning.join("; ");
         return v;
     }
     match &c.kind {
@@ -597,38 +670,64 @@ fn test(
             time_to(c, &mut v, &mine, &theirs, &reach, curves);
         }
     }
+    if !from_tuning.is_empty() {
+        from_tuning.push("decided from the tuning runs".into());
+        if !v.note.is_empty() {
+            from_tuning.push(std::mem::take(&mut v.note));
+        }
+        v.note = from_tuning.join("; ");
+    }
     v
 }
 
-/// A `better` or `within` claim: the difference of the metric's means.
-fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&RunRecord]) {
+/// Runs counted by health.
+fn by_health(runs: &[&RunRecord]) -> BTreeMap<Health, usize> {
+    let mut by = BTreeMap::new();
+    for r in runs {
+        *by.entry(r.health().unwrap_or(Health::Unfinished))
+            .or_default() += 1;
+    }
+    by
+}
+
+/// A side's values of the claim's metric, scaled: by intention to treat
+/// (`itt`; [`health::counted`]) or over the valid runs alone.
+fn side(c: &Claim<'_>, runs: &[&RunRecord], itt: bool) -> Side {
     let metric = c.metric.as_deref().unwrap_or_default();
-    let side = |runs: &[&RunRecord]| {
-        let mut s = Side {
-            values: Vec::new(),
-            left_out: BTreeMap::new(),
-        };
-        for r in runs {
-            let value = r.metrics.get(metric).and_then(|m| m.number());
-            match value.filter(|x| x.is_finite()) {
-                Some(x) if r.health() == Some(Health::Ok) => {
-                    s.values.push((seed_of(r), x * c.scale));
-                }
-                _ => {
-                    let why = match r.health() {
-                        Some(Health::Ok) => "without a value",
-                        None => "without a status",
-                        Some(other) => other.text(),
-                    };
-                    *s.left_out.entry(why.to_string()).or_default() += 1;
-                }
+    let mut s = Side::default();
+    for r in runs {
+        let counted = if itt {
+            r.counted(metric, c.higher)
+        } else {
+            match r.health() {
+                Some(Health::Ok) => r.counted(metric, c.higher),
+                Some(h) => Counted::LeftOut(h.text()),
+                None => Counted::LeftOut("without a status"),
             }
+        };
+        let health = r.health().unwrap_or(Health::Unfinished);
+        match counted {
+            Counted::Value(x) | Counted::Worst(x) => {
+                if health.kind() == HealthKind::MethodFailed {
+                    *s.failed.entry(health).or_default() += 1;
+                }
+                if matches!(counted, Counted::Worst(_)) {
+                    s.at_worst.push(x);
+                }
+                s.values.push((seed_of(r), x * c.scale));
+            }
+            Counted::LeftOut(why) => *s.left_out.entry(why.to_string()).or_default() += 1,
         }
-        s
-    };
-    let (a, b) = (side(mine), side(theirs));
+    }
+    s
+}
+
+/// A `better` or `within` claim: the difference of the metric's means,
+/// by intention to treat, with the verdict over the valid runs alone
+/// beside it.
+fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&RunRecord]) {
     let ranked = !matches!(c.kind, Kind::Within(_));
-    two_samples(c, v, (&a, &b), ranked, |d, level| match c.kind {
+    let decide = |d: &Difference, level: f64| match c.kind {
         Kind::Within(margin) => {
             let (lo, hi) = d.interval(level);
             let p = d.p_equivalent(margin);
@@ -657,7 +756,29 @@ fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&Ru
             };
             (d.p_two_sided(), outcome)
         }
-    });
+    };
+    let (a, b) = (side(c, mine, true), side(c, theirs, true));
+    two_samples(c, v, (&a, &b), ranked, decide);
+    let (oa, ob) = (side(c, mine, false), side(c, theirs, false));
+    let mut ok = v.clone();
+    two_samples(c, &mut ok, (&oa, &ob), false, decide);
+    v.ok_only = Some(ok.outcome);
+    if ok.outcome != v.outcome {
+        let said = std::mem::take(&mut v.note);
+        v.note = [
+            said,
+            format!(
+                "over the valid runs alone ({} / {}) it is {}",
+                ok.n_method,
+                ok.n_baseline,
+                ok.outcome.word()
+            ),
+        ]
+        .into_iter()
+        .filter(|n| !n.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    }
 }
 
 /// A `diverges` claim: the share of runs that diverged, against a rate
@@ -671,24 +792,35 @@ fn divergence(
 ) {
     let base = c.baseline.clone().unwrap_or_default();
     let mut notes = Vec::new();
+    // every failure of the method counts (diverged, collapsed,
+    // unbounded); a run that did not test it is left out
     let mut count = |name: &str, runs: &[&RunRecord]| {
-        let of = |h: Health| runs.iter().filter(|r| r.health() == Some(h)).count();
-        let (diverged, collapsed, ok) =
-            (of(Health::Diverged), of(Health::Collapsed), of(Health::Ok));
-        let ended = diverged + collapsed + ok;
-        let other = runs.len() - ended;
-        if collapsed > 0 {
+        let mut failed: BTreeMap<Health, usize> = BTreeMap::new();
+        let mut untested: BTreeMap<Health, usize> = BTreeMap::new();
+        let mut ok = 0;
+        for r in runs {
+            let h = r.health().unwrap_or(Health::Unfinished);
+            match h.kind() {
+                HealthKind::Ok => ok += 1,
+                HealthKind::MethodFailed => *failed.entry(h).or_default() += 1,
+                HealthKind::NotTested => *untested.entry(h).or_default() += 1,
+            }
+        }
+        let k: usize = failed.values().sum();
+        if k > 0 {
             notes.push(format!(
-                "{name}: {} of {ended} runs failed to train ({diverged} diverged, {collapsed} collapsed)",
-                diverged + collapsed
+                "{name}: {k} of {} failed: {}",
+                k + ok,
+                counts_text(&failed)
             ));
         }
-        if other > 0 {
+        if !untested.is_empty() {
             notes.push(format!(
-                "{name}: {other} runs neither ok, diverged nor collapsed, left out"
+                "{name}: {} did not test the method, left out",
+                counts_text(&untested)
             ));
         }
-        ((diverged + collapsed) as u64, ended as u64)
+        (k as u64, (k + ok) as u64)
     };
     let (ka, na) = count(&c.method, mine);
     let (kb, nb) = if c.baseline.is_some() {
@@ -698,10 +830,7 @@ fn divergence(
     };
     v.n_method = na as usize;
     if na == 0 {
-        notes.push(format!(
-            "{}: no run ended ok, diverged or collapsed",
-            c.method
-        ));
+        notes.push(format!("{}: no run tested the method", c.method));
         v.note = notes.join("; ");
         return;
     }
@@ -709,7 +838,7 @@ fn divergence(
     if c.baseline.is_some() {
         v.n_baseline = nb as usize;
         if nb == 0 {
-            notes.push(format!("{base}: no run ended ok, diverged or collapsed"));
+            notes.push(format!("{base}: no run tested the method"));
             v.note = notes.join("; ");
             return;
         }
@@ -781,15 +910,20 @@ fn time_to(
     // each run's x at the target; a run that never reached it counts
     // at its last point (a lower bound) and is flagged
     let side = |runs: &[&RunRecord]| {
-        let mut s = Side {
-            values: Vec::new(),
-            left_out: BTreeMap::new(),
-        };
+        let mut s = Side::default();
         let mut censored = 0;
         for r in runs {
-            if let Some(h) = r.health().filter(|h| *h != Health::Ok) {
-                *s.left_out.entry(h.text().into()).or_default() += 1;
-                continue;
+            // a failed run counts by its curve (intention to treat); one
+            // that did not test the method is left out
+            match r.health() {
+                Some(h) if h.kind() == HealthKind::NotTested => {
+                    *s.left_out.entry(h.text().into()).or_default() += 1;
+                    continue;
+                }
+                Some(h) if h.kind() == HealthKind::MethodFailed => {
+                    *s.failed.entry(h).or_default() += 1;
+                }
+                _ => {}
             }
             let points = by_id
                 .get(r.run_id.as_str())
@@ -856,28 +990,81 @@ fn two_samples(
         .into_iter()
         .flatten()
         .collect();
+    let level = c.spec.level;
+    let enough = a.values.len() >= 2 && b.values.len() >= 2;
     match stats::difference(&a.values, &b.values) {
         Some(d) => {
             v.test = d.test.name().into();
             v.effect = Some(d.effect);
-            v.ci = Some(d.interval(c.spec.level));
-            let (p, outcome) = decide(&d, c.spec.level);
+            v.ci = Some(d.interval(level));
+            let (p, outcome) = decide(&d, level);
             v.p = Some(p);
             v.outcome = outcome;
             if ranked {
                 v.rank = stats::rank_test(&a.values, &b.values);
+                v.permutation = stats::permutation_test(&a.values, &b.values);
             }
             v.fragile = Some(fragile(&a.values, &b.values, outcome, |d| {
-                decide(d, c.spec.level).1
+                decide(d, level).1
             }));
         }
+        // a failed run without a finite value of an unbounded metric:
+        // no mean, so its rank (last) decides
+        None if enough => {
+            if let Some(r) = stats::rank_test(&a.values, &b.values) {
+                v.test = r.name.into();
+                v.p = Some(r.p);
+                v.outcome = by_ranks(c, &a, &b, r.p, level);
+                notes.push(
+                    "a failed run without a finite value has no mean: the exact rank test decides, that run ranked last".into(),
+                );
+            }
+        }
         None => notes.push(format!(
-            "too few valid runs to test ({} and {}; two a side needed)",
+            "too few runs to test ({} and {}; two a side needed)",
             a.values.len(),
             b.values.len()
         )),
     }
+    if let Some(smallest) =
+        stats::smallest_exact_p(&a.values, &b.values).filter(|p| !stats::below(*p, level) && ranked)
+    {
+        notes.push(format!(
+            "with n = {} / {} no exact test (rank or permutation) can go below {}: its smallest p is {}; the verdict rests on the t-test's normality",
+            a.values.len(),
+            b.values.len(),
+            short(level),
+            short(smallest)
+        ));
+    }
     v.note = notes.join("; ");
+}
+
+/// The verdict of a `better` claim (or a time) decided by the rank test
+/// alone: its two-sided `p`, and which side's median is better.
+fn by_ranks(c: &Claim<'_>, a: &Side, b: &Side, p: f64, level: f64) -> Outcome {
+    if matches!(c.kind, Kind::Within(_)) || !stats::below(p, level) {
+        return Outcome::NotSupported;
+    }
+    let median = |s: &Side| {
+        let mut xs = s.numbers();
+        xs.sort_by(f64::total_cmp);
+        let n = xs.len();
+        if n % 2 == 1 {
+            xs[n / 2]
+        } else {
+            // two infinities of one sign stay one
+            let (x, y) = (xs[n / 2 - 1], xs[n / 2]);
+            if x == y { x } else { x / 2.0 + y / 2.0 }
+        }
+    };
+    let (ma, mb) = (median(a), median(b));
+    let method_better = if c.higher { ma > mb } else { ma < mb };
+    if method_better {
+        Outcome::Supported
+    } else {
+        Outcome::Contradicted
+    }
 }
 
 /// Whether leaving out any one seed's values (on both sides) changes
@@ -918,6 +1105,26 @@ fn p_text(p: Option<f64>) -> String {
     }
 }
 
+/// Whether a verdict stands after Holm's adjustment: supported, with
+/// the adjusted p below its level.
+pub(crate) fn holds_after_holm(v: &Verdict) -> bool {
+    v.outcome == Outcome::Supported && v.p_holm.is_some_and(|p| stats::below(p, v.level))
+}
+
+/// The verdict word of a family of claims (one experiment, one section
+/// of the report), from the adjusted results: *reproduced* when every
+/// claim holds after Holm, *not reproduced* when none does, *reproduced
+/// in part* otherwise; with how many held, of how many.
+pub(crate) fn family_verdict(verdicts: &[Verdict]) -> (&'static str, usize, usize) {
+    let held = verdicts.iter().filter(|v| holds_after_holm(v)).count();
+    let word = match held {
+        0 => "not reproduced",
+        h if h == verdicts.len() => "reproduced",
+        _ => "reproduced in part",
+    };
+    (word, held, verdicts.len())
+}
+
 /// claims.md: one row per claim, the level stated, the notes below.
 pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
     let mut s = format!("# Claims: {title}\n\n");
@@ -931,16 +1138,17 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             .join("/")
     };
     s.push_str(&format!(
-        "Each claim is tested on the recorded runs that are valid results (health `ok`; the others are named in the notes): a paired t-test where both sides ran the same seeds, Welch's t-test otherwise, exact tests for divergence counts (a run that diverged or collapsed failed to train). \
+        "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, collapsed, unbounded) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
+         A paired t-test where both sides ran the same seeds, Welch's t-test otherwise; exact tests for failure counts (every failure of the method counts). \
          Intervals are {}% t intervals of the method minus the baseline. \
-         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few valid runs; \
+         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few runs, *no configuration trained* when every configuration a side's tuning tried failed; \
          `within` claims are supported when the whole interval lies inside the margin (two one-sided tests). \
-         Beside each p: Holm's adjustment over this manifest's claims, the rank test of the same comparison (Wilcoxon signed-rank when paired, Mann-Whitney otherwise; exact), and *fragile* when leaving out one seed changes the verdict.\n\n",
+         Beside each p: Holm's adjustment over the family of this experiment's claims (one section of the reproduction report: each section answers one question of the paper, and its verdict below follows the adjusted results), the rank test of the same comparison (Wilcoxon signed-rank when paired, Mann-Whitney otherwise; exact), the exact permutation test of the means (where it takes at most 2^20 arrangements), *fragile* when leaving out one seed changes the verdict, and the verdict over the valid runs alone (*ok only*).\n\n",
         say(&|l| (1.0 - l) * 100.0),
         say(&|l| l)
     ));
-    s.push_str("| claim | test | n | method | baseline | effect [CI] | p | p (Holm) | rank test p | fragile | verdict |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| claim | test | n | method | baseline | effect [CI] | p | p (Holm) | rank test p | permutation p | fragile | ok only | verdict |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, v) in verdicts.iter().enumerate() {
         let n = if v.n_baseline > 0 {
             format!("{} / {}", v.n_method, v.n_baseline)
@@ -958,21 +1166,31 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             format!("{} ({})", v.claim, i + 1)
         };
         s.push_str(&format!(
-            "| {claim} | {} | {n} | {} | {} | {effect} | {} | {} | {} | {} | **{}** |\n",
+            "| {claim} | {} | {n} | {} | {} | {effect} | {} | {} | {} | {} | {} | {} | **{}** |\n",
             if v.test.is_empty() { "-" } else { &v.test },
             cell(v.method_value),
             cell(v.baseline_value),
             p_text(v.p),
             p_text(v.p_holm),
             v.rank.map_or_else(|| "-".into(), |r| p_text(Some(r.p))),
+            p_text(v.permutation),
             match v.fragile {
                 Some(true) => "fragile",
                 Some(false) => "no",
                 None => "-",
             },
+            match v.ok_only {
+                Some(o) if o == v.outcome => "same".to_string(),
+                Some(o) => format!("*{}*", o.word()),
+                None => "-".into(),
+            },
             v.outcome.word()
         ));
     }
+    let (word, held, of) = family_verdict(verdicts);
+    s.push_str(&format!(
+        "\nVerdict of this family, after Holm's adjustment: **{word}** ({held} of {of} claims supported at their level with the adjusted p).\n"
+    ));
     let notes: Vec<String> = verdicts
         .iter()
         .enumerate()
@@ -1016,7 +1234,9 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
         "p_holm",
         "rank_test",
         "p_rank",
+        "p_permutation",
         "fragile",
+        "ok_only",
         "level",
         "verdict",
         "note",
@@ -1040,7 +1260,9 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
             opt(v.p_holm),
             v.rank.map_or_else(String::new, |r| r.name.to_string()),
             opt(v.rank.map(|r| r.p)),
+            opt(v.permutation),
             v.fragile.map_or_else(String::new, |f| f.to_string()),
+            v.ok_only.map_or_else(String::new, |o| o.word().to_string()),
             v.level.to_string(),
             v.outcome.word().to_string(),
             v.note.clone(),
@@ -1077,7 +1299,7 @@ mod tests {
     }
 
     fn verdicts(yaml: &str, rows: &[RunRecord]) -> Vec<Verdict> {
-        evaluate(&claims(yaml), &table(), rows, &mut no_curves, 1).unwrap()
+        evaluate(&claims(yaml), &table(), rows, &[], &mut no_curves, 1).unwrap()
     }
 
     #[test]
@@ -1403,10 +1625,10 @@ mod tests {
                 .collect())
         };
         let specs = claims("[{faster_to: {train_loss: 0.8}, method: moniqua, than: d-psgd}]");
-        let raw = evaluate(&specs, &table(), &rows, &mut curves, 1).unwrap();
+        let raw = evaluate(&specs, &table(), &rows, &[], &mut curves, 1).unwrap();
         assert_eq!(raw[0].method_value, Some(3.0), "{:?}", raw[0]);
         assert_eq!(raw[0].outcome, Outcome::Supported, "{:?}", raw[0]);
-        let smooth = evaluate(&specs, &table(), &rows, &mut curves, 5).unwrap();
+        let smooth = evaluate(&specs, &table(), &rows, &[], &mut curves, 5).unwrap();
         assert_ne!(smooth[0].outcome, Outcome::Supported, "{:?}", smooth[0]);
         assert!(
             smooth[0].note.contains("never reached it"),
@@ -1453,7 +1675,7 @@ mod tests {
               {faster_to: {train_loss: 3}, method: d-psgd, than: moniqua, by: bytes},
               {faster_to: {train_loss: -12}, method: moniqua, than: d-psgd}]",
         );
-        let v = evaluate(&specs, &table(), &rows, &mut curves, 1).unwrap();
+        let v = evaluate(&specs, &table(), &rows, &[], &mut curves, 1).unwrap();
         assert_eq!(v[0].test, "paired t");
         assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
         // moniqua reaches 3 at 5, 5, 5 s (value 10 - k - 2.x <= 3), d-psgd at 7
@@ -1469,7 +1691,7 @@ mod tests {
             v[2].note
         );
         // without curves, nothing is tested
-        let v = evaluate(&specs[..1], &table(), &rows, &mut no_curves, 1).unwrap();
+        let v = evaluate(&specs[..1], &table(), &rows, &[], &mut no_curves, 1).unwrap();
         assert_eq!(v[0].outcome, Outcome::NotTestable);
         assert!(v[0].note.contains("no curves here"));
     }

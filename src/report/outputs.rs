@@ -14,11 +14,12 @@ use crate::report::{claims, table};
 use crate::spec::manifest;
 
 /// Writes the table in three formats (printing the Markdown), the claims
-/// and the figure, from the plan's run records. Returns the figure's files.
+/// and the figure, from the plan's run records (and its tuning runs, for
+/// the claims). Returns the figure's files.
 pub(crate) fn write_results(
     m: &manifest::Manifest,
     out: &std::path::Path,
-    rows: &[RunRecord],
+    (rows, tuning): (&[RunRecord], &[RunRecord]),
     backend: manifest::Backend,
     print: bool,
 ) -> Result<Vec<PathBuf>> {
@@ -35,7 +36,7 @@ pub(crate) fn write_results(
     if print {
         println!("{}", table.markdown());
     }
-    if let Some(claims) = write_claims(m, out, rows)?
+    if let Some(claims) = write_claims(m, out, rows, tuning)?
         && print
     {
         println!("{claims}");
@@ -67,12 +68,14 @@ pub(crate) fn write_table(
     Ok(table)
 }
 
-/// Tests the manifest's claims on `rows` and writes claims.md and
-/// claims.csv; the Markdown, or None when the manifest makes no claims.
+/// Tests the manifest's claims on `rows` (with the `tuning` runs, judged)
+/// and writes claims.md and claims.csv; the Markdown, or None when the
+/// manifest makes no claims.
 pub(crate) fn write_claims(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
+    tuning: &[RunRecord],
 ) -> Result<Option<String>> {
     if m.claims.is_empty() {
         return Ok(None);
@@ -81,6 +84,7 @@ pub(crate) fn write_claims(
         &m.claims,
         &m.table,
         rows,
+        tuning,
         &mut |metric| run_curves(out, rows, metric).map(|(c, _)| c),
         m.figure.as_ref().map_or(1, |f| f.smooth),
     )?;

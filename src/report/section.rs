@@ -75,6 +75,7 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
             &m.claims,
             &m.table,
             rows,
+            &tune::recorded_tuning(m, src.scale, src.backend, src.out)?,
             &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
             m.figure.as_ref().map_or(1, |f| f.smooth),
         )?;
@@ -88,9 +89,9 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         } else {
             Vec::new()
         };
-        let (_, selection) = tune::search(m, spec, src.scale, src.backend, &recorded)?;
+        let (_, selection, refused) = tune::search(m, spec, src.scale, src.backend, &recorded)?;
         s.push_str("\n**Tuning** (tuning.md has every configuration).");
-        s.push_str(&tune::findings(spec, &selection, &[]));
+        s.push_str(&tune::findings(spec, &selection, &refused));
     }
     s.push_str(&format!("\n{}\n", end(&m.name)));
     Ok(s)

@@ -210,7 +210,12 @@ fn sides(a: &[(String, f64)], b: &[(String, f64)]) -> Sides {
 
 /// `mean(a) - mean(b)` for values labelled by their seed: the paired test
 /// when both sides have the same seeds (each once), Welch's otherwise.
+/// None with fewer than two values a side, or with a value that is not
+/// finite (a failed run of an unbounded metric: only ranks compare it).
 pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference> {
+    if a.iter().chain(b).any(|(_, v)| !v.is_finite()) {
+        return None;
+    }
     match sides(a, b) {
         Sides::Paired(va, vb) => paired(&va, &vb),
         Sides::Independent(va, vb) => welch(&va, &vb),
@@ -291,7 +296,12 @@ pub struct RankTest {
 pub fn rank_test(a: &[(String, f64)], b: &[(String, f64)]) -> Option<RankTest> {
     match sides(a, b) {
         Sides::Paired(va, vb) => (va.len() >= 2).then(|| {
-            let d: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
+            // two equal values (two infinities too) are a zero difference
+            let d: Vec<f64> = va
+                .iter()
+                .zip(&vb)
+                .map(|(x, y)| if x == y { 0.0 } else { x - y })
+                .collect();
             RankTest {
                 name: "Wilcoxon signed-rank",
                 p: wilcoxon_signed_rank(&d),
@@ -301,6 +311,92 @@ pub fn rank_test(a: &[(String, f64)], b: &[(String, f64)]) -> Option<RankTest> {
             name: "Mann-Whitney",
             p: mann_whitney(&va, &vb),
         }),
+    }
+}
+
+/// The most arrangements [`permutation_test`] enumerates (2^20).
+const MAX_ARRANGEMENTS: f64 = 1_048_576.0;
+
+/// The exact permutation test of `mean(a) - mean(b)` for values labelled
+/// by their seed, two-sided: where both sides ran the same seeds, every
+/// sign assignment of the paired differences; otherwise every split of
+/// the pooled values into groups of the two sizes. The share of
+/// arrangements whose statistic is at least as far from zero as the
+/// observed one. None with fewer than two values a side, a value that is
+/// not finite, or more than 2^20 arrangements (the t and rank tests stand
+/// alone there).
+pub fn permutation_test(a: &[(String, f64)], b: &[(String, f64)]) -> Option<f64> {
+    if a.iter().chain(b).any(|(_, v)| !v.is_finite()) {
+        return None;
+    }
+    // the statistic's distance from zero, with room for rounding
+    let at_least = |x: f64, observed: f64| x.abs() >= observed.abs() * (1.0 - 1e-9) - 1e-12;
+    match sides(a, b) {
+        Sides::Paired(va, vb) => {
+            let d: Vec<f64> = va.iter().zip(&vb).map(|(x, y)| x - y).collect();
+            if d.len() < 2 || 2f64.powi(d.len() as i32) > MAX_ARRANGEMENTS {
+                return None;
+            }
+            let observed: f64 = d.iter().sum();
+            let total = 1u64 << d.len();
+            let extreme = (0..total)
+                .filter(|signs| {
+                    let s: f64 = d
+                        .iter()
+                        .enumerate()
+                        .map(|(i, x)| if signs >> i & 1 == 1 { -x } else { *x })
+                        .sum();
+                    at_least(s, observed)
+                })
+                .count();
+            Some(extreme as f64 / total as f64)
+        }
+        Sides::Independent(va, vb) => {
+            let (na, nb) = (va.len(), vb.len());
+            if na < 2 || nb < 2 || arrangements(na, nb) > MAX_ARRANGEMENTS {
+                return None;
+            }
+            let pooled: Vec<f64> = va.iter().chain(&vb).copied().collect();
+            let total: f64 = pooled.iter().sum();
+            let stat = |sum_a: f64| sum_a / na as f64 - (total - sum_a) / nb as f64;
+            let observed = stat(va.iter().sum());
+            let (mut extreme, mut all) = (0u64, 0u64);
+            // every choice of na of the pooled values, by recursion
+            fn choose(from: &[f64], k: usize, sum: f64, visit: &mut dyn FnMut(f64)) {
+                if k == 0 {
+                    visit(sum);
+                    return;
+                }
+                for i in 0..=from.len() - k {
+                    choose(&from[i + 1..], k - 1, sum + from[i], visit);
+                }
+            }
+            choose(&pooled, na, 0.0, &mut |sum_a| {
+                all += 1;
+                if at_least(stat(sum_a), observed) {
+                    extreme += 1;
+                }
+            });
+            Some(extreme as f64 / all as f64)
+        }
+    }
+}
+
+/// C(na + nb, na), as a float.
+fn arrangements(na: usize, nb: usize) -> f64 {
+    (ln_binomial((na + nb) as u64, na as u64)).exp()
+}
+
+/// The smallest two-sided p an exact test of seeded sides can give:
+/// 2 / 2^n paired, 2 / C(na + nb, na) otherwise (no ties). When it is not
+/// below a claim's level, no rank or permutation test can support it.
+pub fn smallest_exact_p(a: &[(String, f64)], b: &[(String, f64)]) -> Option<f64> {
+    match sides(a, b) {
+        Sides::Paired(va, _) => {
+            (va.len() >= 2).then(|| (2.0 / 2f64.powi(va.len() as i32)).min(1.0))
+        }
+        Sides::Independent(va, vb) => (va.len() >= 2 && vb.len() >= 2)
+            .then(|| (2.0 / arrangements(va.len(), vb.len())).min(1.0)),
     }
 }
 
@@ -472,6 +568,44 @@ mod tests {
 
     /// Holm on four p-values (Holm 1979's step-down): 0.01 x 4, 0.02 x 3,
     /// 0.03 x 2 and 0.04 x 1 kept monotone.
+    /// Permutation tests worked by hand: three paired differences
+    /// (1, 2, 3) reach sum 6 only with every sign positive or every one
+    /// negative, p = 2/8; two against two with no overlap are the most
+    /// extreme of C(4, 2) = 6 splits, p = 2/6. Neither can go below 0.05,
+    /// as `smallest_exact_p` says.
+    #[test]
+    fn permutation_tests_are_exact() {
+        let s = |xs: &[f64]| -> Vec<(String, f64)> {
+            xs.iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), *x))
+                .collect()
+        };
+        let p = permutation_test(&s(&[2.0, 3.0, 4.0]), &s(&[1.0, 1.0, 1.0])).unwrap();
+        assert!(close(p, 0.25, 1e-12), "{p}");
+        assert!(close(
+            smallest_exact_p(&s(&[2.0, 3.0, 4.0]), &s(&[1.0; 3])).unwrap(),
+            0.25,
+            1e-12
+        ));
+        let b: Vec<(String, f64)> = vec![("x".into(), 1.0), ("y".into(), 2.0)];
+        let p = permutation_test(&s(&[5.0, 6.0]), &b).unwrap();
+        assert!(close(p, 2.0 / 6.0, 1e-12), "{p}");
+        assert!(close(
+            smallest_exact_p(&s(&[5.0, 6.0]), &b).unwrap(),
+            2.0 / 6.0,
+            1e-12
+        ));
+        // no difference at all: every arrangement is as extreme
+        let p = permutation_test(&s(&[1.0, 2.0, 3.0]), &s(&[1.0, 2.0, 3.0])).unwrap();
+        assert!(close(p, 1.0, 1e-12), "{p}");
+        // 20 paired seeds are enumerated; an infinity is not
+        let p = permutation_test(&s(&[1.0; 20]), &s(&[0.0; 20])).unwrap();
+        assert!(close(p, 2.0 / 1_048_576.0, 1e-15), "{p}");
+        assert!(permutation_test(&s(&[f64::INFINITY, 1.0]), &s(&[0.0, 0.0])).is_none());
+        assert!(difference(&s(&[f64::INFINITY, 1.0]), &s(&[0.0, 0.0])).is_none());
+    }
+
     #[test]
     fn holm_steps_down_and_stays_monotone() {
         let adjusted = holm(&[Some(0.03), None, Some(0.01), Some(0.04), Some(0.02)]);

@@ -317,11 +317,10 @@ pub(crate) fn compare(
         .zip(&names)
         .map(|(k, n)| frames::key(df, k).alias(n.as_str()))
         .collect();
-    let value_expr = frames::number(df, value) * lit(factor);
     let groups = frame
         .lazy()
         .group_by_stable(exprs)
-        .agg(cell_aggregates(df, value_expr))
+        .agg(cell_aggregates(df, value, factor))
         .collect()
         .context("could not group the runs")?;
     let mut header = by.to_vec();
@@ -462,9 +461,11 @@ impl<'a> Groups<'a> {
     /// completed runs.
     fn cells(&self) -> Result<Cells> {
         let df = &self.runs.df;
-        let value =
-            frames::number(df, &self.spec.value) * lit(factor(self.spec.scale, &self.spec.value));
-        let mut aggs = cell_aggregates(df, value);
+        let mut aggs = cell_aggregates(
+            df,
+            &self.spec.value,
+            factor(self.spec.scale, &self.spec.value),
+        );
         aggs.extend(self.firsts());
         let col_expr = match &self.spec.cols {
             Some(c) => frames::key(df, c),
@@ -605,14 +606,19 @@ impl<'a> Groups<'a> {
         frames::number_at(&mean, "__mean", 0)
     }
 
-    /// Every completed run's value, by (row, column): its seed (or run id)
-    /// and value, for [`Self::differences`].
+    /// Every run's value as a comparison counts it (intention to treat,
+    /// [`frames::counted`]), by (row, column): its seed (or run id) and
+    /// value, for [`Self::differences`] and [`Self::best`].
     fn seeded_cells(
         &self,
     ) -> Result<BTreeMap<(Vec<String>, String), crate::report::stats::Seeded>> {
         let df = &self.runs.df;
-        let value =
-            frames::number(df, &self.spec.value) * lit(factor(self.spec.scale, &self.spec.value));
+        let value = frames::counted(
+            df,
+            &self.spec.value,
+            factor(self.spec.scale, &self.spec.value),
+            higher_is_better(&self.spec.value),
+        );
         let mut select = self.row_exprs.clone();
         select.push(
             match &self.spec.cols {
@@ -627,7 +633,6 @@ impl<'a> Groups<'a> {
         let runs = self
             .runs
             .lazy()
-            .filter(frames::valid())
             .select(select)
             .collect()
             .context("could not select the runs for the table's differences")?;
@@ -635,7 +640,7 @@ impl<'a> Groups<'a> {
         let mut by_cell: BTreeMap<(Vec<String>, String), crate::report::stats::Seeded> =
             BTreeMap::new();
         for (i, v) in values.iter().enumerate() {
-            let Some(v) = v.filter(|v| v.is_finite()) else {
+            let Some(v) = v.filter(|v| !v.is_nan()) else {
                 continue;
             };
             let seed = match frames::text_at(&runs, "__seed", i)? {
@@ -733,8 +738,9 @@ impl<'a> Groups<'a> {
                     .iter()
                     .filter_map(|rk| {
                         let (stats, _) = cells.stats.get(&((*rk).clone(), ck.clone()))?;
-                        let mean = stats.mean.filter(|m| m.is_finite() && stats.n >= 2)?;
-                        Some((*rk, mean, stats.n))
+                        let c = &stats.counted;
+                        let mean = c.mean.filter(|m| m.is_finite() && c.n >= 2)?;
+                        Some((*rk, mean, c.n))
                     })
                     .collect();
                 if ranked.len() < 2 {
@@ -821,15 +827,8 @@ impl<'a> Groups<'a> {
                 let mut line = rk.clone();
                 line.extend(spec.cols.as_ref().map(|_| String::new()));
                 line.extend([e.label.clone(), e.value.clone(), scale(e.scale, &e.value)]);
-                line.extend([
-                    String::new(),
-                    cell.n.to_string(),
-                    tidy_number(cell.value),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                    String::new(),
-                ]);
+                line.extend([String::new(), cell.n.to_string(), tidy_number(cell.value)]);
+                line.extend((3..TIDY_STATS.len()).map(|_| String::new()));
                 line.extend(self.paper.map(|_| cell.paper.clone().unwrap_or_default()));
                 lines.push(line);
             }
@@ -876,7 +875,7 @@ impl Table {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over the runs that are valid results (health `ok`; seeds), and their number n; a cell with other runs counts them by health (\"2 ok, 1 collapsed\").{}{}\n",
+            "# {}\n\nSource: {}. Cells: `{}`, mean ± the half-width of its 95% t interval over every run that tested the method (intention to treat: a run whose method failed counts with its recorded value, or at chance accuracy where it has none), and their number n; a cell with runs that are not ok counts them by health (\"2 ok, 1 collapsed\") and gives the valid runs' figure beside (\"ok only\"); runs that did not test the method (silent, unfinished) are left out.{}{}\n",
             self.title,
             self.source,
             self.value,
@@ -887,7 +886,7 @@ impl Table {
             },
             match &self.reference {
                 Some(r) => format!(
-                    " Rows `Δ a − b`: a's runs minus the reference row's ({r}) in the same column, paired by seed where both ran the same seeds (Welch otherwise), mean ± 95% t half-width."
+                    " Rows `Δ a − b`: a's runs minus the reference row's ({r}) in the same column, paired by seed where both ran the same seeds (Welch otherwise), mean ± 95% t half-width, by intention to treat."
                 ),
                 None => String::new(),
             }
@@ -992,11 +991,14 @@ pub(crate) fn short(x: f64) -> String {
 }
 
 /// The aggregates that [`CellStats::of`] reads from a group-by of runs:
-/// the runs by health, failed and refused, and `value`'s mean, sample sd
-/// and count over the valid runs (health `ok`). `df` is the runs frame
-/// (for the columns it has).
-pub(crate) fn cell_aggregates(df: &DataFrame, value: Expr) -> Vec<Expr> {
-    let done = value.filter(frames::valid());
+/// the runs by health, failed and refused, and `metric` times `factor`
+/// over the runs that tested the method (intention to treat,
+/// [`frames::counted`]) and over the valid runs alone (health `ok`): each
+/// mean, sample sd and count. `df` is the runs frame (for the columns it
+/// has).
+pub(crate) fn cell_aggregates(df: &DataFrame, metric: &str, factor: f64) -> Vec<Expr> {
+    let counted = frames::counted(df, metric, factor, higher_is_better(metric));
+    let ok = (frames::number(df, metric) * lit(factor)).filter(frames::valid());
     let mut aggs: Vec<Expr> = Health::ALL
         .iter()
         .map(|h| {
@@ -1019,21 +1021,92 @@ pub(crate) fn cell_aggregates(df: &DataFrame, value: Expr) -> Vec<Expr> {
             .filter(col("status").eq(lit(RunStatus::Refused.text())))
             .max()
             .alias("__refused_mb"),
-        done.clone().mean().alias("__mean"),
-        done.clone().std(1).alias("__sd"),
-        done.count().cast(DataType::Float64).alias("__n"),
     ]);
+    for (values, prefix) in [(counted, "__"), (ok, "__ok_")] {
+        aggs.extend([
+            values.clone().mean().alias(format!("{prefix}mean")),
+            values.clone().std(1).alias(format!("{prefix}sd")),
+            values
+                .count()
+                .cast(DataType::Float64)
+                .alias(format!("{prefix}n")),
+        ]);
+    }
     aggs
 }
 
-/// The columns [`CellStats::tidy`] fills, in order: a cell's runs, the
-/// number of valid ones, their mean, sample sd and the mean's 95% t
-/// interval, and the runs counted by health.
-pub(crate) const TIDY_STATS: [&str; 7] = ["runs", "n", "mean", "sd", "ci_low", "ci_high", "health"];
+/// The columns [`CellStats::tidy`] fills, in order: a cell's runs; the
+/// number of runs counted by intention to treat, their mean, sample sd
+/// and the mean's 95% t interval; the same over the valid runs alone;
+/// and the runs counted by health.
+pub(crate) const TIDY_STATS: [&str; 12] = [
+    "runs",
+    "n",
+    "mean",
+    "sd",
+    "ci_low",
+    "ci_high",
+    "ok_n",
+    "ok_mean",
+    "ok_sd",
+    "ok_ci_low",
+    "ok_ci_high",
+    "health",
+];
+
+/// A sample's mean, sample sd and size.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Sample {
+    pub n: usize,
+    pub mean: Option<f64>,
+    pub sd: Option<f64>,
+}
+
+impl Sample {
+    /// The 95% t interval of the mean; none below two values or without
+    /// a finite sd.
+    pub(crate) fn interval(&self) -> Option<(f64, f64)> {
+        let (Some(m), Some(sd)) = (self.mean, self.sd) else {
+            return None;
+        };
+        if self.n < 2 || !sd.is_finite() || !m.is_finite() {
+            return None;
+        }
+        let half =
+            crate::report::stats::t_star((self.n - 1) as f64, 0.05) * sd / (self.n as f64).sqrt();
+        Some((m - half, m + half))
+    }
+
+    /// "0.81 ± 0.02 (n=3)", "0.8 (n=1)", or "-" without a value.
+    fn text(&self) -> String {
+        match (self.n, self.mean) {
+            (0, _) | (_, None) => "-".into(),
+            (1, Some(m)) => format!("{} (n=1)", number(m)),
+            (n, Some(m)) => format!(
+                "{} ± {} (n={n})",
+                number(m),
+                self.interval()
+                    .map_or_else(|| "-".into(), |(lo, hi)| number((hi - lo) / 2.0))
+            ),
+        }
+    }
+
+    fn tidy(&self) -> Vec<String> {
+        let (lo, hi) = self.interval().unzip();
+        vec![
+            self.n.to_string(),
+            tidy_number(self.mean),
+            tidy_number(self.sd),
+            tidy_number(lo),
+            tidy_number(hi),
+        ]
+    }
+}
 
 /// One cell of runs: how many there are by health, and the statistics of
-/// the value over the valid ones. The one definition of a cell, for the
-/// formatted tables and the tidy CSV alike.
+/// the value by intention to treat (every run that tested the method, a
+/// failed one with what it achieved) and over the valid runs alone. The
+/// one definition of a cell, for the formatted tables and the tidy CSV.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct CellStats {
     pub runs: usize,
@@ -1041,10 +1114,10 @@ pub(crate) struct CellStats {
     /// The most memory a refused run would have needed (MB).
     pub refused_mb: Option<f64>,
     pub by_health: BTreeMap<Health, usize>,
-    /// The valid runs with a value.
-    pub n: usize,
-    pub mean: Option<f64>,
-    pub sd: Option<f64>,
+    /// Every run that tested the method ([`frames::counted`]).
+    pub counted: Sample,
+    /// The valid runs (health `ok`) with a value.
+    pub ok: Sample,
 }
 
 impl CellStats {
@@ -1057,72 +1130,61 @@ impl CellStats {
         for h in Health::ALL {
             by_health.insert(h, count(&format!("__health_{}", h.text()))?);
         }
+        let sample = |prefix: &str| -> Result<Sample> {
+            Ok(Sample {
+                n: count(&format!("{prefix}n"))?,
+                mean: frames::number_at(groups, &format!("{prefix}mean"), i)?,
+                sd: frames::number_at(groups, &format!("{prefix}sd"), i)?,
+            })
+        };
         Ok(Self {
             runs: count("__runs")?,
             failed: count("__failed")?,
             refused_mb: frames::number_at(groups, "__refused_mb", i)?,
             by_health,
-            n: count("__n")?,
-            mean: frames::number_at(groups, "__mean", i)?,
-            sd: frames::number_at(groups, "__sd", i)?,
+            counted: sample("__")?,
+            ok: sample("__ok_")?,
         })
     }
 
-    /// The 95% t interval of the mean; none below two values.
-    pub(crate) fn interval(&self) -> Option<(f64, f64)> {
-        let (Some(m), Some(sd)) = (self.mean, self.sd) else {
-            return None;
-        };
-        if self.n < 2 || !sd.is_finite() {
-            return None;
-        }
-        let half =
-            crate::report::stats::t_star((self.n - 1) as f64, 0.05) * sd / (self.n as f64).sqrt();
-        Some((m - half, m + half))
-    }
-
-    /// The cell as a table prints it: the valid runs' mean, the half-width
-    /// of its interval and n, and the other runs counted by health;
+    /// The cell as a table prints it: the mean by intention to treat, the
+    /// half-width of its interval and n; where some runs are not ok, the
+    /// valid runs' figure beside it and the runs counted by health;
     /// "refused" or "failed" when no run has a result.
     pub(crate) fn text(&self) -> String {
         let ok = self.by_health[&Health::Ok];
-        let value = || match (self.n, self.mean) {
-            (0, _) | (_, None) => "-".into(),
-            (1, Some(m)) => format!("{} (n=1)", number(m)),
-            (n, Some(m)) => format!(
-                "{} ± {} (n={n})",
-                number(m),
-                self.interval()
-                    .map_or_else(|| "-".into(), |(lo, hi)| number((hi - lo) / 2.0))
-            ),
-        };
         if ok == self.runs {
-            value()
-        } else if ok == 0
+            return self.counted.text();
+        }
+        if ok == 0
             && self.by_health[&Health::Unfinished] == self.runs
             && let Some(mb) = self.refused_mb
         {
-            format!("refused: needs {:.1} GB", mb / 1e3)
-        } else if ok == 0 && self.failed == self.runs {
-            RunStatus::Failed.text().to_string()
-        } else {
-            health_cell(ok, value(), &self.by_health)
+            return format!("refused: needs {:.1} GB", mb / 1e3);
+        }
+        if ok == 0 && self.failed == self.runs {
+            return RunStatus::Failed.text().to_string();
+        }
+        let counts = counts_text(&self.by_health);
+        match (self.counted.n, ok) {
+            (0, _) => counts,
+            (_, 0) => format!("{}; {counts}", self.counted.text()),
+            _ => format!(
+                "{}; ok only {}; {counts}",
+                self.counted.text(),
+                self.ok.text()
+            ),
         }
     }
 
     /// The cell's [`TIDY_STATS`] columns: numbers in full precision
     /// (empty where there is none).
     pub(crate) fn tidy(&self) -> Vec<String> {
-        let (lo, hi) = self.interval().unzip();
-        vec![
-            self.runs.to_string(),
-            self.n.to_string(),
-            tidy_number(self.mean),
-            tidy_number(self.sd),
-            tidy_number(lo),
-            tidy_number(hi),
-            counts_text(&self.by_health),
-        ]
+        std::iter::once(self.runs.to_string())
+            .chain(self.counted.tidy())
+            .chain(self.ok.tidy())
+            .chain([counts_text(&self.by_health)])
+            .collect()
     }
 }
 
@@ -1132,19 +1194,6 @@ impl CellStats {
 pub(crate) fn tidy_number(v: Option<f64>) -> String {
     v.filter(|v| v.is_finite())
         .map_or_else(String::new, |v| format!("{v:?}"))
-}
-
-/// A cell with runs that are not valid results: the valid runs' value
-/// (`value`, when there are any) and how many runs had each health,
-/// valid ones first: "0.81 ± 0.02 (n=2); 2 ok, 1 collapsed", or
-/// "2 diverged, 1 collapsed".
-fn health_cell(ok: usize, value: String, by_health: &BTreeMap<Health, usize>) -> String {
-    let counts = counts_text(by_health);
-    if ok > 0 {
-        format!("{value}; {counts}")
-    } else {
-        counts
-    }
 }
 
 /// Whether row `rk` has every value `wanted` names.

@@ -289,7 +289,7 @@ pub(crate) fn final_runs(
     } else {
         Vec::new()
     };
-    let (_, selection) = search(m, spec, scale, backend, &recorded)?;
+    let (_, selection, _) = search(m, spec, scale, backend, &recorded)?;
     Ok(plan::expand_configured(
         m,
         scale,
@@ -308,24 +308,45 @@ pub(crate) fn final_runs(
 }
 
 /// The whole search as `recorded` holds it: the tuning runs (with the
-/// extension the first choice asks for, under `tune.extend`) and the
-/// choice among them.
+/// extension the first choice asks for, under `tune.extend`), the choice
+/// among them, and the steps beyond the space the plan refused.
 pub(crate) fn search(
     m: &Manifest,
     spec: &TuneSpec,
     scale: &str,
     backend: Backend,
     recorded: &[RunRecord],
-) -> Result<(Vec<PlannedRun>, Selection)> {
+) -> Result<(Vec<PlannedRun>, Selection, Vec<String>)> {
     let mut tuning = tuning_runs(m, spec, scale, backend, Limits::default())?;
     let first = select_planned(spec, &tuning, recorded, &m.health);
     if !spec.extend {
-        return Ok((tuning, first));
+        return Ok((tuning, first, Vec::new()));
     }
-    let (extra, _) = extension_runs(m, spec, scale, backend, &first);
+    let (extra, refused) = extension_runs(m, spec, scale, backend, &first);
     tuning.extend(extra);
     let selection = select_planned(spec, &tuning, recorded, &m.health);
-    Ok((tuning, selection))
+    Ok((tuning, selection, refused))
+}
+
+/// The tuning runs recorded in `out/tuning/runs.csv` that belong to
+/// `m`'s search at `scale` on `backend`, health judged (none without a
+/// search or a record): what a claim decides from when a method's every
+/// configuration failed.
+pub(crate) fn recorded_tuning(
+    m: &Manifest,
+    scale: &str,
+    backend: Backend,
+    out: &std::path::Path,
+) -> Result<Vec<RunRecord>> {
+    let csv = out.join("tuning").join("runs.csv");
+    let Some(spec) = m.tune.as_ref().filter(|_| csv.is_file()) else {
+        return Ok(Vec::new());
+    };
+    let recorded = crate::records::results::read_csv(&csv)?;
+    let (tuning, ..) = search(m, spec, scale, backend, &recorded)?;
+    Ok(crate::records::results::planned(
+        &recorded, &tuning, &m.health,
+    ))
 }
 
 /// A value of a numeric axis, as a number.
@@ -477,9 +498,9 @@ fn group(point: &BTreeMap<String, String>) -> BTreeMap<String, String> {
 pub(crate) struct Tried {
     pub group: BTreeMap<String, String>,
     pub config: String,
-    /// The metric's mean over the tuning seeds, when every run of the
-    /// configuration is a valid result (health ok) with a value; None
-    /// otherwise (it scores worst and is never chosen).
+    /// The metric's mean over the runs on the tuning seeds that tested
+    /// the method, a failed run counted with what it achieved (intention
+    /// to treat, `health::counted`); None without any.
     pub score: Option<f64>,
     /// Runs scored, and runs on the tuning seeds in all.
     pub scored: usize,
@@ -490,9 +511,11 @@ pub(crate) struct Tried {
 }
 
 impl Tried {
-    /// Whether the configuration is viable: every run ok, with a score.
+    /// Whether the configuration is viable: at least one of its runs
+    /// trained (health ok), and it has a score. A configuration whose
+    /// every run failed is never chosen: the method did not train in it.
     pub(crate) fn viable(&self) -> bool {
-        self.score.is_some()
+        self.health.get(&Health::Ok).is_some_and(|n| *n > 0) && self.score.is_some()
     }
 }
 
@@ -593,9 +616,10 @@ pub(crate) fn select_planned(
 }
 
 /// Chooses each group's configuration from the tuning runs: the best mean
-/// of the metric over the tuning seeds among the viable configurations
-/// (every run ok). A configuration with a run that is not ok is never
-/// chosen; a group with none viable gets no choice. Ties keep the first.
+/// of the metric over the tuning seeds by intention to treat (a failed
+/// run counts with what it achieved, a run that did not test the method
+/// is left out) among the viable configurations (at least one run ok). A
+/// group with none viable gets no choice. Ties keep the first.
 pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     let higher = higher(spec);
     // (group, config) -> (the scored values, the runs by health)
@@ -613,10 +637,7 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         let e = by.entry(k).or_default();
         let health = r.health().unwrap_or(Health::Unfinished);
         *e.1.entry(health).or_default() += 1;
-        let value = r.metrics.get(&spec.metric).and_then(|c| c.number());
-        if health == Health::Ok
-            && let Some(v) = value.filter(|v| v.is_finite())
-        {
+        if let Some(v) = r.counted(&spec.metric, higher).number() {
             e.0.push(v);
         }
     }
@@ -625,9 +646,8 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         .map(|k| {
             let (values, health) = &by[k];
             let runs: usize = health.values().sum();
-            // every run must be ok with a score, or the configuration is the worst
-            let score = (values.len() == runs && !values.is_empty())
-                .then(|| values.iter().sum::<f64>() / values.len() as f64);
+            let score =
+                (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
             Tried {
                 group: k.0.clone(),
                 config: k.1.clone(),
@@ -648,7 +668,7 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     for g in groups {
         let mut best: Option<(usize, f64)> = None;
         for (i, t) in tried.iter().enumerate().filter(|(_, t)| t.group == g) {
-            if let Some(s) = t.score
+            if let Some(s) = t.score.filter(|_| t.viable())
                 && best.is_none_or(|(_, b)| better(s, b))
             {
                 best = Some((i, s));
@@ -682,7 +702,7 @@ pub(crate) fn markdown(
     out.push_str(&format!(
         "Protocol: each method tried up to {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
-         the mean over the tuning seeds. A configuration is viable when every one of its runs is a valid result (health `ok`); one that is not scores worst and is never chosen. \
+         the mean over the tuning seeds by intention to treat: a run whose method failed (diverged, collapsed, unbounded) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. A configuration is viable when at least one of its runs trained (health `ok`); one whose every run failed is never chosen. \
          The best of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
         spec.budget,
         seeds.join(", "),
@@ -762,7 +782,7 @@ fn spaces(spec: &TuneSpec) -> String {
 /// configurations were viable (no final runs without one), and the
 /// choices at the edge of their space.
 pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> String {
-    let mut out = String::from("\nViable configurations (every run ok), by setting:\n\n");
+    let mut out = String::from("\nViable configurations (at least one run ok), by setting:\n\n");
     let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
     for t in &s.tried {
         if !groups.contains(&&t.group) {
@@ -784,7 +804,7 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
             of.len(),
             counts_text(&health),
             if viable == 0 {
-                ": no configuration was a valid result, so this setting has no final runs"
+                ": no configuration trained, so this setting has no final runs"
             } else {
                 ""
             }
