@@ -530,6 +530,39 @@ mod tests {
         assert_eq!(health(&alone, &[("bytes", Cell::Count(0))]), Health::Ok);
     }
 
+    /// The method's failures are outcomes; silence and an unfinished run
+    /// are no test of it. A failed run counts with its value, or at the
+    /// worst the metric can take; a run that did not test is left out.
+    #[test]
+    fn failures_count_and_untested_runs_are_left_out() {
+        use Health::*;
+        let kinds: Vec<Kind> = Health::ALL.iter().map(|h| h.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                Kind::Ok,
+                Kind::MethodFailed,
+                Kind::MethodFailed,
+                Kind::NotTested,
+                Kind::MethodFailed,
+                Kind::NotTested
+            ]
+        );
+        let acc =
+            |h: Health, v: Option<f64>| counted(Some(h), v, "avg_test_accuracy", Some(0.1), true);
+        assert_eq!(acc(Ok, Some(0.8)), Counted::Value(0.8));
+        assert_eq!(acc(Ok, None), Counted::LeftOut("without a value"));
+        assert_eq!(acc(Unbounded, Some(0.5)), Counted::Value(0.5));
+        assert_eq!(acc(Diverged, None), Counted::Worst(0.1));
+        assert_eq!(acc(Diverged, Some(f64::NAN)), Counted::Worst(0.1));
+        assert_eq!(acc(Silent, Some(0.8)), Counted::LeftOut("silent"));
+        assert_eq!(acc(Unfinished, None), Counted::LeftOut("unfinished"));
+        // a loss has no worst value: the run ranks last
+        let loss = counted(Some(Diverged), None, "final_loss", Some(0.1), false);
+        assert_eq!(loss, Counted::Worst(f64::INFINITY));
+        assert_eq!(worst("val_accuracy", None, true), f64::NEG_INFINITY);
+    }
+
     #[test]
     fn thresholds_are_checked() {
         assert!(HealthSpec::default().check().is_ok());

@@ -554,7 +554,7 @@ pub(crate) mod tests {
                 .filter_map(|m| {
                     let v = match *m {
                         // not judged: its status stands for it
-                        "health" | "health_note" => return None,
+                        "health" | "health_note" | "health_kind" => return None,
                         "status" => status.to_string(),
                         "final_loss" => loss.to_string(),
                         _ => "0".to_string(),

@@ -760,7 +760,17 @@ fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&Ru
     let (a, b) = (side(c, mine, true), side(c, theirs, true));
     two_samples(c, v, (&a, &b), ranked, decide);
     let (oa, ob) = (side(c, mine, false), side(c, theirs, false));
-    let mut ok = v.clone();
+    let mut ok = Verdict {
+        test: String::new(),
+        effect: None,
+        ci: None,
+        p: None,
+        rank: None,
+        permutation: None,
+        fragile: None,
+        outcome: Outcome::NotTestable,
+        ..v.clone()
+    };
     two_samples(c, &mut ok, (&oa, &ob), false, decide);
     v.ok_only = Some(ok.outcome);
     if ok.outcome != v.outcome {
@@ -1418,22 +1428,45 @@ mod tests {
         assert_eq!(v[0].outcome, Outcome::Supported);
     }
 
+    /// A failed run counts against its method (intention to treat): a
+    /// diverged run without a loss ranks last, so the rank test decides;
+    /// a silent run did not test the method and is left out, named. The
+    /// verdict over the valid runs alone stands beside.
     #[test]
-    fn diverged_runs_are_left_out_and_said() {
-        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9"], "completed");
-        rows.extend(runs("choco", &["2.0", "NaN", "1.9"], "completed"));
-        rows[4].metrics.insert(
+    fn a_failed_run_counts_and_a_silent_one_is_left_out() {
+        let mut rows = runs("moniqua", &["1.0", "1.1", "0.9", "1.0"], "completed");
+        rows.extend(runs("choco", &["2.0", "NaN", "1.9", "2.1"], "completed"));
+        rows[5].metrics.insert(
             "status".into(),
             crate::records::metrics::Cell::Text("diverged".into()),
         );
+        let rows = judged(rows, &[3], Health::Silent);
         let v = verdicts(
             "[{better: moniqua, than: choco, metric: final_loss}]",
             &rows,
         );
-        assert_eq!(v[0].test, "Welch t");
-        assert_eq!(v[0].n_baseline, 2);
+        // moniqua's seed 3 is left out, so the sides are not the same seeds
+        assert_eq!((v[0].n_method, v[0].n_baseline), (3, 4), "{:?}", v[0]);
+        assert_eq!(v[0].test, "Mann-Whitney", "{:?}", v[0]);
         assert!(
-            v[0].note.contains("choco: 1 diverged left out"),
+            v[0].note.contains("moniqua: 1 silent left out"),
+            "{}",
+            v[0].note
+        );
+        assert!(
+            v[0].note
+                .contains("choco: 1 of 4 runs failed (1 diverged), counted; 1 without a value at the worst the metric can take (ranked last)"),
+            "{}",
+            v[0].note
+        );
+        // 3 against 4 all below: Mann-Whitney's exact p = 2/35
+        assert!((v[0].p.unwrap() - 2.0 / 35.0).abs() < 1e-12, "{:?}", v[0]);
+        assert_eq!(v[0].outcome, Outcome::NotSupported);
+        // over the valid runs alone, Welch supports it: the note says so
+        assert_eq!(v[0].ok_only, Some(Outcome::Supported));
+        assert!(
+            v[0].note
+                .contains("over the valid runs alone (3 / 3) it is supported"),
             "{}",
             v[0].note
         );
@@ -1448,7 +1481,7 @@ mod tests {
             &rows,
         );
         assert_eq!(v[0].outcome, Outcome::NotTestable);
-        assert!(v[0].note.contains("too few valid runs"), "{}", v[0].note);
+        assert!(v[0].note.contains("too few runs"), "{}", v[0].note);
         let v = verdicts("[{better: moniqua, than: dcd, metric: final_loss}]", &rows);
         assert_eq!(v[0].outcome, Outcome::NotTestable);
         assert!(
@@ -1456,6 +1489,122 @@ mod tests {
             "{}",
             v[0].note
         );
+    }
+
+    /// The audit's case: one of the method's seeds is unbounded. It keeps
+    /// n equal to its seeds, the comparison stays paired, and its worst
+    /// seed pulls the mean down; left out, the verdict would flip.
+    #[test]
+    fn an_unbounded_seed_keeps_the_pairing() {
+        let acc = |alg: &str, values: &[f64]| -> Vec<RunRecord> {
+            values
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let mut r = row(alg, &i.to_string(), "1", "completed");
+                    for (k, v) in [
+                        ("avg_test_accuracy", Some(*a)),
+                        ("chance_accuracy", Some(0.1)),
+                    ] {
+                        r.metrics
+                            .insert(k.into(), crate::records::metrics::Cell::Number(v));
+                    }
+                    r
+                })
+                .collect()
+        };
+        let mut rows = acc("moniqua", &[0.86, 0.87, 0.50, 0.86, 0.87, 0.86]);
+        rows.extend(acc("choco", &[0.85, 0.86, 0.84, 0.85, 0.86, 0.85]));
+        let rows = judged(rows, &[2], Health::Unbounded);
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: avg_test_accuracy}]",
+            &rows,
+        );
+        assert_eq!(v[0].test, "paired t", "{:?}", v[0]);
+        assert_eq!((v[0].n_method, v[0].n_baseline), (6, 6));
+        assert_eq!(v[0].outcome, Outcome::NotSupported, "{:?}", v[0]);
+        assert_eq!(v[0].ok_only, Some(Outcome::Supported), "{:?}", v[0]);
+        assert!(
+            v[0].note
+                .contains("moniqua: 1 of 6 runs failed (1 unbounded), counted")
+        );
+        // a diverged run without an accuracy counts at chance
+        let mut rows = acc("moniqua", &[0.86, 0.87, 0.85]);
+        rows[1].metrics.insert(
+            "avg_test_accuracy".into(),
+            crate::records::metrics::Cell::Number(None),
+        );
+        let mut rows = judged(rows, &[1], Health::Diverged);
+        rows.extend(acc("choco", &[0.85, 0.86, 0.84]));
+        let v = verdicts(
+            "[{better: moniqua, than: choco, metric: avg_test_accuracy}]",
+            &rows,
+        );
+        let mean = 100.0 * (0.86 + 0.1 + 0.85) / 3.0;
+        assert!(
+            (v[0].method_value.unwrap() - mean).abs() < 1e-12,
+            "{:?}",
+            v[0]
+        );
+        assert!(v[0].note.contains("(chance, 0.1000)"), "{}", v[0].note);
+        assert!(
+            v[0].note
+                .contains("no exact test (rank or permutation) can go below 0.05"),
+            "{}",
+            v[0].note
+        );
+    }
+
+    /// A method whose every tuning configuration failed has no final runs:
+    /// its failure claims are decided from its tuning runs, and a
+    /// comparison with it says no configuration trained.
+    #[test]
+    fn a_method_that_trained_in_no_configuration() {
+        let rows = runs("moniqua", &["1.0", "1.1", "0.9"], "completed");
+        let mut tuning = Vec::new();
+        for config in ["lr=0.1", "lr=0.2", "lr=0.4"] {
+            for seed in ["100", "101"] {
+                let mut r = row("ecd", seed, "NaN", "diverged");
+                r.run_id = format!("ecd-{config}-{seed}");
+                r.point.insert("config".into(), config.into());
+                tuning.push(r);
+            }
+        }
+        // one run of moniqua's tuning: it trained, so nothing is said of it
+        let mut r = row("moniqua", "100", "1.0", "completed");
+        r.point.insert("config".into(), "lr=0.1".into());
+        tuning.push(r);
+        let specs = claims(
+            "[{diverges: ecd}, {better: moniqua, than: ecd, metric: final_loss}, {diverges: moniqua}, {diverges: dcd}]",
+        );
+        let v = evaluate(&specs, &table(), &rows, &tuning, &mut no_curves, 1).unwrap();
+        // 6 of 6 diverged: p = 1/64 against a rate of one half
+        assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
+        assert_eq!(v[0].n_method, 6);
+        assert!(
+            v[0].note.contains(
+                "ecd: no configuration trained, every one of its 6 tuning runs failed (6 diverged)"
+            ),
+            "{}",
+            v[0].note
+        );
+        assert!(
+            v[0].note.contains("decided from the tuning runs"),
+            "{}",
+            v[0].note
+        );
+        assert_eq!(v[1].outcome, Outcome::NoConfiguration, "{:?}", v[1]);
+        assert_eq!(v[1].outcome.word(), "no configuration trained");
+        assert_eq!(v[2].n_method, 3);
+        assert_eq!(v[3].outcome, Outcome::NotTestable);
+        assert!(
+            v[3].note.contains("no recorded runs of dcd"),
+            "{}",
+            v[3].note
+        );
+        // without the tuning runs, nothing can be said of ecd
+        let v = evaluate(&specs, &table(), &rows, &[], &mut no_curves, 1).unwrap();
+        assert_eq!(v[0].outcome, Outcome::NotTestable);
     }
 
     #[test]
@@ -1496,7 +1645,11 @@ mod tests {
         assert_eq!(v[3].outcome, Outcome::Supported);
         assert!((v[3].p.unwrap() - 1.0 / 252.0).abs() < 1e-12);
         assert_eq!(v[4].outcome, Outcome::NotTestable);
-        assert!(v[4].note.contains("no run ended ok, diverged or collapsed"));
+        assert!(
+            v[4].note.contains("no run tested the method"),
+            "{}",
+            v[4].note
+        );
     }
 
     /// The health a run was judged with: collapsed runs are left out of a
@@ -1512,37 +1665,57 @@ mod tests {
     }
 
     #[test]
-    fn only_valid_runs_stand_behind_a_verdict() {
-        // two of ecd's three runs collapsed: not testable against d-psgd
+    fn failures_count_against_the_method_and_are_named() {
+        // two of ecd's three runs collapsed: they count, paired by seed;
+        // over its one valid run nothing could be tested
         let mut rows = judged(
             runs("ecd", &["0.1", "0.1", "0.5"], "completed"),
             &[0, 1],
             Health::Collapsed,
+        );
+        let rows_unbounded = judged(
+            runs("ecd", &["0.1", "0.1", "0.5"], "completed"),
+            &[2],
+            Health::Unbounded,
         );
         rows.extend(runs("d-psgd", &["0.8", "0.82", "0.81"], "completed"));
         let v = verdicts(
             "[{better: d-psgd, than: ecd, metric: final_loss, higher_is_better: true}, {diverges: ecd}]",
             &rows,
         );
-        assert_eq!(v[0].outcome, Outcome::NotTestable, "{:?}", v[0]);
+        assert_eq!(v[0].test, "paired t", "{:?}", v[0]);
+        assert_eq!((v[0].n_method, v[0].n_baseline), (3, 3));
+        assert_eq!(v[0].ok_only, Some(Outcome::NotTestable));
         assert!(
-            v[0].note.contains("ecd: 2 collapsed left out"),
+            v[0].note
+                .contains("ecd: 2 of 3 runs failed (2 collapsed), counted"),
             "{}",
             v[0].note
         );
-        // the divergence count says what failed, and how
+        // the failure count names every kind of failure
         assert_eq!(v[1].method_value, Some(2.0 / 3.0));
         assert!(
-            v[1].note
-                .contains("2 of 3 runs failed to train (0 diverged, 2 collapsed)"),
+            v[1].note.contains("ecd: 2 of 3 failed: 2 collapsed"),
             "{}",
             v[1].note
         );
-        // a silent run is neither a success nor a failure to train
+        let v = verdicts("[{diverges: ecd}]", &rows_unbounded);
+        assert_eq!(v[0].method_value, Some(1.0 / 3.0));
+        assert!(
+            v[0].note.contains("ecd: 1 of 3 failed: 1 unbounded"),
+            "{}",
+            v[0].note
+        );
+        // a silent run is neither a success nor a failure: left out, named
         let rows = judged(runs("ecd", &["0.5"; 4], "completed"), &[3], Health::Silent);
         let v = verdicts("[{diverges: ecd}]", &rows);
         assert_eq!(v[0].n_method, 3);
-        assert!(v[0].note.contains("1 runs neither ok"), "{}", v[0].note);
+        assert!(
+            v[0].note
+                .contains("ecd: 1 silent did not test the method, left out"),
+            "{}",
+            v[0].note
+        );
     }
 
     /// Beside the t-test: Holm over the manifest's claims, the rank test,

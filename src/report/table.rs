@@ -1077,10 +1077,14 @@ impl Sample {
         Some((m - half, m + half))
     }
 
-    /// "0.81 ± 0.02 (n=3)", "0.8 (n=1)", or "-" without a value.
+    /// "0.81 ± 0.02 (n=3)", "0.8 (n=1)", "∞ (n=3)" where a failed run
+    /// of an unbounded metric has no value, or "-" without a value.
     fn text(&self) -> String {
         match (self.n, self.mean) {
             (0, _) | (_, None) => "-".into(),
+            (n, Some(m)) if m.is_infinite() => {
+                format!("{}∞ (n={n})", if m < 0.0 { "-" } else { "" })
+            }
             (1, Some(m)) => format!("{} (n=1)", number(m)),
             (n, Some(m)) => format!(
                 "{} ± {} (n={n})",
@@ -1281,18 +1285,28 @@ mod tests {
             .markdown();
         // mean 2, sd 1.414, half-width 12.706 * 1.414 / sqrt(2) = 12.71
         assert!(md.contains("| moniqua | 2.000 ± 12.71 (n=2) |"), "{md}");
-        assert!(md.contains("| dcd,x | 1 diverged |"), "{md}");
-        // a cell with runs that are not valid results: their value is
-        // left out and their health counted
+        // a diverged run without a loss counts at the worst, unbounded
+        assert!(md.contains("| dcd,x | ∞ (n=1); 1 diverged |"), "{md}");
+        // a cell with runs that are not valid results: a failed run counts
+        // with its value (intention to treat), the valid runs' figure
+        // beside it, and their health counted; a silent run is left out
         let mut mixed = rows.clone();
         mixed.push(row("moniqua", "2", "0.1", "completed"));
         mixed[3]
             .metrics
             .insert("health".into(), Cell::Text("collapsed".into()));
+        mixed.push(row("moniqua", "3", "50", "completed"));
+        mixed[4]
+            .metrics
+            .insert("health".into(), Cell::Text("silent".into()));
         let t = build_table("T", "S", &spec, &RunsFrame::new(&mixed).unwrap(), None).unwrap();
+        // 1, 3 and 0.1: mean 1.367, sd 1.484, half-width 4.303 * 1.484 / sqrt(3)
         assert_eq!(
             t.rows[0],
-            ["moniqua", "2.000 ± 12.71 (n=2); 2 ok, 1 collapsed"]
+            [
+                "moniqua",
+                "1.367 ± 3.687 (n=3); ok only 2.000 ± 12.71 (n=2); 2 ok, 1 collapsed, 1 silent"
+            ]
         );
         let table = build_table("T_1", "S", &spec, &frame, None).unwrap();
         insta::assert_snapshot!("table_md", table.markdown());
@@ -1516,7 +1530,8 @@ mod tests {
             t.rows[0],
             ["moniqua", "85.00 ± 63.53 (n=2)", "91.08 ± 0.19"]
         );
-        assert_eq!(t.rows[1], ["dcd", "1 diverged", "diverge"]);
+        // a diverged run with a finite value counts with it
+        assert_eq!(t.rows[1], ["dcd", "10.00 (n=1); 1 diverged", "diverge"]);
         assert_eq!(t.rows[2], ["choco", "70.00 (n=1)", "-"]);
         let bad: TableSpec = yaml_serde::from_str(&format!(
             "{{rows: [algorithm], value: final_loss, paper: {{file: {}, keys: {{bits: budget}}, value: acc, label: x}}}}",

@@ -1013,13 +1013,15 @@ mod tests {
             metrics: [
                 ("status".to_string(), Cell::Text(status.into())),
                 ("val_accuracy".to_string(), Cell::Number(acc)),
+                ("chance_accuracy".to_string(), Cell::Number(Some(0.1))),
             ]
             .into(),
         }
     }
 
-    /// The best mean over the tuning seeds wins; a configuration with a
-    /// run that is not ok is never chosen.
+    /// The best mean over the tuning seeds wins, a failed run counted with
+    /// what it achieved (chance accuracy without a value); a configuration
+    /// whose every run failed is never chosen.
     #[test]
     fn selection_is_by_the_validation_mean() {
         let s =
@@ -1043,8 +1045,40 @@ mod tests {
             .collect();
         assert_eq!(chosen, [("moniqua", "g=3"), ("choco", "g=1")]);
         let g2 = sel.tried.iter().find(|t| t.config == "g=2").unwrap();
-        assert_eq!((g2.score, g2.scored, g2.runs), (None, 1, 2));
+        // 0.90 and the diverged run at chance: (0.9 + 0.1) / 2
+        assert_eq!((g2.scored, g2.runs), (2, 2));
+        assert!((g2.score.unwrap() - 0.5).abs() < 1e-12, "{g2:?}");
+        assert!(g2.viable());
         assert_eq!(counts_text(&g2.health), "1 ok, 1 diverged");
+        // a failed run with a value counts with it: g=4 wins on 0.95 and
+        // an unbounded 0.91, though one of its runs is not ok
+        let mut rows = rows.clone();
+        rows.push(run("moniqua", "g=4", "8", "completed", Some(0.95)));
+        let mut wrapped = run("moniqua", "g=4", "9", "completed", Some(0.91));
+        wrapped
+            .metrics
+            .insert("health".into(), Cell::Text("unbounded".into()));
+        rows.push(wrapped);
+        let sel = select(&s, &rows);
+        let chosen = sel
+            .tried
+            .iter()
+            .find(|t| t.chosen && t.group["algorithm"] == "moniqua")
+            .unwrap();
+        assert_eq!(chosen.config, "g=4", "{sel:?}");
+        // a silent run did not test the method: left out of the score
+        let mut silent = run("choco", "g=1", "10", "completed", Some(0.1));
+        silent
+            .metrics
+            .insert("health".into(), Cell::Text("silent".into()));
+        rows.push(silent);
+        let sel = select(&s, &rows);
+        let choco = sel
+            .tried
+            .iter()
+            .find(|t| t.group["algorithm"] == "choco")
+            .unwrap();
+        assert_eq!((choco.score, choco.scored, choco.runs), (Some(0.7), 2, 3));
         // a run that completed but is not a valid result counts against
         // its configuration; a setting with no viable one gets no choice
         let mut collapsed = run("choco", "g=1", "8", "completed", Some(0.95));
