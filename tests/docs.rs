@@ -272,3 +272,143 @@ fn accuracies_read_in_percent_everywhere() {
     }
     assert!(checked >= 20, "only {checked} accuracies checked");
 }
+
+/// Phrases that say the committed results are being rerun.
+const RERUN_UNDER_WAY: [&str; 4] = [
+    "rerun in progress",
+    "being rerun",
+    "a rerun is under way",
+    "rerun is in progress",
+];
+
+/// Phrases that say every committed result is current at this build.
+const ALL_CURRENT: [&str; 3] = [
+    "every result is current",
+    "every committed result is current",
+    "all results are current",
+];
+
+/// What in `text` contradicts `repro status`: a rerun said to be under
+/// way while every result is current, or every result said current while
+/// some are not.
+fn contradiction(text: &str, all_current: bool) -> Option<&'static str> {
+    let lower = text.to_lowercase();
+    let said = |phrases: &[&'static str]| phrases.iter().copied().find(|p| lower.contains(p));
+    if all_current {
+        said(&RERUN_UNDER_WAY)
+    } else {
+        said(&ALL_CURRENT)
+    }
+}
+
+/// Where `text` names an issue number ("issue 44", "issues 24 and 44"):
+/// the line's text.
+fn issue_numbers(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|line| {
+            let lower = line.to_lowercase();
+            lower.match_indices("issue").any(|(i, _)| {
+                let rest = lower[i + "issue".len()..].trim_start_matches('s');
+                let rest = rest.trim_start_matches([' ', '#']);
+                rest.starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// README, REPRODUCTION.md and results/README.md say what `repro status`
+/// says: no rerun under way while it calls every committed result
+/// current, and not "every result is current" while some are stale or
+/// missing.
+#[test]
+fn the_documents_say_what_status_says() {
+    // the rule can fail either way
+    assert_eq!(
+        contradiction("**Status: a rerun in progress.**", true),
+        Some("rerun in progress")
+    );
+    assert_eq!(
+        contradiction("**Status: a rerun in progress.**", false),
+        None
+    );
+    assert_eq!(
+        contradiction("Every result is current at this build.", false),
+        Some("every result is current")
+    );
+    assert_eq!(
+        contradiction("Every result is current at this build.", true),
+        None
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(["status", "--json"])
+        .current_dir(root)
+        .output()
+        .expect("run repro status");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // the committed experiments: those with results at their scale
+    let committed: Vec<&serde_json::Value> = status["experiments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            let name = e["experiment"].as_str().unwrap_or_default();
+            root.join("results").join(name).join("runs.csv").is_file()
+        })
+        .collect();
+    assert!(committed.len() >= 10, "{status}");
+    let all_current = committed.iter().all(|e| {
+        e["counts"]["stale"].as_u64() == Some(0) && e["counts"]["missing"].as_u64() == Some(0)
+    });
+    for doc in ["README.md", "REPRODUCTION.md", "results/README.md"] {
+        let said = contradiction(&read(doc), all_current);
+        assert!(
+            said.is_none(),
+            "{doc} says {said:?}, but `repro status` calls {} committed result current",
+            if all_current { "every" } else { "not every" }
+        );
+    }
+}
+
+/// No user-facing document refers to an issue number: the tracker is the
+/// developers', and a reader cannot follow it. Manifests' titles and
+/// sources reach tables and the report, so they count too.
+#[test]
+fn user_facing_documents_name_no_issue() {
+    assert_eq!(issue_numbers("see issue 44 for it").len(), 1);
+    assert_eq!(issue_numbers("(issues 24 and 44)").len(), 1);
+    assert!(issue_numbers("an issue with it; issues remain").is_empty());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<String> = ["README.md", "REPRODUCTION.md", "results/README.md"]
+        .map(String::from)
+        .to_vec();
+    for dir in ["docs", "experiments"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if matches!(p.extension().and_then(|x| x.to_str()), Some("md" | "yaml")) {
+                docs.push(p.strip_prefix(root).unwrap().display().to_string());
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for d in &docs {
+        let text = read(d);
+        let shown: String = if d.ends_with(".yaml") {
+            // what a manifest shows a reader: its title and source
+            text.lines()
+                .filter(|l| l.starts_with("title:") || l.starts_with("source:"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else {
+            text
+        };
+        found.extend(
+            issue_numbers(&shown)
+                .into_iter()
+                .map(|l| format!("{d}: {l}")),
+        );
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}

@@ -1,7 +1,9 @@
-//! A run that is not a valid instance of its experiment is named, never
-//! averaged: each degenerate case end to end through `repro run`, its
-//! `health` word in runs.csv, its table cell and its claim's note. Each
-//! test fails when the check that finds its case is removed.
+//! A run that is not a valid instance of its experiment is named: each
+//! degenerate case end to end through `repro run`, its `health` word and
+//! kind in runs.csv, its table cell and its claim's note. A failure of the
+//! method counts against it (intention to treat); a run that did not test
+//! the method is left out. Each test fails when the check that finds its
+//! case, or the rule that counts it, is removed.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -47,7 +49,8 @@ fn number(row: &HashMap<String, String>, key: &str) -> f64 {
 
 /// A finite blow-up: D-PSGD at step size 2.5 on a quadratic grows its loss
 /// a million-fold without a non-finite value. Its status says the process
-/// completed; its health says diverged, and no claim stands on it.
+/// completed; its health says diverged, and it counts against D-PSGD with
+/// the loss it reached.
 #[test]
 fn a_finite_blow_up_is_diverged() {
     let root = project(
@@ -77,15 +80,23 @@ claims:
         if r["algorithm"] == "d-psgd" {
             assert!(last > 1e5 * first, "{r:?}");
             assert_eq!(r["health"], "diverged", "{r:?}");
+            assert_eq!(r["health_kind"], "method failed", "{r:?}");
         } else {
             assert!(last < first, "{r:?}");
             assert_eq!(r["health"], "ok", "{r:?}");
         }
     }
-    assert!(table.contains("| d-psgd | 2 diverged |"), "{table}");
+    assert!(
+        table.contains("(n=2); 2 diverged |") && !table.contains("| d-psgd | 2 diverged |"),
+        "{table}"
+    );
     assert!(table.contains("| moniqua | 0.7"), "{table}");
-    assert!(claims.contains("**not testable**"), "{claims}");
-    assert!(claims.contains("d-psgd: 2 diverged left out"), "{claims}");
+    assert!(!claims.contains("**not testable**"), "{claims}");
+    assert!(claims.contains("| paired t | 2 / 2 |"), "{claims}");
+    assert!(
+        claims.contains("d-psgd: 2 of 2 runs failed (2 diverged), counted"),
+        "{claims}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -122,8 +133,14 @@ claims:
             assert_eq!(r["health"], "ok", "{r:?}");
         }
     }
-    assert!(table.contains("| 0.02 | 2 unbounded |"), "{table}");
-    assert!(claims.contains("0.02: 2 unbounded left out"), "{claims}");
+    assert!(
+        table.contains("(n=2); 2 unbounded |") && !table.contains("| 0.02 | 2 unbounded |"),
+        "{table}"
+    );
+    assert!(
+        claims.contains("0.02: 2 of 2 runs failed (2 unbounded), counted"),
+        "{claims}"
+    );
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -162,9 +179,15 @@ claims:
         }
         assert_eq!(r["status"], "completed", "{r:?}");
     }
-    assert!(table.contains("| 20.0 | 2 collapsed |"), "{table}");
-    assert!(claims.contains("20.0: 2 collapsed left out"), "{claims}");
-    assert!(claims.contains("**not testable**"), "{claims}");
+    assert!(
+        table.contains("(n=2); 2 collapsed |") && !table.contains("| 20.0 | 2 collapsed |"),
+        "{table}"
+    );
+    assert!(
+        claims.contains("20.0: 2 of 2 runs failed (2 collapsed), counted"),
+        "{claims}"
+    );
+    assert!(!claims.contains("**not testable**"), "{claims}");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -195,11 +218,13 @@ claims:
     assert_eq!(r["status"], "completed", "{r:?}");
     assert!(number(r, "exchange_share") < 0.05, "{r:?}");
     assert_eq!(r["health"], "silent", "{r:?}");
+    assert_eq!(r["health_kind"], "not tested", "{r:?}");
     assert!(table.contains("| ad-psgd | 1 silent |"), "{table}");
     assert!(
-        claims.contains("ad-psgd: 1 runs neither ok, diverged nor collapsed, left out"),
+        claims.contains("ad-psgd: 1 silent did not test the method, left out"),
         "{claims}"
     );
+    assert!(claims.contains("**not testable**"), "{claims}");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -273,11 +298,26 @@ tune:
     d-psgd: {{ lr: [0.01, 0.05] }}
     choco: {{ lr: [2.5, 3.0] }}
 table: {{ rows: [algorithm], value: final_loss }}
+claims:
+  - {{ diverges: choco }}
+  - {{ better: d-psgd, than: choco, metric: final_loss }}
 "
         )
     };
     let root = project("edge", &manifest(false));
-    let (runs, table, _) = run(&root, "edge");
+    let (runs, table, claims) = run(&root, "edge");
+    // CHOCO has no final runs: its failure claim is decided from its
+    // tuning runs (4 of 4 cannot reach 0.05 against one half), and a
+    // comparison with it says no configuration trained
+    assert!(
+        claims.contains("| exact binomial against 50% (one-sided) | 4 |"),
+        "{claims}"
+    );
+    assert!(
+        claims.contains("choco: no configuration trained, every one of its 4 tuning runs failed (4 diverged); decided from the tuning runs"),
+        "{claims}"
+    );
+    assert!(claims.contains("**no configuration trained**"), "{claims}");
     let tuning = std::fs::read_to_string(root.join("out/tuning.md")).unwrap();
     assert!(
         tuning.contains("- algorithm=d-psgd: lr=0.05 is at the edge of its space; the optimum may lie beyond it (next step: lr=0.25; `tune.extend: true` tries it)"),
@@ -288,8 +328,20 @@ table: {{ rows: [algorithm], value: final_loss }}
         "{tuning}"
     );
     assert!(
-        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 diverged): no configuration was a valid result, so this setting has no final runs"),
+        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 diverged): no configuration trained, so this setting has no final runs"),
         "{tuning}"
+    );
+    // tuning runs are judged as the grid's are
+    let tuned = common::csv_rows(&root.join("out/tuning/runs.csv"));
+    assert_eq!(tuned.len(), 8);
+    assert!(
+        tuned.iter().all(|r| r["health"]
+            == if r["algorithm"] == "choco" {
+                "diverged"
+            } else {
+                "ok"
+            }),
+        "{tuned:?}"
     );
     assert!(runs.iter().all(|r| r["algorithm"] == "d-psgd"), "{runs:?}");
     assert_eq!(runs.len(), 2);

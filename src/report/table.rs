@@ -89,6 +89,8 @@ pub(crate) struct Table {
     pub value: String,
     /// The reference row's label, when the table has difference rows.
     pub reference: Option<String>,
+    /// Whether the rows have extra columns (means over valid runs).
+    pub extras: bool,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
     /// The same cells in tidy form (table.csv): one line per cell with
@@ -276,6 +278,7 @@ pub(crate) fn build_table(
         source: source.to_string(),
         value: spec.value.clone(),
         reference,
+        extras: !spec.extra.is_empty(),
         header: g.header(&cells.cols),
         rows: body,
         tidy,
@@ -353,6 +356,7 @@ pub(crate) fn compare(
         source: source.to_string(),
         value: value.to_string(),
         reference: None,
+        extras: false,
         header,
         rows,
         tidy,
@@ -891,6 +895,14 @@ impl Table {
                 None => String::new(),
             }
         );
+        if self.extras {
+            // inside the same paragraph
+            out.truncate(out.trim_end().len());
+            let _ = writeln!(
+                out,
+                " The columns after the cells are means over the valid runs alone.\n"
+            );
+        }
         let _ = writeln!(out, "| {} |", self.header.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
         for r in &self.rows {
@@ -1470,6 +1482,7 @@ mod tests {
             source: "s".into(),
             value: "v".into(),
             reference: None,
+            extras: false,
             header: vec!["a_b".into(), "{c}".into()],
             rows: vec![vec!["\\x".into(), "1 ± 2 & 50% ~^".into()]],
             tidy: Vec::new(),
