@@ -9,7 +9,7 @@ use clap::Args;
 
 use crate::cmd::status::{self, Recorded};
 use crate::records::frames::RunsFrame;
-use crate::records::results;
+use crate::records::results::{self, RunRecord};
 use crate::report::outputs::{write_claims, write_table};
 use crate::report::tune;
 
@@ -73,7 +73,19 @@ fn rejudge_dir(
     let csv = dir.join("runs.csv");
     let recorded = results::with_first_losses(results::read_csv(&csv)?, &dir.join("curves.csv"))?;
     let judged = results::judged(recorded.clone(), plan, health);
-    let changed = judged.iter().zip(&recorded).filter(|(a, b)| a != b).count();
+    // an empty cell reads back as no cell: compare what runs.csv would hold
+    let written = |r: &RunRecord| -> Vec<(String, String)> {
+        r.metrics
+            .iter()
+            .map(|(k, c)| (k.clone(), c.csv(k)))
+            .filter(|(_, v)| !v.is_empty())
+            .collect()
+    };
+    let changed = judged
+        .iter()
+        .zip(&recorded)
+        .filter(|(a, b)| written(a) != written(b))
+        .count();
     if changed > 0 {
         crate::cmd::run::write_runs(dir, &judged)?;
         crate::util::progress::note(&format!(

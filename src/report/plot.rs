@@ -305,8 +305,13 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
                     "figure.x `bytes`: these curves record no bytes (curves.parquet written before bytes were logged); rerun the experiment"
                 );
             }
+            // a bare number ("1") says nothing alone: name its key
+            let title = match &spec.panels {
+                Some(k) if p.parse::<f64>().is_ok() => format!("{k} = {p}"),
+                _ => p.clone(),
+            };
             Ok(Panel {
-                title: p.clone(),
+                title,
                 x_label: axis_label(&spec.x),
                 y_label: axis_label(&spec.y),
                 log_x: spec.log_x,
