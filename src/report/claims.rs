@@ -1027,7 +1027,7 @@ fn two_samples(
             if let Some(r) = stats::rank_test(&a.values, &b.values) {
                 v.test = r.name.into();
                 v.p = Some(r.p);
-                v.outcome = by_ranks(c, &a, &b, r.p, level);
+                v.outcome = by_ranks(c, a, b, r.p, level);
                 notes.push(
                     "a failed run without a finite value has no mean: the exact rank test decides, that run ranked last".into(),
                 );
