@@ -412,3 +412,58 @@ fn user_facing_documents_name_no_issue() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// The verdict word a REPRODUCTION.md section's prose gives
+/// ("**Verdict: reproduced in part.**"), if any.
+fn prose_verdict(section: &str) -> Option<&str> {
+    let at = section.find("**Verdict: ")? + "**Verdict: ".len();
+    let rest = &section[at..];
+    let end = rest.find(['.', '*', '(', ':', ';']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+/// The family verdict a section's generated claims give ("Verdict of this
+/// family, after Holm's adjustment: **not reproduced**").
+fn family_verdict(section: &str) -> Option<&str> {
+    let key = "Verdict of this family, after Holm's adjustment: **";
+    let at = section.find(key)? + key.len();
+    let rest = &section[at..];
+    Some(&rest[..rest.find("**")?])
+}
+
+/// Each REPRODUCTION.md section's verdict word follows its claims after
+/// Holm's adjustment, as its generated block states them.
+#[test]
+fn section_verdicts_follow_the_adjusted_claims() {
+    let text = read("REPRODUCTION.md");
+    let mut sections: Vec<&str> = Vec::new();
+    let mut start = 0;
+    for (i, _) in text.match_indices("\n#") {
+        sections.push(&text[start..i]);
+        start = i + 1;
+    }
+    sections.push(&text[start..]);
+    let mut checked = 0;
+    for s in sections {
+        let (Some(family), Some(prose)) = (family_verdict(s), prose_verdict(s)) else {
+            continue;
+        };
+        let title = s.lines().next().unwrap_or_default();
+        assert!(
+            prose.starts_with(family) && !prose[family.len()..].trim_start().starts_with("in part"),
+            "{title}: the prose says \"{prose}\", the claims after Holm's adjustment \"{family}\""
+        );
+        checked += 1;
+    }
+    assert!(checked >= 8, "only {checked} sections have both verdicts");
+    assert_eq!(
+        prose_verdict("**Verdict: reproduced in part.** x"),
+        Some("reproduced in part")
+    );
+    assert_eq!(
+        family_verdict(
+            "Verdict of this family, after Holm's adjustment: **not reproduced** (0 of 5"
+        ),
+        Some("not reproduced")
+    );
+}
