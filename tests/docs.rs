@@ -467,3 +467,216 @@ fn section_verdicts_follow_the_adjusted_claims() {
         Some("not reproduced")
     );
 }
+
+/// Every file of the repository (relative paths, `/`-separated) and every
+/// folder, build outputs, raw logs and git's own files left out.
+fn repository_paths() -> (Vec<String>, Vec<String>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (mut files, mut dirs) = (Vec::new(), Vec::new());
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p
+                .strip_prefix(root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            let name = p.file_name().unwrap().to_string_lossy().to_string();
+            if p.is_dir() {
+                if ["target", ".git", "raw", "scratch", "node_modules"].contains(&name.as_str()) {
+                    continue;
+                }
+                dirs.push(rel);
+                stack.push(p);
+            } else {
+                files.push(rel);
+            }
+        }
+    }
+    (files, dirs)
+}
+
+/// The names of every function, module file and constant in the
+/// workspace's Rust sources: what a `path::to::item` in a document may end
+/// with.
+fn rust_items(files: &[String]) -> std::collections::BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut items = std::collections::BTreeSet::new();
+    for f in files.iter().filter(|f| f.ends_with(".rs")) {
+        let stem = f.rsplit('/').next().unwrap().trim_end_matches(".rs");
+        items.insert(stem.to_string());
+        if let Some(dir) = f.rsplit('/').nth(1) {
+            items.insert(dir.to_string());
+        }
+        let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
+        for line in text.lines() {
+            for key in [
+                "fn ", "mod ", "const ", "static ", "struct ", "enum ", "trait ", "type ",
+            ] {
+                for (i, _) in line.match_indices(key) {
+                    if i > 0 && line.as_bytes()[i - 1].is_ascii_alphanumeric() {
+                        continue;
+                    }
+                    let name: String = line[i + key.len()..]
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() {
+                        items.insert(name);
+                    }
+                }
+            }
+        }
+    }
+    items
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to hyphens,
+/// punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => {
+                Some(c.to_lowercase().next().unwrap())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Files and folders the tool writes when it runs, which documents name
+/// but the repository does not hold: a run's logs and records under
+/// `raw/`, tries under `scratch/`, and the set-up's environment file.
+const GENERATED: [&str; 8] = [
+    "raw",
+    "shaping.json",
+    "job.json",
+    "run.json",
+    "launch.txt",
+    "env.sh",
+    "scratch",
+    "index.html",
+];
+
+/// What in `text` (the document `doc`) names something that does not
+/// exist: a file or folder in backticks or a link, a test or item path in
+/// backticks (`module::name`), an in-page anchor, or a README section.
+fn dangling(
+    doc: &str,
+    text: &str,
+    files: &[String],
+    dirs: &[String],
+    items: &std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    let exists = |p: &str| {
+        let p = p.trim_end_matches('/');
+        files
+            .iter()
+            .chain(dirs)
+            .any(|f| f == p || f.ends_with(&format!("/{p}")))
+    };
+    let plain = |t: &str| {
+        !t.is_empty()
+            && t.chars()
+                .all(|c| c.is_alphanumeric() || "/._-:".contains(c))
+            && !t.contains("://")
+    };
+    let extensions = [
+        ".rs", ".md", ".yaml", ".sh", ".py", ".toml", ".csv", ".json", ".txt", ".ttf", ".snap",
+    ];
+    for t in quoted(text) {
+        if !plain(t) {
+            continue;
+        }
+        if t.contains("::") {
+            let last = t.rsplit("::").next().unwrap_or_default();
+            let snake = last.chars().next().is_some_and(|c| c.is_ascii_lowercase());
+            if snake && !items.contains(last) {
+                found.push(format!("{doc}: `{t}` names no item of the workspace"));
+            }
+            continue;
+        }
+        let looks_like_path = (t.contains('/') && !t.starts_with('/') && !t.starts_with("--"))
+            || extensions.iter().any(|e| t.ends_with(e));
+        let generated = t.split('/').any(|c| GENERATED.contains(&c));
+        if looks_like_path && !t.starts_with("results/") && !generated && !exists(t) {
+            found.push(format!("{doc}: `{t}` is no file or folder"));
+        }
+    }
+    let headings: Vec<String> = text
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| anchor(l.trim_start_matches('#')))
+        .collect();
+    for (i, _) in text.match_indices("](") {
+        let rest = &text[i + 2..];
+        let Some(end) = rest.find(')') else { continue };
+        let target = &rest[..end];
+        if target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        if let Some(a) = target.strip_prefix('#') {
+            if !headings.iter().any(|h| h == a) {
+                found.push(format!("{doc}: link to #{a}, no such heading"));
+            }
+        } else {
+            let path = target.split('#').next().unwrap_or_default();
+            if !path.is_empty() && !exists(path) {
+                found.push(format!("{doc}: link to {path}, no such file"));
+            }
+        }
+    }
+    let readme = read("README.md");
+    let sections: Vec<&str> = readme
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').trim())
+        .collect();
+    for (i, _) in text.match_indices("README \"") {
+        let rest = &text[i + "README \"".len()..];
+        let name = &rest[..rest.find('"').unwrap_or(0)];
+        if !sections.contains(&name) {
+            found.push(format!(
+                "{doc}: README \"{name}\" is no section of README.md"
+            ));
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md, README and REPRODUCTION.md name only what exists: every
+/// path, test name, item, in-page link and README section they cite.
+#[test]
+fn documents_name_only_what_exists() {
+    let (files, dirs) = repository_paths();
+    let items = rust_items(&files);
+    // the rule can fail
+    let bad = dangling(
+        "x",
+        "`src/nowhere.rs`, `cli::no_such_test`, [a](#nowhere), README \"Nowhere\"",
+        &files,
+        &dirs,
+        &items,
+    );
+    assert_eq!(bad.len(), 4, "{bad:?}");
+    assert!(
+        dangling(
+            "x",
+            "`src/records/health.rs`, `health::judge`",
+            &files,
+            &dirs,
+            &items
+        )
+        .is_empty()
+    );
+    let mut found = Vec::new();
+    for doc in ["ARCHITECTURE.md", "README.md", "REPRODUCTION.md"] {
+        found.extend(dangling(doc, &read(doc), &files, &dirs, &items));
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
