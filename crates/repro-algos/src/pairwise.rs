@@ -13,10 +13,18 @@
 //! `x = s` (no update meanwhile) and both sides use full precision this is
 //! exactly `x_i, x_j <- (x_i + x_j) / 2`; an update made meanwhile is kept.
 
-use repro_codec::{DecodeTarget, FullPrecision, MoniquaCodec, Verification};
+use repro_codec::{DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Verification};
 
 use crate::AlgoError;
-use crate::sim_async::AsyncExchange;
+
+/// How a pair exchanges models.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AsyncExchange {
+    /// AD-PSGD: full-precision models.
+    Full,
+    /// Moniqua on AD-PSGD.
+    Moniqua(MoniquaConfig),
+}
 
 /// One side of a pairwise average.
 #[derive(Debug, Clone)]

@@ -18,23 +18,13 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use repro_codec::MoniquaConfig;
-
 use crate::objective::Objective;
 use crate::optim::Sgd;
+pub use crate::pairwise::AsyncExchange;
 use crate::pairwise::{Folded, PairSide};
 use crate::rng::Rng;
 use crate::sim::Network;
 use crate::{AlgoError, Topology};
-
-/// How a pair exchanges models.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AsyncExchange {
-    /// AD-PSGD: full-precision models.
-    Full,
-    /// Moniqua on AD-PSGD.
-    Moniqua(MoniquaConfig),
-}
 
 /// Settings of an asynchronous run.
 #[derive(Debug, Clone, PartialEq)]

@@ -29,8 +29,8 @@
 
 use core::arch::x86_64::*;
 
+use crate::chunk::{BucketParams, CHUNK, CodeHash, EncodeNext, HASH_MUL, ModParams, scale_at};
 use crate::dither::Dither;
-use crate::kernels::{BucketParams, CHUNK, CodeHash, EncodeNext, HASH_MUL, ModParams, scale_at};
 use crate::round::MAGIC;
 use crate::simd::Prefetch;
 

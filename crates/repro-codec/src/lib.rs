@@ -34,6 +34,7 @@
 
 #[cfg(target_arch = "x86_64")]
 mod avx512;
+mod chunk;
 mod dither;
 mod errors;
 pub mod frame;

@@ -12,6 +12,7 @@ mod device;
 mod errors;
 mod flat;
 pub mod models;
+pub mod run;
 pub mod train;
 mod train_async;
 pub mod transport;

@@ -407,9 +407,10 @@ pub(crate) fn setup<T: Transport>(cfg: &TrainConfig, t: &mut T) -> Result<Setup,
     })
 }
 
-/// Trains one rank; writes its log to `log`. Returns how the run ended.
-/// The asynchronous algorithms (`ad-psgd`, `moniqua-ad-psgd`) run in
-/// [`crate::train_async`].
+/// Trains one rank of a synchronous algorithm; writes its log to `log`.
+/// Returns how the run ended. `run::run` is the entry point: it sends the
+/// asynchronous algorithms (`ad-psgd`, `moniqua-ad-psgd`) to
+/// `train_async` instead.
 // Long on purpose: one rank's iteration loop; its parts (the step, the exchange,
 // the evaluations, the log records) read and update the loop's clocks
 // and counters, which split functions would pass back and forth.
@@ -418,9 +419,6 @@ pub fn train<T: Transport>(
     t: &mut T,
     mut log: impl Write + Send,
 ) -> Result<Status, TrainError> {
-    if repro_algos::ASYNC_ALGORITHM_NAMES.contains(&cfg.algorithm.as_str()) {
-        return crate::train_async::train_async(cfg, t, log);
-    }
     let Setup {
         started,
         rank,

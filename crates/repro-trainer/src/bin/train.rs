@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use repro_runlog::Status;
-use repro_trainer::train::{TrainConfig, TrainError, train};
+use repro_trainer::run::run as train;
+use repro_trainer::train::{TrainConfig, TrainError};
 use repro_trainer::transport::{Transport, local_world};
 
 fn arg(args: &[String], name: &str) -> Option<String> {
