@@ -21,12 +21,27 @@ pub(crate) enum RateQdisc {
 }
 
 impl RateQdisc {
-    /// The name a manifest writes.
+    pub(crate) const ALL: [RateQdisc; 3] = [Self::Tbf, Self::Htb, Self::HtbAck];
+
+    /// The name a manifest and `repro net node up --qdisc` write.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Tbf => "tbf",
             Self::Htb => "htb",
             Self::HtbAck => "htb-ack",
+        }
+    }
+
+    /// The qdisc `name` spells, if any.
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|q| q.name() == name)
+    }
+
+    /// How it shapes, in words (runs.csv's `shaping`, shaping.json).
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            Self::HtbAck => "htb with pure ACKs first",
+            other => other.name(),
         }
     }
 }

@@ -287,12 +287,7 @@ impl NodeCondition {
         Self {
             rate_bps: condition.bandwidth_bps.map_or(0, |b| b as u64),
             latency_us: (condition.latency_s * 1e6).round() as u64,
-            qdisc: match condition.qdisc {
-                RateQdisc::Tbf => "tbf",
-                RateQdisc::Htb => "htb",
-                RateQdisc::HtbAck => "htb-ack",
-            }
-            .into(),
+            qdisc: condition.qdisc.name().into(),
             no_netem: !netem,
         }
     }
@@ -324,17 +319,10 @@ impl NodeCondition {
             }
             return Ok(vec![cmd]);
         }
-        let qdisc = match self.qdisc.as_str() {
-            "tbf" => RateQdisc::Tbf,
-            "htb" => RateQdisc::Htb,
-            "htb-ack" => RateQdisc::HtbAck,
-            other => {
-                return Err(NetError::BadNodeFlag {
-                    flag: "--qdisc".into(),
-                    value: other.into(),
-                });
-            }
-        };
+        let qdisc = RateQdisc::parse(&self.qdisc).ok_or_else(|| NetError::BadNodeFlag {
+            flag: "--qdisc".into(),
+            value: self.qdisc.clone(),
+        })?;
         let condition = Condition {
             bandwidth_bps: (self.rate_bps > 0).then_some(self.rate_bps as f64),
             latency_s: 0.0,
@@ -658,11 +646,7 @@ impl<'e> HostShaping<'e> {
         let how = if self.netem {
             "netem".to_string()
         } else {
-            let qdisc = match self.condition.qdisc {
-                RateQdisc::Tbf => "tbf",
-                RateQdisc::Htb => "htb",
-                RateQdisc::HtbAck => "htb with pure ACKs first",
-            };
+            let qdisc = self.condition.qdisc.describe();
             if self.condition.latency_s > 0.0 {
                 format!("{qdisc} (a node has no netem: latency injected by the transport)")
             } else {

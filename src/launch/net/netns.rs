@@ -563,11 +563,7 @@ impl<'e> Fabric<'e> {
             Some(bps) => format!(
                 "rate {} bit/s by {} (burst {} B) on each rank's veth",
                 bps as u64,
-                match self.condition.qdisc {
-                    RateQdisc::Tbf => "tbf",
-                    RateQdisc::Htb => "htb",
-                    RateQdisc::HtbAck => "htb with pure ACKs first",
-                },
+                self.condition.qdisc.describe(),
                 burst_bytes(bps)
             ),
             None => "rate unlimited".into(),
