@@ -5,16 +5,20 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+/// What `repro ARGS` prints as JSON, run in the repository.
+fn repro_json(args: &[&str]) -> serde_json::Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 /// Each shipped experiment: its backend and its scales.
 fn shipped() -> BTreeMap<String, (String, Vec<String>)> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(["list", "--json"])
-        .current_dir(root)
-        .output()
-        .expect("run repro list");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let list = repro_json(&["list", "--json"]);
     list.as_array()
         .unwrap()
         .iter()
@@ -341,13 +345,7 @@ fn the_documents_say_what_status_says() {
         None
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(["status", "--json"])
-        .current_dir(root)
-        .output()
-        .expect("run repro status");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let status: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let status = repro_json(&["status", "--json"]);
     // the committed experiments: those with results at their scale
     let committed: Vec<&serde_json::Value> = status["experiments"]
         .as_array()
@@ -562,24 +560,43 @@ const GENERATED: [&str; 8] = [
     "index.html",
 ];
 
+/// What the repository holds, for [`dangling`]: its files and folders,
+/// and the items of its Rust sources.
+struct Repo {
+    files: Vec<String>,
+    dirs: Vec<String>,
+    items: std::collections::BTreeSet<String>,
+}
+
+impl Repo {
+    fn new() -> Self {
+        let (files, dirs) = repository_paths();
+        let items = rust_items(&files);
+        Repo { files, dirs, items }
+    }
+
+    /// Whether `p` is a file or folder, named in full or by its tail.
+    fn exists(&self, p: &str) -> bool {
+        let p = p.trim_end_matches('/');
+        self.files
+            .iter()
+            .chain(&self.dirs)
+            .any(|f| f == p || f.ends_with(&format!("/{p}")))
+    }
+}
+
 /// What in `text` (the document `doc`) names something that does not
 /// exist: a file or folder in backticks or a link, a test or item path in
 /// backticks (`module::name`), an in-page anchor, or a README section.
-fn dangling(
-    doc: &str,
-    text: &str,
-    files: &[String],
-    dirs: &[String],
-    items: &std::collections::BTreeSet<String>,
-) -> Vec<String> {
-    let mut found = Vec::new();
-    let exists = |p: &str| {
-        let p = p.trim_end_matches('/');
-        files
-            .iter()
-            .chain(dirs)
-            .any(|f| f == p || f.ends_with(&format!("/{p}")))
-    };
+fn dangling(doc: &str, text: &str, repo: &Repo) -> Vec<String> {
+    let mut found = dangling_quotes(doc, text, repo);
+    found.extend(dangling_links(doc, text, repo));
+    found.extend(dangling_sections(doc, text));
+    found
+}
+
+/// Backticked paths and `module::item` paths of `text` that name nothing.
+fn dangling_quotes(doc: &str, text: &str, repo: &Repo) -> Vec<String> {
     let plain = |t: &str| {
         !t.is_empty()
             && t.chars()
@@ -589,14 +606,12 @@ fn dangling(
     let extensions = [
         ".rs", ".md", ".yaml", ".sh", ".py", ".toml", ".csv", ".json", ".txt", ".ttf", ".snap",
     ];
-    for t in quoted(text) {
-        if !plain(t) {
-            continue;
-        }
+    let mut found = Vec::new();
+    for t in quoted(text).into_iter().filter(|t| plain(t)) {
         if t.contains("::") {
             let last = t.rsplit("::").next().unwrap_or_default();
             let snake = last.chars().next().is_some_and(|c| c.is_ascii_lowercase());
-            if snake && !items.contains(last) {
+            if snake && !repo.items.contains(last) {
                 found.push(format!("{doc}: `{t}` names no item of the workspace"));
             }
             continue;
@@ -604,15 +619,21 @@ fn dangling(
         let looks_like_path = (t.contains('/') && !t.starts_with('/') && !t.starts_with("--"))
             || extensions.iter().any(|e| t.ends_with(e));
         let generated = t.split('/').any(|c| GENERATED.contains(&c));
-        if looks_like_path && !t.starts_with("results/") && !generated && !exists(t) {
+        if looks_like_path && !t.starts_with("results/") && !generated && !repo.exists(t) {
             found.push(format!("{doc}: `{t}` is no file or folder"));
         }
     }
+    found
+}
+
+/// Links of `text` to an in-page heading or a file that do not exist.
+fn dangling_links(doc: &str, text: &str, repo: &Repo) -> Vec<String> {
     let headings: Vec<String> = text
         .lines()
         .filter(|l| l.starts_with('#'))
         .map(|l| anchor(l.trim_start_matches('#')))
         .collect();
+    let mut found = Vec::new();
     for (i, _) in text.match_indices("](") {
         let rest = &text[i + 2..];
         let Some(end) = rest.find(')') else { continue };
@@ -626,17 +647,23 @@ fn dangling(
             }
         } else {
             let path = target.split('#').next().unwrap_or_default();
-            if !path.is_empty() && !exists(path) {
+            if !path.is_empty() && !repo.exists(path) {
                 found.push(format!("{doc}: link to {path}, no such file"));
             }
         }
     }
+    found
+}
+
+/// `README "Section"` references of `text` to no heading of README.md.
+fn dangling_sections(doc: &str, text: &str) -> Vec<String> {
     let readme = read("README.md");
     let sections: Vec<&str> = readme
         .lines()
         .filter(|l| l.starts_with('#'))
         .map(|l| l.trim_start_matches('#').trim())
         .collect();
+    let mut found = Vec::new();
     for (i, _) in text.match_indices("README \"") {
         let rest = &text[i + "README \"".len()..];
         let name = &rest[..rest.find('"').unwrap_or(0)];
@@ -653,30 +680,18 @@ fn dangling(
 /// path, test name, item, in-page link and README section they cite.
 #[test]
 fn documents_name_only_what_exists() {
-    let (files, dirs) = repository_paths();
-    let items = rust_items(&files);
+    let repo = Repo::new();
     // the rule can fail
     let bad = dangling(
         "x",
         "`src/nowhere.rs`, `cli::no_such_test`, [a](#nowhere), README \"Nowhere\"",
-        &files,
-        &dirs,
-        &items,
+        &repo,
     );
     assert_eq!(bad.len(), 4, "{bad:?}");
-    assert!(
-        dangling(
-            "x",
-            "`src/records/health.rs`, `health::judge`",
-            &files,
-            &dirs,
-            &items
-        )
-        .is_empty()
-    );
+    assert!(dangling("x", "`src/records/health.rs`, `health::judge`", &repo).is_empty());
     let mut found = Vec::new();
     for doc in ["ARCHITECTURE.md", "README.md", "REPRODUCTION.md"] {
-        found.extend(dangling(doc, &read(doc), &files, &dirs, &items));
+        found.extend(dangling(doc, &read(doc), &repo));
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }

@@ -596,15 +596,9 @@ fn tune_first(
         return Ok(None);
     };
     let failed = done.failed + more_failed;
-    let mut seeds: Vec<String> = grid
-        .iter()
-        .filter_map(|r| r.point.get(plan::SEED_KEY).cloned())
-        .collect();
-    seeds.sort();
-    seeds.dedup();
     crate::util::atomic::write(
         &out.join("tuning.md"),
-        tune::markdown(m, spec, &seeds, &selection, &refused),
+        tune::markdown(m, spec, &tune::final_seeds(grid), &selection, &refused),
     )?;
     crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
     for t in selection.tried.iter().filter(|t| t.chosen) {

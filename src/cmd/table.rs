@@ -42,8 +42,7 @@ pub(crate) struct TableArgs {
 /// and tuning.csv re-judged first.
 pub(crate) fn table(args: &TableArgs) -> Result<()> {
     let r = status::recorded(&args.experiment, &args.out, &args.plan)?;
-    rejudge(&r)?;
-    let tuning = tune::recorded_tuning(&r.manifest, &r.scale, r.backend, &r.out)?;
+    let tuning = rejudge(&r)?;
     let table = write_table(&r.manifest, &r.out, &RunsFrame::new(&r.rows)?)?;
     let claims = write_claims(&r.manifest, &r.out, &r.rows, &tuning)?;
     crate::util::sudo::give(&r.out);
@@ -99,31 +98,25 @@ fn rejudge_dir(
 
 /// The recorded runs' health judged again and written back (runs.csv,
 /// and for a tuned experiment tuning/runs.csv, tuning.md and tuning.csv):
-/// a committed result is re-judged without rerunning.
-fn rejudge(r: &Recorded) -> Result<()> {
+/// a committed result is re-judged without rerunning. The tuning runs of
+/// the search, judged (as `tune::recorded_tuning` reads them).
+fn rejudge(r: &Recorded) -> Result<Vec<RunRecord>> {
     let m = &r.manifest;
     rejudge_dir(&r.out, &r.plan, &m.health)?;
     let Some(spec) = &m.tune else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let dir = r.out.join("tuning");
     if !dir.join("runs.csv").is_file() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let recorded = results::read_csv(&dir.join("runs.csv"))?;
     let (tuning, selection, refused) = tune::search(m, spec, &r.scale, r.backend, &recorded)?;
     rejudge_dir(&dir, &tuning, &m.health)?;
-    let mut seeds: Vec<String> = r
-        .plan
-        .iter()
-        .filter_map(|p| p.point.get(crate::spec::plan::SEED_KEY).cloned())
-        .collect();
-    seeds.sort();
-    seeds.dedup();
     crate::util::atomic::write(
         &r.out.join("tuning.md"),
-        tune::markdown(m, spec, &seeds, &selection, &refused),
+        tune::markdown(m, spec, &tune::final_seeds(&r.plan), &selection, &refused),
     )?;
     crate::util::atomic::write(&r.out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
-    Ok(())
+    Ok(results::planned(&recorded, &tuning, &m.health))
 }

@@ -186,6 +186,19 @@ impl RunRecord {
     }
 }
 
+/// Runs counted by health (a record never judged by what its status
+/// implies, one without either as unfinished).
+pub(crate) fn by_health<'a>(
+    runs: impl IntoIterator<Item = &'a RunRecord>,
+) -> BTreeMap<Health, usize> {
+    let mut by = BTreeMap::new();
+    for r in runs {
+        *by.entry(r.health().unwrap_or(Health::Unfinished))
+            .or_default() += 1;
+    }
+    by
+}
+
 /// The typed network condition of a run, as its `bandwidth_bps` and
 /// `latency_s` columns (none when unshaped; no bandwidth when unlimited).
 pub(crate) fn condition_cells(c: Option<&Condition>) -> Vec<(String, Cell)> {

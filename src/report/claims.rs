@@ -9,9 +9,10 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::records::curves::RunCurve;
+use crate::records::curves::{CurvePoint, RunCurve};
 use crate::records::health::{Counted, Health, Kind as HealthKind, counts_text};
 use crate::records::metrics::{CURVE_METRICS, Kind as Column, METRICS, kind};
+use crate::records::results::by_health;
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
 use crate::report::table::{number, short};
@@ -544,14 +545,7 @@ impl Verdict {
         if self.fragile == Some(true) {
             weak.push("fragile: leaving out one seed changes the verdict".into());
         }
-        if !weak.is_empty() {
-            let said = std::mem::take(&mut self.note);
-            self.note = [said, weak.join("; ")]
-                .into_iter()
-                .filter(|n| !n.is_empty())
-                .collect::<Vec<_>>()
-                .join("; ");
-        }
+        add_note(&mut self.note, &weak.join("; "));
     }
 }
 
@@ -601,15 +595,6 @@ fn test(
         let s = c.selection(by_baseline);
         rows.iter().filter(|r| matches(&r.point, &s)).collect()
     };
-    // a side's tuning runs, when they all failed (its method trained in
-    // no configuration, so it has no final runs)
-    let untrained = |by_baseline: bool| -> Option<Vec<&RunRecord>> {
-        let s = c.selection(by_baseline);
-        let tried: Vec<&RunRecord> = tuning.iter().filter(|r| matches(&r.point, &s)).collect();
-        let failed =
-            |r: &&RunRecord| r.health().map(Health::kind) == Some(HealthKind::MethodFailed);
-        (!tried.is_empty() && tried.iter().all(failed)).then_some(tried)
-    };
     let mut v = Verdict {
         claim: c.text(),
         source: c.spec.source.clone().unwrap_or_default(),
@@ -632,20 +617,7 @@ fn test(
     };
     let (mut mine, mut theirs) = (runs(false), runs(true));
     let base = c.baseline.clone().unwrap_or_default();
-    let mut from_tuning = Vec::new();
-    for (by_baseline, side, who) in [(false, &mut mine, &c.method), (true, &mut theirs, &base)] {
-        if side.is_empty()
-            && (!by_baseline || c.baseline.is_some())
-            && let Some(tried) = untrained(by_baseline)
-        {
-            from_tuning.push(format!(
-                "{who}: no configuration trained, every one of its {} tuning runs failed ({})",
-                tried.len(),
-                counts_text(&by_health(&tried))
-            ));
-            *side = tried;
-        }
-    }
+    let mut from_tuning = untrained_sides(c, tuning, (&mut mine, &mut theirs));
     if mine.is_empty() || (c.baseline.is_some() && theirs.is_empty()) {
         let who = if mine.is_empty() { &c.method } else { &base };
         v.note = format!("no recorded runs of {who} match");
@@ -672,22 +644,53 @@ fn test(
     }
     if !from_tuning.is_empty() {
         from_tuning.push("decided from the tuning runs".into());
-        if !v.note.is_empty() {
-            from_tuning.push(std::mem::take(&mut v.note));
-        }
+        let said = std::mem::take(&mut v.note);
         v.note = from_tuning.join("; ");
+        add_note(&mut v.note, &said);
     }
     v
 }
 
-/// Runs counted by health.
-fn by_health(runs: &[&RunRecord]) -> BTreeMap<Health, usize> {
-    let mut by = BTreeMap::new();
-    for r in runs {
-        *by.entry(r.health().unwrap_or(Health::Unfinished))
-            .or_default() += 1;
+/// A side of a claim without final runs whose every tuning run failed
+/// (its method trained in no configuration) takes those tuning runs in
+/// their place; what was substituted, in words.
+fn untrained_sides<'r>(
+    c: &Claim<'_>,
+    tuning: &'r [RunRecord],
+    (mine, theirs): (&mut Vec<&'r RunRecord>, &mut Vec<&'r RunRecord>),
+) -> Vec<String> {
+    let mut said = Vec::new();
+    let base = c.baseline.clone().unwrap_or_default();
+    for (by_baseline, side, who) in [(false, mine, &c.method), (true, theirs, &base)] {
+        if !side.is_empty() || (by_baseline && c.baseline.is_none()) {
+            continue;
+        }
+        let s = c.selection(by_baseline);
+        let tried: Vec<&RunRecord> = tuning.iter().filter(|r| matches(&r.point, &s)).collect();
+        let failed =
+            |r: &&RunRecord| r.health().map(Health::kind) == Some(HealthKind::MethodFailed);
+        if tried.is_empty() || !tried.iter().all(failed) {
+            continue;
+        }
+        said.push(format!(
+            "{who}: no configuration trained, every one of its {} tuning runs failed ({})",
+            tried.len(),
+            counts_text(&by_health(tried.iter().copied()))
+        ));
+        *side = tried;
     }
-    by
+    said
+}
+
+/// Appends `more` to a verdict's note, "; " between them.
+fn add_note(note: &mut String, more: &str) {
+    if more.is_empty() {
+        return;
+    }
+    if !note.is_empty() {
+        note.push_str("; ");
+    }
+    note.push_str(more);
 }
 
 /// A side's values of the claim's metric, scaled: by intention to treat
@@ -774,20 +777,13 @@ fn difference(c: &Claim<'_>, v: &mut Verdict, mine: &[&RunRecord], theirs: &[&Ru
     two_samples(c, &mut ok, (&oa, &ob), false, decide);
     v.ok_only = Some(ok.outcome);
     if ok.outcome != v.outcome {
-        let said = std::mem::take(&mut v.note);
-        v.note = [
-            said,
-            format!(
-                "over the valid runs alone ({} / {}) it is {}",
-                ok.n_method,
-                ok.n_baseline,
-                ok.outcome.word()
-            ),
-        ]
-        .into_iter()
-        .filter(|n| !n.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ");
+        let differs = format!(
+            "over the valid runs alone ({} / {}) it is {}",
+            ok.n_method,
+            ok.n_baseline,
+            ok.outcome.word()
+        );
+        add_note(&mut v.note, &differs);
     }
 }
 
@@ -802,36 +798,7 @@ fn divergence(
 ) {
     let base = c.baseline.clone().unwrap_or_default();
     let mut notes = Vec::new();
-    // every failure of the method counts (diverged, collapsed,
-    // unbounded); a run that did not test it is left out
-    let mut count = |name: &str, runs: &[&RunRecord]| {
-        let mut failed: BTreeMap<Health, usize> = BTreeMap::new();
-        let mut untested: BTreeMap<Health, usize> = BTreeMap::new();
-        let mut ok = 0;
-        for r in runs {
-            let h = r.health().unwrap_or(Health::Unfinished);
-            match h.kind() {
-                HealthKind::Ok => ok += 1,
-                HealthKind::MethodFailed => *failed.entry(h).or_default() += 1,
-                HealthKind::NotTested => *untested.entry(h).or_default() += 1,
-            }
-        }
-        let k: usize = failed.values().sum();
-        if k > 0 {
-            notes.push(format!(
-                "{name}: {k} of {} failed: {}",
-                k + ok,
-                counts_text(&failed)
-            ));
-        }
-        if !untested.is_empty() {
-            notes.push(format!(
-                "{name}: {} did not test the method, left out",
-                counts_text(&untested)
-            ));
-        }
-        (k as u64, (k + ok) as u64)
-    };
+    let mut count = |name: &str, runs: &[&RunRecord]| failures(name, runs, &mut notes);
     let (ka, na) = count(&c.method, mine);
     let (kb, nb) = if c.baseline.is_some() {
         count(&base, theirs)
@@ -882,6 +849,39 @@ fn divergence(
     v.note = notes.join("; ");
 }
 
+/// A side's failures of the method and the runs that tested it: every
+/// failure counts (diverged, collapsed, unbounded), a run that did not
+/// test the method is left out; both named in `notes`.
+fn failures(name: &str, runs: &[&RunRecord], notes: &mut Vec<String>) -> (u64, u64) {
+    let by = by_health(runs.iter().copied());
+    let of_kind = |kind: HealthKind| -> BTreeMap<Health, usize> {
+        by.iter()
+            .filter(|(h, _)| h.kind() == kind)
+            .map(|(h, n)| (*h, *n))
+            .collect()
+    };
+    let (failed, untested) = (
+        of_kind(HealthKind::MethodFailed),
+        of_kind(HealthKind::NotTested),
+    );
+    let ok = by.get(&Health::Ok).copied().unwrap_or(0);
+    let k: usize = failed.values().sum();
+    if k > 0 {
+        notes.push(format!(
+            "{name}: {k} of {} failed: {}",
+            k + ok,
+            counts_text(&failed)
+        ));
+    }
+    if !untested.is_empty() {
+        notes.push(format!(
+            "{name}: {} did not test the method, left out",
+            counts_text(&untested)
+        ));
+    }
+    (k as u64, (k + ok) as u64)
+}
+
 /// What a `faster_to` claim times: the first `by` at which `metric`,
 /// under the figure's moving average of `smooth` logged points
 /// ([`crate::report::plot::smoothed`]), reaches `target`.
@@ -901,12 +901,7 @@ fn time_to(
     reach: &Reach<'_>,
     curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
 ) {
-    let Reach {
-        metric,
-        target,
-        by,
-        smooth,
-    } = *reach;
+    let metric = reach.metric;
     let base = c.baseline.clone().unwrap_or_default();
     let all = match curves(metric) {
         Ok(all) => all,
@@ -915,41 +910,11 @@ fn time_to(
             return;
         }
     };
-    let by_id: BTreeMap<&str, &Vec<crate::records::curves::CurvePoint>> =
-        all.iter().map(|(r, p)| (r.run_id.as_str(), p)).collect();
-    // each run's x at the target; a run that never reached it counts
-    // at its last point (a lower bound) and is flagged
-    let side = |runs: &[&RunRecord]| {
-        let mut s = Side::default();
-        let mut censored = 0;
-        for r in runs {
-            // a failed run counts by its curve (intention to treat); one
-            // that did not test the method is left out
-            match r.health() {
-                Some(h) if h.kind() == HealthKind::NotTested => {
-                    *s.left_out.entry(h.text().into()).or_default() += 1;
-                    continue;
-                }
-                Some(h) if h.kind() == HealthKind::MethodFailed => {
-                    *s.failed.entry(h).or_default() += 1;
-                }
-                _ => {}
-            }
-            let points = by_id
-                .get(r.run_id.as_str())
-                .map_or(&[][..], |p| p.as_slice());
-            let points = crate::report::plot::smoothed(points, smooth);
-            match crate::records::curves::first_reach(&points, target, c.higher, by) {
-                Ok(x) => s.values.push((seed_of(r), x)),
-                Err(Some(x)) => {
-                    censored += 1;
-                    s.values.push((seed_of(r), x));
-                }
-                Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
-            }
-        }
-        (s, censored)
-    };
+    let by_id: BTreeMap<&str, &[CurvePoint]> = all
+        .iter()
+        .map(|(r, p)| (r.run_id.as_str(), p.as_slice()))
+        .collect();
+    let side = |runs: &[&RunRecord]| reach_side(c, runs, &by_id, reach);
     let ((a, ca), (b, cb)) = (side(mine), side(theirs));
     two_samples(c, v, (&a, &b), true, |d, level| {
         let (lo, hi) = d.interval(level);
@@ -965,18 +930,51 @@ fn time_to(
         };
         (d.p_two_sided(), outcome)
     });
-    let mut notes: Vec<String> = [v.note.clone()]
-        .into_iter()
-        .filter(|n| !n.is_empty())
-        .collect();
     for (name, n, of) in [(&c.method, ca, a.values.len()), (&base, cb, b.values.len())] {
         if n > 0 {
-            notes.push(format!(
-                "{name}: {n} of {of} runs never reached it (counted at their last point)"
-            ));
+            add_note(
+                &mut v.note,
+                &format!("{name}: {n} of {of} runs never reached it (counted at their last point)"),
+            );
         }
     }
-    v.note = notes.join("; ");
+}
+
+/// One side of a `faster_to` claim: each run's x at the target (`by_id`:
+/// its smoothed curve), and how many never reached it (counted at their
+/// last point, a lower bound). A failed run counts by its curve
+/// (intention to treat); one that did not test the method is left out.
+fn reach_side(
+    c: &Claim<'_>,
+    runs: &[&RunRecord],
+    by_id: &BTreeMap<&str, &[CurvePoint]>,
+    reach: &Reach<'_>,
+) -> (Side, usize) {
+    let mut s = Side::default();
+    let mut censored = 0;
+    for r in runs {
+        match r.health() {
+            Some(h) if h.kind() == HealthKind::NotTested => {
+                *s.left_out.entry(h.text().into()).or_default() += 1;
+                continue;
+            }
+            Some(h) if h.kind() == HealthKind::MethodFailed => {
+                *s.failed.entry(h).or_default() += 1;
+            }
+            _ => {}
+        }
+        let points = by_id.get(r.run_id.as_str()).copied().unwrap_or(&[]);
+        let points = crate::report::plot::smoothed(points, reach.smooth);
+        match crate::records::curves::first_reach(&points, reach.target, c.higher, reach.by) {
+            Ok(x) => s.values.push((seed_of(r), x)),
+            Err(Some(x)) => {
+                censored += 1;
+                s.values.push((seed_of(r), x));
+            }
+            Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
+        }
+    }
+    (s, censored)
 }
 
 /// Fills `v` from a two-sample comparison of `a` (the method) and `b`;
@@ -1162,8 +1160,9 @@ pub(crate) fn family_verdict(verdicts: &[Verdict]) -> (&'static str, usize, usiz
 }
 
 /// claims.md: one row per claim, the level stated, the notes below.
-pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
-    let mut s = format!("# Claims: {title}\n\n");
+/// claims.md's paragraph on how every claim is tested, at the levels
+/// `verdicts` use.
+fn method(verdicts: &[Verdict]) -> String {
     let mut levels: Vec<f64> = verdicts.iter().map(|v| v.level).collect();
     levels.dedup();
     let say = |f: &dyn Fn(f64) -> f64| {
@@ -1173,7 +1172,7 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             .collect::<Vec<_>>()
             .join("/")
     };
-    s.push_str(&format!(
+    format!(
         "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, collapsed, unbounded) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
          A paired t-test where both sides ran the same seeds, Welch's t-test otherwise; exact tests for failure counts (every failure of the method counts). \
          Intervals are {}% t intervals of the method minus the baseline. \
@@ -1182,7 +1181,12 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
          Beside each p: Holm's adjustment over the family of this experiment's claims (one section of the reproduction report: each section answers one question of the paper, and its verdict below follows the adjusted results), the rank test of the same comparison (Wilcoxon signed-rank when paired, Mann-Whitney otherwise; exact), the exact permutation test of the means (where it takes at most 2^20 arrangements), *fragile* when leaving out one seed changes the verdict, and the verdict over the valid runs alone (*ok only*).\n\n",
         say(&|l| (1.0 - l) * 100.0),
         say(&|l| l)
-    ));
+    )
+}
+
+pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
+    let mut s = format!("# Claims: {title}\n\n");
+    s.push_str(&method(verdicts));
     s.push_str("| claim | test | n | method | baseline | effect [CI] | p | p (Holm) | rank test p | permutation p | fragile | ok only | verdict |\n");
     s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, v) in verdicts.iter().enumerate() {

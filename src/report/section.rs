@@ -108,12 +108,7 @@ fn without_heading(md: &str) -> String {
 
 /// "18 ok, 3 silent": the runs by health, valid ones first.
 fn health_counts(rows: &[RunRecord]) -> String {
-    let mut by: BTreeMap<Health, usize> = BTreeMap::new();
-    for r in rows {
-        *by.entry(r.health().unwrap_or(Health::Unfinished))
-            .or_default() += 1;
-    }
-    counts_text(&by)
+    counts_text(&crate::records::results::by_health(rows))
 }
 
 /// The runs that are not valid results, one sentence per setting (the

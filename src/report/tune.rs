@@ -688,6 +688,18 @@ fn group_text(g: &BTreeMap<String, String>) -> String {
         .join(" ")
 }
 
+/// The seeds of the final runs `grid`, sorted, once each: what tuning.md
+/// says the tuning seeds are kept apart from.
+pub(crate) fn final_seeds(grid: &[PlannedRun]) -> Vec<String> {
+    let mut seeds: Vec<String> = grid
+        .iter()
+        .filter_map(|r| r.point.get(SEED_KEY).cloned())
+        .collect();
+    seeds.sort();
+    seeds.dedup();
+    seeds
+}
+
 /// tuning.md: the protocol in words, every configuration's score and the
 /// choices.
 pub(crate) fn markdown(
