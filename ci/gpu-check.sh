@@ -4,8 +4,10 @@
 #   bash ci/gpu-check.sh pack [--torch VERSION] [--dir DIR]
 #       On a CPU machine like ours (network to crates.io and PyPI): builds
 #       `repro` and `repro-train` for libtorch VERSION (default 2.11.0, the
-#       PyTorch of the lent GPU machines), from the committed HEAD in a
-#       scratch worktree, strips and gzips them, and writes a bundle with
+#       PyTorch of the lent GPU machines), from the committed HEAD (in the
+#       checkout and its target when the checkout is clean and VERSION is
+#       this machine's libtorch, else in a scratch worktree), strips and
+#       gzips them, and writes a bundle with
 #       the manifest (experiments/gpu-check.yaml), the PyTorch step
 #       reference (ci/gpu_step_bench.py) and this script to DIR (default
 #       scratch/gpu-check/bundle). It refuses a bundle over 60 MiB.
@@ -49,41 +51,53 @@ pack() {
   source "$home/env.sh"
   local default
   default=$(awk '!/^#/ && NF >= 2 { print $1; exit }' "$root/crates/repro-trainer/libtorch-versions")
-  if [[ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]]; then
-    log "the working tree has uncommitted changes: the bundle is built from HEAD without them"
-  fi
-  local scratch tree
+  local scratch tree target
   scratch=$(mktemp -d)
-  tree="$scratch/tree"
-  git -C "$root" worktree add -q --detach "$tree" HEAD
   # shellcheck disable=SC2064
-  trap "git -C '$root' worktree remove --force '$tree' >/dev/null 2>&1 || true; rm -rf '$scratch'" EXIT
-  local torch_env=(REPRO_TORCH="$torch" REPRO_SKIP_APT=1)
-  if [[ "$torch" == "$default" ]]; then
-    # this machine's torch, as ci/setup.sh installed it
-    torch_env+=(REPRO_LIBTORCH="$("$REPRO_VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
+  trap "rm -rf '$scratch'" EXIT
+  if [[ "$torch" == "$default" && -z "$(git -C "$root" status --porcelain)" ]]; then
+    # the checkout is HEAD and builds for this machine's libtorch: its own
+    # release build, in its own target (the next pack reuses it)
+    tree="$root"
+    target="$CARGO_TARGET_DIR"
+    log "building repro and repro-train in the checkout (release; 8 to 12 minutes from an empty target)"
+    (cd "$tree" && cargo build --release --locked -p repro -p repro-trainer)
   else
-    # the wheel's libraries to link against, and CUDA's beside them: a
-    # virtualenv of torch==VERSION with its dependencies, kept for next time
-    local venv="$home/torch-$torch"
-    if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch')" 2>/dev/null; then
-      log "installing torch==$torch with its CUDA libraries into $venv (a few GB, about 2 minutes)"
-      python3 -m venv "$venv"
-      "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch" numpy
+    [[ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ]] ||
+      log "the working tree has uncommitted changes: the bundle is built from HEAD without them"
+    tree="$scratch/tree"
+    git -C "$root" worktree add -q --detach "$tree" HEAD
+    # shellcheck disable=SC2064
+    trap "git -C '$root' worktree remove --force '$tree' >/dev/null 2>&1 || true; rm -rf '$scratch'" EXIT
+    local torch_env=(REPRO_TORCH="$torch" REPRO_SKIP_APT=1)
+    if [[ "$torch" == "$default" ]]; then
+      # this machine's torch, as ci/setup.sh installed it
+      torch_env+=(REPRO_LIBTORCH="$("$REPRO_VENV/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
+    else
+      # the wheel's libraries to link against, and CUDA's beside them: a
+      # virtualenv of torch==VERSION with its dependencies, kept for next time
+      local venv="$home/torch-$torch"
+      if ! "$venv/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$torch')" 2>/dev/null; then
+        log "installing torch==$torch with its CUDA libraries into $venv (a few GB, about 2 minutes)"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check "torch==$torch" numpy
+      fi
+      torch_env+=(REPRO_LIBTORCH="$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
     fi
-    torch_env+=(REPRO_LIBTORCH="$("$venv/bin/python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')")
-  fi
-  log "building repro and repro-train for libtorch $torch (release; 8 to 12 minutes from an empty target)"
-  (
-    cd "$tree"
-    env "${torch_env[@]}" REPRO_HOME="$scratch/home" bash ci/setup.sh
     # its own target: the worktree's binaries must not replace the
     # checkout's in the shared one
     target="$home/target-gpu-check"
-    # shellcheck disable=SC1091
-    source "$scratch/home/env.sh"
-    export CARGO_TARGET_DIR="$target"
-    cargo build --release --locked -p repro -p repro-trainer
+    log "building repro and repro-train for libtorch $torch from HEAD in a worktree (release; 8 to 12 minutes from an empty target)"
+    (
+      cd "$tree"
+      env "${torch_env[@]}" REPRO_HOME="$scratch/home" REPRO_SETUP=minimal bash ci/setup.sh
+      # shellcheck disable=SC1091
+      source "$scratch/home/env.sh"
+      CARGO_TARGET_DIR="$target" cargo build --release --locked -p repro -p repro-trainer
+    )
+  fi
+  (
+    cd "$tree"
     rm -rf "$dir"
     mkdir -p "$dir/bin" "$dir/experiments" "$dir/ci" "$dir/crates/repro-runlog/src"
     for b in repro repro-train; do

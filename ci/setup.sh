@@ -18,7 +18,9 @@
 #      own readers; matplotlib: a test runs the figure.py beside a figure.
 #   3. Cargo.lock pins the `tch` release of $REPRO_TORCH (a local change when
 #      it is not the default's: `git diff Cargo.lock` shows it).
-#   4. rustfmt + clippy components.
+#   4. rustfmt + clippy components, and cargo-nextest (the test runner of
+#      ci/test.sh), built once from crates.io into ~/.cargo/bin (about 4
+#      minutes the first time).
 #   5. writes $REPRO_HOME/env.sh, which the other scripts source:
 #      LIBTORCH_USE_PYTORCH or LIBTORCH, LD_LIBRARY_PATH (torch's lib/), PATH
 #      (the venv), REPRO_TORCH, CARGO_TARGET_DIR (a cache that survives
@@ -33,6 +35,9 @@
 #                   or an unzipped libtorch; its version is REPRO_TORCH's default
 #   REPRO_HOME      default ~/.cache/repro
 #   REPRO_SKIP_APT=1  no apt-get
+#   REPRO_SETUP=minimal  only what a build needs (steps 3 and 5, and step 2's
+#                   torch when REPRO_LIBTORCH is not given): the throwaway
+#                   environments of ci/torch-check.sh and ci/gpu-check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +46,13 @@ PANDAS_VERSION=3.1.1
 MLFLOW_VERSION=3.17.2
 TENSORBOARD_VERSION=2.21.0
 MATPLOTLIB_VERSION=3.11.2
+NEXTEST_VERSION=0.9.151
+MINIMAL=0
+case "${REPRO_SETUP:-full}" in
+  full) ;;
+  minimal) MINIMAL=1 ;;
+  *) printf '[setup] REPRO_SETUP=%s: use full (the default) or minimal\n' "$REPRO_SETUP" >&2; exit 2 ;;
+esac
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
 VENV="$REPRO_HOME/venv"
 mkdir -p "$REPRO_HOME"
@@ -105,7 +117,8 @@ fi
 
 # --- 2. torch virtualenv ------------------------------------------------------
 PY="${PYTHON:-python3}"
-if [[ ! -x "$VENV/bin/python" ]]; then
+# (a minimal set-up with REPRO_LIBTORCH needs no Python)
+if [[ ! -x "$VENV/bin/python" ]] && ! [[ $MINIMAL == 1 && -n "${REPRO_LIBTORCH:-}" ]]; then
   log "creating virtualenv $VENV"
   "$PY" -m venv "$VENV"
 fi
@@ -122,11 +135,15 @@ else
   fi
   TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 fi
-if ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
+if ((MINIMAL)); then
+  log "minimal set-up: no pyarrow, pandas, mlflow, tensorboard or matplotlib"
+elif ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
   log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
 fi
-if ! "$VENV/bin/python" -c "import mlflow, tensorboard, matplotlib; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION' and matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
+if ((MINIMAL)); then
+  :
+elif ! "$VENV/bin/python" -c "import mlflow, tensorboard, matplotlib; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION' and matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
   log "installing mlflow-skinny==$MLFLOW_VERSION, tensorboard==$TENSORBOARD_VERSION and matplotlib==$MATPLOTLIB_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "mlflow-skinny==$MLFLOW_VERSION" "tensorboard==$TENSORBOARD_VERSION" "matplotlib==$MATPLOTLIB_VERSION"
 fi
@@ -141,9 +158,21 @@ else
 fi
 
 # --- 4. rust components -------------------------------------------------------
-if command -v rustup >/dev/null 2>&1; then
+if ((MINIMAL)); then
+  :
+elif command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+fi
+if ((MINIMAL == 0)); then
+  have_nextest=$(cargo nextest --version 2>/dev/null | sed -n 's/^cargo-nextest \([^ ]*\).*/\1/p' || true)
+  if [[ "$have_nextest" != "$NEXTEST_VERSION" ]]; then
+    log "building cargo-nextest $NEXTEST_VERSION from crates.io (about 4 minutes, once)"
+    CARGO_TARGET_DIR="$REPRO_HOME/nextest-build" cargo install -q --locked --version "$NEXTEST_VERSION" cargo-nextest
+    rm -rf "$REPRO_HOME/nextest-build"
+  else
+    log "cargo-nextest $NEXTEST_VERSION present"
+  fi
 fi
 
 # --- 5. environment file ------------------------------------------------------

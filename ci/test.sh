@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # Sets up the machine (idempotent) and runs every check CI runs:
-# rustfmt, clippy with -D warnings, the workspace tests (debug profile), the
+# rustfmt, clippy with -D warnings, the workspace tests (debug profile, run by
+# cargo-nextest, .config/nextest.toml; doc tests by cargo test --doc), the
 # frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing),
 # the trainer compiled against every other libtorch it supports
 # (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
 # the CPU (ci/gpu-check.sh rehearse).
-# Every test binary runs even when one fails (--no-fail-fast); the last line
-# counts passed, failed and skipped tests. Tests that need root must run here
-# (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); any
-# test that skips prints a `SKIPPED: <test>: <why>` line, counted at the end.
+# Every test runs even when one fails (--no-fail-fast); the last line counts
+# passed, failed and skipped tests. Tests that need root must run here
+# (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
+# test that skips writes `<test>: <why>` to REPRO_SKIPPED_LOG, printed as
+# `SKIPPED: ...` lines and counted at the end.
 # Each step's time is printed as it ends, and as a table at the end.
+#
+#   bash ci/test.sh           # every check: what CI runs
+#   bash ci/test.sh --quick   # the inner loop: leaves out what it names
 set -euo pipefail
 cd "$(dirname "$0")/.."
+quick=0
+case "${1:-}" in
+  "") ;;
+  --quick) quick=1 ;;
+  *) echo "usage: bash ci/test.sh [--quick]" >&2; exit 2 ;;
+esac
+# what --quick leaves out, said at its start and its end
+LEFT_OUT="the paper scales' rehearsal (tests/rehearsal.rs), the doc tests, the fuzzing (ci/fuzz.sh), the libtorch checks (ci/torch-check.sh), the GPU-check rehearsal (ci/gpu-check.sh rehearse) and the SIMD-level report"
+((quick)) && echo "[test] --quick leaves out $LEFT_OUT: run bash ci/test.sh before landing" >&2
 steps=()
 step_start=$SECONDS
 # records the step that just ended: step_done NAME
@@ -40,18 +54,30 @@ step_done "cargo fmt"
 echo "[test] cargo clippy -D warnings" >&2
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step_done "cargo clippy"
-echo "[test] cargo test --no-fail-fast" >&2
+echo "[test] cargo nextest run (every test binary, two tests at a time)" >&2
 log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
+skipped_log="$(mktemp)"
+trap 'rm -f "$log" "$skipped_log"' EXIT
 set +e
-REPRO_REQUIRE_ROOT_TESTS=1 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$log"
+# the tests (.config/nextest.toml: the MPI and network tests one at a time)
+filter=()
+((quick)) && filter=(-E 'not binary(rehearsal)')
+REPRO_REQUIRE_ROOT_TESTS=1 REPRO_SKIPPED_LOG="$skipped_log" \
+  cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+step_done "cargo nextest"
+if ((quick == 0)); then
+  # nextest does not run doc tests: cargo test does
+  echo "[test] cargo test --doc" >&2
+  cargo test --workspace --locked --doc 2>&1 | tee -a "$log"
+  doc_rc=${PIPESTATUS[0]}
+  ((rc == 0)) && rc=$doc_rc
+  step_done "doc tests"
+fi
 set -e
-step_done "cargo test"
-# one line for the whole run: sums of every binary's `test result:` line
-summary=$(awk '
-  /^test result: / {
-    binaries++
+# one line for the whole run: nextest's summary and the doc tests' counts
+summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
+  /^ +Summary \[/ {
     for (i = 1; i <= NF; i++) {
       w = $i; sub(/[;,.]$/, "", w)
       if ($(i + 1) ~ /^passed/) passed += w
@@ -59,14 +85,20 @@ summary=$(awk '
       if ($(i + 1) ~ /^ignored/) ignored += w
     }
   }
-  /^SKIPPED: / { skipped++ }
+  /^test result: / {
+    for (i = 1; i <= NF; i++) {
+      w = $i; sub(/[;,.]$/, "", w)
+      if ($(i + 1) ~ /^passed/) passed += w
+      if ($(i + 1) ~ /^failed/) failed += w
+      if ($(i + 1) ~ /^ignored/) ignored += w
+    }
+  }
   END {
-    printf "%d passed, %d failed, %d ignored, %d skipped, in %d test binaries",
-      passed, failed, ignored, skipped, binaries
+    printf "%d passed, %d failed, %d ignored, %d skipped", passed, failed, ignored, skipped
   }' "$log")
-grep '^SKIPPED: ' "$log" >&2 || true
+sed 's/^/SKIPPED: /' "$skipped_log" >&2
 # the frame fuzz target: built, its corpus replayed, then a minute of fuzzing
-if [[ $rc -eq 0 ]]; then
+if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   set +e
   bash ci/fuzz.sh
   rc=$?
@@ -75,7 +107,7 @@ if [[ $rc -eq 0 ]]; then
   step_done "fuzz"
 fi
 # every libtorch but the default: the trainer compiles against it
-if [[ $rc -eq 0 ]]; then
+if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
     set +e
     bash ci/torch-check.sh "$version"
@@ -86,7 +118,7 @@ if [[ $rc -eq 0 ]]; then
   done
 fi
 # the GPU check's bundle built and run on this CPU (ci/gpu-check.sh)
-if [[ $rc -eq 0 ]]; then
+if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   set +e
   bash ci/gpu-check.sh rehearse
   rc=$?
@@ -94,16 +126,21 @@ if [[ $rc -eq 0 ]]; then
   [[ $rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
   step_done "gpu-check rehearse"
 fi
-# which codec SIMD levels this CPU let the tests compare (the rest: not run)
-levels=$(cargo test -q --locked -p repro-codec --lib every_simd_level_rejects -- --nocapture 2>&1 |
-  sed -n 's/^SIMD levels exercised: //p' | head -n 1)
-echo "[test] codec SIMD levels compared with the portable kernels: ${levels:-unknown}" >&2
-step_done "SIMD levels"
+# which codec SIMD levels this CPU let the tests compare (the rest: not
+# run), from that test run again with its output shown (built already)
+if ((quick == 0)); then
+  levels=$(cargo nextest run --workspace --locked --no-capture \
+    -E 'package(repro-codec) & kind(lib) & test(every_simd_level_rejects)' 2>&1 |
+    sed -n 's/^SIMD levels exercised: //p' | head -n 1)
+  echo "[test] codec SIMD levels compared with the portable kernels: ${levels:-unknown}" >&2
+  step_done "SIMD levels"
+fi
 step_table
 if [[ $rc -eq 0 ]]; then
   echo "[test] all checks passed: $summary" >&2
+  ((quick)) && echo "[test] --quick left out $LEFT_OUT" >&2
 else
-  grep -E '^    [^ ]+$|^error: [0-9]+ targets? failed' "$log" | tail -n 40 >&2 || true
-  echo "[test] FAILED (cargo test exit $rc): $summary" >&2
+  grep -E '^ +(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[|^    [^ ]+$|^error: ' "$log" | tail -n 40 >&2 || true
+  echo "[test] FAILED (exit $rc): $summary" >&2
 fi
 exit "$rc"

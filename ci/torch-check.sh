@@ -49,7 +49,7 @@ git ls-files -z --cached --others --exclude-standard |
   tar --null -T - -cf - | tar -xf - -C "$scratch/tree"
 cd "$scratch/tree"
 REPRO_HOME="$scratch/home" REPRO_TORCH="$VERSION" REPRO_LIBTORCH="$scratch/libtorch/torch" \
-  REPRO_SKIP_APT=1 bash ci/setup.sh
+  REPRO_SKIP_APT=1 REPRO_SETUP=minimal bash ci/setup.sh
 tch=$(awk '/^name = "tch"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 log "cargo check of the trainer against libtorch $VERSION (tch $tch)"
 (

@@ -4,6 +4,7 @@
 //! screenshots. Without `REPRO_BROWSER` the test skips.
 
 mod common;
+use common::skipped;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -117,9 +118,7 @@ fn the_report_pages_render_sort_and_filter_in_chromium() {
         .filter(|b| !b.is_empty())
         .map(PathBuf::from)
     else {
-        eprintln!(
-            "\nSKIPPED: the_report_pages_render_sort_and_filter_in_chromium: REPRO_BROWSER is not set (source the env.sh that ci/setup.sh writes)\n"
-        );
+        skipped("REPRO_BROWSER is not set (source the env.sh that ci/setup.sh writes)");
         return;
     };
     let dir = report();

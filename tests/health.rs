@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{csv_rows, temp_out, train_binary};
+use common::{csv_rows, serial, temp_out, train_binary};
 
 /// A project directory holding one manifest, `experiments/<name>.yaml`.
 fn project(name: &str, manifest: &str) -> PathBuf {
@@ -196,6 +196,7 @@ claims:
 /// run is local SGD and a final average. Silent, however good its loss.
 #[test]
 fn a_run_without_gossip_is_silent() {
+    let _serial = serial();
     let root = project(
         "silent",
         "name: silent

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
 
 /// A fresh directory under the system's temporary one for test `name`.
 pub fn temp_out(name: &str) -> PathBuf {
@@ -93,4 +94,161 @@ pub fn cells_of_tidy_table(tidy: &str) -> String {
         }
     }
     String::from_utf8(w.into_inner().unwrap()).unwrap()
+}
+
+pub fn repro(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run repro")
+}
+
+/// Splits one line of runs.csv (fields may be quoted).
+pub fn fields(line: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+/// runs.csv as one map per run.
+pub fn read_runs(out: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header = fields(lines.next().unwrap());
+    lines
+        .map(|l| header.iter().cloned().zip(fields(l)).collect())
+        .collect()
+}
+
+/// Whether the root-only tests run: they need root (namespaces, tc); CI runs
+/// as root and sets REPRO_REQUIRE_ROOT_TESTS=1, so there they cannot skip.
+pub fn as_root() -> bool {
+    let root = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"));
+    if !root {
+        assert!(
+            std::env::var_os("REPRO_REQUIRE_ROOT_TESTS").is_none(),
+            "REPRO_REQUIRE_ROOT_TESTS is set but the tests do not run as root"
+        );
+        skipped("needs root (network namespaces and tc)");
+    }
+    root
+}
+
+/// Says on the terminal, past the test harness's capture, that the calling
+/// test skipped and why, and appends the same to the file
+/// `REPRO_SKIPPED_LOG` names, where `ci/test.sh` counts them.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let test = std::env::var("NEXTEST_TEST_NAME").unwrap_or_else(|_| {
+        std::thread::current()
+            .name()
+            .unwrap_or("a test")
+            .to_string()
+    });
+    let line = format!("{test}: {why}\n");
+    let _ = std::io::stderr().write_all(format!("\nSKIPPED: {line}").as_bytes());
+    // nextest shows no output of a passing test: ci/test.sh reads this file
+    if let Some(path) = std::env::var_os("REPRO_SKIPPED_LOG") {
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .expect("REPRO_SKIPPED_LOG opens for appending");
+        file.write_all(line.as_bytes()).unwrap();
+    }
+}
+
+/// Keeps this process's tests that start ranks or shape a network apart
+/// under plain `cargo test`, which runs a binary's tests on threads side by
+/// side. nextest runs each test in its own process and keeps them apart
+/// with its `network` test group (.config/nextest.toml).
+/// Under nextest, a test that calls this and is not in that group fails.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    if let Ok(group) = std::env::var("NEXTEST_TEST_GROUP") {
+        assert_eq!(
+            group, "network",
+            "this test starts ranks or shapes a network: put it in the `network` test group of .config/nextest.toml"
+        );
+    }
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Waits until a `repro-train` whose command line names `out` runs under
+/// the driver `child`; returns its pid.
+pub fn wait_for_trainer(child: &mut std::process::Child, out: &Path) -> u32 {
+    let train = train_binary().to_str().unwrap().to_string();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let found = processes_naming(out)
+            .into_iter()
+            .find_map(|(pid, cmd)| cmd.starts_with(&train).then_some(pid));
+        if let Some(pid) = found {
+            return pid;
+        }
+        assert!(Instant::now() < deadline, "no rank started");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "repro exited before its ranks started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The processes whose command line names `path`: (pid, command line).
+pub fn processes_naming(path: &Path) -> Vec<(u32, String)> {
+    let marker = path.to_str().unwrap();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(marker).then_some((pid, cmd))
+        })
+        .collect()
+}
+
+/// Sends `signal` (e.g. `-TERM`) to `pid`.
+pub fn kill(signal: &str, pid: u32) {
+    assert!(
+        Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+/// Waits for the driver to exit: (exit code, stderr).
+pub fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "repro did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status.code(), stderr)
 }
