@@ -9,6 +9,7 @@ use polars::prelude::{IntoLazy, lit};
 
 use crate::cmd::table::TableFormat;
 use crate::records::frames::{self, RunsFrame};
+use crate::records::results_dir::ResultsDir;
 use crate::spec::{manifest, project};
 
 /// Options of `repro compare`.
@@ -83,7 +84,7 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
             } else {
                 // a manifest's own results directory, at the scale asked
                 let m = manifest::load(&manifest::locate(e)?, &[])?;
-                m.default_out(&crate::cmd::status::read_scale(&m, &args.scale))
+                m.default_out(&crate::report::recorded::read_scale(&m, &args.scale))
             };
             if !dir.join("runs.parquet").is_file() {
                 bail!(
@@ -130,7 +131,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
                 .unwrap_or_default()
         });
         let scale = meta("scale")
-            .or_else(|| crate::cmd::status::recorded_scale(dir))
+            .or_else(|| ResultsDir::new(dir).recorded_scale())
             .or_else(|| args.scale.clone())
             .unwrap_or_default();
         frames_read.push(RunsFrame::from_parquet(&df, &name, &scale)?);

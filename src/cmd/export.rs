@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
-use crate::cmd::status;
 use crate::report::export::{self, Exported};
+use crate::report::recorded;
 use crate::spec::manifest;
 
 /// Which tool's files to write.
@@ -55,7 +55,7 @@ fn names(args: &ExportArgs) -> Result<Vec<String>> {
         let Ok(m) = manifest::load(&path, &[]) else {
             continue;
         };
-        if m.default_out(&status::read_scale(&m, &args.scale))
+        if m.default_out(&recorded::read_scale(&m, &args.scale))
             .join("runs.csv")
             .is_file()
         {
@@ -71,12 +71,11 @@ fn names(args: &ExportArgs) -> Result<Vec<String>> {
 /// One experiment's planned runs (health judged), parameters and figure
 /// curves, as exported.
 fn gather(name: &str, args: &ExportArgs) -> Result<Exported> {
-    let plan = status::PlanArgs {
+    let plan = recorded::PlanChoice {
         scale: args.scale.clone(),
-        overrides: Vec::new(),
-        backend: None,
+        ..Default::default()
     };
-    let r = status::recorded(name, &args.out, &plan)?;
+    let r = recorded::recorded(name, &args.out, &plan)?;
     let curves = match &r.manifest.figure {
         Some(f) if f.kind == manifest::FigureKind::Curves => {
             crate::report::outputs::run_curves(&r.out, &r.rows, &f.y)?.0

@@ -183,7 +183,8 @@ pub(crate) fn list(args: &ListArgs) -> Result<()> {
         let scales = scales_of(&m);
         invalid_text += scales.values().filter(|l| l.error.is_some()).count();
         // the title as the committed (else default) scale's tables show it
-        let m = match crate::spec::plan::titled(&m, &crate::cmd::status::read_scale(&m, &None)) {
+        let m = match crate::spec::plan::titled(&m, &crate::report::recorded::read_scale(&m, &None))
+        {
             Ok(t) => t,
             Err(_) => m,
         };

@@ -9,6 +9,7 @@ use clap::Args;
 use crate::cmd::status;
 use crate::report::outputs::{draw_figure, figure, figure_panels};
 use crate::report::plot::ImageFormat;
+use crate::report::recorded;
 use crate::spec::manifest;
 
 /// Options of `repro plot`.
@@ -52,7 +53,7 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
     let mut titles = Vec::new();
     let mut first_spec = None;
     for e in std::iter::once(&args.experiment).chain(&args.with) {
-        let r = status::recorded(e, &None, &args.plan)?;
+        let r = recorded::recorded(e, &None, &args.plan.choice())?;
         let (m, out, rows) = (r.manifest, r.out, r.rows);
         let Some((spec, panels)) = figure_panels(&m, &out, &rows, r.backend)? else {
             anyhow::bail!(
@@ -106,7 +107,7 @@ pub(crate) fn plot(args: &PlotArgs) -> Result<()> {
     if let Some(name) = &args.name {
         return combined(args, name, &formats);
     }
-    let r = status::recorded(&args.experiment, &args.out, &args.plan)?;
+    let r = recorded::recorded(&args.experiment, &args.out, &args.plan.choice())?;
     let (m, out, rows) = (r.manifest, r.out, r.rows);
     let drawn = figure(&m, &out, &rows, r.backend, &formats);
     crate::util::sudo::give(&out);

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::cmd::status::{self, planned_results};
+use crate::cmd::status;
+use crate::records::results_dir::ResultsDir;
 use crate::report::html::write_report;
+use crate::report::recorded::{planned_results, read_scale};
 use crate::report::section;
 
 /// Options of `repro report`.
@@ -51,13 +53,13 @@ pub(crate) fn report(args: &ReportArgs) -> Result<()> {
 
 /// `repro report --markdown EXPERIMENT [--into FILE]`.
 fn markdown(args: &ReportArgs, experiment: &str) -> Result<()> {
-    let (m, out, rows) = planned_results(experiment, &args.out, &args.plan)?;
+    let (m, out, rows) = planned_results(experiment, &args.out, &args.plan.choice())?;
     let scale = args
         .plan
         .scale
         .clone()
-        .or_else(|| status::recorded_scale(&out))
-        .unwrap_or_else(|| status::read_scale(&m, &None));
+        .or_else(|| ResultsDir::new(&out).recorded_scale())
+        .unwrap_or_else(|| read_scale(&m, &None));
     let src = section::Source {
         out: &out,
         scale: &scale,

@@ -7,14 +7,15 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::cmd::status;
 use crate::launch::net::HostNet;
 use crate::launch::summary::{RunStatus, Summary};
 use crate::launch::train::{Launcher, Method, NetContext};
 use crate::launch::{sim as sim_backend, train as train_backend};
 use crate::records::frames::{self, RunsFrame};
+use crate::records::freshness;
 use crate::records::metrics;
 use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::ResultsDir;
 use crate::report::outputs::write_results;
 use crate::report::{claims, plot, table, tune};
 use crate::spec::condition::{Condition, ShapingMode};
@@ -501,7 +502,7 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         backend,
         !cfg.json && !quiet,
     )?;
-    status::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;
+    freshness::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;
     Ok(figures)
 }
 
@@ -550,7 +551,7 @@ fn summary_json(x: Job<'_>, ran: &Ran<'_>) -> serde_json::Value {
             "table": file("table.md"),
             "claims": file("claims.md"),
             "tuning": file("tuning.md"),
-            "provenance": file("provenance.json"),
+            "provenance": file(crate::records::results_dir::PROVENANCE),
             "figures": ran
                 .figures
                 .iter()
@@ -850,7 +851,7 @@ fn previous_runs(x: Job<'_>) -> Result<Vec<RunRecord>> {
     results::check_identity(
         x.out,
         &previous,
-        status::recorded_scale(x.out).as_deref(),
+        ResultsDir::new(x.out).recorded_scale().as_deref(),
         &x.m.name,
         x.scale,
     )?;
@@ -908,7 +909,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         backend,
         experiment: &m.name,
         scale,
-        invocation: status::invocation(m, scale, backend),
+        invocation: freshness::invocation(m, scale, backend),
         out,
         net: &net,
         progress: Progress::new(runs.len()),
@@ -1220,18 +1221,18 @@ impl Session<'_> {
                 return true;
             }
             let p = s.provenance.clone().unwrap_or_default();
-            let state = status::judge(
+            let state = freshness::judge(
                 &p.source,
                 p.manifest_hash.as_deref().unwrap_or(""),
                 &self.invocation,
             );
-            if state != status::Freshness::Current {
+            if state != freshness::Freshness::Current {
                 self.progress.line(&format!(
                     "  {} finished earlier but is {state}: running it again (--resume-stale keeps it)",
                     r.id
                 ));
             }
-            state == status::Freshness::Current
+            state == freshness::Freshness::Current
         })
     }
 
@@ -1247,8 +1248,8 @@ impl Session<'_> {
             .previous
             .iter()
             .find(|p| p.run_id == r.id && p.finished())?;
-        let state = status::freshness(r, self.previous, &self.invocation);
-        (state == status::Freshness::Current || self.cfg.resume_stale).then(|| row.clone())
+        let state = freshness::freshness(r, self.previous, &self.invocation);
+        (state == freshness::Freshness::Current || self.cfg.resume_stale).then(|| row.clone())
     }
 
     /// [`Session::execute`] before the record gets its identity.
@@ -1454,7 +1455,7 @@ fn mpi_commands(
     recorder: &crate::launch::net::DryRun,
     text: &mut String,
 ) -> Result<Vec<String>> {
-    let invocation = status::invocation(x.m, x.scale, x.backend);
+    let invocation = freshness::invocation(x.m, x.scale, x.backend);
     let train =
         train_backend::train_binary().unwrap_or_else(|_| std::path::PathBuf::from("repro-train"));
     let repro = std::env::current_exe().unwrap_or_else(|_| "repro".into());

@@ -1,19 +1,15 @@
-//! Whether recorded runs are current: produced by this build (the same
-//! source, see `repro_build`) from the same resolved manifest. `repro
-//! status` lists each planned run as current, stale or missing; `repro run
-//! --resume` keeps only current runs; each `repro run` writes
-//! `provenance.json` beside runs.csv.
+//! `repro status`: each planned run of an experiment as current, stale or
+//! missing (`records::freshness` says which), or each experiment's counts.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use clap::Args;
-use repro_runlog::Invocation;
 
-use crate::launch::summary::RunStatus;
-use crate::records::metrics::Cell;
+use crate::records::freshness::{self, Freshness};
 use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::ResultsDir;
+use crate::report::recorded::PlanChoice;
 use crate::spec::manifest::{self, Backend};
 use crate::spec::plan::{self, PlannedRun};
 
@@ -35,6 +31,17 @@ pub(crate) struct PlanArgs {
     pub backend: Option<Backend>,
 }
 
+impl PlanArgs {
+    /// The plan these arguments choose.
+    pub(crate) fn choice(&self) -> PlanChoice {
+        PlanChoice {
+            scale: self.scale.clone(),
+            overrides: self.overrides.clone(),
+            backend: self.backend,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
     /// Experiment name or path to a manifest (every experiment if left out)
@@ -48,197 +55,6 @@ pub(crate) struct StatusArgs {
     /// grid point, state and reason (or each experiment's counts).
     #[arg(long)]
     pub json: bool,
-}
-
-/// A planned run's state in the results directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Freshness {
-    /// Recorded by this build from this manifest.
-    Current,
-    /// Recorded, by another build or from another manifest (why).
-    Stale(String),
-    /// Not recorded, failed or interrupted (why).
-    Missing(String),
-}
-
-impl Freshness {
-    pub(crate) fn word(&self) -> &'static str {
-        match self {
-            Freshness::Current => "current",
-            Freshness::Stale(_) => "stale",
-            Freshness::Missing(_) => "missing",
-        }
-    }
-}
-
-impl Freshness {
-    /// Why a run is stale or missing (empty when current).
-    pub(crate) fn reason(&self) -> &str {
-        match self {
-            Freshness::Current => "",
-            Freshness::Stale(why) | Freshness::Missing(why) => why,
-        }
-    }
-}
-
-impl std::fmt::Display for Freshness {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Freshness::Current => write!(f, "current"),
-            Freshness::Stale(why) => write!(f, "stale: {why}"),
-            Freshness::Missing(why) => write!(f, "missing: {why}"),
-        }
-    }
-}
-
-/// This invocation as a run's provenance records it: the command line
-/// (arguments quoted where a shell would need it) and the resolved
-/// manifest's hash at `scale` for `backend`.
-pub(crate) fn invocation(m: &manifest::Manifest, scale: &str, backend: Backend) -> Invocation {
-    let quote = |a: String| {
-        let plain = !a.is_empty()
-            && a.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_=./:,@+[]".contains(c));
-        if plain {
-            a
-        } else {
-            format!("'{}'", a.replace('\'', "'\\''"))
-        }
-    };
-    Invocation {
-        command: std::env::args().map(quote).collect::<Vec<_>>().join(" "),
-        manifest_hash: m.hash(scale, backend),
-    }
-}
-
-/// The first 12 characters of a source id or hash, for messages.
-fn short(id: &str) -> String {
-    match id.split_once('+') {
-        Some((commit, dirty)) => format!("{}+{dirty}", commit.get(..12).unwrap_or(commit)),
-        None => id.get(..12).unwrap_or(id).to_string(),
-    }
-}
-
-/// Whether a run produced by the build `source` from the manifest `hash`
-/// is current for `now` (this build and this invocation's manifest). The
-/// one rule of staleness.
-pub(crate) fn judge(source: &str, hash: &str, now: &Invocation) -> Freshness {
-    let build = repro_build::BUILD.source;
-    if source.is_empty() {
-        Freshness::Stale("recorded without provenance (before it existed)".into())
-    } else if build == "unknown" || source == "unknown" {
-        Freshness::Stale("the source of this build or of the run is unknown (no git)".into())
-    } else if source != build {
-        Freshness::Stale(format!(
-            "built from {}, this build is {}",
-            short(source),
-            short(build)
-        ))
-    } else if hash != now.manifest_hash {
-        Freshness::Stale(format!(
-            "planned from manifest {}, now {}",
-            short(hash),
-            short(&now.manifest_hash)
-        ))
-    } else {
-        Freshness::Current
-    }
-}
-
-/// The state of planned run `run` given the recorded runs.
-pub(crate) fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocation) -> Freshness {
-    let text = |r: &RunRecord, k: &str| r.metrics.get(k).map_or("", Cell::text).to_string();
-    let Some(r) = recorded.iter().find(|r| r.run_id == run.id) else {
-        return match recorded.iter().find(|r| r.point == run.point) {
-            Some(r) => Freshness::Stale(format!(
-                "recorded with another configuration (run {})",
-                r.run_id
-            )),
-            None => Freshness::Missing("never run".into()),
-        };
-    };
-    match r.status() {
-        Some(RunStatus::Failed) => Freshness::Missing("failed".into()),
-        Some(RunStatus::NotRun) => Freshness::Missing("interrupted before it ran".into()),
-        Some(RunStatus::Refused) => Freshness::Missing(format!(
-            "refused: it needs {:.1} GB",
-            r.metrics
-                .get("memory_mb")
-                .and_then(Cell::number)
-                .unwrap_or(f64::NAN)
-                / 1e3
-        )),
-        _ => judge(&text(r, "source"), &text(r, "manifest_hash"), now),
-    }
-}
-
-/// Counts of each state.
-fn counts(states: &[Freshness]) -> BTreeMap<&'static str, usize> {
-    let mut c = BTreeMap::from([("current", 0), ("stale", 0), ("missing", 0)]);
-    for s in states {
-        *c.entry(s.word()).or_default() += 1;
-    }
-    c
-}
-
-/// Writes `out/provenance.json`: what produced the experiment's results
-/// this time (build, host, command line, resolved manifest), and how many
-/// of its recorded runs are current.
-pub(crate) fn write_provenance(
-    out: &Path,
-    m: &manifest::Manifest,
-    scale: &str,
-    backend: Backend,
-    now: &Invocation,
-    runs: &[PlannedRun],
-    recorded: &[RunRecord],
-) -> Result<()> {
-    let b = repro_build::BUILD;
-    let states: Vec<Freshness> = runs.iter().map(|r| freshness(r, recorded, now)).collect();
-    let mut sources: BTreeMap<String, usize> = BTreeMap::new();
-    for r in recorded {
-        let s = r.metrics.get("source").map_or("", Cell::text);
-        *sources
-            .entry(if s.is_empty() { "unrecorded" } else { s }.to_string())
-            .or_default() += 1;
-    }
-    let written = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let json = serde_json::json!({
-        "experiment": m.name,
-        "scale": scale,
-        "backend": backend.name(),
-        "manifest_hash": now.manifest_hash,
-        "command": now.command,
-        "build": {
-            "git_commit": b.commit,
-            "git_dirty": b.dirty,
-            "source": b.source,
-            "rustc": b.rustc,
-            "version": b.version,
-        },
-        "host": repro_runlog::host_name(),
-        "written_unix_s": written,
-        "planned_runs": counts(&states),
-        "recorded_runs_by_source": sources,
-    });
-    crate::util::atomic::write(
-        &out.join("provenance.json"),
-        serde_json::to_string_pretty(&json)? + "\n",
-    )
-}
-
-/// Text field `key` of `out/provenance.json`, if the file has it.
-fn provenance_field(out: &Path, key: &str) -> Option<String> {
-    let text = std::fs::read_to_string(out.join("provenance.json")).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json.get(key)?.as_str().map(str::to_string)
-}
-
-/// The scale `out/provenance.json` records, if any.
-pub(crate) fn recorded_scale(out: &Path) -> Option<String> {
-    provenance_field(out, "scale")
 }
 
 /// For results written before provenance.json existed: the scale whose
@@ -289,7 +105,12 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     } else {
         Vec::new()
     };
-    let scale = match args.plan.scale.clone().or_else(|| recorded_scale(&out)) {
+    let scale = match args
+        .plan
+        .scale
+        .clone()
+        .or_else(|| ResultsDir::new(&out).recorded_scale())
+    {
         Some(s) => s,
         None => likely_scale(&m, backend, &recorded),
     };
@@ -303,7 +124,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     }
     // a tuned experiment's runs follow from its recorded tuning
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
-    let now = invocation(&m, &scale, backend);
+    let now = freshness::invocation(&m, &scale, backend);
     let extra = recorded
         .iter()
         .filter(|r| !runs.iter().any(|p| p.id == r.run_id || p.point == r.point))
@@ -311,7 +132,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     let states = runs
         .into_iter()
         .map(|r| {
-            let f = freshness(&r, &recorded, &now);
+            let f = freshness::freshness(&r, &recorded, &now);
             (r, f)
         })
         .collect();
@@ -333,7 +154,7 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
         extra,
     } = check(&path, args)?;
     let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
-    let c = counts(&words);
+    let c = freshness::counts(&words);
     if args.json {
         let runs: Vec<serde_json::Value> = states
             .iter()
@@ -389,7 +210,7 @@ fn status_of_all(args: &StatusArgs, build: serde_json::Value) -> Result<()> {
                 ..
             }) => {
                 let words: Vec<Freshness> = states.into_iter().map(|(_, f)| f).collect();
-                let c = counts(&words);
+                let c = freshness::counts(&words);
                 if args.json {
                     experiments.push(serde_json::json!({
                         "experiment": m.name,
@@ -445,139 +266,4 @@ pub(crate) fn status(args: &StatusArgs) -> Result<()> {
         anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");
     }
     status_of_all(args, build)
-}
-
-/// The manifest `experiment` with `plan`'s overrides, its results
-/// directory and the recorded runs its plan contains.
-pub(crate) fn planned_results(
-    experiment: &str,
-    out: &Option<PathBuf>,
-    plan: &PlanArgs,
-) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
-    let r = recorded(experiment, out, plan)?;
-    Ok((r.manifest, r.out, r.rows))
-}
-
-/// An experiment's recorded results as [`planned_results`] reads them,
-/// with the scale read and the plan.
-pub(crate) struct Recorded {
-    pub manifest: manifest::Manifest,
-    pub out: PathBuf,
-    /// The recorded runs of the plan, health judged.
-    pub rows: Vec<RunRecord>,
-    pub scale: String,
-    /// The backend the runs ran on: `--backend`, else the one
-    /// provenance.json records, else the manifest's.
-    pub backend: Backend,
-    /// Each planned run, with its parameters.
-    pub plan: Vec<crate::spec::plan::PlannedRun>,
-}
-
-/// The backend a results directory's provenance.json records.
-pub(crate) fn recorded_backend(out: &Path) -> Option<Backend> {
-    let name = provenance_field(out, "backend")?;
-    [Backend::Sim, Backend::Mpi, Backend::InProcess]
-        .into_iter()
-        .find(|b| b.name() == name)
-}
-
-/// [`planned_results`], with the scale read and the plan.
-pub(crate) fn recorded(
-    experiment: &str,
-    out: &Option<PathBuf>,
-    plan: &PlanArgs,
-) -> Result<Recorded> {
-    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
-    let (scale, out) = match (&plan.scale, out) {
-        (_, Some(o)) => (
-            plan.scale
-                .clone()
-                .or_else(|| recorded_scale(o))
-                .unwrap_or_else(|| read_scale(&m, &None)),
-            o.clone(),
-        ),
-        (Some(asked), None) => (asked.clone(), m.default_out(asked)),
-        // the committed directory, at the scale it records
-        (None, None) => {
-            let out = m.default_out(&read_scale(&m, &None));
-            let scale = recorded_scale(&out).unwrap_or_else(|| read_scale(&m, &None));
-            (scale, out)
-        }
-    };
-    // the runs' ids depend on the backend they ran on
-    let backend = plan
-        .backend
-        .or_else(|| recorded_backend(&out))
-        .unwrap_or(m.backend);
-    let rows = results::read_csv(&out.join("runs.csv"))?;
-    let rows = results::with_first_losses(rows, &out.join("curves.csv"))?;
-    let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
-    let planned = results::planned(&rows, &runs, &m.health);
-    let left_out = rows.len() - planned.len();
-    if left_out > 0 {
-        crate::util::progress::note(&format!(
-            "note: {left_out} of {} recorded runs in {} are not in the plan of `{}` at scale `{scale}` and are left out (`repro status` lists the plan)",
-            rows.len(),
-            out.join("runs.csv").display(),
-            m.name
-        ));
-    }
-    Ok(Recorded {
-        manifest: crate::spec::plan::titled(&m, &scale)?,
-        out,
-        rows: planned,
-        scale,
-        backend,
-        plan: runs,
-    })
-}
-
-/// The scale to read `m`'s results at: `asked`, else the committed
-/// scale, else the default scale, else smoke.
-pub(crate) fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
-    asked
-        .clone()
-        .or_else(|| m.committed_scale().map(str::to_string))
-        .or_else(|| m.default_scale.clone())
-        .unwrap_or_else(|| "smoke".to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn now() -> Invocation {
-        Invocation {
-            command: "repro run x".into(),
-            manifest_hash: "m1".into(),
-        }
-    }
-
-    #[test]
-    fn a_run_is_current_only_from_this_build_and_manifest() {
-        let here = repro_build::BUILD.source;
-        let now = now();
-        if here == "unknown" {
-            // no git: nothing can be shown current
-            assert!(matches!(judge(here, "m1", &now), Freshness::Stale(_)));
-            return;
-        }
-        assert_eq!(judge(here, "m1", &now), Freshness::Current);
-        let older = judge("0123456789abcdef0123", "m1", &now);
-        assert!(
-            matches!(&older, Freshness::Stale(why) if why.contains("built from 0123456789ab")),
-            "{older}"
-        );
-        let other = judge(here, "m0", &now);
-        assert!(
-            matches!(&other, Freshness::Stale(why) if why.contains("manifest")),
-            "{other}"
-        );
-        assert!(matches!(judge("", "m1", &now), Freshness::Stale(_)));
-        // the same commit with other changes is another source
-        let dirty = format!("{}+dirty.00000000", here.split('+').next().unwrap());
-        if dirty != here {
-            assert!(matches!(judge(&dirty, "m1", &now), Freshness::Stale(_)));
-        }
-    }
 }

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::Args;
 
-use crate::cmd::status::{self, Recorded};
+use crate::cmd::status;
 use crate::records::frames::RunsFrame;
 use crate::records::results::{self, RunRecord};
 use crate::report::outputs::{write_claims, write_table};
+use crate::report::recorded::{self, Recorded};
 use crate::report::tune;
 
 /// A table's output format.
@@ -41,7 +42,7 @@ pub(crate) struct TableArgs {
 /// written beside it and printed; runs.csv, tuning/runs.csv, tuning.md
 /// and tuning.csv re-judged first.
 pub(crate) fn table(args: &TableArgs) -> Result<()> {
-    let r = status::recorded(&args.experiment, &args.out, &args.plan)?;
+    let r = recorded::recorded(&args.experiment, &args.out, &args.plan.choice())?;
     let tuning = rejudge(&r)?;
     let table = write_table(&r.manifest, &r.out, &RunsFrame::new(&r.rows)?)?;
     let claims = write_claims(&r.manifest, &r.out, &r.rows, &tuning)?;

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::records::results::csv_rows;
+use crate::records::results_dir::ResultsDir;
 
 /// What one experiment's directory holds that its page shows.
 const SHOWN: [(&str, &str, &str); 3] = [
@@ -193,8 +194,8 @@ fn index_page(results: &Path, dirs: &[PathBuf]) -> String {
     );
     for d in dirs {
         let name = dir_name(d);
-        let scale = provenance(d)
-            .and_then(|p| p.get("scale").and_then(|v| v.as_str()).map(str::to_string))
+        let scale = ResultsDir::new(d)
+            .recorded_scale()
             .unwrap_or_else(|| "-".into());
         let runs = csv_of(d, "runs.csv")
             .map(|(h, r)| {
@@ -229,15 +230,10 @@ fn index_page(results: &Path, dirs: &[PathBuf]) -> String {
     )
 }
 
-fn provenance(d: &Path) -> Option<serde_json::Value> {
-    let text = std::fs::read_to_string(d.join("provenance.json")).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
 /// The provenance as a table of what a reader asks: what ran, at which
 /// scale and backend, from which build, by which command, when.
 fn provenance_table(d: &Path) -> String {
-    let Some(p) = provenance(d) else {
+    let Some(p) = ResultsDir::new(d).provenance_or_none() else {
         if let Some((_, from)) = combined(d) {
             let links: Vec<String> = from
                 .iter()
@@ -250,44 +246,46 @@ fn provenance_table(d: &Path) -> String {
         }
         return "<p>No provenance.json: this directory was written before provenance was recorded.</p>\n".into();
     };
-    let text = |v: &serde_json::Value| match v {
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".into(),
-        other => other.to_string(),
+    let text = |s: &str| {
+        if s.is_empty() {
+            "-".to_string()
+        } else {
+            s.to_string()
+        }
     };
-    let at = |ptr: &str| p.pointer(ptr).map(text).unwrap_or_else(|| "-".into());
-    let counts = |ptr: &str| {
-        p.pointer(ptr)
-            .and_then(|v| v.as_object())
-            .map(|o| {
-                o.iter()
-                    .map(|(k, v)| format!("{} {k}", text(v)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-            .unwrap_or_else(|| "-".into())
+    let counts = |c: &std::collections::BTreeMap<String, usize>| {
+        if c.is_empty() {
+            return "-".to_string();
+        }
+        c.iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
     };
-    let written = p
-        .get("written_unix_s")
-        .and_then(|v| v.as_i64())
-        .map(utc)
-        .unwrap_or_else(|| "-".into());
+    let written = if p.written_unix_s > 0 {
+        utc(p.written_unix_s)
+    } else {
+        "-".into()
+    };
     let rows = [
-        ("experiment", at("/experiment")),
-        ("scale", at("/scale")),
-        ("backend", at("/backend")),
-        ("planned runs", counts("/planned_runs")),
+        ("experiment", text(&p.experiment)),
+        ("scale", text(&p.scale)),
+        ("backend", text(p.backend.map_or("", |b| b.name()))),
+        ("planned runs", counts(&p.planned_runs)),
         (
             "recorded runs by source",
-            counts("/recorded_runs_by_source"),
+            counts(&p.recorded_runs_by_source),
         ),
-        ("build source id", at("/build/source")),
-        ("git commit", at("/build/git_commit")),
-        ("uncommitted changes", at("/build/git_dirty")),
-        ("compiler", at("/build/rustc")),
-        ("host", at("/host")),
-        ("command", at("/command")),
-        ("manifest hash", at("/manifest_hash")),
+        ("build source id", text(&p.build.source)),
+        ("git commit", text(&p.build.git_commit)),
+        (
+            "uncommitted changes",
+            p.build.git_dirty.map_or("-".into(), |d| d.to_string()),
+        ),
+        ("compiler", text(&p.build.rustc)),
+        ("host", text(&p.host)),
+        ("command", text(&p.command)),
+        ("manifest hash", text(&p.manifest_hash)),
         ("written", written),
     ];
     let mut s = String::from("<table class=\"provenance\">\n<tbody>\n");

@@ -8,6 +8,7 @@ pub(crate) mod figure_py;
 pub(crate) mod html;
 pub(crate) mod outputs;
 pub(crate) mod plot;
+pub(crate) mod recorded;
 pub(crate) mod section;
 pub mod stats;
 pub(crate) mod table;

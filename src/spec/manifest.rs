@@ -12,7 +12,7 @@ use crate::spec::condition::ShapingMode;
 use crate::spec::errors::DriverError;
 
 /// Which machinery runs the experiment.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub(crate) enum Backend {
     /// The in-process simulator with a virtual clock.

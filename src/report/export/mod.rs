@@ -11,6 +11,7 @@ use crate::launch::summary::RunStatus;
 use crate::records::curves::CurvePoint;
 use crate::records::metrics::{self, Cell, Kind};
 use crate::records::results::RunRecord;
+use crate::records::results_dir::ResultsDir;
 use crate::spec::manifest::Manifest;
 use crate::spec::plan::PlannedRun;
 
@@ -99,12 +100,10 @@ pub(crate) fn experiment(
         .filter(|t| !t.trim().is_empty())
         .collect::<Vec<_>>()
         .join("\n");
-    let provenance: serde_json::Value =
-        serde_json::from_str(&read("provenance.json")).unwrap_or_default();
-    let written_ms = provenance
-        .get("written_unix_s")
-        .and_then(serde_json::Value::as_i64)
-        .map_or(0, |s| s * 1000);
+    let provenance = ResultsDir::new(out)
+        .provenance_or_none()
+        .unwrap_or_default();
+    let written_ms = provenance.written_unix_s * 1000;
     let mut tags = vec![
         ("repro.experiment".to_string(), m.name.clone()),
         ("repro.scale".to_string(), scale.to_string()),
@@ -112,11 +111,8 @@ pub(crate) fn experiment(
         ("repro.source".to_string(), m.source.clone()),
         ("repro.backend".to_string(), m.backend.name().to_string()),
     ];
-    if let Some(h) = provenance
-        .get("manifest_hash")
-        .and_then(serde_json::Value::as_str)
-    {
-        tags.push(("repro.manifest_hash".into(), h.to_string()));
+    if !provenance.manifest_hash.is_empty() {
+        tags.push(("repro.manifest_hash".into(), provenance.manifest_hash));
     }
     let y = m.figure.as_ref().map(|f| f.y.clone());
     let runs = rows

@@ -1,0 +1,207 @@
+//! A results directory (`results/NAME`, or a `--out` of one's own): the
+//! files it holds, named once, and its `provenance.json`, typed. Every
+//! writer and reader of provenance.json goes through [`Provenance`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::spec::manifest::Backend;
+
+/// The name of the provenance file in a results directory.
+pub(crate) const PROVENANCE: &str = "provenance.json";
+
+/// A results directory: where an experiment's runs.csv, tables, claims,
+/// figure and provenance.json live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ResultsDir {
+    root: PathBuf,
+}
+
+impl ResultsDir {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Its runs.csv: one row per recorded run.
+    pub(crate) fn runs_csv(&self) -> PathBuf {
+        self.root.join("runs.csv")
+    }
+
+    /// Its curves.csv: the runs' curves.
+    pub(crate) fn curves_csv(&self) -> PathBuf {
+        self.root.join("curves.csv")
+    }
+
+    /// Its `provenance.json`.
+    pub(crate) fn provenance_path(&self) -> PathBuf {
+        self.root.join(PROVENANCE)
+    }
+
+    /// What its provenance.json says; None when there is none (results
+    /// written before provenance was recorded, or a combined figure's).
+    pub(crate) fn provenance(&self) -> Result<Option<Provenance>> {
+        let path = self.provenance_path();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        serde_json::from_str(&text).map(Some).with_context(|| {
+            format!(
+                "{} is not a provenance record: rewrite it with `repro table` on this directory, or remove it",
+                path.display()
+            )
+        })
+    }
+
+    /// [`ResultsDir::provenance`], an unreadable file read as none: for
+    /// what only shows or defaults from it.
+    pub(crate) fn provenance_or_none(&self) -> Option<Provenance> {
+        self.provenance().ok().flatten()
+    }
+
+    /// Writes its provenance.json (atomically).
+    pub(crate) fn write_provenance(&self, p: &Provenance) -> Result<()> {
+        crate::util::atomic::write(
+            &self.provenance_path(),
+            serde_json::to_string_pretty(p)? + "\n",
+        )
+    }
+
+    /// The scale its provenance.json records, if any.
+    pub(crate) fn recorded_scale(&self) -> Option<String> {
+        self.provenance_or_none()
+            .map(|p| p.scale)
+            .filter(|s| !s.is_empty())
+    }
+
+    /// The backend its provenance.json records, if any.
+    pub(crate) fn recorded_backend(&self) -> Option<Backend> {
+        self.provenance_or_none().and_then(|p| p.backend)
+    }
+}
+
+/// What produced an experiment's results the last time they were written:
+/// the build, host, command line and resolved manifest, and how many of
+/// its recorded runs are current. Fields missing from an older file read
+/// as empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Provenance {
+    pub experiment: String,
+    pub scale: String,
+    pub backend: Option<Backend>,
+    pub manifest_hash: String,
+    pub command: String,
+    pub build: BuildStamp,
+    pub host: String,
+    /// When it was written, in seconds since 1970 (UTC).
+    pub written_unix_s: i64,
+    /// The plan's runs by state: current, stale, missing.
+    pub planned_runs: BTreeMap<String, usize>,
+    /// The recorded runs by the source id of the build that ran them.
+    pub recorded_runs_by_source: BTreeMap<String, usize>,
+}
+
+/// The build that wrote a results directory (`repro_build::BUILD`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct BuildStamp {
+    pub git_commit: String,
+    /// None where git was not there to say.
+    pub git_dirty: Option<bool>,
+    pub source: String,
+    pub rustc: String,
+    pub version: String,
+}
+
+impl BuildStamp {
+    /// This build's.
+    pub(crate) fn this() -> Self {
+        let b = repro_build::BUILD;
+        Self {
+            git_commit: b.commit.to_string(),
+            git_dirty: b.dirty,
+            source: b.source.to_string(),
+            rustc: b.rustc.to_string(),
+            version: b.version.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> ResultsDir {
+        let p =
+            std::env::temp_dir().join(format!("repro-results-dir-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        ResultsDir::new(p)
+    }
+
+    fn remove(dir: &ResultsDir) {
+        let _ = std::fs::remove_dir_all(dir.provenance_path().parent().unwrap());
+    }
+
+    #[test]
+    fn provenance_round_trips_and_reads_the_committed_layout() {
+        let dir = temp("round-trip");
+        assert_eq!(dir.provenance().unwrap(), None);
+        let p = Provenance {
+            experiment: "theorem1".into(),
+            scale: "cpu".into(),
+            backend: Some(Backend::InProcess),
+            manifest_hash: "318d3b9128786b4a".into(),
+            command: "repro run theorem1".into(),
+            build: BuildStamp::this(),
+            host: "vm".into(),
+            written_unix_s: 1_795_799_542,
+            planned_runs: BTreeMap::from([("current".into(), 120)]),
+            recorded_runs_by_source: BTreeMap::from([("4133e9b9".into(), 120)]),
+        };
+        dir.write_provenance(&p).unwrap();
+        assert_eq!(dir.provenance().unwrap(), Some(p));
+        assert_eq!(dir.recorded_scale().as_deref(), Some("cpu"));
+        assert_eq!(dir.recorded_backend(), Some(Backend::InProcess));
+        let text = std::fs::read_to_string(dir.provenance_path()).unwrap();
+        assert!(text.contains("\"backend\": \"in-process\""), "{text}");
+        // the layout every committed provenance.json has
+        std::fs::write(
+            dir.provenance_path(),
+            r#"{"backend": "sim", "build": {"git_commit": "2f6e28d", "git_dirty": false,
+            "rustc": "rustc 1.95.0", "source": "4133e9b9", "version": "0.1.0"},
+            "command": "repro run theorem1 --scale cpu", "experiment": "theorem1", "host": "vm",
+            "manifest_hash": "318d3b9128786b4a", "planned_runs": {"current": 120, "missing": 0,
+            "stale": 0}, "recorded_runs_by_source": {"4133e9b9": 120}, "scale": "cpu",
+            "written_unix_s": 1795799542}"#,
+        )
+        .unwrap();
+        let read = dir.provenance().unwrap().unwrap();
+        assert_eq!(read.backend, Some(Backend::Sim));
+        assert_eq!(read.planned_runs["current"], 120);
+        assert_eq!(read.build.git_commit, "2f6e28d");
+        remove(&dir);
+    }
+
+    #[test]
+    fn a_broken_provenance_is_an_error_naming_the_file() {
+        let dir = temp("broken");
+        std::fs::write(dir.provenance_path(), "{not json").unwrap();
+        let e = format!("{:#}", dir.provenance().unwrap_err());
+        assert!(
+            e.contains("provenance.json is not a provenance record"),
+            "{e}"
+        );
+        assert_eq!(dir.recorded_scale(), None);
+        // an older file without some fields reads them as empty
+        std::fs::write(dir.provenance_path(), r#"{"scale": "smoke"}"#).unwrap();
+        let p = dir.provenance().unwrap().unwrap();
+        assert_eq!((p.scale.as_str(), p.backend), ("smoke", None));
+        remove(&dir);
+    }
+}

@@ -1,0 +1,116 @@
+//! An experiment's recorded results, read for a table, a figure, a report
+//! or an export: the manifest with its overrides, the results directory,
+//! the scale and backend the runs were recorded at (provenance.json), and
+//! the recorded runs its plan contains, health judged.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::ResultsDir;
+use crate::spec::manifest::{self, Backend};
+
+/// Which plan recorded runs are held against: the manifest at a scale,
+/// with overrides, for a backend (as `repro run` planned them). Recorded
+/// runs the plan does not contain are left out of tables and figures.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PlanChoice {
+    /// The scale (None: the one the results directory's provenance.json
+    /// records, else the manifest's committed scale).
+    pub scale: Option<String>,
+    /// Manifest keys overridden, as `repro run --set` does.
+    pub overrides: Vec<String>,
+    /// The backend (None: the recorded one, else the manifest's).
+    pub backend: Option<Backend>,
+}
+
+/// The manifest `experiment` with `plan`'s overrides, its results
+/// directory and the recorded runs its plan contains.
+pub(crate) fn planned_results(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanChoice,
+) -> Result<(manifest::Manifest, PathBuf, Vec<RunRecord>)> {
+    let r = recorded(experiment, out, plan)?;
+    Ok((r.manifest, r.out, r.rows))
+}
+
+/// An experiment's recorded results as [`planned_results`] reads them,
+/// with the scale read and the plan.
+pub(crate) struct Recorded {
+    pub manifest: manifest::Manifest,
+    pub out: PathBuf,
+    /// The recorded runs of the plan, health judged.
+    pub rows: Vec<RunRecord>,
+    pub scale: String,
+    /// The backend the runs ran on: `--backend`, else the one
+    /// provenance.json records, else the manifest's.
+    pub backend: Backend,
+    /// Each planned run, with its parameters.
+    pub plan: Vec<crate::spec::plan::PlannedRun>,
+}
+
+/// [`planned_results`], with the scale read and the plan.
+pub(crate) fn recorded(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanChoice,
+) -> Result<Recorded> {
+    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
+    let (scale, out) = match (&plan.scale, out) {
+        (_, Some(o)) => (
+            plan.scale
+                .clone()
+                .or_else(|| ResultsDir::new(o).recorded_scale())
+                .unwrap_or_else(|| read_scale(&m, &None)),
+            o.clone(),
+        ),
+        (Some(asked), None) => (asked.clone(), m.default_out(asked)),
+        // the committed directory, at the scale it records
+        (None, None) => {
+            let out = m.default_out(&read_scale(&m, &None));
+            let scale = ResultsDir::new(&out)
+                .recorded_scale()
+                .unwrap_or_else(|| read_scale(&m, &None));
+            (scale, out)
+        }
+    };
+    // the runs' ids depend on the backend they ran on
+    let backend = plan
+        .backend
+        .or_else(|| ResultsDir::new(&out).recorded_backend())
+        .unwrap_or(m.backend);
+    let dir = ResultsDir::new(&out);
+    let rows = results::read_csv(&dir.runs_csv())?;
+    let rows = results::with_first_losses(rows, &dir.curves_csv())?;
+    let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
+    let planned = results::planned(&rows, &runs, &m.health);
+    let left_out = rows.len() - planned.len();
+    if left_out > 0 {
+        crate::util::progress::note(&format!(
+            "note: {left_out} of {} recorded runs in {} are not in the plan of `{}` at scale `{scale}` and are left out (`repro status` lists the plan)",
+            rows.len(),
+            dir.runs_csv().display(),
+            m.name
+        ));
+    }
+    Ok(Recorded {
+        manifest: crate::spec::plan::titled(&m, &scale)?,
+        out,
+        rows: planned,
+        scale,
+        backend,
+        plan: runs,
+    })
+}
+
+/// The scale to read `m`'s results at: `asked`, else the committed
+/// scale, else the default scale, else smoke.
+pub(crate) fn read_scale(m: &manifest::Manifest, asked: &Option<String>) -> String {
+    asked
+        .clone()
+        .or_else(|| m.committed_scale().map(str::to_string))
+        .or_else(|| m.default_scale.clone())
+        .unwrap_or_else(|| "smoke".to_string())
+}
