@@ -5,7 +5,8 @@
 # frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing),
 # the trainer compiled against every other libtorch it supports
 # (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
-# the CPU (ci/gpu-check.sh rehearse).
+# the CPU (ci/gpu-check.sh rehearse). The committed record's own checks
+# (tests/record.rs) run apart: their verdict is said, and fails nothing.
 # Every test runs even when one fails (--no-fail-fast); the last line counts
 # passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
@@ -24,7 +25,7 @@ case "${1:-}" in
   *) echo "usage: bash ci/test.sh [--quick]" >&2; exit 2 ;;
 esac
 # what --quick leaves out, said at its start and its end
-LEFT_OUT="the paper scales' rehearsal (tests/rehearsal.rs), the doc tests, the fuzzing (ci/fuzz.sh), the libtorch checks (ci/torch-check.sh), the GPU-check rehearsal (ci/gpu-check.sh rehearse) and the SIMD-level report"
+LEFT_OUT="the paper scales' rehearsal (tests/rehearsal.rs), the record's checks (tests/record.rs), the doc tests, the fuzzing (ci/fuzz.sh), the libtorch checks (ci/torch-check.sh), the GPU-check rehearsal (ci/gpu-check.sh rehearse) and the SIMD-level report"
 ((quick)) && echo "[test] --quick leaves out $LEFT_OUT: run bash ci/test.sh before landing" >&2
 steps=()
 step_start=$SECONDS
@@ -60,8 +61,9 @@ skipped_log="$(mktemp)"
 trap 'rm -f "$log" "$skipped_log"' EXIT
 set +e
 # the tests (.config/nextest.toml: the MPI and network tests one at a time)
-filter=()
-((quick)) && filter=(-E 'not binary(rehearsal)')
+# the code's tests; the record's checks (tests/record.rs) run below
+filter=(-E 'not binary(record)')
+((quick)) && filter=(-E 'not binary(record) & not binary(rehearsal)')
 REPRO_REQUIRE_ROOT_TESTS=1 REPRO_SKIPPED_LOG="$skipped_log" \
   cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
@@ -73,6 +75,22 @@ if ((quick == 0)); then
   doc_rc=${PIPESTATUS[0]}
   ((rc == 0)) && rc=$doc_rc
   step_done "doc tests"
+fi
+# the committed record against the manifests and the documents: said,
+# never failing CI (a rerun committed in parts is inconsistent until it
+# ends; its last commit runs `cargo nextest run --test record`)
+if ((quick == 0)); then
+  echo "[test] the record's checks (tests/record.rs)" >&2
+  if cargo nextest run --workspace --locked -E 'binary(record)' >"$log.record" 2>&1; then
+    record="the committed record is consistent"
+  else
+    grep -E '^ +FAIL \[|panicked at|^ +[^ ].*(differs|says|holds runs)' "$log.record" | head -n 20 >&2 || true
+    record="the committed record is NOT consistent (a rerun in progress?): cargo nextest run --test record"
+  fi
+  record="$record ($(sed -n 's/^ *Summary \[[^]]*\] *//p' "$log.record" | tail -n 1))"
+  rm -f "$log.record"
+  echo "[test] $record" >&2
+  step_done "record checks"
 fi
 set -e
 # one line for the whole run: nextest's summary and the doc tests' counts
@@ -138,6 +156,7 @@ fi
 step_table
 if [[ $rc -eq 0 ]]; then
   echo "[test] all checks passed: $summary" >&2
+  ((quick)) || echo "[test] $record" >&2
   ((quick)) && echo "[test] --quick left out $LEFT_OUT" >&2
 else
   grep -E '^ +(FAIL|TIMEOUT|SIGSEGV|SIGABRT) \[|^    [^ ]+$|^error: ' "$log" | tail -n 40 >&2 || true

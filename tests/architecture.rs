@@ -295,3 +295,72 @@ fn the_checks_see_a_wrong_import() {
     assert_eq!(c.first(), c.last());
     assert_eq!(c.len(), 3, "{c:?}");
 }
+
+/// Where `text` (a test's source) reads the committed `results/`: a line
+/// that joins `results` onto the repository's own directory, or runs a
+/// `repro` command that reads every experiment's committed results from
+/// the repository (`status` without `--out`, `report --markdown NAME`).
+/// The line numbers, from 1.
+fn committed_results_reads(text: &str) -> Vec<usize> {
+    let reads_all = |l: &str| {
+        (l.contains("repro(&[\"status\"") || l.contains("repro_json(&[\"status\""))
+            && !l.contains("--out")
+            || l.contains("\"report\", \"--markdown\"")
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            (l.contains("CARGO_MANIFEST_DIR") && l.contains("join(\"results")) || reads_all(l)
+        })
+        .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// No test reads the committed `results/` but the record's own checks
+/// (tests/record.rs): the others read tests/fixtures/results or runs they
+/// make, so a rerun committed in parts cannot break them. Test modules
+/// of `src/` are held to it too.
+#[test]
+fn only_the_record_checks_read_the_committed_results() {
+    // the rule finds what it is for
+    let wrong = "let root = Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"results\");\n\
+                 let o = repro(&[\"status\"]);\n\
+                 common::repro_cmd(&[\"report\", \"--markdown\", &name])";
+    assert_eq!(committed_results_reads(wrong), [1, 2, 3]);
+    let right = "let root = Path::new(env!(\"CARGO_MANIFEST_DIR\")).join(\"tests/fixtures/results\");\n\
+                 let o = repro(&[\"status\", \"smoke\", \"--out\", out]);";
+    assert!(committed_results_reads(right).is_empty());
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // test files, whole; source files, their test module (kept last)
+    let mut whole: Vec<PathBuf> = files(&here.join("tests"))
+        .into_iter()
+        .filter(|f| !f.ends_with("tests/record.rs"))
+        .collect();
+    let mut sources = files(&here.join("src"));
+    for (_, src) in crates() {
+        let tests = src.with_file_name("tests");
+        if tests.is_dir() {
+            whole.extend(files(&tests));
+        }
+        sources.extend(files(&src));
+    }
+    let mut found = Vec::new();
+    let mut report = |f: &Path, offset: usize, text: &str| {
+        for line in committed_results_reads(text) {
+            found.push(format!("{}:{}", f.display(), line + offset));
+        }
+    };
+    for f in &whole {
+        report(f, 0, &std::fs::read_to_string(f).unwrap());
+    }
+    for f in &sources {
+        let text = std::fs::read_to_string(f).unwrap();
+        if let Some(at) = text.find("#[cfg(test)]\nmod ") {
+            report(f, text[..at].lines().count(), &text[at..]);
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "tests that read the committed results/ (read tests/fixtures/results, or a run the test makes): {found:?}"
+    );
+}

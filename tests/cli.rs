@@ -523,9 +523,12 @@ fn completions_man_pages_json_and_key_value_arguments() {
     assert_eq!(status["runs"][0]["state"], "missing");
     assert_eq!(status["runs"][0]["reason"], "never run");
     assert!(status["build"]["source"].is_string());
-    let o = repro(&["status", "--json"]);
+    // every shipped experiment, each read from the fixture project's results
+    let project = common::fixture_project("status-all");
+    let o = common::repro_in(&project, &["status", "--json"]);
     let all: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(all["experiments"].as_array().unwrap().len() >= 8);
+    let _ = std::fs::remove_dir_all(&project);
 
     // --quiet says nothing, --json prints only the summary on stdout,
     // --verbose adds each run's resolved parameters
@@ -1485,10 +1488,12 @@ fn status_marks_runs_of_another_commit_or_manifest_stale() {
     // a new title, table or claim only presents the runs: still current
     let said = status(&["--set", "title=Renamed", "--set", "table.value=final_loss"]);
     assert!(said.contains("10 current, 3 stale, 1 missing"), "{said}");
-    // the overview has a line per experiment
-    let o = repro(&["status"]);
+    // the overview has a line per experiment (the fixture project's results)
+    let project = common::fixture_project("status-overview");
+    let o = common::repro_in(&project, &["status"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(String::from_utf8_lossy(&o.stdout).contains("theorem1"));
+    let _ = std::fs::remove_dir_all(&project);
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -1576,16 +1581,16 @@ fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// `repro table` tests a manifest's claims on the committed runs alone
-/// (Theorem 1's, which are complete): it prints the verdicts after the
-/// table and writes claims.md and claims.csv, whose numbers are the paired
-/// test over the seeds.
+/// `repro table` tests a manifest's claims on recorded runs alone (Theorem
+/// 1's, complete, from the results fixture): it prints the verdicts after
+/// the table and writes claims.md and claims.csv, whose numbers are the
+/// paired test over the seeds.
 #[test]
-fn claims_are_tested_on_the_committed_runs() {
+fn claims_are_tested_on_recorded_runs() {
     let out = temp_out("claims");
     std::fs::create_dir_all(&out).unwrap();
-    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("results/theorem1");
-    std::fs::copy(committed.join("runs.csv"), out.join("runs.csv")).unwrap();
+    let recorded = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/theorem1");
+    std::fs::copy(recorded.join("runs.csv"), out.join("runs.csv")).unwrap();
     let o = repro(&["table", "theorem1", "--out", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
@@ -1640,16 +1645,17 @@ fn claims_are_tested_on_the_committed_runs() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// `repro compare` reproduces committed tables from the runs.parquet files
-/// alone. Theorem 1's committed table.md (cells `mean ± half-width (n)`)
-/// has each of its measured cells in compare's output; and every committed
-/// tidy table.csv's cells are compare's lines, digit for digit.
+/// `repro compare` reproduces recorded tables from the runs.parquet files
+/// alone (the results fixture's, copies of committed directories).
+/// Theorem 1's table.md (cells `mean ± half-width (n)`) has each of its
+/// measured cells in compare's output; and every tidy table.csv's cells
+/// are compare's lines, digit for digit.
 #[test]
-fn compare_reproduces_committed_tables_from_parquet_alone() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+fn compare_reproduces_recorded_tables_from_parquet_alone() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
     let o = repro(&[
         "compare",
-        "theorem1",
+        root.join("results/theorem1").to_str().unwrap(),
         "--by",
         "method,lr",
         "--value",

@@ -194,47 +194,6 @@ fn titles_say_what_the_runs_do_at_every_scale() {
     assert!(checked >= 5, "only {checked} title statements checked");
 }
 
-/// Every committed results directory holds runs of the manifest of its
-/// name, run as that manifest says (its provenance.json names it and the
-/// recorded command sets no key), so the title above its table is what
-/// its runs did. One directory holds another manifest's runs, as said.
-#[test]
-fn committed_results_are_runs_of_the_manifest_they_are_named_after() {
-    // directory -> (the manifest it holds runs of, why it has another name)
-    let aliases = BTreeMap::from([(
-        "figure1-local",
-        ("figure1", "figure1 on the in-process backend"),
-    )]);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let names = shipped();
-    let mut checked = 0;
-    for entry in std::fs::read_dir(root.join("results")).unwrap() {
-        let dir = entry.unwrap().path();
-        let Ok(text) = std::fs::read_to_string(dir.join("provenance.json")) else {
-            continue;
-        };
-        let p: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let name = dir.file_name().unwrap().to_str().unwrap();
-        let experiment = p["experiment"].as_str().unwrap();
-        let want = aliases.get(name).map_or(name, |(m, _)| *m);
-        assert_eq!(
-            experiment, want,
-            "results/{name} holds runs of `{experiment}`: give them a manifest named {name} (extends: {experiment}) and rerun it"
-        );
-        assert!(
-            names.contains_key(want),
-            "results/{name}: no manifest {want}"
-        );
-        let command = p["command"].as_str().unwrap_or_default();
-        assert!(
-            !command.contains("--set") && !command.split_whitespace().any(|w| w.contains('=')),
-            "results/{name} was run with keys set on the command line ({command}): its manifest's title may not say what its runs did"
-        );
-        checked += 1;
-    }
-    assert!(checked >= 15, "only {checked} results directories checked");
-}
-
 /// One unit per metric: an accuracy reads in percent in every table,
 /// extra column, claim and figure (the default, `metrics::unit_factor`),
 /// so no shipped manifest sets another factor on one.
@@ -277,34 +236,6 @@ fn accuracies_read_in_percent_everywhere() {
     assert!(checked >= 20, "only {checked} accuracies checked");
 }
 
-/// Phrases that say the committed results are being rerun.
-const RERUN_UNDER_WAY: [&str; 4] = [
-    "rerun in progress",
-    "being rerun",
-    "a rerun is under way",
-    "rerun is in progress",
-];
-
-/// Phrases that say every committed result is current at this build.
-const ALL_CURRENT: [&str; 3] = [
-    "every result is current",
-    "every committed result is current",
-    "all results are current",
-];
-
-/// What in `text` contradicts `repro status`: a rerun said to be under
-/// way while every result is current, or every result said current while
-/// some are not.
-fn contradiction(text: &str, all_current: bool) -> Option<&'static str> {
-    let lower = text.to_lowercase();
-    let said = |phrases: &[&'static str]| phrases.iter().copied().find(|p| lower.contains(p));
-    if all_current {
-        said(&RERUN_UNDER_WAY)
-    } else {
-        said(&ALL_CURRENT)
-    }
-}
-
 /// Where `text` names an issue number ("issue 44", "issues 24 and 44"):
 /// the line's text.
 fn issue_numbers(text: &str) -> Vec<String> {
@@ -319,55 +250,6 @@ fn issue_numbers(text: &str) -> Vec<String> {
         })
         .map(str::to_string)
         .collect()
-}
-
-/// README, REPRODUCTION.md and results/README.md say what `repro status`
-/// says: no rerun under way while it calls every committed result
-/// current, and not "every result is current" while some are stale or
-/// missing.
-#[test]
-fn the_documents_say_what_status_says() {
-    // the rule can fail either way
-    assert_eq!(
-        contradiction("**Status: a rerun in progress.**", true),
-        Some("rerun in progress")
-    );
-    assert_eq!(
-        contradiction("**Status: a rerun in progress.**", false),
-        None
-    );
-    assert_eq!(
-        contradiction("Every result is current at this build.", false),
-        Some("every result is current")
-    );
-    assert_eq!(
-        contradiction("Every result is current at this build.", true),
-        None
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = repro_json(&["status", "--json"]);
-    // the committed experiments: those with results at their scale
-    let committed: Vec<&serde_json::Value> = status["experiments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| {
-            let name = e["experiment"].as_str().unwrap_or_default();
-            root.join("results").join(name).join("runs.csv").is_file()
-        })
-        .collect();
-    assert!(committed.len() >= 10, "{status}");
-    let all_current = committed.iter().all(|e| {
-        e["counts"]["stale"].as_u64() == Some(0) && e["counts"]["missing"].as_u64() == Some(0)
-    });
-    for doc in ["README.md", "REPRODUCTION.md", "results/README.md"] {
-        let said = contradiction(&read(doc), all_current);
-        assert!(
-            said.is_none(),
-            "{doc} says {said:?}, but `repro status` calls {} committed result current",
-            if all_current { "every" } else { "not every" }
-        );
-    }
 }
 
 /// No user-facing document refers to an issue number: the tracker is the

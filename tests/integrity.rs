@@ -3,11 +3,11 @@
 //! added grid key keeps the earlier rows, the command line wins over a
 //! scale, and bad input stops at plan time with exit code 1 and no panic.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 mod common;
-use common::{csv_rows, temp_out};
+use common::{csv_rows, repro_in, temp_out};
 
 /// A small simulator manifest with a `smoke` and a `cpu` scale (cpu is its
 /// committed scale), `extra` appended.
@@ -38,15 +38,6 @@ fn project(test: &str, name: &str, extra: &str) -> PathBuf {
     )
     .unwrap();
     root
-}
-
-/// `repro` run in `dir`.
-fn repro_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run repro")
 }
 
 fn stderr(o: &Output) -> String {

@@ -252,3 +252,38 @@ pub fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     (status.code(), stderr)
 }
+
+/// A project directory for test `name`: the shipped manifests
+/// (`experiments/`, linked) and a copy of the results fixture
+/// (tests/fixtures/results) as its `results/`, so a command that reads
+/// every experiment's results reads these, never the committed ones.
+pub fn fixture_project(name: &str) -> PathBuf {
+    let root = temp_out(name);
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(here.join("experiments"), root.join("experiments")).unwrap();
+    copy_tree(&here.join("tests/fixtures/results"), &root.join("results"));
+    root
+}
+
+/// Copies the tree at `src` to `dst`, file by file.
+pub fn copy_tree(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap().flatten() {
+        let (from, to) = (e.path(), dst.join(e.file_name()));
+        if from.is_dir() {
+            copy_tree(&from, &to);
+        } else {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+}
+
+/// `repro` with `args`, run in `dir`.
+pub fn repro_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_repro"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run repro")
+}
