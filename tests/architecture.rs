@@ -364,3 +364,20 @@ fn only_the_record_checks_read_the_committed_results() {
         "tests that read the committed results/ (read tests/fixtures/results, or a run the test makes): {found:?}"
     );
 }
+
+/// Only `cmd/` sees the command line: no other file of the driver names
+/// clap (`cmd/values.rs` gives the other stages' types their `ValueEnum`).
+#[test]
+fn only_cmd_names_clap() {
+    let mut named = Vec::new();
+    for f in files(&src()) {
+        let m = module(&src(), &f);
+        if m == "main" || m == "cmd" || m.starts_with("cmd::") {
+            continue;
+        }
+        if code(&f).contains("clap") {
+            named.push(m);
+        }
+    }
+    assert!(named.is_empty(), "clap below cmd/: {named:?}");
+}

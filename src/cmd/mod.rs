@@ -26,6 +26,7 @@ pub(crate) mod run;
 pub(crate) mod show;
 pub(crate) mod status;
 pub(crate) mod table;
+pub(crate) mod values;
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.

@@ -59,6 +59,35 @@ pub(crate) enum NetCommand {
     },
 }
 
+/// A node's condition as `repro net node up` reads it: the flags
+/// `NodeCondition::flags` writes.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub(crate) struct NodeConditionArgs {
+    /// Bits per second (0: unlimited).
+    #[arg(long, default_value_t = 0)]
+    pub rate_bps: u64,
+    /// Microseconds of latency (netem only).
+    #[arg(long, default_value_t = 0)]
+    pub latency_us: u64,
+    /// The rate's qdisc where netem is not used: tbf, htb, htb-ack.
+    #[arg(long, default_value = "htb-ack")]
+    pub qdisc: String,
+    /// Put the rate by htb or tbf even if netem is there (some node lacks it).
+    #[arg(long)]
+    pub no_netem: bool,
+}
+
+impl From<NodeConditionArgs> for NodeCondition {
+    fn from(a: NodeConditionArgs) -> Self {
+        Self {
+            rate_bps: a.rate_bps,
+            latency_us: a.latency_us,
+            qdisc: a.qdisc,
+            no_netem: a.no_netem,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum NodeAction {
     /// Print `<host> netem: yes|no` (tried in a throwaway namespace).
@@ -71,7 +100,7 @@ pub(crate) enum NodeAction {
         #[arg(long)]
         interface: String,
         #[command(flatten)]
-        condition: NodeCondition,
+        condition: NodeConditionArgs,
         /// The run that shapes it (`host:boot:pid:start`).
         #[arg(long)]
         owner: NodeOwner,
@@ -111,7 +140,13 @@ fn node(action: &NodeAction) -> Result<()> {
         }
         NodeAction::Up {
             condition, owner, ..
-        } => net::hosts::node_up(&System, iface, condition, &state, owner)?,
+        } => net::hosts::node_up(
+            &System,
+            iface,
+            &NodeCondition::from(condition.clone()),
+            &state,
+            owner,
+        )?,
         NodeAction::Down { by, force, .. } => {
             net::hosts::node_down(&System, iface, &state, by.as_ref(), *force)?
         }
@@ -326,6 +361,34 @@ pub(crate) fn run(args: &NetArgs) -> Result<()> {
                 source: err,
             }
             .into())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `NodeCondition::flags` writes, `repro net node up` reads back.
+    #[test]
+    fn a_node_condition_reads_back_from_its_flags() {
+        #[derive(clap::Parser)]
+        struct Up {
+            #[command(flatten)]
+            condition: NodeConditionArgs,
+        }
+        for (rate_bps, latency_us, qdisc, no_netem) in
+            [(0, 0, "htb-ack", false), (20_000_000, 150, "tbf", true)]
+        {
+            let sent = NodeCondition {
+                rate_bps,
+                latency_us,
+                qdisc: qdisc.into(),
+                no_netem,
+            };
+            let argv = std::iter::once("up".to_string()).chain(sent.flags());
+            let read = <Up as clap::Parser>::try_parse_from(argv).unwrap();
+            assert_eq!(NodeCondition::from(read.condition), sent);
         }
     }
 }

@@ -16,7 +16,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
@@ -323,11 +322,10 @@ pub(crate) fn prepare<'a>(
             ),
             Some(Known::Generated(g)) => generate_epsilon_like(path, &g)?,
             Some(Known::Fetched(d)) => {
-                let name = d.to_possible_value().map(|v| v.get_name().to_string());
                 let message = format!(
                     "{} is missing: run `repro data fetch {}` first",
                     path.display(),
-                    name.unwrap_or_default()
+                    d.name()
                 );
                 if dry_run {
                     println!("{message}");

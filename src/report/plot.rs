@@ -885,13 +885,14 @@ fn marker<DB: DrawingBackend>(
 }
 
 /// An image format for figures.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ImageFormat {
     Svg,
     Png,
 }
 
 impl ImageFormat {
+    /// Its file extension, and its name on the command line.
     pub(crate) fn extension(self) -> &'static str {
         match self {
             ImageFormat::Svg => "svg",

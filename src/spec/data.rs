@@ -4,10 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::ValueEnum;
-
 /// The data sets `repro data fetch` knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Dataset {
     /// CIFAR-10, binary version (for the paper-scale experiments).
     Cifar10,
@@ -29,6 +27,31 @@ pub(crate) enum Dataset {
     Cifar10Like,
     /// Any LIBSVM file: `--url` and its `--sha256`.
     Libsvm,
+}
+
+impl Dataset {
+    /// Every data set `repro data fetch` knows.
+    pub(crate) const ALL: [Dataset; 6] = [
+        Dataset::Cifar10,
+        Dataset::FashionMnist,
+        Dataset::Epsilon,
+        Dataset::EpsilonLike,
+        Dataset::Cifar10Like,
+        Dataset::Libsvm,
+    ];
+
+    /// The data set as the command line spells it (`repro data fetch
+    /// NAME`): its one spelling.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Dataset::Cifar10 => "cifar10",
+            Dataset::FashionMnist => "fashion-mnist",
+            Dataset::Epsilon => "epsilon",
+            Dataset::EpsilonLike => "epsilon-like",
+            Dataset::Cifar10Like => "cifar10-like",
+            Dataset::Libsvm => "libsvm",
+        }
+    }
 }
 
 /// Where a data set goes unless `--dir` says otherwise.

@@ -264,21 +264,18 @@ pub(crate) fn root_of(qdiscs: &[Qdisc]) -> Option<(String, String, serde_json::V
         .map(|q| (q.kind.clone(), q.handle.clone(), q.options.clone()))
 }
 
-/// A condition as flags of `repro net node up` (plain tokens: they pass
-/// through any launcher unchanged).
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+/// A condition as a node applies it, sent as flags of `repro net node up`
+/// (plain tokens: they pass through any launcher unchanged; `flags` writes
+/// them, `cmd::net::NodeConditionArgs` reads them back).
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct NodeCondition {
     /// Bits per second (0: unlimited).
-    #[arg(long, default_value_t = 0)]
     pub rate_bps: u64,
     /// Microseconds of latency (netem only).
-    #[arg(long, default_value_t = 0)]
     pub latency_us: u64,
     /// The rate's qdisc where netem is not used: tbf, htb, htb-ack.
-    #[arg(long, default_value = "htb-ack")]
     pub qdisc: String,
     /// Put the rate by htb or tbf even if netem is there (some node lacks it).
-    #[arg(long)]
     pub no_netem: bool,
 }
 
@@ -292,7 +289,7 @@ impl NodeCondition {
         }
     }
 
-    fn flags(&self) -> Vec<String> {
+    pub(crate) fn flags(&self) -> Vec<String> {
         let mut out = vec![
             "--rate-bps".into(),
             self.rate_bps.to_string(),
