@@ -95,15 +95,7 @@ fi
 set -e
 # one line for the whole run: nextest's summary and the doc tests' counts
 summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
-  /^ +Summary \[/ {
-    for (i = 1; i <= NF; i++) {
-      w = $i; sub(/[;,.]$/, "", w)
-      if ($(i + 1) ~ /^passed/) passed += w
-      if ($(i + 1) ~ /^failed/) failed += w
-      if ($(i + 1) ~ /^ignored/) ignored += w
-    }
-  }
-  /^test result: / {
+  /^ +Summary \[|^test result: / {
     for (i = 1; i <= NF; i++) {
       w = $i; sub(/[;,.]$/, "", w)
       if ($(i + 1) ~ /^passed/) passed += w

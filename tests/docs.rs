@@ -5,16 +5,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-/// What `repro ARGS` prints as JSON, run in the repository.
-fn repro_json(args: &[&str]) -> serde_json::Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run repro");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+mod common;
+use common::repro_json;
 
 /// Each shipped experiment: its backend and its scales.
 fn shipped() -> BTreeMap<String, (String, Vec<String>)> {

@@ -10,13 +10,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 mod common;
-
-/// What `repro ARGS` prints as JSON, run in the repository.
-fn repro_json(args: &[&str]) -> serde_json::Value {
-    let o = common::repro(args);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
+use common::repro_json;
 
 /// The shipped manifests' names.
 fn shipped() -> Vec<String> {

@@ -76,12 +76,12 @@ pub(crate) fn recorded(
             (scale, out)
         }
     };
+    let dir = ResultsDir::new(&out);
     // the runs' ids depend on the backend they ran on
     let backend = plan
         .backend
-        .or_else(|| ResultsDir::new(&out).recorded_backend())
+        .or_else(|| dir.recorded_backend())
         .unwrap_or(m.backend);
-    let dir = ResultsDir::new(&out);
     let rows = results::read_csv(&dir.runs_csv())?;
     let rows = results::with_first_losses(rows, &dir.curves_csv())?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;

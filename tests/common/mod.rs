@@ -97,11 +97,7 @@ pub fn cells_of_tidy_table(tidy: &str) -> String {
 }
 
 pub fn repro(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_repro"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run repro")
+    repro_in(Path::new(env!("CARGO_MANIFEST_DIR")), args)
 }
 
 /// Splits one line of runs.csv (fields may be quoted).
@@ -251,6 +247,13 @@ pub fn finish(mut child: std::process::Child) -> (Option<i32>, String) {
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     (status.code(), stderr)
+}
+
+/// What `repro ARGS` prints as JSON, run in the repository.
+pub fn repro_json(args: &[&str]) -> serde_json::Value {
+    let o = repro(args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// A project directory for test `name`: the shipped manifests
