@@ -533,7 +533,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// An evaluation of one rank's model (and of the averaged model).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Eval {
     pub iteration: u64,

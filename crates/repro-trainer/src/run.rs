@@ -1,14 +1,15 @@
 //! One rank's run, the trainer's entry point: the synchronous loop
 //! ([`crate::train::train`]) or, for the asynchronous algorithms
 //! (`ad-psgd`, `moniqua-ad-psgd`), [`crate::train_async::train_async`].
-//! Both loops share their set-up through [`crate::train`]; only this
-//! module knows both, so neither imports the other.
+//! Both loops share their set-up and local step through [`crate::setup`]
+//! and [`crate::local`]; only this module knows both, so neither imports
+//! the other.
 
 use std::io::Write;
 
 use repro_runlog::{Status, TrainConfig};
 
-use crate::train::TrainError;
+use crate::setup::TrainError;
 use crate::transport::Transport;
 
 /// Trains one rank; writes its log to `log`. Returns how the run ended.

@@ -29,17 +29,19 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use repro_algos::rng::Rng;
-use repro_algos::{AsyncExchange, Folded, PairSide};
-use repro_runlog::{End, Eval, Record, Status, Step, TrainConfig, write_record};
+use repro_algos::{AsyncExchange, Folded, Knobs, PairSide, Topology};
+use repro_runlog::{End, Eval, Record, Status, Step, TrainConfig, finite};
 
-use crate::train::{Setup, TrainError, average, evaluate, knobs, peak_rss_bytes, setup};
+use crate::local::{RunLog, average, norm, peak_rss_bytes};
+use crate::setup::{Setup, TrainError, setup};
 use crate::transport::{Tag, Transport};
 
 /// What the two threads share.
+#[derive(Default)]
 struct Shared {
     x: Mutex<Vec<f32>>,
     /// (steps taken, compute finished), with a condvar the active gossip
@@ -52,11 +54,76 @@ struct Shared {
     verified: AtomicU64,
 }
 
+/// The gossip side's counters at one moment.
+#[derive(Clone, Copy, Default)]
+struct Counts {
+    sent: u64,
+    received: u64,
+    mismatches: u64,
+    verified: u64,
+}
+
+impl Shared {
+    /// The model, locked (a poisoned lock still holds it).
+    fn x(&self) -> MutexGuard<'_, Vec<f32>> {
+        self.x.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn steps(&self) -> MutexGuard<'_, (u64, bool)> {
+        self.steps.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The compute thread took one more step.
+    fn stepped(&self) {
+        self.steps().0 += 1;
+        self.stepped.notify_all();
+    }
+
+    /// The compute thread stopped: the gossip side stops too (an active
+    /// rank sends Done, a passive one keeps serving its neighbours until
+    /// they are done).
+    fn finished(&self) {
+        self.steps().1 = true;
+        self.stepped.notify_all();
+    }
+
+    /// Waits until the compute thread has taken more than `averaged`
+    /// steps (true) or stopped (false).
+    fn wait_for_step(&self, averaged: u64) -> bool {
+        let mut g = self.steps();
+        while g.0 <= averaged && !g.1 {
+            g = self.stepped.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+        !g.1
+    }
+
+    fn counts(&self) -> Counts {
+        Counts {
+            sent: self.bytes_sent.load(Ordering::Relaxed),
+            received: self.bytes_received.load(Ordering::Relaxed),
+            mismatches: self.mismatches.load(Ordering::Relaxed),
+            verified: self.verified.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// The gossip side's answer to the compute thread at the end.
 struct Final {
     avg: Vec<f32>,
     consensus: repro_algos::Consensus,
     transport_bytes_sent: u64,
+}
+
+/// The knobs of an asynchronous algorithm (ad-psgd, moniqua-ad-psgd),
+/// which has no warm-up to pick a theta.
+fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
+    if cfg.knobs.theta == repro_algos::Theta::Auto {
+        return Err(TrainError::Config(format!(
+            "`theta: auto` needs a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+            cfg.algorithm
+        )));
+    }
+    Ok(cfg.knobs.clone())
 }
 
 fn exchange_of(cfg: &TrainConfig) -> Result<AsyncExchange, TrainError> {
@@ -74,9 +141,33 @@ fn exchange_of(cfg: &TrainConfig) -> Result<AsyncExchange, TrainError> {
     })
 }
 
-/// Trains one rank of AD-PSGD or Moniqua on AD-PSGD.
-// Long on purpose: builds the state both threads share, runs them, joins them and
-// reports; each step needs the others' values.
+/// The neighbours a rank gossips with: an active (even) rank pairs with
+/// its passive (odd) neighbours, a passive rank serves its active ones.
+fn peers(
+    cfg: &TrainConfig,
+    topology: &Topology,
+    rank: usize,
+    n: usize,
+) -> Result<Vec<usize>, TrainError> {
+    let active = rank.is_multiple_of(2);
+    let peers: Vec<usize> = topology
+        .neighbours(rank)
+        .iter()
+        .map(|&(j, _)| j)
+        .filter(|j| (j % 2 == 0) != active)
+        .collect();
+    if active && peers.is_empty() && n > 1 {
+        return Err(TrainError::Config(format!(
+            "AD-PSGD pairs even (active) ranks with odd (passive) neighbours, and rank {rank} \
+             has no odd neighbour on the {} of {n}; use a ring with an even number of workers",
+            cfg.topology
+        )));
+    }
+    Ok(peers)
+}
+
+/// Trains one rank of AD-PSGD or Moniqua on AD-PSGD: the compute thread
+/// spawned, the gossip side run on this one, and both joined.
 pub fn train_async<T: Transport>(
     cfg: &TrainConfig,
     t: &mut T,
@@ -92,45 +183,19 @@ pub fn train_async<T: Transport>(
     }
     let exchange = exchange_of(cfg)?;
     let s = setup(cfg, t)?;
-    let (rank, n) = (s.rank, s.n);
-    let active = rank % 2 == 0;
-    let neighbours: Vec<usize> = s
-        .topology
-        .neighbours(rank)
-        .iter()
-        .map(|&(j, _)| j)
-        .collect();
-    // an active rank pairs with passive (odd) neighbours; a passive rank
-    // serves active (even) ones
-    let peers: Vec<usize> = neighbours
-        .iter()
-        .copied()
-        .filter(|j| (j % 2 == 0) != active)
-        .collect();
-    if active && peers.is_empty() && n > 1 {
-        return Err(TrainError::Config(format!(
-            "AD-PSGD pairs even (active) ranks with odd (passive) neighbours, and rank {rank} \
-             has no odd neighbour on the {} of {n}; use a ring with an even number of workers",
-            cfg.topology
-        )));
-    }
+    let rank = s.rank;
+    let peers = peers(cfg, &s.topology, rank, s.n)?;
     let shared = Shared {
         x: Mutex::new(s.x0.clone()),
-        steps: Mutex::new((0, false)),
-        stepped: Condvar::new(),
-        bytes_sent: AtomicU64::new(0),
-        bytes_received: AtomicU64::new(0),
-        mismatches: AtomicU64::new(0),
-        verified: AtomicU64::new(0),
+        ..Shared::default()
     };
-    let d = s.x0.len();
-    let mut side = PairSide::new(&exchange, cfg.seed, d)?;
+    let mut side = PairSide::new(&exchange, cfg.seed, s.x0.len())?;
     let (finished_tx, finished_rx) = mpsc::channel::<Result<Status, TrainError>>();
     let (final_tx, final_rx) = mpsc::channel::<Option<Final>>();
     std::thread::scope(|scope| {
         let shared = &shared;
         let compute = scope.spawn(move || compute(cfg, s, shared, log, &finished_tx, &final_rx));
-        let gossiped = if active {
+        let gossiped = if rank.is_multiple_of(2) {
             gossip_active(t, cfg, rank, &peers, shared, &mut side)
         } else {
             gossip_passive(t, rank, &peers, shared, &mut side, &finished_rx)
@@ -143,21 +208,8 @@ pub fn train_async<T: Transport>(
                 .unwrap_or_else(|_| Err(TrainError::Config("the compute thread died".into()))),
         });
         let result = match outcome {
-            Ok(Status::Completed) => {
-                // every rank gets here: the collective for the averaged model
-                let x = shared.x.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                match average(t, &x) {
-                    Ok((avg, consensus)) => {
-                        let _ = final_tx.send(Some(Final {
-                            avg,
-                            consensus,
-                            transport_bytes_sent: t.bytes_sent(),
-                        }));
-                        Ok(Status::Completed)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
+            // every rank gets here: the collective for the averaged model
+            Ok(Status::Completed) => average_for_final(t, shared, &final_tx),
             other => other,
         };
         // unblock the compute thread whatever happened
@@ -168,6 +220,24 @@ pub fn train_async<T: Transport>(
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
+}
+
+/// The collective every rank joins once all have finished: the averaged
+/// model and the consensus, sent to the compute thread for its final
+/// evaluation.
+fn average_for_final<T: Transport>(
+    t: &mut T,
+    shared: &Shared,
+    final_tx: &mpsc::Sender<Option<Final>>,
+) -> Result<Status, TrainError> {
+    let x = shared.x().clone();
+    let (avg, consensus) = average(t, &x)?;
+    let _ = final_tx.send(Some(Final {
+        avg,
+        consensus,
+        transport_bytes_sent: t.bytes_sent(),
+    }));
+    Ok(Status::Completed)
 }
 
 /// An active rank: one average per local step, with a random passive neighbour.
@@ -182,16 +252,7 @@ fn gossip_active<T: Transport>(
     let mut rng = Rng::new(cfg.seed, 300 + rank as u64);
     let mut frame = Vec::new();
     let mut averaged = 0u64;
-    loop {
-        {
-            let mut g = shared.steps.lock().unwrap_or_else(|p| p.into_inner());
-            while g.0 <= averaged && !g.1 {
-                g = shared.stepped.wait(g).unwrap_or_else(|p| p.into_inner());
-            }
-            if g.1 {
-                break;
-            }
-        }
+    while shared.wait_for_step(averaged) {
         if peers.is_empty() {
             averaged += 1;
             continue;
@@ -258,7 +319,7 @@ fn encode(
     rank: usize,
     frame: &mut Vec<u8>,
 ) -> Result<(), TrainError> {
-    let x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
+    let x = shared.x();
     side.encode(&x, k, rank as u32, frame)?;
     Ok(())
 }
@@ -272,7 +333,7 @@ fn fold(
     shared: &Shared,
 ) -> Result<(), TrainError> {
     {
-        let mut x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
+        let mut x = shared.x();
         match side.fold(theirs, &mut x)? {
             Folded::Mismatch => shared.mismatches.fetch_add(1, Ordering::Relaxed),
             Folded::Verified => shared.verified.fetch_add(1, Ordering::Relaxed),
@@ -288,134 +349,22 @@ fn fold(
     Ok(())
 }
 
-/// The compute thread: steps, local evaluations, the log.
-// Long on purpose: the compute thread's loop and its shutdown handshake share the
-// locks and counters of the state both threads hold; apart, each piece
-// would take that state as half a dozen parameters.
+/// The compute thread: its steps and local evaluations; then it stops
+/// the gossip side, tells it how the steps ended, and ends the log with
+/// the final evaluation.
 fn compute(
     cfg: &TrainConfig,
     s: Setup,
     shared: &Shared,
-    mut log: impl Write,
+    log: impl Write,
     finished: &mpsc::Sender<Result<Status, TrainError>>,
     final_rx: &mpsc::Receiver<Option<Final>>,
 ) -> Result<Status, TrainError> {
     let looping = Instant::now();
-    let mut run = || -> Result<(Status, u64, f64), TrainError> {
-        write_record(&mut log, &Record::Header(s.header.clone()))?;
-        log.flush()?;
-        let mut rng = Rng::new(cfg.seed, 100 + s.rank as u64);
-        let d = s.x0.len();
-        let (mut snapshot, mut grad) = (vec![0f32; d], vec![0f32; d]);
-        let (mut momentum, mut delta) = (vec![0f32; d], vec![0f32; d]);
-        let mut last_flush = Instant::now();
-        let (mut sent0, mut recv0, mut mism0, mut ver0) = (0, 0, 0, 0);
-        let mut epoch = 0.0;
-        for k in 0..cfg.iterations {
-            epoch = (k as f64 * cfg.batch as f64) / s.shard.len() as f64;
-            let lr = s.schedule.at(epoch, k) as f32;
-            let t0 = Instant::now();
-            snapshot.copy_from_slice(&shared.x.lock().unwrap_or_else(|p| p.into_inner()));
-            let waited = t0.elapsed().as_secs_f64();
-            let t1 = Instant::now();
-            s.flat.scatter(&snapshot)?;
-            s.vs.trainable_variables()
-                .iter_mut()
-                .for_each(|v| v.zero_grad());
-            let batch: Vec<usize> = (0..cfg.batch)
-                .map(|_| s.shard[rng.below(s.shard.len())])
-                .collect();
-            let (xb, yb) = s
-                .data
-                .train_tf
-                .batch(&s.data.train, &batch, &mut rng, s.device);
-            let loss_t = s.model.forward_t(&xb, true).cross_entropy_for_logits(&yb);
-            let loss = loss_t.double_value(&[]);
-            if !loss.is_finite() {
-                return Ok((Status::Diverged { iteration: k }, k, epoch));
-            }
-            loss_t.backward();
-            s.flat.gather_grad(&mut grad)?;
-            s.sgd.step(lr, &snapshot, &grad, &mut momentum, &mut delta);
-            let compute_s = t1.elapsed().as_secs_f64();
-            let t2 = Instant::now();
-            {
-                let mut x = shared.x.lock().unwrap_or_else(|p| p.into_inner());
-                for (x, d) in x.iter_mut().zip(&delta) {
-                    *x -= d;
-                }
-            }
-            let comm_s = waited + t2.elapsed().as_secs_f64();
-            {
-                let mut g = shared.steps.lock().unwrap_or_else(|p| p.into_inner());
-                g.0 += 1;
-                shared.stepped.notify_all();
-            }
-            let sent = shared.bytes_sent.load(Ordering::Relaxed);
-            let recv = shared.bytes_received.load(Ordering::Relaxed);
-            let mism = shared.mismatches.load(Ordering::Relaxed);
-            let ver = shared.verified.load(Ordering::Relaxed);
-            write_record(
-                &mut log,
-                &Record::Step(Step {
-                    iteration: k,
-                    epoch,
-                    wall_s: s.started.elapsed().as_secs_f64(),
-                    compute_s,
-                    comm_s,
-                    train_loss: loss,
-                    bytes_sent: sent - sent0,
-                    bytes_received: recv - recv0,
-                    hash_failures: mism - mism0,
-                    hash_verified: ver - ver0,
-                    phases: None,
-                }),
-            )?;
-            (sent0, recv0, mism0, ver0) = (sent, recv, mism, ver);
-            if last_flush.elapsed() >= Duration::from_secs(1) {
-                log.flush()?;
-                last_flush = Instant::now();
-            }
-            let done = k + 1;
-            if cfg.eval_every > 0 && done % cfg.eval_every == 0 && done < cfg.iterations {
-                let x = shared.x.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                s.flat.scatter(&x)?;
-                let (test_loss, test_accuracy) =
-                    evaluate(&*s.model, &s.data, cfg.eval_samples, &mut rng, s.device);
-                write_record(
-                    &mut log,
-                    &Record::Eval(Eval {
-                        iteration: done,
-                        epoch,
-                        wall_s: s.started.elapsed().as_secs_f64(),
-                        test_loss: Some(test_loss),
-                        test_accuracy: Some(test_accuracy),
-                        avg_test_loss: None,
-                        avg_test_accuracy: None,
-                        consensus_distance: None,
-                        max_deviation: None,
-                        model_norm: None,
-                        recovered: None,
-                        wrapped: None,
-                        val_loss: None,
-                        val_accuracy: None,
-                        objective: None,
-                        subopt: None,
-                    }),
-                )?;
-            }
-        }
-        Ok((Status::Completed, cfg.iterations, epoch))
-    };
-    let outcome = run();
-    // stop the gossip side (an active rank sends Done, a passive one keeps
-    // serving its neighbours until they are done)
-    {
-        let mut g = shared.steps.lock().unwrap_or_else(|p| p.into_inner());
-        g.1 = true;
-        shared.stepped.notify_all();
-    }
-    let (status, done, epoch) = match outcome {
+    let mut log = RunLog::new(log);
+    let outcome = ComputeThread::new(cfg, &s, shared).run(&mut log);
+    shared.finished();
+    let (mut status, done, epoch) = match outcome {
         Ok(o) => o,
         Err(e) => {
             let _ = finished.send(Err(TrainError::Config(format!("rank failed: {e}"))));
@@ -423,63 +372,184 @@ fn compute(
         }
     };
     let _ = finished.send(Ok(status.clone()));
-    let mut status = status;
     let fin = if status == Status::Completed {
         final_rx.recv().ok().flatten()
     } else {
         None
     };
     if let Some(f) = &fin {
-        let x = shared.x.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut rng = Rng::new(cfg.seed, 900 + s.rank as u64);
-        s.flat.scatter(&x)?;
-        let (test_loss, test_accuracy) =
-            evaluate(&*s.model, &s.data, cfg.eval_samples, &mut rng, s.device);
-        s.flat.scatter(&f.avg)?;
-        let (avg_loss, avg_accuracy) =
-            evaluate(&*s.model, &s.data, cfg.eval_samples, &mut rng, s.device);
-        let valid = crate::train::validate(&*s.model, &s.data, &mut rng, s.device);
-        status = status.after_final([test_loss, avg_loss], done);
+        let e = final_eval(cfg, &s, shared, f, done, epoch)?;
+        status = status.after_final(e.test_loss.into_iter().chain(e.avg_test_loss), done);
         if cfg.eval_every > 0 {
-            write_record(
-                &mut log,
-                &Record::Eval(Eval {
-                    iteration: done,
-                    epoch,
-                    wall_s: s.started.elapsed().as_secs_f64(),
-                    test_loss: Some(test_loss),
-                    test_accuracy: Some(test_accuracy),
-                    avg_test_loss: Some(avg_loss),
-                    avg_test_accuracy: Some(avg_accuracy),
-                    consensus_distance: repro_runlog::finite(f.consensus.distance),
-                    max_deviation: repro_runlog::finite(f.consensus.max_deviation),
-                    model_norm: repro_runlog::finite(crate::train::norm(&f.avg)),
-                    recovered: None,
-                    wrapped: None,
-                    val_loss: valid.map(|v| v.0),
-                    val_accuracy: valid.map(|v| v.1),
-                    objective: None,
-                    subopt: None,
-                }),
-            )?;
+            log.write(&Record::Eval(e))?;
         }
     }
-    write_record(
-        &mut log,
-        &Record::End(End {
-            status: status.clone(),
-            wall_s: s.started.elapsed().as_secs_f64(),
-            iterations: done,
-            transport_bytes_sent: fin.as_ref().map(|f| f.transport_bytes_sent),
-            // not accounted for the asynchronous loop (its buffers are scratch
-            // space of the two threads, not algorithm state)
-            extra_memory_bytes: None,
-            peak_rss_bytes: peak_rss_bytes("mpi"),
-            real_s: Some(looping.elapsed().as_secs_f64()),
-            theta: None,
-            metrics: None,
-        }),
-    )?;
+    log.write(&Record::End(End {
+        status: status.clone(),
+        wall_s: s.started.elapsed().as_secs_f64(),
+        iterations: done,
+        transport_bytes_sent: fin.as_ref().map(|f| f.transport_bytes_sent),
+        // not accounted for the asynchronous loop (its buffers are scratch
+        // space of the two threads, not algorithm state)
+        extra_memory_bytes: None,
+        peak_rss_bytes: peak_rss_bytes("mpi"),
+        real_s: Some(looping.elapsed().as_secs_f64()),
+        theta: None,
+        metrics: None,
+    }))?;
     log.flush()?;
     Ok(status)
+}
+
+/// The final evaluation, once every rank has finished: this rank's model
+/// and the averaged one on the test images, the consensus and the
+/// validation split.
+fn final_eval(
+    cfg: &TrainConfig,
+    s: &Setup,
+    shared: &Shared,
+    f: &Final,
+    done: u64,
+    epoch: f64,
+) -> Result<Eval, TrainError> {
+    let x = shared.x().clone();
+    let mut rng = Rng::new(cfg.seed, 900 + s.rank as u64);
+    let (test_loss, test_accuracy) = s.evaluate(&x, cfg.eval_samples, &mut rng)?;
+    let (avg_loss, avg_accuracy) = s.evaluate(&f.avg, cfg.eval_samples, &mut rng)?;
+    let valid = s.validate(&mut rng);
+    Ok(Eval {
+        iteration: done,
+        epoch,
+        wall_s: s.started.elapsed().as_secs_f64(),
+        test_loss: Some(test_loss),
+        test_accuracy: Some(test_accuracy),
+        avg_test_loss: Some(avg_loss),
+        avg_test_accuracy: Some(avg_accuracy),
+        consensus_distance: finite(f.consensus.distance),
+        max_deviation: finite(f.consensus.max_deviation),
+        model_norm: finite(norm(&f.avg)),
+        val_loss: valid.map(|v| v.0),
+        val_accuracy: valid.map(|v| v.1),
+        ..Eval::default()
+    })
+}
+
+/// The compute thread's loop and its buffers.
+struct ComputeThread<'a> {
+    cfg: &'a TrainConfig,
+    s: &'a Setup,
+    shared: &'a Shared,
+    rng: Rng,
+    snapshot: Vec<f32>,
+    grad: Vec<f32>,
+    momentum: Vec<f32>,
+    delta: Vec<f32>,
+    /// The gossip side's counters at the previous step.
+    counted: Counts,
+}
+
+impl<'a> ComputeThread<'a> {
+    fn new(cfg: &'a TrainConfig, s: &'a Setup, shared: &'a Shared) -> Self {
+        let d = s.x0.len();
+        ComputeThread {
+            cfg,
+            s,
+            shared,
+            rng: Rng::new(cfg.seed, 100 + s.rank as u64),
+            snapshot: vec![0f32; d],
+            grad: vec![0f32; d],
+            momentum: vec![0f32; d],
+            delta: vec![0f32; d],
+            counted: Counts::default(),
+        }
+    }
+
+    /// The header, then every step with its local evaluations. How the
+    /// steps ended, the steps done and the last epoch.
+    fn run(mut self, log: &mut RunLog<impl Write>) -> Result<(Status, u64, f64), TrainError> {
+        log.write(&Record::Header(self.s.header.clone()))?;
+        log.flush()?;
+        let cfg = self.cfg;
+        let mut epoch = 0.0;
+        for k in 0..cfg.iterations {
+            epoch = self.s.epoch(k, cfg.batch);
+            let Some(step) = self.step(k, epoch)? else {
+                return Ok((Status::Diverged { iteration: k }, k, epoch));
+            };
+            log.write(&Record::Step(step))?;
+            log.flush_if_due()?;
+            let done = k + 1;
+            if cfg.eval_every > 0 && done % cfg.eval_every == 0 && done < cfg.iterations {
+                let e = self.local_eval(done, epoch)?;
+                log.write(&Record::Eval(e))?;
+            }
+        }
+        Ok((Status::Completed, cfg.iterations, epoch))
+    }
+
+    /// Iteration `k`: a snapshot of the shared model (`comm_s` is the wait
+    /// for it), its minibatch gradient and SGD step (`compute_s`), the
+    /// step applied to the shared model, meanwhile perhaps averaged. Its
+    /// log record, or `None` when the loss diverged.
+    fn step(&mut self, k: u64, epoch: f64) -> Result<Option<Step>, TrainError> {
+        let (s, shared) = (self.s, self.shared);
+        let lr = s.schedule.at(epoch, k) as f32;
+        let t0 = Instant::now();
+        self.snapshot.copy_from_slice(&shared.x());
+        let waited = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        s.scatter(&self.snapshot)?;
+        let Some(loss) = s.forward_backward(self.cfg.batch, &mut self.rng) else {
+            return Ok(None);
+        };
+        s.gather_grad(&mut self.grad)?;
+        (s.sgd).step(
+            lr,
+            &self.snapshot,
+            &self.grad,
+            &mut self.momentum,
+            &mut self.delta,
+        );
+        let compute_s = t1.elapsed().as_secs_f64();
+        let t2 = Instant::now();
+        for (x, d) in shared.x().iter_mut().zip(&self.delta) {
+            *x -= d;
+        }
+        let comm_s = waited + t2.elapsed().as_secs_f64();
+        shared.stepped();
+        let (now, before) = (shared.counts(), self.counted);
+        self.counted = now;
+        Ok(Some(Step {
+            iteration: k,
+            epoch,
+            wall_s: s.started.elapsed().as_secs_f64(),
+            compute_s,
+            comm_s,
+            train_loss: loss,
+            bytes_sent: now.sent - before.sent,
+            bytes_received: now.received - before.received,
+            hash_failures: now.mismatches - before.mismatches,
+            hash_verified: now.verified - before.verified,
+            phases: None,
+        }))
+    }
+
+    /// An intermediate evaluation: this rank's model alone (no collective:
+    /// the ranks are not in step).
+    fn local_eval(&mut self, done: u64, epoch: f64) -> Result<Eval, TrainError> {
+        let x = self.shared.x().clone();
+        let (test_loss, test_accuracy) =
+            self.s.evaluate(&x, self.cfg.eval_samples, &mut self.rng)?;
+        Ok(Eval {
+            iteration: done,
+            epoch,
+            wall_s: self.s.started.elapsed().as_secs_f64(),
+            test_loss: Some(test_loss),
+            test_accuracy: Some(test_accuracy),
+            avg_test_loss: None,
+            avg_test_accuracy: None,
+            consensus_distance: None,
+            ..Eval::default()
+        })
+    }
 }
