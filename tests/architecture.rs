@@ -381,3 +381,183 @@ fn only_cmd_names_clap() {
     }
     assert!(named.is_empty(), "clap below cmd/: {named:?}");
 }
+
+/// The most non-test functions over [`LONG`] lines the workspace keeps.
+const MOST_LONG: usize = 12;
+/// A function longer than this many lines says why, in a comment above it
+/// that starts `// Long on purpose:`.
+const LONG: usize = 80;
+
+/// `text` with its comments, strings and character literals blanked
+/// (newlines kept), so that a brace counts only where it is code.
+fn blank(text: &str) -> String {
+    let c: Vec<char> = text.chars().collect();
+    let mut out = c.clone();
+    let ident = |k: usize| c[k].is_alphanumeric() || c[k] == '_';
+    let mut wipe = |from: usize, to: usize| {
+        for ch in &mut out[from..to.min(c.len())] {
+            if *ch != '\n' {
+                *ch = ' ';
+            }
+        }
+    };
+    let at = |i: usize, s: &str| s.chars().enumerate().all(|(k, x)| c.get(i + k) == Some(&x));
+    let find = |from: usize, s: &str| (from..c.len()).find(|&k| at(k, s)).unwrap_or(c.len());
+    let mut i = 0;
+    while i < c.len() {
+        let raw_start = c[i] == 'r'
+            && (i == 0 || !ident(i - 1) || (c[i - 1] == 'b' && (i < 2 || !ident(i - 2))));
+        let hashes = c[i + 1..].iter().take_while(|&&x| x == '#').count();
+        let end = if at(i, "//") {
+            find(i, "\n")
+        } else if at(i, "/*") {
+            find(i, "*/") + 2
+        } else if raw_start && c.get(i + 1 + hashes) == Some(&'"') {
+            let close = format!("\"{}", "#".repeat(hashes));
+            find(i + 2 + hashes, &close) + close.len()
+        } else if c[i] == '"' {
+            let mut j = i + 1;
+            while j < c.len() && c[j] != '"' {
+                j += if c[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if c[i] == '\'' && c.get(i + 1) == Some(&'\\') {
+            find(i + 2, "'") + 1
+        } else if c[i] == '\'' && c.get(i + 2) == Some(&'\'') {
+            i + 3
+        } else {
+            i += 1;
+            continue;
+        };
+        wipe(i, end);
+        i = end;
+    }
+    out.into_iter().collect()
+}
+
+/// Every function with a body in `text` (its test module left out): its
+/// name, its first line (from 1), its length in lines, and whether the
+/// comment above it says why it is long.
+fn functions(text: &str) -> Vec<(String, usize, usize, bool)> {
+    let text = match text.find("#[cfg(test)]\nmod ") {
+        Some(at) => &text[..at],
+        None => text,
+    };
+    let raw: Vec<&str> = text.lines().collect();
+    let code: Vec<String> = blank(text).lines().map(str::to_string).collect();
+    let mut out = Vec::new();
+    for (k, line) in code.iter().enumerate() {
+        let mut rest = line.trim_start();
+        for head in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(head).unwrap_or(rest).trim_start();
+        }
+        rest = rest.strip_prefix("extern ").map_or(rest, str::trim_start);
+        let Some(name) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = name
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let above: Vec<&str> = raw[..k]
+            .iter()
+            .rev()
+            .map(|l| l.trim())
+            .take_while(|l| l.starts_with("//") || l.starts_with("#["))
+            .collect();
+        if above
+            .iter()
+            .any(|l| *l == "#[test]" || *l == "#[cfg(test)]")
+        {
+            continue;
+        }
+        let (mut depth, mut opened, mut end) = (0i64, false, None);
+        'scan: for (j, l) in code.iter().enumerate().skip(k) {
+            for ch in l.chars() {
+                match ch {
+                    '{' => (depth, opened) = (depth + 1, true),
+                    '}' => depth -= 1,
+                    ';' if !opened => break 'scan,
+                    _ => {}
+                }
+                if opened && depth == 0 {
+                    end = Some(j);
+                    break 'scan;
+                }
+            }
+        }
+        if let Some(end) = end {
+            let why = above.iter().any(|l| l.starts_with("// Long on purpose:"));
+            out.push((name, k + 1, end - k + 1, why));
+        }
+    }
+    out
+}
+
+/// The scan above measures what it should: a brace in a string, a
+/// character literal, a lifetime or a comment is not code, a declaration
+/// without a body is no function, and a test is left out.
+#[test]
+fn the_length_count_sees_a_long_function() {
+    let body = "    let x = 1;\n".repeat(90);
+    let text = format!(
+        "fn short<'a>(s: &'a str) -> char {{\n    let _ = \"{{\"; // }}\n    let _ = r#\"}}\"#;\n    '{{'\n}}\n\
+         trait T {{\n    fn declared(&self);\n}}\n\
+         // Long on purpose: a test's reason.\npub(crate) fn long() {{\n{body}}}\n\
+         /// Says nothing.\nfn unexplained() {{\n{body}}}\n\
+         #[test]\nfn a_test() {{\n{body}}}\n"
+    );
+    let found = functions(&text);
+    let lengths: Vec<(&str, usize, bool)> = found
+        .iter()
+        .map(|(n, _, l, w)| (n.as_str(), *l, *w))
+        .collect();
+    assert_eq!(
+        lengths,
+        [
+            ("short", 5, false),
+            ("long", 92, true),
+            ("unexplained", 92, false)
+        ]
+    );
+}
+
+/// At most [`MOST_LONG`] non-test functions of the workspace run over
+/// [`LONG`] lines, and each says why in a `// Long on purpose:` comment.
+#[test]
+fn long_functions_are_few_and_say_why() {
+    let mut roots = vec![src()];
+    roots.extend(crates().into_iter().map(|(_, src)| src));
+    let mut long = Vec::new();
+    let mut unexplained = Vec::new();
+    for root in &roots {
+        for f in files(root) {
+            let text = std::fs::read_to_string(&f).unwrap();
+            for (name, line, length, why) in functions(&text) {
+                if length > LONG {
+                    let at = format!("{}:{line} {name} ({length} lines)", f.display());
+                    if !why {
+                        unexplained.push(at.clone());
+                    }
+                    long.push(at);
+                }
+            }
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "functions over {LONG} lines without a `// Long on purpose:` comment above them: split them into named steps, or say why they are one: {unexplained:?}"
+    );
+    assert!(
+        long.len() <= MOST_LONG,
+        "{} functions over {LONG} lines, at most {MOST_LONG} allowed: {long:?}",
+        long.len()
+    );
+}

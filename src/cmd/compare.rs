@@ -101,24 +101,59 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
 /// their experiment and scale, keeps those `--where` selects, and prints
 /// the metric grouped by `--by` (and writes the tidy CSV to `--to`).
 pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
-    let mut selected = Vec::new();
-    for s in &args.select {
-        let Some((k, v)) = s.split_once('=') else {
-            bail!("--where `{s}`: write KEY=VALUE (e.g. --where bits=1)");
-        };
-        selected.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    let selected = selections(args)?;
     let dirs = directories(args)?;
+    let mut all = RunsFrame::concat(&read_all(args, &dirs)?)?;
+    select(&mut all, args, &selected)?;
+    let source = dirs
+        .iter()
+        .map(|d| d.join("runs.parquet").display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let table = crate::report::table::compare(
+        &format!("{} by {}", args.value, args.by.join(", ")),
+        &source,
+        &all,
+        &args.by,
+        &args.value,
+        crate::report::table::factor(args.factor, &args.value),
+    )?;
+    let csv = table.csv()?;
+    if let Some(to) = &args.to {
+        crate::util::atomic::write(to, csv.clone())
+            .with_context(|| format!("could not write {}", to.display()))?;
+    }
+    match args.format {
+        TableFormat::Md => print!("{}", table.markdown()),
+        TableFormat::Latex => print!("{}", table.latex()),
+        TableFormat::Csv => print!("{csv}"),
+    }
+    Ok(())
+}
+
+/// `--where KEY=VALUE`, each as its key and value.
+fn selections(args: &CompareArgs) -> Result<Vec<(String, String)>> {
+    args.select
+        .iter()
+        .map(|s| match s.split_once('=') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => bail!("--where `{s}`: write KEY=VALUE (e.g. --where bits=1)"),
+        })
+        .collect()
+}
+
+/// Every directory's runs.parquet with its experiment and scale (the
+/// file's metadata, else its folder and provenance.json); a note names
+/// the files an older build wrote.
+fn read_all(args: &CompareArgs, dirs: &[PathBuf]) -> Result<Vec<RunsFrame>> {
     let mut frames_read = Vec::new();
     let mut older = Vec::new();
-    for dir in &dirs {
+    for dir in dirs {
         let path = dir.join("runs.parquet");
         let df = frames::read_parquet(&path)?;
         if df.column("health").is_err() || df.column("experiment").is_err() {
             older.push(path.display().to_string());
         }
-        // where a run has no experiment or scale: the file's metadata,
-        // else its folder and provenance.json
         let meta = frames::read_metadata(&path)?;
         let meta = |k: &str| {
             meta.iter()
@@ -144,7 +179,12 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
             older.join(", ")
         ));
     }
-    let mut all = RunsFrame::concat(&frames_read)?;
+    Ok(frames_read)
+}
+
+/// Keeps the runs `--where` selects, after checking that every `--by` and
+/// `--where` key is a column.
+fn select(all: &mut RunsFrame, args: &CompareArgs, selected: &[(String, String)]) -> Result<()> {
     let known: Vec<&str> = all
         .df
         .get_column_names()
@@ -161,33 +201,10 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
     }
     if !selected.is_empty() {
         let mut keep = lit(true);
-        for (k, v) in &selected {
+        for (k, v) in selected {
             keep = keep.and(frames::key(&all.df, k).eq(lit(v.as_str())));
         }
         all.df = all.df.clone().lazy().filter(keep).collect()?;
-    }
-    let source = dirs
-        .iter()
-        .map(|d| d.join("runs.parquet").display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ");
-    let table = crate::report::table::compare(
-        &format!("{} by {}", args.value, args.by.join(", ")),
-        &source,
-        &all,
-        &args.by,
-        &args.value,
-        crate::report::table::factor(args.factor, &args.value),
-    )?;
-    let csv = table.csv()?;
-    if let Some(to) = &args.to {
-        crate::util::atomic::write(to, csv.clone())
-            .with_context(|| format!("could not write {}", to.display()))?;
-    }
-    match args.format {
-        TableFormat::Md => print!("{}", table.markdown()),
-        TableFormat::Latex => print!("{}", table.latex()),
-        TableFormat::Csv => print!("{csv}"),
     }
     Ok(())
 }

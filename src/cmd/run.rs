@@ -1252,17 +1252,11 @@ impl Session<'_> {
         (state == freshness::Freshness::Current || self.cfg.resume_stale).then(|| row.clone())
     }
 
-    /// [`Session::execute`] before the record gets its identity.
+    /// [`Session::execute`] before the record gets its identity: refused,
+    /// kept from runs.csv, summarized from earlier logs, or run.
     fn attempt(&self, r: &PlannedRun) -> RunRecord {
         if let Some(&mb) = self.refused.get(&r.id) {
-            let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            self.progress.line(&format!(
-                "[{n}/{}] {} {}: refused (needs {:.1} GB)",
-                self.total,
-                r.id,
-                plan::describe(r),
-                mb / 1e3
-            ));
+            self.counted_line(r, &format!("refused (needs {:.1} GB)", mb / 1e3));
             return RunRecord::refused(r, mb);
         }
         // a run that finished in an earlier invocation (same id: the same
@@ -1279,16 +1273,40 @@ impl Session<'_> {
             && !raw.join(&r.id).is_dir()
             && let Some(row) = self.recorded(r)
         {
-            let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-            self.progress.line(&format!(
-                "[{n}/{}] {} {}: finished earlier: kept from runs.csv (--resume; its logs are not here)",
-                self.total,
-                r.id,
-                plan::describe(r)
-            ));
+            self.counted_line(
+                r,
+                "finished earlier: kept from runs.csv (--resume; its logs are not here)",
+            );
             return row;
         }
         let t = Instant::now();
+        let result = self.summary(r, &raw, earlier, interrupted);
+        self.report(r, &result, t.elapsed().as_secs_f64());
+        if result.is_err() && crate::util::signals::interrupted() {
+            // stopped part-way: not a result, so it never replaces one
+            return RunRecord::not_run(r);
+        }
+        RunRecord::of(r, result.as_ref().map_err(|e| format!("{e:#}")))
+    }
+
+    /// One counted line about a run that is not run: `[n/total] id what`.
+    fn counted_line(&self, r: &PlannedRun, what: &str) {
+        let n = self.done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let total = self.total;
+        let (id, run) = (&r.id, plan::describe(r));
+        self.progress
+            .line(&format!("[{n}/{total}] {id} {run}: {what}"));
+    }
+
+    /// The run's summary, under its progress bar: simulated, read from the
+    /// logs an earlier invocation left (`earlier`), or trained.
+    fn summary(
+        &self,
+        r: &PlannedRun,
+        raw: &std::path::Path,
+        earlier: Option<Summary>,
+        interrupted: bool,
+    ) -> Result<Summary> {
         let iterations = match &r.params {
             plan::Params::Train(c) => c.iterations,
             plan::Params::Sim(p) => p.iterations,
@@ -1312,14 +1330,14 @@ impl Session<'_> {
                 })
             }
             (_, Some(s)) => {
+                let why = if interrupted {
+                    "interrupted, so not run again"
+                } else {
+                    "--resume"
+                };
+                let id = &r.id;
                 self.progress.line(&format!(
-                    "  {} finished earlier: summarized from its logs ({})",
-                    r.id,
-                    if interrupted {
-                        "interrupted, so not run again"
-                    } else {
-                        "--resume"
-                    }
+                    "  {id} finished earlier: summarized from its logs ({why})"
                 ));
                 Ok(s)
             }
@@ -1329,12 +1347,7 @@ impl Session<'_> {
             }
         };
         self.progress.run_done(bar);
-        self.report(r, &result, t.elapsed().as_secs_f64());
-        if result.is_err() && crate::util::signals::interrupted() {
-            // stopped part-way: not a result, so it never replaces one
-            return RunRecord::not_run(r);
-        }
-        RunRecord::of(r, result.as_ref().map_err(|e| format!("{e:#}")))
+        result
     }
 
     /// One line for a finished run (and a warning if its bytes look wrong).

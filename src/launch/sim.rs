@@ -492,32 +492,17 @@ fn simulate<'r>(
         .map_err(|e| e.context(format!("run {} failed", run.id)))?;
     let iterations_s = started.elapsed().as_secs_f64() - steps.metrics_s;
     let summing = Instant::now();
-    let (avg, consensus) = steps.averaged(&sim);
-    let final_loss = objective.loss(&avg);
-    let subopt = fstar.map(|f| objective.loss_f64(&avg) - f);
-    let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
+    let (outcome, final_loss) = outcome(&sim, p, &mut steps, objective.as_ref(), fstar, &memory);
     let summary_s = summing.elapsed().as_secs_f64();
     let metrics = Metrics {
-        final_loss: finite(final_loss),
-        local_loss: finite(local_loss),
-        grad_norm_sq: steps.grad_norm_sq.and_then(finite),
         initial_loss: finite(initial_loss),
-        exchanges: Some(steps.exchanges),
-        consensus: finite(consensus.distance),
-        max_deviation: finite(consensus.max_deviation),
-        bytes_sent: sim.total_bytes(),
-        hash_failures: steps.hash_failures,
-        hash_verified: steps.hash_verified,
-        recovery_over_bound: steps.recovery.map(|r| r.0),
-        wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
-        subopt: subopt.and_then(finite),
         setup_s: Some(setup_s),
         iterations_s: Some(iterations_s),
         metrics_s: Some(steps.metrics_s + summary_s),
         summary_s: Some(summary_s),
         stream_s: Some(stream_median(&sim)),
         base_rss_bytes: meter.base,
-        ..planned(&memory)
+        ..outcome
     };
     write_record(
         &mut log,
@@ -536,6 +521,39 @@ fn simulate<'r>(
     )?;
     log.flush()?;
     Ok(p)
+}
+
+/// The run's outcome at the end of its iterations: the final metrics of
+/// the averaged model, the workers and the wire, with the planned memory,
+/// and the final loss.
+fn outcome(
+    sim: &Simulator<'_>,
+    p: &SimParams,
+    steps: &mut Steps,
+    objective: &dyn Objective,
+    fstar: Option<f64>,
+    memory: &repro_algos::Footprint,
+) -> (Metrics, f64) {
+    let (avg, consensus) = steps.averaged(sim);
+    let final_loss = objective.loss(&avg);
+    let subopt = fstar.map(|f| objective.loss_f64(&avg) - f);
+    let local_loss = sim.worker_losses().iter().sum::<f64>() / p.workers as f64;
+    let metrics = Metrics {
+        final_loss: finite(final_loss),
+        local_loss: finite(local_loss),
+        grad_norm_sq: steps.grad_norm_sq.and_then(finite),
+        exchanges: Some(steps.exchanges),
+        consensus: finite(consensus.distance),
+        max_deviation: finite(consensus.max_deviation),
+        bytes_sent: sim.total_bytes(),
+        hash_failures: steps.hash_failures,
+        hash_verified: steps.hash_verified,
+        recovery_over_bound: steps.recovery.map(|r| r.0),
+        wrap_rate: steps.recovery.map(|r| r.1 as f64 / r.2.max(1) as f64),
+        subopt: subopt.and_then(finite),
+        ..planned(memory)
+    };
+    (metrics, final_loss)
 }
 
 /// A run log's file, buffered.
@@ -679,6 +697,12 @@ struct Steps {
     last_eval: Option<(Vec<f32>, Consensus)>,
     /// Moniqua's theta after the last iteration (what `theta: auto` picked).
     theta: Option<f64>,
+    /// The tail's sum of the mean worker's squared gradient norm, and
+    /// the iterations summed.
+    grad_acc: f64,
+    grad_count: u64,
+    /// The mean worker's bytes up to the last step record.
+    logged_bytes: u64,
 }
 
 impl Steps {
@@ -693,7 +717,54 @@ impl Steps {
             exchanges: 0,
             last_eval: None,
             theta: None,
+            grad_acc: 0.0,
+            grad_count: 0,
+            logged_bytes: 0,
         }
+    }
+
+    /// Lemma 2 on the frames iteration `k` sends, on the iterations that
+    /// log (`measure_recovery`).
+    fn measure_recovery(&mut self, sim: &Simulator<'_>, p: &SimParams, k: u64) -> Result<()> {
+        let measuring = Instant::now();
+        if p.measure_recovery
+            && logs(p, k)
+            && let Some(r) = sim.recovery().map_err(anyhow::Error::new)?
+        {
+            self.add_recovery(&r);
+        }
+        self.metrics_s += measuring.elapsed().as_secs_f64();
+        Ok(())
+    }
+
+    /// Counts what a step reported.
+    fn count(&mut self, r: &StepReport) {
+        self.hash_failures += r.mismatched;
+        self.hash_verified += r.verified;
+        self.theta = r.theta;
+    }
+
+    /// Adds the mean worker's squared gradient norm after iteration `k`
+    /// when it is in the tail (the last fifth). A full gradient of a data
+    /// objective is a pass over every sample: every iteration of the tail
+    /// would cost iterations x workers x samples x dim (minutes per run at
+    /// the convex cpu scale), so a data objective adds the last one only.
+    fn add_tail_gradient(&mut self, sim: &Simulator<'_>, p: &SimParams, k: u64) {
+        let tail_start = p.iterations - p.iterations / 5;
+        let data_objective = sim.objective().samples().is_some();
+        if k >= tail_start && (!data_objective || k + 1 == p.iterations) {
+            self.grad_acc += sim.grad_norms_sq().iter().sum::<f64>() / p.workers as f64;
+            self.grad_count += 1;
+        }
+    }
+
+    /// The mean worker's bytes since the previous step record, so that the
+    /// records add up to what each worker sent, as a rank's do.
+    fn bytes_since_record(&mut self, sim: &Simulator<'_>, p: &SimParams) -> u64 {
+        let through = (sim.total_bytes() as f64 / p.workers.max(1) as f64).round() as u64;
+        let bytes = through - self.logged_bytes;
+        self.logged_bytes = through;
+        bytes
     }
 
     /// The averaged model and the consensus distance at the end: the last
@@ -772,6 +843,11 @@ fn evaluate(
     (eval, avg, consensus)
 }
 
+/// Whether iteration `k` writes a step record: every `log_every`, and the last.
+fn logs(p: &SimParams, k: u64) -> bool {
+    k.is_multiple_of(p.log_every.max(1)) || k + 1 == p.iterations
+}
+
 /// Runs the iterations, logging a step record every `log_every` and
 /// reporting the iterations done to `progress` (at most ten times a
 /// second, and at the end); stops at the first divergence.
@@ -787,13 +863,6 @@ fn iterate(
     let mut reported = Instant::now();
     // iterations between evaluations (none: at the end only)
     let eval_gap = (p.eval_every > 0.0).then(|| (p.eval_every * per_epoch).round().max(1.0) as u64);
-    let tail_start = p.iterations - p.iterations / 5;
-    // a full gradient of a data objective is a pass over every sample:
-    // every iteration of the tail would cost iterations x workers x
-    // samples x dim (minutes per run at the convex cpu scale)
-    let data_objective = sim.objective().samples().is_some();
-    let (mut grad_acc, mut grad_count) = (0.0, 0u64);
-    let mut logged_bytes = 0u64;
     let mut out = Steps::new();
     for k in 0..p.iterations {
         // Ctrl-C and SIGTERM stop a run between iterations
@@ -802,15 +871,7 @@ fn iterate(
         }
         let epoch = k as f64 / per_epoch;
         sim.set_lr(schedule.at(epoch, k) as f32);
-        // Lemma 2 on the frames this iteration sends
-        let measuring = Instant::now();
-        if p.measure_recovery
-            && (k % p.log_every.max(1) == 0 || k + 1 == p.iterations)
-            && let Some(r) = sim.recovery().map_err(anyhow::Error::new)?
-        {
-            out.add_recovery(&r);
-        }
-        out.metrics_s += measuring.elapsed().as_secs_f64();
+        out.measure_recovery(sim, p, k)?;
         let sent_before = sim.total_bytes();
         let step = repro_algos::unless_diverged(sim.step()).map_err(anyhow::Error::new)?;
         out.exchanges += u64::from(sim.total_bytes() > sent_before);
@@ -818,25 +879,15 @@ fn iterate(
             out.status = Status::Diverged { iteration: k };
             break;
         };
-        out.hash_failures += r.mismatched;
-        out.hash_verified += r.verified;
-        out.theta = r.theta;
+        out.count(&r);
         if !r.train_loss.is_finite() {
             out.status = Status::Diverged { iteration: k };
             break;
         }
-        let record = k % p.log_every.max(1) == 0 || k + 1 == p.iterations;
         let measuring = Instant::now();
-        if k >= tail_start && (!data_objective || k + 1 == p.iterations) {
-            grad_acc += sim.grad_norms_sq().iter().sum::<f64>() / p.workers as f64;
-            grad_count += 1;
-        }
-        if record {
-            // the mean worker's bytes since the previous record, so that the
-            // records add up to what each worker sent, as a rank's do
-            let through = (sim.total_bytes() as f64 / p.workers.max(1) as f64).round() as u64;
-            let bytes = through - logged_bytes;
-            logged_bytes = through;
+        out.add_tail_gradient(sim, p, k);
+        if logs(p, k) {
+            let bytes = out.bytes_since_record(sim, p);
             write_record(
                 &mut *log,
                 &Record::Step(step_record(k, epoch, &r, p, bytes)),
@@ -856,7 +907,7 @@ fn iterate(
             reported = Instant::now();
         }
     }
-    out.grad_norm_sq = (grad_count > 0).then(|| grad_acc / grad_count as f64);
+    out.grad_norm_sq = (out.grad_count > 0).then(|| out.grad_acc / out.grad_count as f64);
     Ok(out)
 }
 

@@ -1068,7 +1068,9 @@ fn run_seconds(logs: &[repro_runlog::Log], wall_s: f64) -> (f64, f64) {
     (if in_process { virtual_s } else { wall_s }, virtual_s)
 }
 
-/// The summary of a run from its ranks' logs and its kernel counters.
+/// The summary of a run from its ranks' logs and its kernel counters:
+/// how it ended and where it ran, then its evaluations, its traffic, its
+/// timing and its memory.
 fn summarize(
     run: &PlannedRun,
     logs: &[repro_runlog::Log],
@@ -1077,91 +1079,109 @@ fn summarize(
     shaped: bool,
     wall_s: f64,
 ) -> Summary {
-    let counted_per_worker = counted_per_worker(logs);
-    let kernel_per_worker = mean(kernel.iter().map(|k| k.bytes as f64));
-    let last = |f: fn(&repro_runlog::Eval) -> Option<f64>| {
-        mean(logs.iter().filter_map(|l| l.evals.last().and_then(f)))
-    };
-    let total = |f: fn(&repro_runlog::Step) -> u64| -> u64 {
-        logs.iter().flat_map(|l| l.steps.iter().map(f)).sum()
-    };
-    let kernel_ratio = kernel_per_worker / counted_per_worker;
-    let some = repro_runlog::finite;
     let (wall_s, virtual_s) = run_seconds(logs, wall_s);
-    let rounds = match &run.params {
-        Params::Train(cfg) => latency_rounds(cfg, logs.len()),
-        Params::Sim(_) => 1,
-    };
-    let timing = iteration_timing(
-        logs,
-        run.network.as_ref().filter(|_| shaped),
-        kernel_ratio,
-        rounds,
-    );
-    Summary {
-        train_loss: some(final_train_loss(logs)),
-        comm_fraction: some(comm_fraction(logs)),
-        epoch_time_s: some(timing.step_s * timing.iters_per_epoch),
-        wire_bound_epoch_s: if shaped {
-            some(timing.bound_s * timing.iters_per_epoch)
-        } else {
-            None
-        },
+    let mut s = Summary {
         status: if logs.iter().any(diverged) {
             RunStatus::Diverged
         } else {
             RunStatus::Completed
         },
-        final_loss: some(last(|e| e.avg_test_loss)),
-        local_loss: some(last(|e| e.test_loss)),
-        consensus: some(last(|e| e.consensus_distance)),
-        max_deviation: some(last(|e| e.max_deviation)),
-        model_norm: some(last(|e| e.model_norm)),
-        first_loss: some(first_train_loss(logs)),
-        exchange_share: exchange_share(logs),
-        wrap_rate: wrap_rate(logs),
-        bytes: total(|s| s.bytes_sent),
-        virtual_s: some(virtual_s),
-        hash_failures: total(|s| s.hash_failures),
-        hash_verified: total(|s| s.hash_verified),
-        test_accuracy: some(last(|e| e.test_accuracy)),
-        avg_test_accuracy: some(last(|e| e.avg_test_accuracy)),
-        val_loss: some(last(|e| e.val_loss)),
-        val_accuracy: some(last(|e| e.val_accuracy)),
-        counted_bytes_per_worker: some(counted_per_worker),
-        gossip_bytes_per_worker: (!logs.is_empty())
-            .then(|| total(|s| s.bytes_sent) as f64 / logs.len() as f64),
-        compute_step_s: some(mean(
-            logs.iter()
-                .flat_map(|l| l.steps.iter().map(|s| s.compute_s)),
-        )),
-        algorithm_step_s: some(mean(logs.iter().flat_map(|l| {
-            l.steps
-                .iter()
-                .filter_map(|s| s.phases.map(|p| p.encode_s + p.decode_s))
-        }))),
-        kernel_bytes_per_worker: some(kernel_per_worker),
         provenance: logs.first().map(|l| repro_runlog::Provenance {
             device: devices(logs),
             ..l.header.provenance.clone()
         }),
         shaping,
         wall_s,
+        virtual_s: repro_runlog::finite(virtual_s),
         workers: Some(logs.len()),
-        extra_memory_mb: some(mean(
-            logs.iter()
-                .filter_map(|l| l.end.as_ref()?.extra_memory_bytes)
-                .map(|b| b as f64 / 1e6),
-        )),
-        peak_rss_mb: some(
-            logs.iter()
-                .filter_map(|l| l.end.as_ref()?.peak_rss_bytes)
-                .map(|b| b as f64 / 1e6)
-                .fold(f64::NAN, f64::max),
-        ),
         theta: logs.first().and_then(|l| l.end.as_ref()?.theta),
         ..Summary::default()
-    }
+    };
+    summarize_evaluations(&mut s, logs);
+    summarize_traffic(&mut s, logs, kernel);
+    summarize_timing(&mut s, run, logs, shaped);
+    summarize_memory(&mut s, logs);
+    s
+}
+
+/// The losses and accuracies: the training loss's first and last, and the
+/// mean over ranks of each one's last evaluation.
+fn summarize_evaluations(s: &mut Summary, logs: &[repro_runlog::Log]) {
+    let some = repro_runlog::finite;
+    let last = |f: fn(&repro_runlog::Eval) -> Option<f64>| {
+        some(mean(logs.iter().filter_map(|l| l.evals.last().and_then(f))))
+    };
+    s.train_loss = some(final_train_loss(logs));
+    s.first_loss = some(first_train_loss(logs));
+    s.final_loss = last(|e| e.avg_test_loss);
+    s.local_loss = last(|e| e.test_loss);
+    s.consensus = last(|e| e.consensus_distance);
+    s.max_deviation = last(|e| e.max_deviation);
+    s.model_norm = last(|e| e.model_norm);
+    s.test_accuracy = last(|e| e.test_accuracy);
+    s.avg_test_accuracy = last(|e| e.avg_test_accuracy);
+    s.val_loss = last(|e| e.val_loss);
+    s.val_accuracy = last(|e| e.val_accuracy);
+    s.wrap_rate = wrap_rate(logs);
+}
+
+/// The bytes: counted by the ranks, seen by the kernel's qdiscs, and the
+/// frames' hashes.
+fn summarize_traffic(s: &mut Summary, logs: &[repro_runlog::Log], kernel: &[QdiscStats]) {
+    let some = repro_runlog::finite;
+    let total = |f: fn(&repro_runlog::Step) -> u64| -> u64 {
+        logs.iter().flat_map(|l| l.steps.iter().map(f)).sum()
+    };
+    s.bytes = total(|s| s.bytes_sent);
+    s.hash_failures = total(|s| s.hash_failures);
+    s.hash_verified = total(|s| s.hash_verified);
+    s.exchange_share = exchange_share(logs);
+    s.counted_bytes_per_worker = some(counted_per_worker(logs));
+    s.gossip_bytes_per_worker =
+        (!logs.is_empty()).then(|| total(|s| s.bytes_sent) as f64 / logs.len() as f64);
+    s.kernel_bytes_per_worker = some(mean(kernel.iter().map(|k| k.bytes as f64)));
+}
+
+/// The time of a step and an epoch (and the wire's bound on it when
+/// shaped), the communication's share and the algorithm's encode and
+/// decode. Needs [`summarize_traffic`]'s bytes.
+fn summarize_timing(s: &mut Summary, run: &PlannedRun, logs: &[repro_runlog::Log], shaped: bool) {
+    let some = repro_runlog::finite;
+    let kernel_ratio = s.kernel_bytes_per_worker.unwrap_or(f64::NAN)
+        / s.counted_bytes_per_worker.unwrap_or(f64::NAN);
+    let rounds = match &run.params {
+        Params::Train(cfg) => latency_rounds(cfg, logs.len()),
+        Params::Sim(_) => 1,
+    };
+    let network = run.network.as_ref().filter(|_| shaped);
+    let timing = iteration_timing(logs, network, kernel_ratio, rounds);
+    s.comm_fraction = some(comm_fraction(logs));
+    s.epoch_time_s = some(timing.step_s * timing.iters_per_epoch);
+    s.wire_bound_epoch_s = shaped
+        .then(|| some(timing.bound_s * timing.iters_per_epoch))
+        .flatten();
+    let steps = || logs.iter().flat_map(|l| l.steps.iter());
+    s.compute_step_s = some(mean(steps().map(|s| s.compute_s)));
+    s.algorithm_step_s = some(mean(
+        steps().filter_map(|s| s.phases.map(|p| p.encode_s + p.decode_s)),
+    ));
+}
+
+/// The algorithm's extra memory (the ranks' mean) and the largest peak
+/// resident set.
+fn summarize_memory(s: &mut Summary, logs: &[repro_runlog::Log]) {
+    let ends = || logs.iter().filter_map(|l| l.end.as_ref());
+    s.extra_memory_mb = repro_runlog::finite(mean(
+        ends()
+            .filter_map(|e| e.extra_memory_bytes)
+            .map(|b| b as f64 / 1e6),
+    ));
+    s.peak_rss_mb = repro_runlog::finite(
+        ends()
+            .filter_map(|e| e.peak_rss_bytes)
+            .map(|b| b as f64 / 1e6)
+            .fold(f64::NAN, f64::max),
+    );
 }
 
 /// The ranks' devices, as their log headers name them: one name when all

@@ -254,51 +254,14 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
     let series = frames::key(df, &spec.series);
     let panel_order = in_order(curves.lazy(), panel.clone())?;
     let series_order = in_order(curves.lazy(), series.clone())?;
-    // every (panel, series, iteration): the mean over its runs, and how many
-    let points = curves
-        .lazy()
-        .group_by([
-            panel.clone().alias("__panel"),
-            series.clone().alias("__series"),
-            col("iteration"),
-        ])
-        .agg([
-            col(spec.x.as_str())
-                .cast(DataType::Float64)
-                .mean()
-                .alias("__x"),
-            col(curves.y.as_str()).mean().alias("__y"),
-            col(curves.y.as_str()).std(1).alias("__sd"),
-            col("run_id")
-                .n_unique()
-                .cast(DataType::Float64)
-                .alias("__n"),
-        ])
-        .sort(["iteration"], Default::default());
+    let points = mean_points(spec, curves, &panel, &series);
+    let keys = (&panel, &series);
     panel_order
         .iter()
         .map(|p| {
             let mut out = Vec::new();
             for s in &series_order {
-                let this = |e: Expr, f: Expr| e.eq(lit(p.as_str())).and(f.eq(lit(s.as_str())));
-                let runs = curves
-                    .lazy()
-                    .filter(this(panel.clone(), series.clone()))
-                    .select([col("run_id").n_unique().cast(DataType::Float64)])
-                    .collect()
-                    .context("could not count the figure's runs")?;
-                let runs = frames::number_at(&runs, "run_id", 0)?.unwrap_or(0.0);
-                if runs == 0.0 {
-                    continue;
-                }
-                // only the iterations every run of the series has
-                let line = points
-                    .clone()
-                    .filter(this(col("__panel"), col("__series")))
-                    .filter(col("__n").eq(lit(runs)))
-                    .collect()
-                    .context("could not average the figure's runs")?;
-                out.push(curve_series(spec, &line, s, runs)?);
+                out.extend(averaged_series(spec, curves, &points, keys, (p, s))?);
             }
             if spec.x == "bytes" && out.iter().all(|s| s.points.is_empty()) {
                 bail!(
@@ -319,6 +282,61 @@ pub(crate) fn panels(spec: &FigureSpec, curves: &CurvesFrame) -> Result<Vec<Pane
             })
         })
         .collect()
+}
+
+/// Every (panel, series, iteration): the mean of x and y over its runs,
+/// y's standard deviation, and how many runs.
+fn mean_points(spec: &FigureSpec, curves: &CurvesFrame, panel: &Expr, series: &Expr) -> LazyFrame {
+    curves
+        .lazy()
+        .group_by([
+            panel.clone().alias("__panel"),
+            series.clone().alias("__series"),
+            col("iteration"),
+        ])
+        .agg([
+            col(spec.x.as_str())
+                .cast(DataType::Float64)
+                .mean()
+                .alias("__x"),
+            col(curves.y.as_str()).mean().alias("__y"),
+            col(curves.y.as_str()).std(1).alias("__sd"),
+            col("run_id")
+                .n_unique()
+                .cast(DataType::Float64)
+                .alias("__n"),
+        ])
+        .sort(["iteration"], Default::default())
+}
+
+/// Series `s` of panel `p` (whose values the expressions `keys` give),
+/// averaged over its runs on the iterations every run has; `None` when it
+/// has no run.
+fn averaged_series(
+    spec: &FigureSpec,
+    curves: &CurvesFrame,
+    points: &LazyFrame,
+    (panel, series): (&Expr, &Expr),
+    (p, s): (&str, &str),
+) -> Result<Option<Series>> {
+    let this = |e: Expr, f: Expr| e.eq(lit(p)).and(f.eq(lit(s)));
+    let runs = curves
+        .lazy()
+        .filter(this(panel.clone(), series.clone()))
+        .select([col("run_id").n_unique().cast(DataType::Float64)])
+        .collect()
+        .context("could not count the figure's runs")?;
+    let runs = frames::number_at(&runs, "run_id", 0)?.unwrap_or(0.0);
+    if runs == 0.0 {
+        return Ok(None);
+    }
+    let line = points
+        .clone()
+        .filter(this(col("__panel"), col("__series")))
+        .filter(col("__n").eq(lit(runs)))
+        .collect()
+        .context("could not average the figure's runs")?;
+    Ok(Some(curve_series(spec, &line, s, runs)?))
 }
 
 /// A sweep, as in Tang et al. 2018's Figure 3: `y` (and the dashed `bound`)
@@ -1183,7 +1201,9 @@ fn marker_points(len: usize, k: usize, n: usize) -> impl Iterator<Item = usize> 
     (phase..len).step_by(every)
 }
 
-/// Draws the panel's mesh, bands, series and legend on `chart`.
+/// Draws the panel's mesh, bands, series and legend on `chart`: the bands
+/// first, under every line; then every line, and every marker above all
+/// of them, so that a series under another still shows its markers.
 fn draw_panel<'a, DB, X, Y>(
     mut chart: ChartContext<'a, DB, Cartesian2d<X, Y>>,
     how: &PanelStyle<'_>,
@@ -1205,10 +1225,42 @@ where
         .label_style(("sans-serif", 13))
         .draw()
         .map_err(|e| e.to_string())?;
-    // the bands first, under every line
+    draw_bands(&mut chart, how)?;
+    draw_lines(&mut chart, how)?;
+    draw_beyond(&mut chart, how)?;
+    draw_markers(&mut chart, how)?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 13))
+        .position(how.corner.clone())
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// A series' points, those beyond the y range drawn on its edge (and
+/// marked by [`draw_beyond`]).
+fn shown(s: &Series, (y_lo, y_hi): (f64, f64)) -> Vec<(f64, f64)> {
+    s.points
+        .iter()
+        .map(|p| (p.0, p.1.clamp(y_lo, y_hi)))
+        .collect()
+}
+
+/// Each series' band (its seeds' spread), filled, clipped to the y range.
+fn draw_bands<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    how: &PanelStyle<'_>,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
     let (y_lo, y_hi) = how.y_range;
     let clip = |y: f64| y.clamp(y_lo, y_hi);
-    for s in panel.series.iter().filter(|s| s.band.len() >= 2) {
+    for s in how.panel.series.iter().filter(|s| s.band.len() >= 2) {
         let outline: Vec<(f64, f64)> = s
             .band
             .iter()
@@ -1220,26 +1272,28 @@ where
             .draw_series(std::iter::once(Polygon::new(outline, fill)))
             .map_err(|e| e.to_string())?;
     }
-    // every line, then every marker above all of them: a series under
-    // another still shows its markers, placed where no other series has
-    // one (its own phase), and its own dash pattern between them
-    let n = panel.series.len().max(1);
-    // points beyond the y range drawn on its edge (marked below)
-    let (y_lo, y_hi) = how.y_range;
-    let shown = |s: &Series| -> Vec<(f64, f64)> {
-        s.points
-            .iter()
-            .map(|p| (p.0, p.1.clamp(y_lo, y_hi)))
-            .collect()
-    };
-    for s in &panel.series {
+    Ok(())
+}
+
+/// Each series' line, in its colour and dash pattern, with its legend entry.
+fn draw_lines<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    how: &PanelStyle<'_>,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    for s in &how.panel.series {
         let i = how.color(s);
         let color = COLORS[i % COLORS.len()];
         let style = color.stroke_width(2);
         let dash = dash_of(s, i);
+        let points = shown(s, how.y_range);
         let drawn = match dash {
-            None => chart.draw_series(LineSeries::new(shown(s), style)),
-            Some((on, off)) => chart.draw_series(DashedLineSeries::new(shown(s), on, off, style)),
+            None => chart.draw_series(LineSeries::new(points, style)),
+            Some((on, off)) => chart.draw_series(DashedLineSeries::new(points, on, off, style)),
         };
         let drawn = drawn.map_err(|e| e.to_string())?;
         drawn
@@ -1251,9 +1305,22 @@ where
                     + marker((9, 0), i, color)
             });
     }
-    // a point beyond the y range drawn: an open triangle on the edge it
-    // crossed, so a series pinned there is not read as a value
-    for s in &panel.series {
+    Ok(())
+}
+
+/// A point beyond the y range drawn: an open triangle on the edge it
+/// crossed, so a series pinned there is not read as a value.
+fn draw_beyond<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    how: &PanelStyle<'_>,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let (y_lo, y_hi) = how.y_range;
+    for s in &how.panel.series {
         let color = COLORS[how.color(s) % COLORS.len()];
         let beyond: Vec<(f64, f64)> = s
             .points
@@ -1270,10 +1337,31 @@ where
             }))
             .map_err(|e| e.to_string())?;
     }
-    for (k, s) in panel.series.iter().enumerate().filter(|(_, s)| !s.dashed) {
+    Ok(())
+}
+
+/// The markers of every solid series, each placed where no other series
+/// has one (its own phase).
+fn draw_markers<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    how: &PanelStyle<'_>,
+) -> std::result::Result<(), String>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    let n = how.panel.series.len().max(1);
+    for (k, s) in how
+        .panel
+        .series
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| !s.dashed)
+    {
         let i = how.color(s);
         let color = COLORS[i % COLORS.len()];
-        let points = shown(s);
+        let points = shown(s, how.y_range);
         chart
             .draw_series(
                 marker_points(points.len(), k, n)
@@ -1281,14 +1369,7 @@ where
             )
             .map_err(|e| e.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 13))
-        .position(how.corner.clone())
-        .draw()
-        .map_err(|e| e.to_string())
+    Ok(())
 }
 
 /// The corner of the plot area that the fewest lines and bands cross, for

@@ -15,37 +15,55 @@ use crate::{
 pub fn frame_decode(data: &[u8]) {
     let _ = read_frame(data, 1 << 20);
     let len = FrameHeader::parse(data, 1 << 16).map_or(0, |h| h.len as usize);
-    let local = vec![0.25f32; len];
     let mut out = vec![0f32; len];
     for bits in 1..=8 {
-        let cfg = MoniquaConfig {
+        decode_moniqua(data, bits, &mut out);
+        decode_stochastic(data, bits, &mut out);
+    }
+    decode_norm(data, &mut out);
+    decode_sparse(data, &mut out);
+    full_precision_round_trip(data, &mut out);
+}
+
+/// Moniqua's frame at `bits`, decoded into `out` and added to an accumulator.
+fn decode_moniqua(data: &[u8], bits: u32, out: &mut [f32]) {
+    let cfg = MoniquaConfig {
+        bits,
+        rounding: Rounding::Nearest,
+        ..MoniquaConfig::default()
+    };
+    let Ok(codec) = MoniquaCodec::new(&cfg, 0) else {
+        return;
+    };
+    let local = vec![0.25f32; out.len()];
+    let _ = codec.decode(data, &local, DecodeTarget::Out(out));
+    let mut acc = vec![0f32; out.len()];
+    let _ = codec.decode(
+        data,
+        &local,
+        DecodeTarget::Add {
+            acc: &mut acc,
+            weight: 0.5,
+        },
+    );
+}
+
+/// The stochastic quantizer's frame at `bits`, at three bucket sizes.
+fn decode_stochastic(data: &[u8], bits: u32, out: &mut [f32]) {
+    for bucket in [1, 7, 1024] {
+        let cfg = StochasticConfig {
             bits,
-            rounding: Rounding::Nearest,
-            ..MoniquaConfig::default()
+            bucket,
+            compression: Compression::None,
         };
-        if let Ok(codec) = MoniquaCodec::new(&cfg, 0) {
-            let _ = codec.decode(data, &local, DecodeTarget::Out(&mut out));
-            let mut acc = vec![0f32; len];
-            let _ = codec.decode(
-                data,
-                &local,
-                DecodeTarget::Add {
-                    acc: &mut acc,
-                    weight: 0.5,
-                },
-            );
-        }
-        for bucket in [1, 7, 1024] {
-            let cfg = StochasticConfig {
-                bits,
-                bucket,
-                compression: Compression::None,
-            };
-            if let Ok(codec) = StochasticCodec::new(&cfg, 0) {
-                let _ = codec.decode(data, &mut out);
-            }
+        if let Ok(codec) = StochasticCodec::new(&cfg, 0) {
+            let _ = codec.decode(data, out);
         }
     }
+}
+
+/// The norm quantizer's frame at five norms, levels and buckets.
+fn decode_norm(data: &[u8], out: &mut [f32]) {
     for (norm, levels, bucket) in [
         (Norm::L2, 1, 1),
         (Norm::L2, 127, 7),
@@ -60,9 +78,13 @@ pub fn frame_decode(data: &[u8]) {
             compression: Compression::None,
         };
         if let Ok(codec) = NormCodec::new(&cfg, 0) {
-            let _ = codec.decode(data, &mut out);
+            let _ = codec.decode(data, out);
         }
     }
+}
+
+/// The sparsifier's frame at four selections.
+fn decode_sparse(data: &[u8], out: &mut [f32]) {
     for (select, keep, unbiased) in [
         (Select::Top, Keep::Count(1), false),
         (Select::Top, Keep::Count(3), false),
@@ -76,24 +98,29 @@ pub fn frame_decode(data: &[u8]) {
             compression: Compression::None,
         };
         if let Ok(codec) = SparseCodec::new(&cfg, 0) {
-            let _ = codec.decode(data, &mut out);
+            let _ = codec.decode(data, out);
         }
     }
-    if FullPrecision::default().decode(data, &mut out).is_ok() {
-        let mut again = Vec::new();
-        FullPrecision::default()
-            .encode(&out, 0, 0, &mut again)
-            .expect("a decoded frame re-encodes");
-        let mut back = vec![0f32; len];
-        FullPrecision::default()
-            .decode(&again, &mut back)
-            .expect("a re-encoded frame decodes");
-        assert!(
-            out.iter()
-                .zip(&back)
-                .all(|(a, b)| a.to_bits() == b.to_bits())
-        );
+}
+
+/// A frame that decodes as full precision re-encodes to the same values.
+fn full_precision_round_trip(data: &[u8], out: &mut [f32]) {
+    if FullPrecision::default().decode(data, out).is_err() {
+        return;
     }
+    let mut again = Vec::new();
+    FullPrecision::default()
+        .encode(out, 0, 0, &mut again)
+        .expect("a decoded frame re-encodes");
+    let mut back = vec![0f32; out.len()];
+    FullPrecision::default()
+        .decode(&again, &mut back)
+        .expect("a re-encoded frame decodes");
+    assert!(
+        out.iter()
+            .zip(&back)
+            .all(|(a, b)| a.to_bits() == b.to_bits())
+    );
 }
 
 #[cfg(test)]
