@@ -404,7 +404,10 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
                 }
             }
         }
-        items.entry(dir.to_string()).or_default().insert(stem.to_string());
+        items
+            .entry(dir.to_string())
+            .or_default()
+            .insert(stem.to_string());
     }
     items
 }

@@ -49,10 +49,11 @@ fn number(row: &HashMap<String, String>, key: &str) -> f64 {
 
 /// A finite blow-up: D-PSGD at step size 2.5 on a quadratic grows its loss
 /// a million-fold without a non-finite value. Its status says the process
-/// completed; its health says diverged, and it counts against D-PSGD with
-/// the loss it reached.
+/// completed; its health says exploded (not diverged, the status's word
+/// for a non-finite value), and it counts against D-PSGD with the loss it
+/// reached.
 #[test]
-fn a_finite_blow_up_is_diverged() {
+fn a_finite_blow_up_is_exploded() {
     let root = project(
         "blowup",
         "name: blowup
@@ -79,7 +80,7 @@ claims:
         assert_eq!(r["status"], "completed", "{r:?}");
         if r["algorithm"] == "d-psgd" {
             assert!(last > 1e5 * first, "{r:?}");
-            assert_eq!(r["health"], "diverged", "{r:?}");
+            assert_eq!(r["health"], "exploded", "{r:?}");
             assert_eq!(r["health_kind"], "method failed", "{r:?}");
         } else {
             assert!(last < first, "{r:?}");
@@ -87,14 +88,14 @@ claims:
         }
     }
     assert!(
-        table.contains("(n=2); 2 diverged |") && !table.contains("| d-psgd | 2 diverged |"),
+        table.contains("(n=2); 2 exploded |") && !table.contains("| d-psgd | 2 exploded |"),
         "{table}"
     );
     assert!(table.contains("| moniqua | 0.7"), "{table}");
     assert!(!claims.contains("**not testable**"), "{claims}");
     assert!(claims.contains("| paired t | 2 / 2 |"), "{claims}");
     assert!(
-        claims.contains("d-psgd: 2 of 2 runs failed (2 diverged), counted"),
+        claims.contains("d-psgd: 2 of 2 runs failed (2 exploded), counted"),
         "{claims}"
     );
     let _ = std::fs::remove_dir_all(&root);
@@ -315,7 +316,7 @@ claims:
         "{claims}"
     );
     assert!(
-        claims.contains("choco: no configuration trained, every one of its 4 tuning runs failed (4 diverged); decided from the tuning runs"),
+        claims.contains("choco: no configuration trained, every one of its 4 tuning runs failed (4 exploded); decided from the tuning runs"),
         "{claims}"
     );
     assert!(claims.contains("**no configuration trained**"), "{claims}");
@@ -329,7 +330,7 @@ claims:
         "{tuning}"
     );
     assert!(
-        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 diverged): no configuration trained, so this setting has no final runs"),
+        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 exploded): no configuration trained, so this setting has no final runs"),
         "{tuning}"
     );
     // tuning runs are judged as the grid's are
@@ -338,7 +339,7 @@ claims:
     assert!(
         tuned.iter().all(|r| r["health"]
             == if r["algorithm"] == "choco" {
-                "diverged"
+                "exploded"
             } else {
                 "ok"
             }),

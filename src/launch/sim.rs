@@ -929,11 +929,7 @@ pub(crate) fn summarize(
     });
     Summary {
         // (the simulator records a non-finite final loss as diverged)
-        status: match end.map(|e| &e.status) {
-            Some(Status::Completed) => RunStatus::Completed,
-            Some(Status::Diverged { .. }) => RunStatus::Diverged,
-            _ => RunStatus::Failed,
-        },
+        status: RunStatus::of_logs([log]),
         final_loss: m.final_loss,
         local_loss: m.local_loss,
         grad_norm_sq: m.grad_norm_sq,

@@ -48,6 +48,34 @@ impl RunStatus {
     pub(crate) fn finished(self) -> bool {
         matches!(self, Self::Completed | Self::Diverged)
     }
+
+    /// A run's status from its logs (a rank's each, or the simulator's
+    /// one), the one place a log's status becomes a run's: diverged when
+    /// any log ends diverged (that rank stopped the job), completed when
+    /// every log ends completed, else failed (no log, or one cut short).
+    pub(crate) fn of_logs<'a>(logs: impl IntoIterator<Item = &'a repro_runlog::Log>) -> Self {
+        let ends: Vec<Option<&repro_runlog::Status>> = logs
+            .into_iter()
+            .map(|l| l.end.as_ref().map(|e| &e.status))
+            .collect();
+        let is = |want: fn(&repro_runlog::Status) -> bool| {
+            move |s: &Option<&repro_runlog::Status>| s.is_some_and(want)
+        };
+        if ends
+            .iter()
+            .any(is(|s| matches!(s, repro_runlog::Status::Diverged { .. })))
+        {
+            Self::Diverged
+        } else if !ends.is_empty()
+            && ends
+                .iter()
+                .all(is(|s| *s == repro_runlog::Status::Completed))
+        {
+            Self::Completed
+        } else {
+            Self::Failed
+        }
+    }
 }
 
 impl std::fmt::Display for RunStatus {
@@ -250,6 +278,50 @@ impl Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use repro_runlog::{End, Header, Log, Provenance, Status};
+
+    /// A rank's log that ends with `status`, or is cut short (`None`).
+    fn ending(status: Option<Status>) -> Log {
+        Log {
+            header: Header {
+                schema: 2,
+                run_id: "r".into(),
+                rank: 0,
+                world: 2,
+                config: serde_json::Value::Null,
+                provenance: Provenance::default(),
+            },
+            steps: Vec::new(),
+            evals: Vec::new(),
+            end: status.map(|status| End {
+                status,
+                wall_s: 1.0,
+                iterations: 1,
+                transport_bytes_sent: None,
+                extra_memory_bytes: None,
+                peak_rss_bytes: None,
+                real_s: None,
+                theta: None,
+                metrics: None,
+            }),
+        }
+    }
+
+    /// A run diverged when one log ends diverged, completed when every
+    /// one ends completed, and failed otherwise.
+    #[test]
+    fn a_runs_status_comes_from_its_logs() {
+        let done = || ending(Some(Status::Completed));
+        let diverged = || ending(Some(Status::Diverged { iteration: 3 }));
+        let failed = || ending(Some(Status::Failed { reason: "x".into() }));
+        let of = |logs: Vec<Log>| RunStatus::of_logs(&logs);
+        assert_eq!(of(vec![done(), done()]), RunStatus::Completed);
+        assert_eq!(of(vec![done(), diverged()]), RunStatus::Diverged);
+        assert_eq!(of(vec![ending(None), diverged()]), RunStatus::Diverged);
+        assert_eq!(of(vec![done(), ending(None)]), RunStatus::Failed);
+        assert_eq!(of(vec![done(), failed()]), RunStatus::Failed);
+        assert_eq!(of(Vec::new()), RunStatus::Failed);
+    }
 
     #[test]
     fn every_status_reads_back_from_its_text() {

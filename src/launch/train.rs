@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use repro_runlog::{Invocation, Status, TrainConfig, read_log};
+use repro_runlog::{Invocation, TrainConfig, read_log};
 
 use serde::{Deserialize, Serialize};
 
@@ -110,14 +110,6 @@ fn terminate_group(pgid: u32) {
 /// Ranks a run launches (`workers: 0` in a config means 8, the paper's).
 pub(crate) fn workers(cfg: &TrainConfig) -> usize {
     if cfg.workers == 0 { 8 } else { cfg.workers }
-}
-
-/// Whether a rank's log ends in divergence.
-fn diverged(log: &repro_runlog::Log) -> bool {
-    matches!(
-        log.end.as_ref().map(|e| &e.status),
-        Some(Status::Diverged { .. })
-    )
 }
 
 /// How the network conditions of MPI runs are applied.
@@ -908,7 +900,7 @@ fn rank_logs(
                 .with_context(|| format!("rank {r}'s log {} is unreadable", path.display()))
         })
         .collect::<Vec<Result<_>>>();
-    let diverged = logs.iter().flatten().any(diverged);
+    let diverged = RunStatus::of_logs(logs.iter().flatten()) == RunStatus::Diverged;
     let mut readable = Vec::new();
     for log in logs {
         match log {
@@ -945,11 +937,8 @@ pub(crate) fn resume(run: &PlannedRun, dir: &Path, net: &NetContext) -> Option<S
         })
         .collect::<Option<_>>()?;
     // completed on every rank, or diverged on one (which stopped the job)
-    let completed = |l: &repro_runlog::Log| {
-        matches!(l.end.as_ref().map(|e| &e.status), Some(Status::Completed))
-    };
-    let finished = logs.iter().all(|l| l.header.run_id == run.id)
-        && (logs.iter().all(completed) || logs.iter().any(diverged));
+    let finished =
+        logs.iter().all(|l| l.header.run_id == run.id) && RunStatus::of_logs(&logs).finished();
     if !finished {
         return None;
     }
@@ -1081,11 +1070,7 @@ fn summarize(
 ) -> Summary {
     let (wall_s, virtual_s) = run_seconds(logs, wall_s);
     let mut s = Summary {
-        status: if logs.iter().any(diverged) {
-            RunStatus::Diverged
-        } else {
-            RunStatus::Completed
-        },
+        status: RunStatus::of_logs(logs),
         provenance: logs.first().map(|l| repro_runlog::Provenance {
             device: devices(logs),
             ..l.header.provenance.clone()

@@ -175,7 +175,7 @@ pub(crate) fn counted(df: &DataFrame, metric: &str, factor: f64, higher: bool) -
     let value = number(df, metric) * lit(factor);
     let finite = value.clone().is_finite().fill_null(lit(false));
     let unbounded = health::worst(metric, None, higher);
-    let worst = if health::is_accuracy(metric) {
+    let worst = if metrics::is_accuracy(metric) {
         (number(df, "chance_accuracy") * lit(factor)).fill_null(lit(unbounded))
     } else {
         lit(unbounded)

@@ -19,8 +19,12 @@ use crate::spec::plan::Params;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Health {
     Ok,
-    /// A value became non-finite, or the loss grew past the rule's limit.
+    /// A value became non-finite: the run's status says diverged too (the
+    /// same word for the same thing).
     Diverged,
+    /// The loss stayed finite but grew past the rule's limit (a finite
+    /// blow-up; its status is completed).
+    Exploded,
     /// The model learned nothing: accuracy at chance, or its norm gone.
     Collapsed,
     /// No gossip: a run of workers that never (or too rarely) exchanged.
@@ -32,9 +36,10 @@ pub(crate) enum Health {
 }
 
 impl Health {
-    pub(crate) const ALL: [Health; 6] = [
+    pub(crate) const ALL: [Health; 7] = [
         Self::Ok,
         Self::Diverged,
+        Self::Exploded,
         Self::Collapsed,
         Self::Silent,
         Self::Unbounded,
@@ -46,6 +51,7 @@ impl Health {
         match self {
             Self::Ok => "ok",
             Self::Diverged => "diverged",
+            Self::Exploded => "exploded",
             Self::Collapsed => "collapsed",
             Self::Silent => "silent",
             Self::Unbounded => "unbounded",
@@ -62,7 +68,9 @@ impl Health {
     pub(crate) fn kind(self) -> Kind {
         match self {
             Self::Ok => Kind::Ok,
-            Self::Diverged | Self::Collapsed | Self::Unbounded => Kind::MethodFailed,
+            Self::Diverged | Self::Exploded | Self::Collapsed | Self::Unbounded => {
+                Kind::MethodFailed
+            }
             Self::Silent | Self::Unfinished => Kind::NotTested,
         }
     }
@@ -85,7 +93,7 @@ impl Health {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Kind {
     Ok,
-    /// The method failed: diverged, collapsed or unbounded.
+    /// The method failed: diverged, exploded, collapsed or unbounded.
     MethodFailed,
     /// The experiment did not test the method: silent or unfinished.
     NotTested,
@@ -134,17 +142,11 @@ impl Counted {
     }
 }
 
-/// Whether `metric` is an accuracy (a share of correct answers, whose
-/// worst value is chance).
-pub(crate) fn is_accuracy(metric: &str) -> bool {
-    metric.ends_with("accuracy")
-}
-
 /// The worst value `metric` can take for a run whose data has `chance`
 /// accuracy (1 / classes): chance for an accuracy, else an infinity on
 /// the bad side (`higher`: a larger value is better).
 pub(crate) fn worst(metric: &str, chance: Option<f64>, higher: bool) -> f64 {
-    match chance.filter(|_| is_accuracy(metric)) {
+    match chance.filter(|_| crate::records::metrics::is_accuracy(metric)) {
         Some(c) => c,
         None if higher => f64::NEG_INFINITY,
         None => f64::INFINITY,
@@ -252,8 +254,8 @@ fn period(algorithm: &str, period: u64) -> u64 {
 
 /// The one rule: a run's health from its record's `cells` (see
 /// [`Health`]). The first that applies wins, in this order: unfinished,
-/// diverged, collapsed, silent, unbounded; else ok. A number the record
-/// lacks is not judged.
+/// diverged, exploded, collapsed, silent, unbounded; else ok. A number
+/// the record lacks is not judged.
 pub(crate) fn judge(params: &Params, cells: &BTreeMap<String, Cell>, spec: &HealthSpec) -> Verdict {
     let run = Run::of(params);
     let number = |k: &str| cells.get(k).and_then(Cell::number);
@@ -301,7 +303,7 @@ fn last_loss(cells: &BTreeMap<String, Cell>) -> Option<f64> {
         .find_map(|k| cells.get(*k).and_then(Cell::number))
 }
 
-/// Diverged: a finite loss that grew past the rule's limit.
+/// Exploded: a finite loss that grew past the rule's limit.
 fn loss_growth(
     run: &Run,
     first: Option<f64>,
@@ -311,14 +313,14 @@ fn loss_growth(
     let (first, last) = (first?, last?);
     if run.convex && last > first {
         return Some(Verdict::of(
-            Health::Diverged,
+            Health::Exploded,
             format!("f(x_bar) ended at {last:.4e}, above f(x_bar_0) = {first:.4e}"),
         ));
     }
     let limit = spec.loss_growth * first;
     (!run.convex && first > 0.0 && last > limit).then(|| {
         Verdict::of(
-            Health::Diverged,
+            Health::Exploded,
             format!(
                 "the train loss grew from {first:.4} to {last:.4e}, more than {}x",
                 spec.loss_growth
@@ -459,7 +461,7 @@ mod tests {
             health(&p, &c)
         };
         let with = |k: &'static str, v: Cell| replaced(&[(k, v)]);
-        assert_eq!(with("last_loss", n(1.5e14)), Health::Diverged);
+        assert_eq!(with("last_loss", n(1.5e14)), Health::Exploded);
         assert_eq!(with("last_loss", n(22.0)), Health::Ok);
         assert_eq!(with("avg_test_accuracy", n(0.1)), Health::Collapsed);
         assert_eq!(with("avg_test_accuracy", n(0.119)), Health::Collapsed);
@@ -476,7 +478,7 @@ mod tests {
             with("status", Cell::Text("not run (interrupted)".into())),
             Health::Unfinished
         );
-        // the order decides: collapsed before silent, diverged before both
+        // the order decides: collapsed before silent, exploded before both
         let silent_and_collapsed = [("bytes", Cell::Count(0)), ("avg_test_accuracy", n(0.1))];
         assert_eq!(replaced(&silent_and_collapsed), Health::Collapsed);
         let all_three = [
@@ -484,10 +486,10 @@ mod tests {
             ("avg_test_accuracy", n(0.1)),
             ("last_loss", n(1e9)),
         ];
-        assert_eq!(replaced(&all_three), Health::Diverged);
+        assert_eq!(replaced(&all_three), Health::Exploded);
     }
 
-    /// A convex objective diverges when it ends above where it started;
+    /// A convex objective explodes when it ends above where it started;
     /// a periodic algorithm is judged on the exchanges it plans.
     #[test]
     fn the_simulator_is_convex_and_periods_count() {
@@ -502,7 +504,7 @@ mod tests {
             health(&sim, &c)
         };
         assert_eq!(at(0.5), Health::Ok);
-        assert_eq!(at(1.5), Health::Diverged);
+        assert_eq!(at(1.5), Health::Exploded);
         // the simulator has no classes: an accuracy is not judged
         assert_eq!(health(&sim, &[("avg_test_accuracy", n(0.1))]), Health::Ok);
         let periodic = Params::Train(TrainConfig {
@@ -543,6 +545,7 @@ mod tests {
                 Kind::Ok,
                 Kind::MethodFailed,
                 Kind::MethodFailed,
+                Kind::MethodFailed,
                 Kind::NotTested,
                 Kind::MethodFailed,
                 Kind::NotTested
@@ -555,6 +558,7 @@ mod tests {
         assert_eq!(acc(Unbounded, Some(0.5)), Counted::Value(0.5));
         assert_eq!(acc(Diverged, None), Counted::Worst(0.1));
         assert_eq!(acc(Diverged, Some(f64::NAN)), Counted::Worst(0.1));
+        assert_eq!(acc(Exploded, Some(0.3)), Counted::Value(0.3));
         assert_eq!(acc(Silent, Some(0.8)), Counted::LeftOut("silent"));
         assert_eq!(acc(Unfinished, None), Counted::LeftOut("unfinished"));
         // a loss has no worst value: the run ranks last

@@ -108,6 +108,23 @@ pub(crate) struct Metric {
     pub name: &'static str,
     pub column: Option<Column>,
     pub curve: Option<Curve>,
+    /// How a figure's axis and a report name it (its name where it has
+    /// no other).
+    pub label: &'static str,
+    /// The values it can take, for intervals that stay inside them.
+    pub range: Range,
+    /// How it is shown and judged.
+    pub unit: Unit,
+}
+
+/// What a metric is, as far as showing and judging it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unit {
+    /// A share of correct answers, 0 to 1: shown in percent, better when
+    /// higher, and at worst chance (a failed run's value).
+    Accuracy,
+    /// Anything else, shown as measured.
+    AsMeasured,
 }
 
 impl Metric {
@@ -121,6 +138,9 @@ impl Metric {
             name,
             column: Some(Column { kind, from }),
             curve: None,
+            label: name,
+            range: Range::Real,
+            unit: Unit::AsMeasured,
         }
     }
 
@@ -130,7 +150,28 @@ impl Metric {
             name,
             column: None,
             curve: Some(curve),
+            label: name,
+            range: Range::Real,
+            unit: Unit::AsMeasured,
         }
+    }
+
+    /// The metric's values lie in `range`.
+    const fn within(mut self, range: Range) -> Self {
+        self.range = range;
+        self
+    }
+
+    /// The metric is an accuracy ([`Unit::Accuracy`]).
+    const fn accuracy(mut self) -> Self {
+        self.unit = Unit::Accuracy;
+        self
+    }
+
+    /// The metric's label on an axis.
+    const fn labelled(mut self, label: &'static str) -> Self {
+        self.label = label;
+        self
     }
 
     /// The metric with a curve as well.
@@ -151,68 +192,106 @@ pub(crate) const REGISTRY: [Metric; 66] = {
         M::column("health", Text, From::Judged),
         M::column("health_note", Text, From::Judged),
         M::column("health_kind", Text, From::Judged),
-        M::column("chance_accuracy", Sci, From::Judged),
-        M::of("final_loss", Sci, |s| Cell::Number(s.final_loss)),
-        M::of("train_loss", Sci, |s| Cell::Number(s.train_loss)).and_curve(Curve::TrainLoss),
-        M::of("first_loss", Sci, |s| Cell::Number(s.first_loss)),
-        M::of("last_loss", Sci, |s| Cell::Number(s.last_loss())),
-        M::of("local_loss", Sci, |s| Cell::Number(s.local_loss)),
-        M::of("grad_norm_sq", Sci, |s| Cell::Number(s.grad_norm_sq)),
+        M::column("chance_accuracy", Sci, From::Judged)
+            .within(Range::Fraction)
+            .accuracy(),
+        M::of("final_loss", Sci, |s| Cell::Number(s.final_loss)).within(Range::Positive),
+        M::of("train_loss", Sci, |s| Cell::Number(s.train_loss))
+            .and_curve(Curve::TrainLoss)
+            .within(Range::Positive)
+            .labelled("train loss"),
+        M::of("first_loss", Sci, |s| Cell::Number(s.first_loss)).within(Range::Positive),
+        M::of("last_loss", Sci, |s| Cell::Number(s.last_loss())).within(Range::Positive),
+        M::of("local_loss", Sci, |s| Cell::Number(s.local_loss)).within(Range::Positive),
+        M::of("grad_norm_sq", Sci, |s| Cell::Number(s.grad_norm_sq)).within(Range::Positive),
         M::of("consensus_distance", Sci, |s| Cell::Number(s.consensus))
-            .and_curve(Curve::Eval(|e| e.consensus_distance)),
+            .and_curve(Curve::Eval(|e| e.consensus_distance))
+            .within(Range::Positive)
+            .labelled("consensus distance"),
         M::of("max_deviation", Sci, |s| Cell::Number(s.max_deviation))
             .and_curve(Curve::Eval(|e| e.max_deviation)),
         M::of("model_norm", Sci, |s| Cell::Number(s.model_norm))
             .and_curve(Curve::Eval(|e| e.model_norm)),
-        M::of("bytes", Count, |s| Cell::Count(s.bytes)),
+        M::of("bytes", Count, |s| Cell::Count(s.bytes)).within(Range::Positive),
         M::of("exchange_share", Fixed(4), |s| {
             Cell::Number(s.exchange_share)
         }),
-        M::of("virtual_s", Sci, |s| Cell::Number(s.virtual_s)),
+        M::of("virtual_s", Sci, |s| Cell::Number(s.virtual_s)).within(Range::Positive),
         M::of("hash_failures", Count, |s| Cell::Count(s.hash_failures)),
         M::of("hash_verified", Count, |s| Cell::Count(s.hash_verified)),
         M::of("failed_recovery_rate", Sci, |s| {
             Cell::Number(s.failed_recovery_rate())
-        }),
-        M::curve("test_loss", Curve::Eval(|e| e.test_loss)),
+        })
+        .within(Range::Fraction),
+        M::curve("test_loss", Curve::Eval(|e| e.test_loss))
+            .within(Range::Positive)
+            .labelled("test loss (local models)"),
         M::of("test_accuracy", Sci, |s| Cell::Number(s.test_accuracy))
-            .and_curve(Curve::Eval(|e| e.test_accuracy)),
-        M::curve("avg_test_loss", Curve::Eval(|e| e.avg_test_loss)),
+            .and_curve(Curve::Eval(|e| e.test_accuracy))
+            .within(Range::Fraction)
+            .accuracy()
+            .labelled("test accuracy (local models)"),
+        M::curve("avg_test_loss", Curve::Eval(|e| e.avg_test_loss))
+            .within(Range::Positive)
+            .labelled("test loss of the averaged model"),
         M::of("avg_test_accuracy", Sci, |s| {
             Cell::Number(s.avg_test_accuracy)
         })
-        .and_curve(Curve::Eval(|e| e.avg_test_accuracy)),
-        M::of("val_loss", Sci, |s| Cell::Number(s.val_loss)).and_curve(Curve::Eval(|e| e.val_loss)),
+        .and_curve(Curve::Eval(|e| e.avg_test_accuracy))
+        .within(Range::Fraction)
+        .accuracy()
+        .labelled("test accuracy of the averaged model"),
+        M::of("val_loss", Sci, |s| Cell::Number(s.val_loss))
+            .and_curve(Curve::Eval(|e| e.val_loss))
+            .within(Range::Positive)
+            .labelled("validation loss of the averaged model"),
         M::of("val_accuracy", Sci, |s| Cell::Number(s.val_accuracy))
-            .and_curve(Curve::Eval(|e| e.val_accuracy)),
+            .and_curve(Curve::Eval(|e| e.val_accuracy))
+            .within(Range::Fraction)
+            .accuracy()
+            .labelled("validation accuracy of the averaged model"),
         M::of("recovery_over_bound", Sci, |s| {
             Cell::Number(s.recovery_over_bound)
         }),
-        M::of("wrap_rate", Sci, |s| Cell::Number(s.wrap_rate)),
-        M::curve("objective", Curve::Eval(|e| e.objective)),
-        M::of("subopt", Sci, |s| Cell::Number(s.subopt)).and_curve(Curve::Eval(|e| e.subopt)),
+        M::of("wrap_rate", Sci, |s| Cell::Number(s.wrap_rate)).within(Range::Fraction),
+        M::curve("objective", Curve::Eval(|e| e.objective)).labelled("f(averaged model)"),
+        M::of("subopt", Sci, |s| Cell::Number(s.subopt))
+            .and_curve(Curve::Eval(|e| e.subopt))
+            .within(Range::Positive)
+            .labelled("f(averaged model) - f*"),
         M::of("wall_s", Fixed(3), |s| {
             Cell::Number(repro_runlog::finite(s.wall_s))
-        }),
-        M::of("setup_s", Sci, |s| Cell::Number(s.setup_s)),
-        M::of("metrics_s", Sci, |s| Cell::Number(s.metrics_s)),
-        M::of("summary_s", Sci, |s| Cell::Number(s.summary_s)),
-        M::of("iteration_s", Sci, |s| Cell::Number(s.iteration_s)),
-        M::of("stream_s", Sci, |s| Cell::Number(s.stream_s)),
+        })
+        .within(Range::Positive)
+        .labelled("wall-clock time (s)"),
+        M::of("setup_s", Sci, |s| Cell::Number(s.setup_s)).within(Range::Positive),
+        M::of("metrics_s", Sci, |s| Cell::Number(s.metrics_s)).within(Range::Positive),
+        M::of("summary_s", Sci, |s| Cell::Number(s.summary_s)).within(Range::Positive),
+        M::of("iteration_s", Sci, |s| Cell::Number(s.iteration_s))
+            .within(Range::Positive)
+            .labelled("seconds per iteration (host)"),
+        M::of("stream_s", Sci, |s| Cell::Number(s.stream_s)).within(Range::Positive),
         M::of("stream_ratio", Sci, |s| Cell::Number(s.stream_ratio())),
         M::of("overhead", Sci, |s| Cell::Number(s.overhead())),
-        M::of("coordinates", Sci, |s| Cell::Number(s.coordinates)),
-        M::of("extra_memory_mb", Sci, |s| Cell::Number(s.extra_memory_mb)),
-        M::of("memory_mb", Sci, |s| Cell::Number(s.memory_mb)),
-        M::of("peak_rss_mb", Sci, |s| Cell::Number(s.peak_rss_mb)),
+        M::of("coordinates", Sci, |s| Cell::Number(s.coordinates))
+            .within(Range::Positive)
+            .labelled("coordinates of all models (n d)"),
+        M::of("extra_memory_mb", Sci, |s| Cell::Number(s.extra_memory_mb)).within(Range::Positive),
+        M::of("memory_mb", Sci, |s| Cell::Number(s.memory_mb))
+            .within(Range::Positive)
+            .labelled("planned memory (MB)"),
+        M::of("peak_rss_mb", Sci, |s| Cell::Number(s.peak_rss_mb))
+            .within(Range::Positive)
+            .labelled("peak resident memory (MB)"),
         M::of("theta_used", Sci, |s| Cell::Number(s.theta)),
         M::of("peak_over_memory", Sci, |s| {
             Cell::Number(s.peak_over_memory())
         }),
-        M::of("model_mb", Sci, |s| Cell::Number(s.model_mb)),
+        M::of("model_mb", Sci, |s| Cell::Number(s.model_mb)).within(Range::Positive),
         M::of("measured_extra_mb", Sci, |s| {
             Cell::Number(s.measured_extra_mb())
-        }),
+        })
+        .within(Range::Positive),
         M::of("measured_extra_models", Sci, |s| {
             Cell::Number(s.in_models(s.measured_extra_mb()))
         }),
@@ -228,34 +307,42 @@ pub(crate) const REGISTRY: [Metric; 66] = {
         M::of("extra_memory_models", Sci, |s| {
             Cell::Number(s.in_models(s.extra_memory_mb))
         }),
-        M::of("epoch_time_s", Sci, |s| Cell::Number(s.epoch_time_s)),
+        M::of("epoch_time_s", Sci, |s| Cell::Number(s.epoch_time_s))
+            .within(Range::Positive)
+            .labelled("epoch time (s)"),
         M::of("wire_bound_epoch_s", Sci, |s| {
             Cell::Number(s.wire_bound_epoch_s)
-        }),
+        })
+        .within(Range::Positive),
         M::of("time_over_bound", Fixed(4), |s| {
             Cell::Number(s.epoch_time_s.zip(s.wire_bound_epoch_s).map(|(t, b)| t / b))
         }),
-        M::of("comm_fraction", Fixed(4), |s| Cell::Number(s.comm_fraction)),
-        M::of("compute_step_s", Sci, |s| Cell::Number(s.compute_step_s)),
+        M::of("comm_fraction", Fixed(4), |s| Cell::Number(s.comm_fraction)).within(Range::Fraction),
+        M::of("compute_step_s", Sci, |s| Cell::Number(s.compute_step_s)).within(Range::Positive),
         M::of("algorithm_step_s", Sci, |s| {
             Cell::Number(s.algorithm_step_s)
-        }),
+        })
+        .within(Range::Positive),
         M::of("shaping", Text, |s| Cell::Text(s.shaping.clone())),
         M::of("counted_bytes_per_worker", Sci, |s| {
             Cell::Number(s.counted_bytes_per_worker)
-        }),
+        })
+        .within(Range::Positive)
+        .labelled("bytes sent per worker"),
         M::of("gossip_bytes_per_worker", Sci, |s| {
             Cell::Number(s.gossip_bytes_per_worker)
-        }),
+        })
+        .within(Range::Positive),
         M::of("kernel_bytes_per_worker", Sci, |s| {
             Cell::Number(s.kernel_bytes_per_worker)
-        }),
+        })
+        .within(Range::Positive),
         M::of("kernel_over_counted", Fixed(4), |s| {
             Cell::Number(s.kernel_over_counted())
         }),
-        M::of("bytes_check", Text, |s| Cell::Text(s.bytes_check().into())),
+        M::of("bytes_check", Text, |s| Cell::Text(s.bytes_check().into())).within(Range::Positive),
         M::column("bandwidth_bps", Sci, From::Network),
-        M::column("latency_s", Sci, From::Network),
+        M::column("latency_s", Sci, From::Network).within(Range::Positive),
         M::column("error", Text, From::Failure),
     ]
 };
@@ -313,34 +400,22 @@ pub(crate) enum Range {
     Real,
 }
 
-/// The range of metric `name` (a curve or a runs.csv column).
+/// The range of metric `name` (a curve or a runs.csv column), from its
+/// registry entry; any number for a name that is no metric.
 pub(crate) fn range(name: &str) -> Range {
-    if name.contains("accuracy") || name.ends_with("_rate") || name == "comm_fraction" {
-        Range::Fraction
-    } else if name.contains("loss")
-        || name.contains("bytes")
-        || name.ends_with("_s")
-        || name.ends_with("_mb")
-        || matches!(
-            name,
-            "consensus_distance" | "subopt" | "grad_norm_sq" | "coordinates" | "iterations"
-        )
-    {
-        Range::Positive
-    } else {
-        Range::Real
-    }
+    metric(name).map_or(Range::Real, |m| m.range)
+}
+
+/// Whether metric `name` is an accuracy ([`Unit::Accuracy`]).
+pub(crate) fn is_accuracy(name: &str) -> bool {
+    metric(name).is_some_and(|m| m.unit == Unit::Accuracy)
 }
 
 /// The factor metric `name` is shown multiplied by where a manifest does
 /// not set one (`scale`): 100 for an accuracy, so accuracies read in
 /// percent in every table, claim and figure; 1 for the rest.
 pub(crate) fn unit_factor(name: &str) -> f64 {
-    if name.contains("accuracy") {
-        100.0
-    } else {
-        1.0
-    }
+    if is_accuracy(name) { 100.0 } else { 1.0 }
 }
 
 /// The registry's entry for `name`.

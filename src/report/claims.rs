@@ -837,11 +837,11 @@ fn divergence(
         let against = stats::binomial_at_most(ka, na, rate);
         v.p = Some(p);
         v.outcome = Outcome::of_exact_test(p, against, c.spec.level);
-        // the fewest runs that could support it, all diverging
+        // the fewest runs that could support it, all failing
         let needed = (c.spec.level.ln() / rate.ln()).floor() as u64 + 1;
         if v.outcome != Outcome::Supported && na < needed {
             notes.push(format!(
-                "{na} runs cannot support it at level {}, even all diverging: that takes {needed} of {needed}",
+                "{na} runs cannot support it at level {}, even all failing: that takes {needed} of {needed}",
                 short(c.spec.level)
             ));
         }
@@ -850,7 +850,7 @@ fn divergence(
 }
 
 /// A side's failures of the method and the runs that tested it: every
-/// failure counts (diverged, collapsed, unbounded), a run that did not
+/// failure counts (diverged, exploded, collapsed, unbounded), a run that did not
 /// test the method is left out; both named in `notes`.
 fn failures(name: &str, runs: &[&RunRecord], notes: &mut Vec<String>) -> (u64, u64) {
     let by = by_health(runs.iter().copied());
@@ -1173,7 +1173,7 @@ fn method(verdicts: &[Verdict]) -> String {
             .join("/")
     };
     format!(
-        "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, collapsed, unbounded) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
+        "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, exploded, collapsed, unbounded) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
          A paired t-test where both sides ran the same seeds, Welch's t-test otherwise; exact tests for failure counts (every failure of the method counts). \
          Intervals are {}% t intervals of the method minus the baseline. \
          Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few runs, *no configuration trained* when every configuration a side's tuning tried failed; \

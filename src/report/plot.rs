@@ -642,7 +642,7 @@ pub(crate) fn reaches(
     spec: &FigureSpec,
     curves: &[crate::records::curves::RunCurve],
 ) -> Vec<Reach> {
-    let higher = spec.y.contains("accuracy");
+    let higher = crate::records::metrics::is_accuracy(&spec.y);
     let key = |r: &crate::records::results::RunRecord, k: Option<&String>| {
         k.and_then(|k| r.point.get(k)).cloned().unwrap_or_default()
     };
@@ -693,7 +693,7 @@ pub(crate) fn reaches_markdown(title: &str, spec: &FigureSpec, rows: &[Reach]) -
         axis_label(&spec.x),
         axis_label(&spec.y),
         spec.smooth.max(1),
-        if spec.y.contains("accuracy") {
+        if crate::records::metrics::is_accuracy(&spec.y) {
             "at or above"
         } else {
             "at or below"
@@ -780,31 +780,23 @@ pub(crate) fn reaches_csv(rows: &[Reach]) -> Result<String> {
 /// The axis label of a curve's x or y, or of a runs.csv column: a name
 /// in words where there is one, else the key itself.
 fn axis_label(key: &str) -> String {
+    // a curve's x axis (`bytes` there is per worker, where runs.csv's
+    // `bytes` column sums the workers), then a metric's own label, then
+    // the grid keys figures sweep
     let known = match key {
-        "wall_s" => "wall-clock time (s)",
         "iteration" => "iteration",
         "epoch" => "epoch",
         "bytes" => "bytes sent per worker",
-        "consensus_distance" => "consensus distance",
-        "val_loss" => "validation loss of the averaged model",
-        "val_accuracy" => "validation accuracy of the averaged model",
-        "objective" => "f(averaged model)",
-        "subopt" => "f(averaged model) - f*",
-        "epoch_time_s" => "epoch time (s)",
-        "iteration_s" => "seconds per iteration (host)",
-        "coordinates" => "coordinates of all models (n d)",
-        "peak_rss_mb" => "peak resident memory (MB)",
-        "memory_mb" => "planned memory (MB)",
-        "wall_s_total" => "run time (s)",
-        "test_loss" => "test loss (local models)",
-        "test_accuracy" => "test accuracy (local models)",
-        "avg_test_loss" => "test loss of the averaged model",
-        "avg_test_accuracy" => "test accuracy of the averaged model",
-        "train_loss" => "train loss",
-        "counted_bytes_per_worker" => "bytes sent per worker",
-        "bits" => "bits per coordinate",
-        "modulus" => "modulus B",
-        _ => key,
+        "wall_s" => "wall-clock time (s)",
+        _ => match crate::records::metrics::metric(key) {
+            Some(m) => m.label,
+            None => match key {
+                "wall_s_total" => "run time (s)",
+                "bits" => "bits per coordinate",
+                "modulus" => "modulus B",
+                _ => key,
+            },
+        },
     };
     known.to_string()
 }

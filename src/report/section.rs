@@ -155,7 +155,7 @@ fn findings(rows: &[RunRecord]) -> String {
         "Every run is a valid result (health `ok`).\n".into()
     } else {
         format!(
-            "A run whose method failed (diverged, collapsed, unbounded) counts against it in the table's values and the claims; a run that did not test the method (silent, unfinished) is left out of both (docs/usage.md says how health is judged).\n\n{}",
+            "A run whose method failed (diverged, exploded, collapsed, unbounded) counts against it in the table's values and the claims; a run that did not test the method (silent, unfinished) is left out of both (docs/usage.md says how health is judged).\n\n{}",
             lines.concat()
         )
     }

@@ -290,7 +290,7 @@ pub(crate) fn build_table(
 /// may say otherwise): an accuracy is; losses, times, bytes and distances
 /// are not. A table's ranking and a claim's default read it.
 pub(crate) fn higher_is_better(metric: &str) -> bool {
-    crate::records::health::is_accuracy(metric)
+    crate::records::metrics::is_accuracy(metric)
 }
 
 /// `value` times `factor` over the runs of `frame` (often of several

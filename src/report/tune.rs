@@ -71,7 +71,7 @@ fn configs_unbudgeted(spec: &TuneSpec, method: &str) -> Vec<Config> {
 /// Whether a larger value of the spec's metric is better.
 fn higher(spec: &TuneSpec) -> bool {
     spec.higher_is_better
-        .unwrap_or_else(|| spec.metric.contains("accuracy"))
+        .unwrap_or_else(|| crate::records::metrics::is_accuracy(&spec.metric))
 }
 
 /// Checks the `tune` section at plan time against the final runs' grid
@@ -714,7 +714,7 @@ pub(crate) fn markdown(
     out.push_str(&format!(
         "Protocol: each method tried up to {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
-         the mean over the tuning seeds by intention to treat: a run whose method failed (diverged, collapsed, unbounded) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. A configuration is viable when at least one of its runs trained (health `ok`); one whose every run failed is never chosen. \
+         the mean over the tuning seeds by intention to treat: a run whose method failed (diverged, exploded, collapsed, unbounded) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. A configuration is viable when at least one of its runs trained (health `ok`); one whose every run failed is never chosen. \
          The best of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
         spec.budget,
         seeds.join(", "),

@@ -154,7 +154,7 @@ mod tests {
     fn moniqua_without_a_bound_is_said() {
         let knobs = |bits: u32, rounding: &str| Knobs {
             bits,
-            rounding: rounding.into(),
+            rounding: repro_codec::Rounding::from_name(rounding).unwrap(),
             ..Knobs::default()
         };
         let w = warnings(&[trainer("moniqua", knobs(1, "stochastic"), None)]);

@@ -278,7 +278,7 @@ mod tests {
         let (n, d) = (4, 3000);
         let objective = Quadratic::homogeneous(n, vec![0.1; d], 0.0);
         let full = Knobs {
-            compressor: "full".into(),
+            compressor: repro_runlog::CompressorKind::Full,
             hash: HashMode::Off,
             bits: 2,
             ..Knobs::default()

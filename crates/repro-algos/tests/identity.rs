@@ -165,7 +165,7 @@ fn every_algorithm_without_compression_is_full_precision_gossip() {
     let objective = objective();
     let ring = Topology::ring(N).unwrap();
     let knobs = Knobs {
-        compressor: "full".into(),
+        compressor: repro_runlog::CompressorKind::Full,
         gamma: 1.0,
         ..Knobs::default()
     };

@@ -14,12 +14,27 @@ pub enum Rounding {
     Nearest,
 }
 
-impl fmt::Display for Rounding {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Rounding {
+    /// Every rounding, in the order help texts list them.
+    pub const ALL: [Rounding; 2] = [Rounding::Stochastic, Rounding::Nearest];
+
+    /// Its one name, as a manifest's `rounding` knob writes it.
+    pub fn name(self) -> &'static str {
+        match self {
             Rounding::Stochastic => "stochastic",
             Rounding::Nearest => "nearest",
-        })
+        }
+    }
+
+    /// The rounding called `name`, if any.
+    pub fn from_name(name: &str) -> Option<Rounding> {
+        Rounding::ALL.into_iter().find(|r| r.name() == name)
+    }
+}
+
+impl fmt::Display for Rounding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

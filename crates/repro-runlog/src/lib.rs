@@ -21,6 +21,7 @@
 
 use std::io::{BufRead, Write};
 
+pub use repro_codec::Rounding;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -155,8 +156,9 @@ impl Default for TrainConfig {
 pub struct Knobs {
     /// Bits per coordinate (Moniqua 1..=8; the baselines' quantizer).
     pub bits: u32,
-    /// `stochastic` or `nearest`.
-    pub rounding: String,
+    /// `stochastic` or `nearest`: the codec's [`Rounding`], by its name.
+    #[serde(with = "rounding_name")]
+    pub rounding: Rounding,
     /// Moniqua's a priori consensus bound, or `auto` (Section 6's first
     /// method: a full-precision warm-up of `theta_warmup` iterations
     /// tracks the largest step, then Theorem 2's expression, Theorem 3's
@@ -192,7 +194,7 @@ pub struct Knobs {
     /// (`levels` per value, norm-scaled per `bucket`), `top-k` or
     /// `random-k` (`k` values or a `fraction` of them, with their indices)
     /// or `full` (f32: no compression, where each must equal D-PSGD).
-    pub compressor: String,
+    pub compressor: CompressorKind,
     /// `qsgd`: divide by `tau = 1 + min(d / s^2, sqrt(d) / s)` (`d` the
     /// bucket, `s` the levels), Koloskova et al.'s biased QSGD, which is a
     /// contraction where the unbiased one is not. `random-k`: keep the
@@ -210,7 +212,7 @@ impl Default for Knobs {
     fn default() -> Self {
         Self {
             bits: 8,
-            rounding: "stochastic".into(),
+            rounding: Rounding::Stochastic,
             theta: Theta::Value(2.0),
             theta_warmup: 10,
             modulus: None,
@@ -221,11 +223,77 @@ impl Default for Knobs {
             period: 4,
             levels: 7,
             compressor_scale: 1.0,
-            compressor: "stochastic".into(),
+            compressor: CompressorKind::Stochastic,
             biased: false,
             k: 0,
             fraction: 0.0,
         }
+    }
+}
+
+/// The baselines' compressor, the `compressor` knob (see [`Knobs`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CompressorKind {
+    /// `bits` per value, a scale per `bucket`.
+    #[default]
+    Stochastic,
+    /// `levels` per value, norm-scaled per `bucket`.
+    Qsgd,
+    /// The `k` (or `fraction`) largest values, with their indices.
+    TopK,
+    /// `k` (or a `fraction` of) random values, with their indices.
+    RandomK,
+    /// f32: no compression.
+    Full,
+}
+
+impl CompressorKind {
+    /// Every compressor, in the order help texts list them.
+    pub const ALL: [CompressorKind; 5] = [
+        CompressorKind::Stochastic,
+        CompressorKind::Qsgd,
+        CompressorKind::TopK,
+        CompressorKind::RandomK,
+        CompressorKind::Full,
+    ];
+
+    /// Its one name, as a manifest writes it (serde's spelling too).
+    pub fn name(self) -> &'static str {
+        match self {
+            CompressorKind::Stochastic => "stochastic",
+            CompressorKind::Qsgd => "qsgd",
+            CompressorKind::TopK => "top-k",
+            CompressorKind::RandomK => "random-k",
+            CompressorKind::Full => "full",
+        }
+    }
+}
+
+impl std::fmt::Display for CompressorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The `rounding` knob written and read as the codec's [`Rounding`]'s name.
+mod rounding_name {
+    use repro_codec::Rounding;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(r: &Rounding, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(r.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Rounding, D::Error> {
+        let name = String::deserialize(d)?;
+        Rounding::from_name(&name).ok_or_else(|| {
+            let all: Vec<&str> = Rounding::ALL.iter().map(|r| r.name()).collect();
+            D::Error::custom(format!(
+                "unknown rounding `{name}`; use {}",
+                all.join(" or ")
+            ))
+        })
     }
 }
 
@@ -868,6 +936,33 @@ pub fn read_log(reader: impl BufRead) -> Result<Log, LogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `rounding` and `compressor` are written by their one name and read
+    /// back from it (a run id hashes the knobs' JSON, so the names are
+    /// those the strings were); an unknown name is refused, naming the
+    /// choices.
+    #[test]
+    fn rounding_and_compressor_read_and_write_their_names() {
+        for r in Rounding::ALL {
+            for c in CompressorKind::ALL {
+                let k = Knobs {
+                    rounding: r,
+                    compressor: c,
+                    ..Knobs::default()
+                };
+                let json = serde_json::to_value(&k).unwrap();
+                assert_eq!(json["rounding"], r.name());
+                assert_eq!(json["compressor"], c.name());
+                assert_eq!(serde_json::from_value::<Knobs>(json).unwrap(), k);
+            }
+        }
+        let names: Vec<&str> = CompressorKind::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["stochastic", "qsgd", "top-k", "random-k", "full"]);
+        let bad = serde_json::from_str::<Knobs>(r#"{"rounding": "up"}"#).unwrap_err();
+        assert!(bad.to_string().contains("stochastic or nearest"), "{bad}");
+        let bad = serde_json::from_str::<Knobs>(r#"{"compressor": "topk"}"#).unwrap_err();
+        assert!(bad.to_string().contains("`top-k`"), "{bad}");
+    }
 
     /// `hash` reads true, false and `count`, and writes them back as they
     /// were written (a run id hashes the knobs' JSON).
