@@ -9,6 +9,7 @@ use polars::prelude::{IntoLazy, lit};
 
 use crate::cmd::table::TableFormat;
 use crate::records::frames::{self, RunsFrame};
+use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
 use crate::spec::{manifest, project};
 
@@ -62,7 +63,7 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
             .with_context(|| format!("could not list {}", base.display()))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|d| d.join("runs.parquet").is_file())
+            .filter(|d| d.join(Entry::RunsParquet.name()).is_file())
             .collect();
         dirs.sort();
         if dirs.is_empty() {
@@ -86,7 +87,7 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
                 let m = manifest::load(&manifest::locate(e)?, &[])?;
                 m.default_out(&crate::report::recorded::read_scale(&m, &args.scale))
             };
-            if !dir.join("runs.parquet").is_file() {
+            if !dir.join(Entry::RunsParquet.name()).is_file() {
                 bail!(
                     "{} has no runs.parquet: run `{e}` first (or name a results directory)",
                     dir.display()
@@ -107,7 +108,7 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
     select(&mut all, args, &selected)?;
     let source = dirs
         .iter()
-        .map(|d| d.join("runs.parquet").display().to_string())
+        .map(|d| d.join(Entry::RunsParquet.name()).display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
     let table = crate::report::table::compare(
@@ -149,7 +150,7 @@ fn read_all(args: &CompareArgs, dirs: &[PathBuf]) -> Result<Vec<RunsFrame>> {
     let mut frames_read = Vec::new();
     let mut older = Vec::new();
     for dir in dirs {
-        let path = dir.join("runs.parquet");
+        let path = dir.join(Entry::RunsParquet.name());
         let df = frames::read_parquet(&path)?;
         if df.column("health").is_err() || df.column("experiment").is_err() {
             older.push(path.display().to_string());

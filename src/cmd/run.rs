@@ -15,6 +15,7 @@ use crate::records::frames::{self, RunsFrame};
 use crate::records::freshness;
 use crate::records::metrics;
 use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
 use crate::report::outputs::write_results;
 use crate::report::{claims, plot, table, tune};
@@ -434,7 +435,7 @@ fn conclude(
     figures: &[PathBuf],
 ) -> (Outcome, Option<serde_json::Value>) {
     let merged = &done.merged;
-    let csv = x.out.join("runs.csv");
+    let csv = x.out.join(Entry::Runs.name());
     if crate::util::signals::interrupted() {
         eprintln!(
             "interrupted: kept the {} runs that finished, and every earlier run, in {}",
@@ -472,9 +473,9 @@ fn conclude(
 /// Writes every run of the directory, `merged`, as runs.csv and
 /// runs.parquet.
 pub(crate) fn write_runs(out: &std::path::Path, merged: &[RunRecord]) -> Result<()> {
-    results::write_csv(&out.join("runs.csv"), merged)?;
+    results::write_csv(&out.join(Entry::Runs.name()), merged)?;
     frames::write_parquet(
-        &out.join("runs.parquet"),
+        &out.join(Entry::RunsParquet.name()),
         RunsFrame::new(merged)?.export()?,
         frames::metadata(merged),
     )
@@ -546,11 +547,11 @@ fn summary_json(x: Job<'_>, ran: &Ran<'_>) -> serde_json::Value {
         "wall_s": ran.wall_s,
         "runs_by_status": by_status,
         "files": {
-            "runs_csv": file("runs.csv"),
-            "runs_parquet": file("runs.parquet"),
-            "table": file("table.md"),
-            "claims": file("claims.md"),
-            "tuning": file("tuning.md"),
+            "runs_csv": file(Entry::Runs.name()),
+            "runs_parquet": file(Entry::RunsParquet.name()),
+            "table": file(Entry::Table.name()),
+            "claims": file(Entry::Claims.name()),
+            "tuning": file(Entry::Tuning.name()),
             "provenance": file(crate::records::results_dir::PROVENANCE),
             "figures": ran
                 .figures
@@ -558,7 +559,7 @@ fn summary_json(x: Job<'_>, ran: &Ran<'_>) -> serde_json::Value {
                 .filter(|p| p.extension().is_none_or(|e| e != "py"))
                 .map(|p| p.display().to_string())
                 .collect::<Vec<_>>(),
-            "figure_py": file("figure.py"),
+            "figure_py": file(Entry::FigurePy.name()),
         },
     });
     json
@@ -581,12 +582,12 @@ fn tune_first(
         backend,
         out,
     } = x;
-    let dir = out.join("tuning");
+    let dir = out.join(Entry::TuningDir.name());
     let done = execute(Job { out: &dir, ..x }, tuning, launcher.clone(), "tuning")?;
     if crate::util::signals::interrupted() {
         eprintln!(
             "interrupted while tuning: kept the finished tuning runs in {}",
-            dir.join("runs.csv").display()
+            dir.join(Entry::Runs.name()).display()
         );
         return Ok(None);
     }
@@ -598,10 +599,13 @@ fn tune_first(
     };
     let failed = done.failed + more_failed;
     crate::util::atomic::write(
-        &out.join("tuning.md"),
+        &out.join(Entry::Tuning.name()),
         tune::markdown(m, spec, &tune::final_seeds(grid), &selection, &refused),
     )?;
-    crate::util::atomic::write(&out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
+    crate::util::atomic::write(
+        &out.join(Entry::TuningCsv.name()),
+        tune::csv(spec, &selection)?,
+    )?;
     for t in selection.tried.iter().filter(|t| t.chosen) {
         crate::util::progress::note(&format!(
             "tuning chose {} for {}",
@@ -664,7 +668,7 @@ fn extend_tuning(
             .len(),
         extra.len()
     ));
-    let dir = x.out.join("tuning");
+    let dir = x.out.join(Entry::TuningDir.name());
     let more = execute(
         Job { out: &dir, ..x },
         &extra,
@@ -773,10 +777,10 @@ fn plan_only(
         say(format!(
             "tuning: {} runs into {}",
             tuning.len(),
-            out.join("tuning").display()
+            out.join(Entry::TuningDir.name()).display()
         ));
         let refused = refusals(cfg, tuning)?;
-        let dir = out.join("tuning");
+        let dir = out.join(Entry::TuningDir.name());
         let listed = dry_run(Job { out: &dir, ..x }, tuning, &net, &recorder, &refused)?;
         // the grid's ids follow from the configurations chosen
         say(format!(
@@ -841,7 +845,7 @@ struct Executed {
 /// unless this one reruns their point), checked to be of this experiment
 /// at this scale.
 fn previous_runs(x: Job<'_>) -> Result<Vec<RunRecord>> {
-    let runs_csv = x.out.join("runs.csv");
+    let runs_csv = x.out.join(Entry::Runs.name());
     let previous = if runs_csv.is_file() {
         results::read_csv(&runs_csv)
             .context("the results directory holds a runs.csv this run would merge into")?
@@ -890,7 +894,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
     } = x;
     let previous = previous_runs(x)?;
     let net = prepare_network(cfg, m, backend, runs, launcher)?;
-    std::fs::create_dir_all(out.join("raw"))
+    std::fs::create_dir_all(out.join(Entry::Raw.name()))
         .with_context(|| format!("could not create {}", out.display()))?;
     crate::util::progress::note(&format!(
         "{}{}: {} runs at scale `{}` -> {}",
@@ -1264,7 +1268,7 @@ impl Session<'_> {
         // also once Ctrl-C / SIGTERM stops this invocation, so an
         // interrupted rerun never replaces finished results with "not run"
         let interrupted = crate::util::signals::interrupted();
-        let raw = self.out.join("raw");
+        let raw = self.out.join(Entry::Raw.name());
         let earlier = self.earlier(r, &raw, interrupted);
         if interrupted && earlier.is_none() {
             return RunRecord::not_run(r);
@@ -1482,7 +1486,7 @@ fn mpi_commands(
     // the real run's code, with every command recorded instead of run
     recorder.take();
     // the job runs in a working directory that replaces raw/<id> at its end
-    let dir = crate::util::atomic::working_dir(&x.out.join("raw").join(&r.id));
+    let dir = crate::util::atomic::working_dir(&x.out.join(Entry::Raw.name()).join(&r.id));
     let prepared = train_backend::prepare(r, &dir, net, &invocation, &train, &repro)?;
     if let Some(h) = &prepared.hosts {
         outln!("    # {} (if every node has netem)", h.describe());

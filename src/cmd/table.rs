@@ -10,6 +10,7 @@ use clap::Args;
 use crate::cmd::status;
 use crate::records::frames::RunsFrame;
 use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::Entry;
 use crate::report::outputs::{write_claims, write_table};
 use crate::report::recorded::{self, Recorded};
 use crate::report::tune;
@@ -70,8 +71,9 @@ fn rejudge_dir(
     plan: &[crate::spec::plan::PlannedRun],
     health: &crate::spec::manifest::HealthSpec,
 ) -> Result<usize> {
-    let csv = dir.join("runs.csv");
-    let recorded = results::with_first_losses(results::read_csv(&csv)?, &dir.join("curves.csv"))?;
+    let csv = dir.join(Entry::Runs.name());
+    let recorded =
+        results::with_first_losses(results::read_csv(&csv)?, &dir.join(Entry::Curves.name()))?;
     let judged = results::judged(recorded.clone(), plan, health);
     // an empty cell reads back as no cell: compare what runs.csv would hold
     let written = |r: &RunRecord| -> Vec<(String, String)> {
@@ -107,17 +109,20 @@ fn rejudge(r: &Recorded) -> Result<Vec<RunRecord>> {
     let Some(spec) = &m.tune else {
         return Ok(Vec::new());
     };
-    let dir = r.out.join("tuning");
-    if !dir.join("runs.csv").is_file() {
+    let dir = r.out.join(Entry::TuningDir.name());
+    if !dir.join(Entry::Runs.name()).is_file() {
         return Ok(Vec::new());
     }
-    let recorded = results::read_csv(&dir.join("runs.csv"))?;
+    let recorded = results::read_csv(&dir.join(Entry::Runs.name()))?;
     let (tuning, selection, refused) = tune::search(m, spec, &r.scale, r.backend, &recorded)?;
     rejudge_dir(&dir, &tuning, &m.health)?;
     crate::util::atomic::write(
-        &r.out.join("tuning.md"),
+        &r.out.join(Entry::Tuning.name()),
         tune::markdown(m, spec, &tune::final_seeds(&r.plan), &selection, &refused),
     )?;
-    crate::util::atomic::write(&r.out.join("tuning.csv"), tune::csv(spec, &selection)?)?;
+    crate::util::atomic::write(
+        &r.out.join(Entry::TuningCsv.name()),
+        tune::csv(spec, &selection)?,
+    )?;
     Ok(results::planned(&recorded, &tuning, &m.health))
 }

@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use crate::launch::summary::{RunStatus, Summary};
 use crate::records::health::{self, Health};
 use crate::records::metrics::{Cell, From, METRICS, REGISTRY, columns};
+use crate::records::results_dir::Entry;
 use crate::spec::condition::Condition;
 use crate::spec::manifest::HealthSpec;
 
@@ -426,7 +427,7 @@ pub(crate) fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> 
     if attempts.is_empty() {
         return Ok(());
     }
-    let path = dir.join("attempts.csv");
+    let path = dir.join(Entry::Attempts.name());
     let mut rows = match std::fs::read_to_string(&path) {
         Ok(text) => csv_rows(&text)?,
         Err(_) => vec![

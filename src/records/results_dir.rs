@@ -13,6 +13,95 @@ use crate::spec::manifest::Backend;
 /// The name of the provenance file in a results directory.
 pub(crate) const PROVENANCE: &str = "provenance.json";
 
+/// Every file and folder a results directory may hold, each named once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Entry {
+    /// One row per recorded run.
+    Runs,
+    RunsParquet,
+    /// The runs' curves.
+    Curves,
+    CurvesParquet,
+    Table,
+    TableCsv,
+    TableTex,
+    Claims,
+    ClaimsCsv,
+    /// Time to each of a figure's targets.
+    Targets,
+    Tuning,
+    TuningCsv,
+    /// The tuning runs: a results directory of their own.
+    TuningDir,
+    FigureSvg,
+    FigurePng,
+    /// The matplotlib script beside the figure.
+    FigurePy,
+    Provenance,
+    /// What a combined figure was made from.
+    Combined,
+    /// Failed attempts, kept apart from the runs.
+    Attempts,
+    /// The runs' logs, one file or folder per run.
+    Raw,
+    /// The report's page of this directory.
+    Index,
+}
+
+impl Entry {
+    #[cfg(test)]
+    pub(crate) const ALL: [Entry; 21] = [
+        Entry::Runs,
+        Entry::RunsParquet,
+        Entry::Curves,
+        Entry::CurvesParquet,
+        Entry::Table,
+        Entry::TableCsv,
+        Entry::TableTex,
+        Entry::Claims,
+        Entry::ClaimsCsv,
+        Entry::Targets,
+        Entry::Tuning,
+        Entry::TuningCsv,
+        Entry::TuningDir,
+        Entry::FigureSvg,
+        Entry::FigurePng,
+        Entry::FigurePy,
+        Entry::Provenance,
+        Entry::Combined,
+        Entry::Attempts,
+        Entry::Raw,
+        Entry::Index,
+    ];
+
+    /// Its name in the directory.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Entry::Runs => "runs.csv",
+            Entry::RunsParquet => "runs.parquet",
+            Entry::Curves => "curves.csv",
+            Entry::CurvesParquet => "curves.parquet",
+            Entry::Table => "table.md",
+            Entry::TableCsv => "table.csv",
+            Entry::TableTex => "table.tex",
+            Entry::Claims => "claims.md",
+            Entry::ClaimsCsv => "claims.csv",
+            Entry::Targets => "targets.md",
+            Entry::Tuning => "tuning.md",
+            Entry::TuningCsv => "tuning.csv",
+            Entry::TuningDir => "tuning",
+            Entry::FigureSvg => "figure.svg",
+            Entry::FigurePng => "figure.png",
+            Entry::FigurePy => "figure.py",
+            Entry::Provenance => PROVENANCE,
+            Entry::Combined => "combined.json",
+            Entry::Attempts => "attempts.csv",
+            Entry::Raw => "raw",
+            Entry::Index => "index.html",
+        }
+    }
+}
+
 /// A results directory: where an experiment's runs.csv, tables, claims,
 /// figure and provenance.json live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,19 +114,24 @@ impl ResultsDir {
         Self { root: root.into() }
     }
 
+    /// The path of `entry` in it.
+    pub(crate) fn path(&self, entry: Entry) -> PathBuf {
+        self.root.join(entry.name())
+    }
+
     /// Its runs.csv: one row per recorded run.
     pub(crate) fn runs_csv(&self) -> PathBuf {
-        self.root.join("runs.csv")
+        self.path(Entry::Runs)
     }
 
     /// Its curves.csv: the runs' curves.
     pub(crate) fn curves_csv(&self) -> PathBuf {
-        self.root.join("curves.csv")
+        self.path(Entry::Curves)
     }
 
     /// Its `provenance.json`.
     pub(crate) fn provenance_path(&self) -> PathBuf {
-        self.root.join(PROVENANCE)
+        self.path(Entry::Provenance)
     }
 
     /// What its provenance.json says; None when there is none (results
@@ -186,6 +280,18 @@ mod tests {
         assert_eq!(read.planned_runs["current"], 120);
         assert_eq!(read.build.git_commit, "2f6e28d");
         remove(&dir);
+    }
+
+    /// Every entry has its own name, and what the results lock may tidy
+    /// (`util::atomic`, which comes before this stage) is among them.
+    #[test]
+    fn every_entry_is_named_once() {
+        let names: Vec<&str> = Entry::ALL.iter().map(|e| e.name()).collect();
+        let unique: std::collections::BTreeSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
+        for n in crate::util::atomic::RESULTS_ENTRIES {
+            assert!(n == ".lock" || names.contains(&n), "{n}");
+        }
     }
 
     #[test]

@@ -12,14 +12,32 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::records::results::csv_rows;
-use crate::records::results_dir::ResultsDir;
+use crate::records::metrics::Cell;
+use crate::records::results::{RunRecord, csv_rows, read_csv};
+use crate::records::results_dir::{Entry, ResultsDir};
 
 /// What one experiment's directory holds that its page shows.
-const SHOWN: [(&str, &str, &str); 3] = [
-    ("table.md", "Table", "table"),
-    ("claims.md", "Claims", "claims"),
-    ("tuning.md", "Tuning", "tuning"),
+const SHOWN: [(Entry, &str, &str); 3] = [
+    (Entry::Table, "Table", "table"),
+    (Entry::Claims, "Claims", "claims"),
+    (Entry::Tuning, "Tuning", "tuning"),
+];
+
+/// The files an experiment's page links in its list of files.
+const LISTED: [Entry; 13] = [
+    Entry::Runs,
+    Entry::RunsParquet,
+    Entry::Curves,
+    Entry::CurvesParquet,
+    Entry::TableCsv,
+    Entry::TableTex,
+    Entry::ClaimsCsv,
+    Entry::Targets,
+    Entry::TuningCsv,
+    Entry::FigurePng,
+    Entry::FigurePy,
+    Entry::Provenance,
+    Entry::Combined,
 ];
 
 /// Markdown the tool wrote, as HTML (tables included), each heading
@@ -66,7 +84,10 @@ fn experiments(results: &Path) -> Result<Vec<PathBuf>> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
         .with_context(|| format!("could not read {}", results.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && (p.join("table.md").is_file() || p.join("figure.svg").is_file()))
+        .filter(|p| {
+            let d = ResultsDir::new(p);
+            p.is_dir() && (d.path(Entry::Table).is_file() || d.path(Entry::FigureSvg).is_file())
+        })
         .collect();
     dirs.sort();
     Ok(dirs)
@@ -81,7 +102,7 @@ fn dir_name(d: &Path) -> String {
 /// An experiment's title: its table's first heading, else a combined
 /// figure's title, else its name.
 fn title_of(d: &Path) -> String {
-    std::fs::read_to_string(d.join("table.md"))
+    std::fs::read_to_string(ResultsDir::new(d).path(Entry::Table))
         .ok()
         .and_then(|t| {
             t.lines()
@@ -94,7 +115,7 @@ fn title_of(d: &Path) -> String {
 /// A figure combined from other experiments (`repro plot A --with B
 /// --name N` writes combined.json): its title and the experiments.
 fn combined(d: &Path) -> Option<(String, Vec<String>)> {
-    let text = std::fs::read_to_string(d.join("combined.json")).ok()?;
+    let text = std::fs::read_to_string(ResultsDir::new(d).path(Entry::Combined)).ok()?;
     let j: serde_json::Value = serde_json::from_str(&text).ok()?;
     let from = j
         .get("combined_from")?
@@ -106,8 +127,8 @@ fn combined(d: &Path) -> Option<(String, Vec<String>)> {
 }
 
 /// A CSV file of the directory as a header and rows (none if unreadable).
-fn csv_of(d: &Path, file: &str) -> Option<(Vec<String>, Vec<Vec<String>>)> {
-    let text = std::fs::read_to_string(d.join(file)).ok()?;
+fn csv_of(d: &Path, file: Entry) -> Option<(Vec<String>, Vec<Vec<String>>)> {
+    let text = std::fs::read_to_string(ResultsDir::new(d).path(file)).ok()?;
     let mut rows = csv_rows(&text).ok()?.into_iter();
     let header = rows.next()?;
     Some((header, rows.collect()))
@@ -118,9 +139,24 @@ fn counted(header: &[String], rows: &[Vec<String>], column: &str) -> String {
     let Some(i) = header.iter().position(|h| h == column) else {
         return String::new();
     };
+    tally(rows.iter().map(|r| r.get(i).cloned().unwrap_or_default()))
+}
+
+/// "12 ok, 2 exploded": the runs by health, or by status where none was
+/// judged.
+fn runs_by_health(runs: &[RunRecord]) -> String {
+    let judged = runs.iter().any(|r| r.metrics.contains_key("health"));
+    let column = if judged { "health" } else { "status" };
+    tally(
+        runs.iter()
+            .map(|r| r.metrics.get(column).map_or("", Cell::text).to_string()),
+    )
+}
+
+/// The values counted, in the order first seen ("unjudged" for an empty one).
+fn tally(values: impl Iterator<Item = String>) -> String {
     let mut counts: Vec<(String, usize)> = Vec::new();
-    for r in rows {
-        let v = r.get(i).cloned().unwrap_or_default();
+    for v in values {
         let v = if v.is_empty() { "unjudged".into() } else { v };
         match counts.iter_mut().find(|(k, _)| *k == v) {
             Some((_, n)) => *n += 1,
@@ -197,17 +233,10 @@ fn index_page(results: &Path, dirs: &[PathBuf]) -> String {
         let scale = ResultsDir::new(d)
             .recorded_scale()
             .unwrap_or_else(|| "-".into());
-        let runs = csv_of(d, "runs.csv")
-            .map(|(h, r)| {
-                let by = if h.iter().any(|c| c == "health") {
-                    counted(&h, &r, "health")
-                } else {
-                    counted(&h, &r, "status")
-                };
-                format!("{}: {by}", r.len())
-            })
-            .unwrap_or_else(|| "-".into());
-        let claims = csv_of(d, "claims.csv")
+        let runs = read_csv(&ResultsDir::new(d).runs_csv())
+            .map(|r| format!("{}: {}", r.len(), runs_by_health(&r)))
+            .unwrap_or_else(|_| "-".into());
+        let claims = csv_of(d, Entry::ClaimsCsv)
             .map(|(h, r)| counted(&h, &r, "verdict"))
             .unwrap_or_default();
         main.push_str(&format!(
@@ -335,56 +364,69 @@ const RUN_METRICS: [&str; 9] = [
     "counted_bytes_per_worker",
 ];
 
-/// The sortable, filterable table of the directory's runs.
+/// The sortable, filterable table of the directory's runs, read as typed
+/// records: the run id, the grid keys, status and health, then each of
+/// [`RUN_METRICS`] that some run measured. A measurement sorts by its
+/// number; a run without one sorts last.
 fn runs_table(d: &Path, name: &str) -> String {
-    let Some((header, rows)) = csv_of(d, "runs.csv") else {
+    let Ok(runs) = read_csv(&ResultsDir::new(d).runs_csv()) else {
         return "<p>No runs.csv.</p>\n".into();
     };
-    let at = |c: &str| header.iter().position(|h| h == c);
-    let status = at("status").unwrap_or(header.len());
-    let mut columns: Vec<usize> = (0..status).collect();
-    columns.extend(at("status"));
-    columns.extend(at("health"));
-    let has_number = |i: usize| {
-        rows.iter().any(|r| {
-            r.get(i)
-                .and_then(|v| v.parse::<f64>().ok())
-                .is_some_and(f64::is_finite)
+    let keys: Vec<&String> = runs
+        .iter()
+        .flat_map(|r| r.point.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let measured: Vec<&str> = RUN_METRICS
+        .into_iter()
+        .filter(|m| {
+            runs.iter().any(|r| {
+                r.metrics
+                    .get(*m)
+                    .and_then(Cell::number)
+                    .is_some_and(f64::is_finite)
+            })
         })
-    };
-    columns.extend(
-        RUN_METRICS
-            .iter()
-            .filter_map(|m| at(m))
-            .filter(|&i| has_number(i)),
-    );
+        .collect();
+    let labels: Vec<&str> = std::iter::once("run_id")
+        .chain(keys.iter().map(|k| k.as_str()))
+        .chain(["status", "health"])
+        .chain(measured.iter().copied())
+        .collect();
     let id = format!("runs-{}", escape(name));
     let mut s = format!(
         "<p class=\"runs-tools\"><label>Filter <input type=\"search\" id=\"{id}-filter\" placeholder=\"text in any cell, e.g. moniqua\"></label> <output id=\"{id}-count\">{n} of {n} runs</output> · click a heading to sort</p>\n\
          <div class=\"scroll\"><table class=\"runs\" id=\"{id}\" data-filter=\"{id}-filter\" data-count=\"{id}-count\">\n<thead><tr>",
-        n = rows.len()
+        n = runs.len()
     );
-    for &i in &columns {
+    for label in &labels {
         s.push_str(&format!(
             "<th scope=\"col\" data-key=\"{0}\" aria-sort=\"none\"><button type=\"button\">{0}</button></th>",
-            escape(&header[i])
+            escape(label)
         ));
     }
     s.push_str("</tr></thead>\n<tbody>\n");
-    for r in &rows {
-        s.push_str("<tr>");
-        for &i in &columns {
-            let v = r.get(i).map(String::as_str).unwrap_or("");
-            // a measurement sorts by its number; one without sorts last
-            let measured = i > status && Some(i) != at("health");
-            match v.parse::<f64>() {
-                Ok(x) if x.is_finite() && measured => s.push_str(&format!(
+    for r in &runs {
+        s.push_str(&format!("<tr><td>{}</td>", escape(&r.run_id)));
+        for k in &keys {
+            let v = r.point.get(*k).map_or("", String::as_str);
+            s.push_str(&format!("<td>{}</td>", escape(v)));
+        }
+        for k in ["status", "health"] {
+            let v = r.metrics.get(k).map_or("", Cell::text);
+            s.push_str(&format!("<td>{}</td>", escape(v)));
+        }
+        for m in &measured {
+            let cell = r.metrics.get(*m);
+            let text = cell.map_or(String::new(), |c| c.csv(m));
+            match cell.and_then(Cell::number).filter(|x| x.is_finite()) {
+                Some(x) => s.push_str(&format!(
                     "<td data-value=\"{}\">{}</td>",
-                    escape(v),
+                    escape(&text),
                     escape(&crate::report::table::number(x))
                 )),
-                _ if measured => s.push_str(&format!("<td data-value=\"\">{}</td>", escape(v))),
-                _ => s.push_str(&format!("<td>{}</td>", escape(v))),
+                None => s.push_str(&format!("<td data-value=\"\">{}</td>", escape(&text))),
             }
         }
         s.push_str("</tr>\n");
@@ -406,8 +448,10 @@ fn experiment_page(d: &Path, dirs: &[PathBuf]) -> String {
     main.push_str("<section id=\"provenance\">\n<h2>Provenance</h2>\n");
     main.push_str(&provenance_table(d));
     main.push_str("</section>\n");
-    for (file, title, id) in SHOWN {
-        if let Ok(text) = std::fs::read_to_string(d.join(file)) {
+    let dir = ResultsDir::new(d);
+    for (entry, title, id) in SHOWN {
+        let file = entry.name();
+        if let Ok(text) = std::fs::read_to_string(dir.path(entry)) {
             toc.push((id, title));
             main.push_str(&format!(
                 "<section id=\"{id}\">\n<h2>{title} <a class=\"file\" href=\"{file}\">{file}</a></h2>\n{}</section>\n",
@@ -415,7 +459,7 @@ fn experiment_page(d: &Path, dirs: &[PathBuf]) -> String {
             ));
         }
     }
-    for figure in ["figure.svg", "figure.png"] {
+    for figure in [Entry::FigureSvg, Entry::FigurePng].map(Entry::name) {
         if d.join(figure).is_file() {
             toc.push(("figure", "Figure"));
             main.push_str(&format!(
@@ -425,32 +469,18 @@ fn experiment_page(d: &Path, dirs: &[PathBuf]) -> String {
             break;
         }
     }
-    if d.join("runs.csv").is_file() {
+    if dir.runs_csv().is_file() {
         toc.push(("runs", "Runs"));
         main.push_str(&format!(
             "<section id=\"runs\">\n<h2>Runs <a class=\"file\" href=\"runs.csv\">runs.csv</a></h2>\n{}</section>\n",
             runs_table(d, &name)
         ));
     }
-    let files: Vec<String> = [
-        "runs.csv",
-        "runs.parquet",
-        "curves.csv",
-        "curves.parquet",
-        "table.csv",
-        "table.tex",
-        "claims.csv",
-        "targets.md",
-        "tuning.csv",
-        "figure.png",
-        "figure.py",
-        "provenance.json",
-        "combined.json",
-    ]
-    .iter()
-    .filter(|f| d.join(f).is_file())
-    .map(|f| format!("<li><a href=\"{f}\">{f}</a></li>"))
-    .collect();
+    let files: Vec<String> = LISTED
+        .iter()
+        .filter(|f| dir.path(**f).is_file())
+        .map(|f| format!("<li><a href=\"{0}\">{0}</a></li>", f.name()))
+        .collect();
     if !files.is_empty() {
         toc.push(("files", "Files"));
         main.push_str(&format!(
@@ -465,10 +495,10 @@ fn experiment_page(d: &Path, dirs: &[PathBuf]) -> String {
 /// paths written, the index first.
 pub(crate) fn write_report(results: &Path) -> Result<Vec<PathBuf>> {
     let dirs = experiments(results)?;
-    let mut written = vec![results.join("index.html")];
+    let mut written = vec![results.join(Entry::Index.name())];
     crate::util::atomic::write(&written[0], index_page(results, &dirs))?;
     for d in &dirs {
-        let path = d.join("index.html");
+        let path = d.join(Entry::Index.name());
         crate::util::atomic::write(&path, experiment_page(d, &dirs))?;
         written.push(path);
     }

@@ -9,6 +9,7 @@ use anyhow::Result;
 use crate::records::curves;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
 use crate::records::results::RunRecord;
+use crate::records::results_dir::Entry;
 use crate::report::plot::{self, ImageFormat};
 use crate::report::{claims, table};
 use crate::spec::manifest;
@@ -59,9 +60,9 @@ pub(crate) fn write_table(
     let paper = table::load_paper(&m.table)?;
     let table = table::build_table(&m.title, &m.source, &m.table, frame, paper.as_ref())?;
     for (file, text) in [
-        ("table.md", table.markdown()),
-        ("table.tex", table.latex()),
-        ("table.csv", table.csv()?),
+        (Entry::Table.name(), table.markdown()),
+        (Entry::TableTex.name(), table.latex()),
+        (Entry::TableCsv.name(), table.csv()?),
     ] {
         crate::util::atomic::write(&out.join(file), text)?;
     }
@@ -89,8 +90,8 @@ pub(crate) fn write_claims(
         m.figure.as_ref().map_or(1, |f| f.smooth),
     )?;
     let md = claims::markdown(&m.title, &verdicts);
-    crate::util::atomic::write(&out.join("claims.md"), md.clone())?;
-    crate::util::atomic::write(&out.join("claims.csv"), claims::csv(&verdicts)?)?;
+    crate::util::atomic::write(&out.join(Entry::Claims.name()), md.clone())?;
+    crate::util::atomic::write(&out.join(Entry::ClaimsCsv.name()), claims::csv(&verdicts)?)?;
     Ok(Some(md))
 }
 
@@ -102,13 +103,13 @@ pub(crate) fn run_curves(
     rows: &[RunRecord],
     y: &str,
 ) -> Result<(Vec<curves::RunCurve>, bool)> {
-    let mut logged = curves::load_curves(&out.join("raw"), rows, y)?;
+    let mut logged = curves::load_curves(&out.join(Entry::Raw.name()), rows, y)?;
     let missing: Vec<RunRecord> = rows
         .iter()
         .filter(|r| !logged.iter().any(|(l, _)| l.run_id == r.run_id))
         .cloned()
         .collect();
-    let saved = out.join("curves.parquet");
+    let saved = out.join(Entry::CurvesParquet.name());
     let kept = if missing.is_empty() || !saved.is_file() {
         Vec::new()
     } else {
@@ -148,16 +149,16 @@ pub(crate) fn figure_panels(
             if !spec.targets.is_empty() {
                 let reaches = plot::reaches(spec, &curves);
                 crate::util::atomic::write(
-                    &out.join("targets.md"),
+                    &out.join(Entry::Targets.name()),
                     plot::reaches_markdown(&m.title, spec, &reaches),
                 )?;
                 crate::util::atomic::write(&out.join("targets.csv"), plot::reaches_csv(&reaches)?)?;
             }
             let frame = CurvesFrame::new(&spec.y, &curves)?;
             if from_logs {
-                curves::write_curves_csv(&out.join("curves.csv"), &spec.y, &curves)?;
+                curves::write_curves_csv(&out.join(Entry::Curves.name()), &spec.y, &curves)?;
                 frames::write_parquet(
-                    &out.join("curves.parquet"),
+                    &out.join(Entry::CurvesParquet.name()),
                     frame.export()?,
                     frames::metadata(rows),
                 )?;
@@ -242,7 +243,7 @@ pub(crate) fn figure(
             let mut written = draw_figure(out, m.figure_title(), &spec, &panels, formats)?;
             // the same figure for matplotlib, to restyle
             let factor = table::factor(spec.scale, &spec.y);
-            let py = out.join("figure.py");
+            let py = out.join(Entry::FigurePy.name());
             crate::util::atomic::write(
                 &py,
                 crate::report::figure_py::script(m.figure_title(), &spec, &panels, factor),

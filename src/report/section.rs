@@ -17,6 +17,7 @@ use crate::records::frames::RunsFrame;
 use crate::records::health::{Health, counts_text};
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
+use crate::records::results_dir::Entry;
 use crate::report::{claims, outputs, table, tune};
 use crate::spec::manifest::{Backend, Manifest};
 use crate::spec::plan::{CONFIG_KEY, SEED_KEY};
@@ -83,7 +84,10 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
     }
     if let Some(spec) = &m.tune {
-        let csv = src.out.join("tuning").join("runs.csv");
+        let csv = src
+            .out
+            .join(Entry::TuningDir.name())
+            .join(Entry::Runs.name());
         let recorded = if csv.is_file() {
             crate::records::results::read_csv(&csv)?
         } else {

@@ -14,6 +14,7 @@ use yaml_serde::{Mapping, Value};
 use crate::records::health::{Health, counts_text};
 use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
+use crate::records::results_dir::Entry;
 use crate::report::table::{number, short};
 use crate::spec::manifest::{Backend, HealthSpec, Manifest, TuneSpec};
 use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
@@ -283,7 +284,7 @@ pub(crate) fn final_runs(
     backend: Backend,
     out: &std::path::Path,
 ) -> Result<Vec<PlannedRun>> {
-    let csv = out.join("tuning").join("runs.csv");
+    let csv = out.join(Entry::TuningDir.name()).join(Entry::Runs.name());
     let recorded = if csv.is_file() {
         crate::records::results::read_csv(&csv)?
     } else {
@@ -338,7 +339,7 @@ pub(crate) fn recorded_tuning(
     backend: Backend,
     out: &std::path::Path,
 ) -> Result<Vec<RunRecord>> {
-    let csv = out.join("tuning").join("runs.csv");
+    let csv = out.join(Entry::TuningDir.name()).join(Entry::Runs.name());
     let Some(spec) = m.tune.as_ref().filter(|_| csv.is_file()) else {
         return Ok(Vec::new());
     };

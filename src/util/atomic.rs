@@ -86,8 +86,9 @@ pub(crate) fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
 
 /// The files and directories a results directory may hold, besides
 /// hidden temporaries: what [`lock`] may tidy lives only in such a
-/// directory.
-const RESULTS_ENTRIES: [&str; 7] = [
+/// directory. (`records::results_dir::Entry` names each; its test checks
+/// these are among them.)
+pub(crate) const RESULTS_ENTRIES: [&str; 7] = [
     "runs.csv",
     "provenance.json",
     "raw",

@@ -11,6 +11,7 @@ use crate::launch::summary::RunStatus;
 use crate::records::curves::CurvePoint;
 use crate::records::metrics::{self, Cell, Kind};
 use crate::records::results::RunRecord;
+use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
 use crate::spec::manifest::Manifest;
 use crate::spec::plan::PlannedRun;
@@ -95,7 +96,7 @@ pub(crate) fn experiment(
     curves: &[crate::records::curves::RunCurve],
 ) -> Result<Exported> {
     let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap_or_default();
-    let note = [read("table.md"), read("claims.md")]
+    let note = [read(Entry::Table.name()), read(Entry::Claims.name())]
         .into_iter()
         .filter(|t| !t.trim().is_empty())
         .collect::<Vec<_>>()
