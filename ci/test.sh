@@ -7,6 +7,10 @@
 # (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
 # the CPU (ci/gpu-check.sh rehearse). The committed record's own checks
 # (tests/record.rs) run apart: their verdict is said, and fails nothing.
+# While the tests run, the release build the GPU check packs and the
+# libtorch checks (compile only) run beside them at low priority; the
+# fuzzing runs beside the GPU-check rehearsal. The MPI and network tests,
+# one at a time, leave a core idle for them.
 # Every test runs even when one fails (--no-fail-fast); the last line counts
 # passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
@@ -58,8 +62,37 @@ step_done "cargo clippy"
 echo "[test] cargo nextest run (every test binary, two tests at a time)" >&2
 log="$(mktemp)"
 skipped_log="$(mktemp)"
-trap 'rm -f "$log" "$skipped_log"' EXIT
+beside="$(mktemp -d)"
+trap 'rm -rf "$log" "$skipped_log" "$beside"' EXIT
+# what runs beside the tests: compiling only (no MPI job, no network, no
+# timing), niced so that the tests keep the CPU they use; each part writes
+# `NAME|seconds|status` to $beside/steps
+beside_tests() {
+  local t=$SECONDS
+  if [[ -z "$(git status --porcelain)" ]]; then
+    # what ci/gpu-check.sh pack builds in a clean checkout: it then finds
+    # it built
+    cargo build --release --locked -p repro -p repro-trainer
+    echo "release build (beside the tests)|$((SECONDS - t))|$?" >>"$beside/steps"
+  fi
+  local version rc
+  for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
+    t=$SECONDS
+    bash ci/torch-check.sh "$version"
+    rc=$?
+    echo "torch-check $version (beside the tests)|$((SECONDS - t))|$rc" >>"$beside/steps"
+    ((rc == 0)) || break
+  done
+}
 set +e
+beside_pid=""
+if ((quick == 0)); then
+  # the test binaries first, so that the build beside the tests never
+  # holds cargo's lock when they start
+  cargo nextest run --workspace --locked --no-run
+  nice -n 10 bash -c "$(declare -f beside_tests); beside=$beside; beside_tests" >"$beside/log" 2>&1 &
+  beside_pid=$!
+fi
 # the tests (.config/nextest.toml: the MPI and network tests one at a time)
 # the code's tests; the record's checks (tests/record.rs) run below
 filter=(-E 'not binary(record)')
@@ -107,34 +140,37 @@ summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
     printf "%d passed, %d failed, %d ignored, %d skipped", passed, failed, ignored, skipped
   }' "$log")
 sed 's/^/SKIPPED: /' "$skipped_log" >&2
-# the frame fuzz target: built, its corpus replayed, then a minute of fuzzing
+# what ran beside the tests: its steps, and its log where one failed
+if [[ -n "$beside_pid" ]]; then
+  wait "$beside_pid"
+  while IFS='|' read -r name took status; do
+    steps+=("$name|$took")
+    printf '[test] %s took %d s\n' "$name" "$took" >&2
+    if [[ "$status" != 0 ]]; then
+      tail -n 40 "$beside/log" >&2
+      summary="$summary; ${name% (beside the tests)} failed"
+      ((rc == 0)) && rc=1
+    fi
+  done <"$beside/steps"
+  step_start=$SECONDS
+fi
+# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh), and
+# beside it the frame fuzz target: built, its corpus replayed, then a
+# minute of fuzzing (its log follows the rehearsal's)
 if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   set +e
-  bash ci/fuzz.sh
-  rc=$?
-  set -e
-  [[ $rc -eq 0 ]] || summary="$summary; ci/fuzz.sh failed"
-  step_done "fuzz"
-fi
-# every libtorch but the default: the trainer compiles against it
-if [[ $rc -eq 0 && $quick -eq 0 ]]; then
-  for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
-    set +e
-    bash ci/torch-check.sh "$version"
-    rc=$?
-    set -e
-    [[ $rc -eq 0 ]] || { summary="$summary; ci/torch-check.sh $version failed"; break; }
-    step_done "torch-check $version"
-  done
-fi
-# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh)
-if [[ $rc -eq 0 && $quick -eq 0 ]]; then
-  set +e
+  bash ci/fuzz.sh >"$beside/fuzz.log" 2>&1 &
+  fuzz_pid=$!
   bash ci/gpu-check.sh rehearse
-  rc=$?
+  gpu_rc=$?
+  wait "$fuzz_pid"
+  fuzz_rc=$?
   set -e
-  [[ $rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
-  step_done "gpu-check rehearse"
+  cat "$beside/fuzz.log" >&2
+  [[ $gpu_rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
+  [[ $fuzz_rc -eq 0 ]] || summary="$summary; ci/fuzz.sh failed"
+  rc=$((gpu_rc != 0 ? gpu_rc : fuzz_rc))
+  step_done "gpu-check rehearse, and fuzz beside it"
 fi
 # which codec SIMD levels this CPU let the tests compare (the rest: not
 # run), from that test run again with its output shown (built already)
