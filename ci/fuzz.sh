@@ -2,11 +2,14 @@
 # Builds the frame_decode fuzz target with coverage instrumentation (stable
 # Rust: the sanitizer-coverage passes cargo-fuzz uses, without a sanitizer),
 # replays the committed corpus, then fuzzes for FUZZ_SECONDS (default 60)
-# from a copy of it. A crash fails the script and leaves its input in
-# crates/repro-codec/fuzz/artifacts/. ci/test.sh calls it.
+# from a copy of it, or for FUZZ_RUNS inputs where that is set (the same
+# amount of fuzzing however busy the machine is). A crash fails the script
+# and leaves its input in crates/repro-codec/fuzz/artifacts/. ci/test.sh
+# calls it with FUZZ_RUNS=5000000 (60 s alone on a 2-core machine).
 #
 #   bash ci/fuzz.sh                # after ci/setup.sh
 #   FUZZ_SECONDS=600 bash ci/fuzz.sh
+#   FUZZ_RUNS=5000000 bash ci/fuzz.sh
 set -euo pipefail
 cd "$(dirname "$0")/../crates/repro-codec/fuzz"
 seconds="${FUZZ_SECONDS:-60}"
@@ -26,8 +29,14 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 cp corpus/frame_decode/* "$work/"
 mkdir -p artifacts
-echo "[fuzz] fuzzing for ${seconds} s" >&2
-"$bin" -max_total_time="$seconds" -max_len=4096 -artifact_prefix=artifacts/ "$work" 2>"$work.log" || {
+if [[ -n "${FUZZ_RUNS:-}" ]]; then
+  echo "[fuzz] fuzzing ${FUZZ_RUNS} inputs" >&2
+  budget=(-runs="$FUZZ_RUNS")
+else
+  echo "[fuzz] fuzzing for ${seconds} s" >&2
+  budget=(-max_total_time="$seconds")
+fi
+"$bin" "${budget[@]}" -max_len=4096 -artifact_prefix=artifacts/ "$work" 2>"$work.log" || {
   tail -n 40 "$work.log" >&2
   echo "[fuzz] FAILED: a crashing input is in crates/repro-codec/fuzz/artifacts/" >&2
   exit 1

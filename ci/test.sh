@@ -2,15 +2,16 @@
 # Sets up the machine (idempotent) and runs every check CI runs:
 # rustfmt, clippy with -D warnings, the workspace tests (debug profile, run by
 # cargo-nextest, .config/nextest.toml; doc tests by cargo test --doc), the
-# frame fuzz target (ci/fuzz.sh: built, corpus replayed, 60 s of fuzzing),
+# frame fuzz target (ci/fuzz.sh: built, corpus replayed, 5 million inputs),
 # the trainer compiled against every other libtorch it supports
 # (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
 # the CPU (ci/gpu-check.sh rehearse). The committed record's own checks
 # (tests/record.rs) run apart: their verdict is said, and fails nothing.
 # While the tests run, the release build the GPU check packs and the
-# libtorch checks (compile only) run beside them at low priority; the
-# fuzzing runs beside the GPU-check rehearsal. The MPI and network tests,
-# one at a time, leave a core idle for them.
+# libtorch checks (compile only) and the record's checks run beside them
+# at low priority; the fuzzing (a fixed number of inputs) runs beside the
+# GPU-check rehearsal. The MPI and network tests, one at a time, leave a
+# core idle for them.
 # Every test runs even when one fails (--no-fail-fast); the last line counts
 # passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
@@ -64,9 +65,9 @@ log="$(mktemp)"
 skipped_log="$(mktemp)"
 beside="$(mktemp -d)"
 trap 'rm -rf "$log" "$skipped_log" "$beside"' EXIT
-# what runs beside the tests: compiling only (no MPI job, no network, no
-# timing), niced so that the tests keep the CPU they use; each part writes
-# `NAME|seconds|status` to $beside/steps
+# what runs beside the tests: compiling and reading the record only (no
+# MPI job, no network, no timing), niced so that the tests keep the CPU
+# they use; each part writes `NAME|seconds|status` to $beside/steps
 beside_tests() {
   local t=$SECONDS
   if [[ -z "$(git status --porcelain)" ]]; then
@@ -83,6 +84,12 @@ beside_tests() {
     echo "torch-check $version (beside the tests)|$((SECONDS - t))|$rc" >>"$beside/steps"
     ((rc == 0)) || break
   done
+  # the committed record against the manifests and the documents
+  t=$SECONDS
+  cargo nextest run --workspace --locked -E 'binary(record)' >"$beside/record.log" 2>&1
+  echo $? >"$beside/record.rc"
+  # (their verdict is said below, and fails nothing)
+  echo "record checks (beside the tests)|$((SECONDS - t))|0" >>"$beside/steps"
 }
 set +e
 beside_pid=""
@@ -90,7 +97,7 @@ if ((quick == 0)); then
   # the test binaries first, so that the build beside the tests never
   # holds cargo's lock when they start
   cargo nextest run --workspace --locked --no-run
-  nice -n 10 bash -c "$(declare -f beside_tests); beside=$beside; beside_tests" >"$beside/log" 2>&1 &
+  nice -n 19 bash -c "$(declare -f beside_tests); beside=$beside; beside_tests" >"$beside/log" 2>&1 &
   beside_pid=$!
 fi
 # the tests (.config/nextest.toml: the MPI and network tests one at a time)
@@ -108,22 +115,6 @@ if ((quick == 0)); then
   doc_rc=${PIPESTATUS[0]}
   ((rc == 0)) && rc=$doc_rc
   step_done "doc tests"
-fi
-# the committed record against the manifests and the documents: said,
-# never failing CI (a rerun committed in parts is inconsistent until it
-# ends; its last commit runs `cargo nextest run --test record`)
-if ((quick == 0)); then
-  echo "[test] the record's checks (tests/record.rs)" >&2
-  if cargo nextest run --workspace --locked -E 'binary(record)' >"$log.record" 2>&1; then
-    record="the committed record is consistent"
-  else
-    grep -E '^ +FAIL \[|panicked at|^ +[^ ].*(differs|says|holds runs)' "$log.record" | head -n 20 >&2 || true
-    record="the committed record is NOT consistent (a rerun in progress?): cargo nextest run --test record"
-  fi
-  record="$record ($(sed -n 's/^ *Summary \[[^]]*\] *//p' "$log.record" | tail -n 1))"
-  rm -f "$log.record"
-  echo "[test] $record" >&2
-  step_done "record checks"
 fi
 set -e
 # one line for the whole run: nextest's summary and the doc tests' counts
@@ -153,13 +144,25 @@ if [[ -n "$beside_pid" ]]; then
     fi
   done <"$beside/steps"
   step_start=$SECONDS
+  # the record's verdict: said, never failing CI (a rerun committed in
+  # parts is inconsistent until it ends; its last commit runs `cargo
+  # nextest run --test record`)
+  if [[ "$(cat "$beside/record.rc" 2>/dev/null)" == 0 ]]; then
+    record="the committed record is consistent"
+  else
+    grep -E '^ +FAIL \[|panicked at|^ +[^ ].*(differs|says|holds runs)' "$beside/record.log" | head -n 20 >&2 || true
+    record="the committed record is NOT consistent (a rerun in progress?): cargo nextest run --test record"
+  fi
+  record="$record ($(sed -n 's/^ *Summary \[[^]]*\] *//p' "$beside/record.log" | tail -n 1))"
+  echo "[test] $record" >&2
 fi
 # the GPU check's bundle built and run on this CPU (ci/gpu-check.sh), and
-# beside it the frame fuzz target: built, its corpus replayed, then a
-# minute of fuzzing (its log follows the rehearsal's)
+# beside it the frame fuzz target: built, its corpus replayed, then 5
+# million inputs (60 s alone here; the same amount beside the rehearsal,
+# whatever it takes; its log follows the rehearsal's)
 if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   set +e
-  bash ci/fuzz.sh >"$beside/fuzz.log" 2>&1 &
+  FUZZ_RUNS=5000000 bash ci/fuzz.sh >"$beside/fuzz.log" 2>&1 &
   fuzz_pid=$!
   bash ci/gpu-check.sh rehearse
   gpu_rc=$?
