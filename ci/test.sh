@@ -69,7 +69,13 @@ trap 'rm -rf "$log" "$skipped_log" "$beside"' EXIT
 # MPI job, no network, no timing), niced so that the tests keep the CPU
 # they use; each part writes `NAME|seconds|status` to $beside/steps
 beside_tests() {
+  # after nextest has listed its binaries (its cargo call takes the lock
+  # this job's cargo calls take) and started the tests
   local t=$SECONDS
+  until grep -qE '^ +Starting [0-9]+ tests|^error' "$log" || ((SECONDS - t > 600)); do
+    sleep 1
+  done
+  t=$SECONDS
   if [[ -z "$(git status --porcelain)" ]]; then
     # what ci/gpu-check.sh pack builds in a clean checkout: it then finds
     # it built
@@ -93,29 +99,28 @@ beside_tests() {
 }
 set +e
 beside_pid=""
+doc_rc=0
 if ((quick == 0)); then
-  # the test binaries first, so that the build beside the tests never
-  # holds cargo's lock when they start
+  # the test binaries and the doc tests first, so that the build beside
+  # the tests never holds cargo's lock when these need it (nextest does
+  # not run doc tests: cargo test does)
   cargo nextest run --workspace --locked --no-run
-  nice -n 19 bash -c "$(declare -f beside_tests); beside=$beside; beside_tests" >"$beside/log" 2>&1 &
-  beside_pid=$!
-fi
-# the tests (.config/nextest.toml: the MPI and network tests one at a time)
-# the code's tests; the record's checks (tests/record.rs) run below
-filter=(-E 'not binary(record)')
-((quick)) && filter=(-E 'not binary(record) & not binary(rehearsal)')
-REPRO_REQUIRE_ROOT_TESTS=1 REPRO_SKIPPED_LOG="$skipped_log" \
-  cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}" 2>&1 | tee "$log"
-rc=${PIPESTATUS[0]}
-step_done "cargo nextest"
-if ((quick == 0)); then
-  # nextest does not run doc tests: cargo test does
   echo "[test] cargo test --doc" >&2
   cargo test --workspace --locked --doc 2>&1 | tee -a "$log"
   doc_rc=${PIPESTATUS[0]}
-  ((rc == 0)) && rc=$doc_rc
-  step_done "doc tests"
+  step_done "test build and doc tests"
+  nice -n 19 bash -c "$(declare -f beside_tests); beside=$beside; log=$log; beside_tests" >"$beside/log" 2>&1 &
+  beside_pid=$!
 fi
+# the tests (.config/nextest.toml: the MPI and network tests one at a time)
+# the code's tests; the record's checks (tests/record.rs) run beside them
+filter=(-E 'not binary(record)')
+((quick)) && filter=(-E 'not binary(record) & not binary(rehearsal)')
+REPRO_REQUIRE_ROOT_TESTS=1 REPRO_SKIPPED_LOG="$skipped_log" \
+  cargo nextest run --workspace --locked --no-fail-fast "${filter[@]}" 2>&1 | tee -a "$log"
+rc=${PIPESTATUS[0]}
+((rc == 0)) && rc=$doc_rc
+step_done "cargo nextest"
 set -e
 # one line for the whole run: nextest's summary and the doc tests' counts
 summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
