@@ -7,11 +7,12 @@
 # (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
 # the CPU (ci/gpu-check.sh rehearse). The committed record's own checks
 # (tests/record.rs) run apart: their verdict is said, and fails nothing.
-# While the tests run, the release build the GPU check packs and the
-# libtorch checks (compile only) and the record's checks run beside them
-# at low priority; the fuzzing (a fixed number of inputs) runs beside the
-# GPU-check rehearsal. The MPI and network tests, one at a time, leave a
-# core idle for them.
+# While the tests run, the release build the GPU check packs, the
+# libtorch checks (compile only), the record's checks and the fuzzing (a
+# fixed number of inputs) run beside them at low priority, in that order;
+# the GPU-check rehearsal starts after the tests, once the release build
+# is done. The MPI and network tests, one at a time, leave a core idle
+# for them.
 # Every test runs even when one fails (--no-fail-fast); the last line counts
 # passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
@@ -65,9 +66,10 @@ log="$(mktemp)"
 skipped_log="$(mktemp)"
 beside="$(mktemp -d)"
 trap 'rm -rf "$log" "$skipped_log" "$beside"' EXIT
-# what runs beside the tests: compiling and reading the record only (no
-# MPI job, no network, no timing), niced so that the tests keep the CPU
-# they use; each part writes `NAME|seconds|status` to $beside/steps
+# what runs beside the tests: compiling, reading the record and fuzzing
+# the codec only (no MPI job, no network, no timing), niced so that the
+# tests keep the CPU they use; each part writes `NAME|seconds|status` to
+# $beside/steps, and $beside/release.done says the release build is done
 beside_tests() {
   # after nextest has listed its binaries (its cargo call takes the lock
   # this job's cargo calls take) and started the tests
@@ -82,6 +84,7 @@ beside_tests() {
     cargo build --release --locked -p repro -p repro-trainer
     echo "release build (beside the tests)|$((SECONDS - t))|$?" >>"$beside/steps"
   fi
+  touch "$beside/release.done"
   local version rc
   for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
     t=$SECONDS
@@ -96,6 +99,11 @@ beside_tests() {
   echo $? >"$beside/record.rc"
   # (their verdict is said below, and fails nothing)
   echo "record checks (beside the tests)|$((SECONDS - t))|0" >>"$beside/steps"
+  # the frame fuzz target: built, its corpus replayed, then 5 million
+  # inputs (60 s alone here; the same amount however busy the machine is)
+  t=$SECONDS
+  FUZZ_RUNS=5000000 bash ci/fuzz.sh >"$beside/fuzz.log" 2>&1
+  echo "fuzz (beside the tests)|$((SECONDS - t))|$?" >>"$beside/steps"
 }
 set +e
 beside_pid=""
@@ -136,9 +144,28 @@ summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
     printf "%d passed, %d failed, %d ignored, %d skipped", passed, failed, ignored, skipped
   }' "$log")
 sed 's/^/SKIPPED: /' "$skipped_log" >&2
-# what ran beside the tests: its steps, and its log where one failed
+# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh), once
+# the release build beside the tests is done (the fuzzing may go on)
+if [[ -n "$beside_pid" ]]; then
+  until [[ -e "$beside/release.done" ]] || ! kill -0 "$beside_pid" 2>/dev/null; do
+    sleep 1
+  done
+  step_done "waiting for the release build"
+fi
+if [[ $rc -eq 0 && $quick -eq 0 ]]; then
+  set +e
+  bash ci/gpu-check.sh rehearse
+  gpu_rc=$?
+  set -e
+  [[ $gpu_rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
+  rc=$gpu_rc
+  step_done "gpu-check rehearse"
+fi
+# what ran beside the tests: its steps, the fuzzing's log, and the whole
+# log where a step failed
 if [[ -n "$beside_pid" ]]; then
   wait "$beside_pid"
+  step_done "waiting for the fuzzing"
   while IFS='|' read -r name took status; do
     steps+=("$name|$took")
     printf '[test] %s took %d s\n' "$name" "$took" >&2
@@ -148,7 +175,7 @@ if [[ -n "$beside_pid" ]]; then
       ((rc == 0)) && rc=1
     fi
   done <"$beside/steps"
-  step_start=$SECONDS
+  cat "$beside/fuzz.log" >&2 2>/dev/null || true
   # the record's verdict: said, never failing CI (a rerun committed in
   # parts is inconsistent until it ends; its last commit runs `cargo
   # nextest run --test record`)
@@ -160,25 +187,6 @@ if [[ -n "$beside_pid" ]]; then
   fi
   record="$record ($(sed -n 's/^ *Summary \[[^]]*\] *//p' "$beside/record.log" | tail -n 1))"
   echo "[test] $record" >&2
-fi
-# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh), and
-# beside it the frame fuzz target: built, its corpus replayed, then 5
-# million inputs (60 s alone here; the same amount beside the rehearsal,
-# whatever it takes; its log follows the rehearsal's)
-if [[ $rc -eq 0 && $quick -eq 0 ]]; then
-  set +e
-  FUZZ_RUNS=5000000 bash ci/fuzz.sh >"$beside/fuzz.log" 2>&1 &
-  fuzz_pid=$!
-  bash ci/gpu-check.sh rehearse
-  gpu_rc=$?
-  wait "$fuzz_pid"
-  fuzz_rc=$?
-  set -e
-  cat "$beside/fuzz.log" >&2
-  [[ $gpu_rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
-  [[ $fuzz_rc -eq 0 ]] || summary="$summary; ci/fuzz.sh failed"
-  rc=$((gpu_rc != 0 ? gpu_rc : fuzz_rc))
-  step_done "gpu-check rehearse, and fuzz beside it"
 fi
 # which codec SIMD levels this CPU let the tests compare (the rest: not
 # run), from that test run again with its output shown (built already)
