@@ -1,4 +1,4 @@
-//! `repro status`: each planned run of an experiment as current, stale or
+//! `repro status`: every planned run of an experiment as current, stale or
 //! missing (`records::freshness` says which), or each experiment's counts.
 
 use std::path::{Path, PathBuf};
