@@ -455,15 +455,20 @@ pub(crate) fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> 
     crate::util::atomic::write(&path, csv_text(rows)?)
 }
 
-/// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
-/// without one leaves it empty), then [`columns`].
-pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
-    let keys: Vec<&String> = rows
-        .iter()
+/// The grid keys of `rows`: every row's, sorted (runs.csv's columns
+/// after `run_id`).
+pub(crate) fn grid_keys(rows: &[RunRecord]) -> Vec<&String> {
+    rows.iter()
         .flat_map(|r| r.point.keys())
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
-        .collect();
+        .collect()
+}
+
+/// Writes runs.csv: `run_id`, the grid keys (every row's, sorted; a row
+/// without one leaves it empty), then [`columns`].
+pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
+    let keys = grid_keys(rows);
     let header: Vec<String> = std::iter::once("run_id".to_string())
         .chain(keys.iter().map(|k| k.to_string()))
         .chain(columns().map(str::to_string))

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::records::metrics::Cell;
-use crate::records::results::{RunRecord, csv_rows, read_csv};
+use crate::records::results::{RunRecord, csv_rows, grid_keys, read_csv};
 use crate::records::results_dir::{Entry, ResultsDir};
 
 /// What one experiment's directory holds that its page shows.
@@ -372,12 +372,7 @@ fn runs_table(d: &Path, name: &str) -> String {
     let Ok(runs) = read_csv(&ResultsDir::new(d).runs_csv()) else {
         return "<p>No runs.csv.</p>\n".into();
     };
-    let keys: Vec<&String> = runs
-        .iter()
-        .flat_map(|r| r.point.keys())
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
+    let keys = grid_keys(&runs);
     let measured: Vec<&str> = RUN_METRICS
         .into_iter()
         .filter(|m| {

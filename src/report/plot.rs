@@ -1193,6 +1193,12 @@ fn marker_points(len: usize, k: usize, n: usize) -> impl Iterator<Item = usize> 
     (phase..len).step_by(every)
 }
 
+/// A panel's axis: f64 values, labelled by their own formatter (linear or
+/// log). One name for the bound every drawing step below needs.
+trait Axis: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64> {}
+
+impl<A: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>> Axis for A {}
+
 /// Draws the panel's mesh, bands, series and legend on `chart`: the bands
 /// first, under every line; then every line, and every marker above all
 /// of them, so that a series under another still shows its markers.
@@ -1202,8 +1208,8 @@ fn draw_panel<'a, DB, X, Y>(
 ) -> std::result::Result<(), String>
 where
     DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Axis,
+    Y: Axis,
 {
     let panel = how.panel;
     chart
@@ -1247,8 +1253,8 @@ fn draw_bands<'a, DB, X, Y>(
 ) -> std::result::Result<(), String>
 where
     DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Axis,
+    Y: Axis,
 {
     let (y_lo, y_hi) = how.y_range;
     let clip = |y: f64| y.clamp(y_lo, y_hi);
@@ -1274,8 +1280,8 @@ fn draw_lines<'a, DB, X, Y>(
 ) -> std::result::Result<(), String>
 where
     DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Axis,
+    Y: Axis,
 {
     for s in &how.panel.series {
         let i = how.color(s);
@@ -1308,8 +1314,8 @@ fn draw_beyond<'a, DB, X, Y>(
 ) -> std::result::Result<(), String>
 where
     DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Axis,
+    Y: Axis,
 {
     let (y_lo, y_hi) = how.y_range;
     for s in &how.panel.series {
@@ -1340,8 +1346,8 @@ fn draw_markers<'a, DB, X, Y>(
 ) -> std::result::Result<(), String>
 where
     DB: DrawingBackend + 'a,
-    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
-    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    X: Axis,
+    Y: Axis,
 {
     let n = how.panel.series.len().max(1);
     for (k, s) in how

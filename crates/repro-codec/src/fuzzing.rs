@@ -15,9 +15,10 @@ use crate::{
 pub fn frame_decode(data: &[u8]) {
     let _ = read_frame(data, 1 << 20);
     let len = FrameHeader::parse(data, 1 << 16).map_or(0, |h| h.len as usize);
+    let local = vec![0.25f32; len];
     let mut out = vec![0f32; len];
     for bits in 1..=8 {
-        decode_moniqua(data, bits, &mut out);
+        decode_moniqua(data, bits, &local, &mut out);
         decode_stochastic(data, bits, &mut out);
     }
     decode_norm(data, &mut out);
@@ -25,8 +26,9 @@ pub fn frame_decode(data: &[u8]) {
     full_precision_round_trip(data, &mut out);
 }
 
-/// Moniqua's frame at `bits`, decoded into `out` and added to an accumulator.
-fn decode_moniqua(data: &[u8], bits: u32, out: &mut [f32]) {
+/// Moniqua's frame at `bits` against the model `local`, decoded into
+/// `out` and added to an accumulator.
+fn decode_moniqua(data: &[u8], bits: u32, local: &[f32], out: &mut [f32]) {
     let cfg = MoniquaConfig {
         bits,
         rounding: Rounding::Nearest,
@@ -35,12 +37,11 @@ fn decode_moniqua(data: &[u8], bits: u32, out: &mut [f32]) {
     let Ok(codec) = MoniquaCodec::new(&cfg, 0) else {
         return;
     };
-    let local = vec![0.25f32; out.len()];
-    let _ = codec.decode(data, &local, DecodeTarget::Out(out));
+    let _ = codec.decode(data, local, DecodeTarget::Out(out));
     let mut acc = vec![0f32; out.len()];
     let _ = codec.decode(
         data,
-        &local,
+        local,
         DecodeTarget::Add {
             acc: &mut acc,
             weight: 0.5,
