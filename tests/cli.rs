@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    as_root, csv_rows, finish, kill, number, read_runs, repro, repro_cmd, skipped, temp_out,
-    train_binary, wait_for_trainer,
+    as_root, csv_rows, fields, finish, kill, number, read_runs, repro, repro_cmd, skipped,
+    temp_out, train_binary, wait_for_trainer,
 };
 
 #[test]
@@ -2101,4 +2101,101 @@ fn show_prints_the_manifest_resolved() {
     assert!(!text.lines().any(|l| l.starts_with("tune:")), "{text}");
     let o = repro(&["show", "no-such-experiment"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+/// `repro verify` on the committed quickstart against itself: every cell
+/// reproduced, every verdict the same, exit 0. Against a copy whose choco
+/// runs lost 30 accuracy points: that cell differs, a claim's verdict
+/// flips, and the exit code is 4.
+#[test]
+fn verify_names_a_shifted_cell_and_a_flipped_claim() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let record = here.join("results/quickstart");
+    let o = repro(&[
+        "verify",
+        record.to_str().unwrap(),
+        "--against",
+        "results/quickstart",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        stdout.contains("your run reproduces the record: 13 of 13 verdicts the same, 19 of 19 cells equivalent, 0 inconclusive, 0 differ"),
+        "{stdout}"
+    );
+    // a copy (without its `then` experiment) with choco's runs shifted
+    let copy = temp_out("verify-shifted");
+    std::fs::create_dir_all(&copy).unwrap();
+    for e in std::fs::read_dir(&record).unwrap().flatten() {
+        if e.path().is_file() {
+            std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+        }
+    }
+    let csv = std::fs::read_to_string(copy.join("runs.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header = fields(lines.next().unwrap());
+    let at = |k: &str| header.iter().position(|h| h == k).unwrap();
+    let (method, acc) = (at("method"), at("avg_test_accuracy"));
+    let quote = |f: &String| {
+        if f.contains([',', '"']) {
+            format!("\"{}\"", f.replace('"', "\"\""))
+        } else {
+            f.clone()
+        }
+    };
+    let mut shifted = vec![header.iter().map(quote).collect::<Vec<_>>().join(",")];
+    let mut n = 0;
+    for line in lines {
+        let mut f = fields(line);
+        if f[method] == "choco" {
+            f[acc] = format!("{:?}", f[acc].parse::<f64>().unwrap() - 0.3);
+            n += 1;
+        }
+        shifted.push(f.iter().map(quote).collect::<Vec<_>>().join(","));
+    }
+    assert_eq!(n, 8);
+    std::fs::write(copy.join("runs.csv"), shifted.join("\n") + "\n").unwrap();
+    let o = repro(&[
+        "verify",
+        copy.to_str().unwrap(),
+        "--against",
+        "results/quickstart",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let row = |start: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start} in {stdout}"))
+            .to_string()
+    };
+    assert!(
+        row("| method=choco, bits=1 |").ends_with("| **differs** |"),
+        "{stdout}"
+    );
+    assert!(
+        row("| method=dcd, bits=1 |").ends_with("| **reproduced** |"),
+        "{stdout}"
+    );
+    assert!(
+        row("| moniqua has a higher avg_test_accuracy than choco |").ends_with("| **flipped** |"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("your run does NOT reproduce the record"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("verdicts flipped"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&copy);
 }

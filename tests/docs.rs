@@ -356,7 +356,9 @@ fn repository_paths() -> (Vec<String>, Vec<String>) {
                 .replace('\\', "/");
             let name = p.file_name().unwrap().to_string_lossy().to_string();
             if p.is_dir() {
-                if ["target", ".git", "raw", "scratch", "node_modules"].contains(&name.as_str()) {
+                if ["target", ".git", "raw", "scratch", "runs", "node_modules"]
+                    .contains(&name.as_str())
+                {
                     continue;
                 }
                 dirs.push(rel);
@@ -430,8 +432,9 @@ fn anchor(heading: &str) -> String {
 
 /// Files and folders the tool writes when it runs, which documents name
 /// but the repository does not hold: a run's logs and records under
-/// `raw/`, tries under `scratch/`, and the set-up's environment file.
-const GENERATED: [&str; 8] = [
+/// `raw/`, runs under `runs/`, tries under `scratch/`, and the set-up's
+/// environment file.
+const GENERATED: [&str; 9] = [
     "raw",
     "shaping.json",
     "job.json",
@@ -439,6 +442,7 @@ const GENERATED: [&str; 8] = [
     "launch.txt",
     "env.sh",
     "scratch",
+    "runs",
     "index.html",
 ];
 

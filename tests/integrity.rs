@@ -1,5 +1,5 @@
 //! Nothing lost, nothing mixed: a results directory holds one experiment at
-//! one scale, tries go to scratch, a failure never replaces a result, an
+//! one scale, runs go to runs/ and only --record to results/, a failure never replaces a result, an
 //! added grid key keeps the earlier rows, the command line wins over a
 //! scale, and bad input stops at plan time with exit code 1 and no panic.
 
@@ -44,17 +44,46 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A try at another scale than the committed one writes to scratch/, never
-/// to results/; the committed scale writes to results/<name>/; and one
-/// results directory never takes runs of two scales.
+/// A run without `--record` gets a directory of its own under runs/, at
+/// any scale, and never touches results/; `--record` writes the record,
+/// results/<name>/, at the committed scale only; a run beside a record
+/// ends with the comparison; and one results directory never takes runs
+/// of two scales.
 #[test]
-fn tries_go_to_scratch_and_scales_never_mix() {
-    let root = project("scratch", "twoscale", "");
-    let o = repro_in(&root, &["run", "twoscale", "--scale", "smoke"]);
+fn runs_get_their_own_directory_and_only_record_writes_results() {
+    let root = project("runs", "twoscale", "");
+    for scale in ["smoke", "cpu"] {
+        let o = repro_in(&root, &["run", "twoscale", "--scale", scale]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let latest = root.join(format!("runs/twoscale/{scale}/latest"));
+        assert!(latest.join("runs.csv").is_file(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("writing to runs/twoscale/"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(
+        !root.join("results").exists(),
+        "a run without --record wrote results/"
+    );
+    // the readers take a run directory for the experiment
+    for cmd in ["table", "status"] {
+        let o = repro_in(&root, &[cmd, "runs/twoscale/smoke/latest"]);
+        assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    }
+    let o = repro_in(&root, &["table", "twoscale", "--scale", "smoke"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(root.join("scratch/smoke/twoscale/runs.csv").is_file());
-    assert!(!root.join("results").exists(), "a smoke try wrote results/");
-    let o = repro_in(&root, &["run", "twoscale", "--scale", "cpu"]);
+    // the record holds its committed scale only
+    let o = repro_in(&root, &["run", "twoscale", "--scale", "smoke", "--record"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--record writes results/twoscale/"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!root.join("results").exists());
+    let o = repro_in(&root, &["run", "twoscale", "--scale", "cpu", "--record"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let rows = csv_rows(&root.join("results/twoscale/runs.csv"));
     assert_eq!(rows.len(), 2);
@@ -65,6 +94,24 @@ fn tries_go_to_scratch_and_scales_never_mix() {
         assert_eq!(r["data_checksum"], "generated");
         assert!(r["params"].contains("\"iterations\":30"), "{r:?}");
     }
+    // a rerun beside the record: a new directory, the record unchanged,
+    // and the comparison at the end (the simulator is deterministic)
+    let before = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
+    let o = repro_in(&root, &["run", "twoscale", "--scale", "cpu"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(
+            "your run reproduces the record: 0 of 0 verdicts the same, 2 of 2 cells equivalent"
+        ),
+        "{stdout}"
+    );
+    let after = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
+    assert_eq!(before, after);
+    let runs = std::fs::read_dir(root.join("runs/twoscale/cpu"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 3, "two run directories and `latest`");
     // the smoke scale into the committed directory: refused, nothing changed
     let before = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
     let out = root.join("results/twoscale");

@@ -13,6 +13,9 @@
 //!    linker drops `libtorch_cuda.so` otherwise (nothing references it
 //!    directly, it registers the CUDA backend when loaded), and then
 //!    `tch::Cuda::is_available()` is false on a GPU machine.
+//! 3. A run path to that libtorch's `lib/` (RUNPATH), so the trainer
+//!    starts in a shell that never sourced `env.sh`. `LD_LIBRARY_PATH`
+//!    still wins where it is set (another libtorch on purpose).
 
 use std::path::{Path, PathBuf};
 
@@ -115,6 +118,9 @@ fn main() {
         tch.as_deref().unwrap_or("unknown")
     );
 
+    if let Some(dir) = lib.as_ref().filter(|d| d.join("libtorch_cpu.so").is_file()) {
+        println!("cargo:rustc-link-arg-bins=-Wl,-rpath,{}", dir.display());
+    }
     if let Some(dir) = lib.filter(|d| d.join("libtorch_cuda.so").is_file()) {
         println!("cargo:rustc-link-search=native={}", dir.display());
         println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch_cuda,--as-needed");

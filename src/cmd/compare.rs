@@ -38,8 +38,8 @@ pub(crate) struct CompareArgs {
     /// show it: 100 for an accuracy, 1 for the rest).
     #[arg(long)]
     pub factor: Option<f64>,
-    /// The results at this scale (scratch/<scale>/<name>) instead of the
-    /// committed ones (results/<name>).
+    /// The newest runs at this scale (runs/<name>/<scale>/latest) instead
+    /// of the records (results/<name>).
     #[arg(long)]
     pub scale: Option<String>,
     /// Markdown (cells as a table prints them) or the tidy CSV.
@@ -55,14 +55,14 @@ pub(crate) struct CompareArgs {
 /// under results/ (or scratch/<scale>/) that holds a runs.parquet.
 fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
     let root = project::root().unwrap_or_default();
-    let base = match &args.scale {
-        Some(s) => root.join("scratch").join(s),
-        None => root.join("results"),
+    let (base, below) = match &args.scale {
+        Some(s) => (root.join("runs"), PathBuf::from(s).join(project::LATEST)),
+        None => (root.join("results"), PathBuf::new()),
     };
     if args.experiments.is_empty() {
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&base)
             .with_context(|| format!("could not list {}", base.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter_map(|e| e.ok().map(|e| e.path().join(&below)))
             .filter(|d| d.join(Entry::RunsParquet.name()).is_file())
             .collect();
         dirs.sort();
@@ -80,8 +80,8 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
             let given = Path::new(e);
             let dir = if given.is_dir() {
                 given.to_path_buf()
-            } else if base.join(e).is_dir() {
-                base.join(e)
+            } else if base.join(e).join(&below).is_dir() {
+                base.join(e).join(&below)
             } else {
                 // a manifest's own results directory, at the scale asked
                 let m = manifest::load(&manifest::locate(e)?, &[])?;

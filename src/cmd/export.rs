@@ -35,8 +35,8 @@ pub(crate) struct ExportArgs {
     /// The results at this scale (default: each one's committed results).
     #[arg(long)]
     pub scale: Option<String>,
-    /// The results directory of the one experiment named (default:
-    /// results/<experiment>, or scratch/<scale>/<experiment>).
+    /// The results directory of the one experiment named (default: the
+    /// record results/<experiment>, or runs/<experiment>/<scale>/latest).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
 }

@@ -3,7 +3,9 @@
 //!
 //! Exit codes: 0 success; 1 a command failed (the message says why);
 //! 2 bad usage (unknown command or option); 3 an experiment finished but
-//! some of its runs failed or were refused (see runs.csv); 130 stopped by
+//! some of its runs failed or were refused (see runs.csv); 4 `repro
+//! verify` found a cell that differs from the record's or a claim whose
+//! verdict flipped; 130 stopped by
 //! Ctrl-C or SIGTERM (after terminating the running job and removing its
 //! network); 141 (a shell's 128 + SIGPIPE) when stdout was closed early,
 //! as in `repro list | head -1`. Whenever an error is printed the code is
@@ -27,6 +29,7 @@ pub(crate) mod show;
 pub(crate) mod status;
 pub(crate) mod table;
 pub(crate) mod values;
+pub(crate) mod verify;
 
 /// Reproduce "Moniqua: Modulo Quantized Communication in Decentralized SGD"
 /// (Lu & De Sa, ICML 2020) and its baselines.
@@ -41,7 +44,7 @@ struct Cli {
     verbose: bool,
     /// The project: a directory with `experiments/` (default: the working
     /// directory or its nearest parent that has one). Named experiments
-    /// come only from there; results go to its results/ and scratch/.
+    /// come only from there; runs go to its runs/, the record is its results/.
     #[arg(long, global = true, value_name = "DIR")]
     project: Option<std::path::PathBuf>,
     #[command(subcommand)]
@@ -63,6 +66,11 @@ enum Command {
     /// Write recorded results for MLflow (a file store) or TensorBoard
     /// (event files): a run per run, parameters, tags, metrics and curves.
     Export(export::ExportArgs),
+    /// Whether a run reproduces the record: each cell of the table against
+    /// the record's (a Welch interval and an equivalence test against a
+    /// margin), each claim's verdict beside the record's. Exit code 4 when
+    /// a cell differs or a verdict flipped.
+    Verify(verify::VerifyArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(plot::PlotArgs),
     /// List the experiments, their scales and how many runs each has.
@@ -206,6 +214,10 @@ pub fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Export(args) => export::export(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Verify(args) => match verify::verify(&args) {
+            Ok(false) => return ExitCode::from(4),
+            ok_or_error => ok_or_error.map(|_| run::Outcome::AllSucceeded),
+        },
         Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Show(args) => show::show(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Status(args) => status::status(&args).map(|()| run::Outcome::AllSucceeded),

@@ -17,8 +17,9 @@ use crate::spec::manifest;
 pub(crate) struct PlotArgs {
     /// Experiment name or path to a manifest.
     pub experiment: String,
-    /// Results directory (default: results/<experiment>, or
-    /// scratch/<scale>/<experiment> for another scale).
+    /// Results directory, e.g. a run's runs/<experiment>/<scale>/latest
+    /// (default: the record results/<experiment> at its scale, the newest
+    /// run directory at another). The experiment may be such a directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]

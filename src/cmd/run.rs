@@ -45,9 +45,15 @@ pub(crate) struct RunArgs {
     /// Override any manifest key, e.g. `--set params.lr=0.05` or `--set grid.seed=[0,1]`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// Where results go (default: results/<experiment>).
+    /// Where results go (default: a new directory of this run,
+    /// runs/<experiment>/<scale>/<time>/, linked as `latest` beside it).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Write into the record, results/<experiment>/, which holds the
+    /// committed scale only: what maintainers commit. Without it the
+    /// record is read, never written (`repro verify` compares with it).
+    #[arg(long, conflicts_with = "out")]
+    pub record: bool,
     /// Print the runs the plan expands to, run nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -216,11 +222,64 @@ pub(crate) enum Outcome {
     Interrupted,
 }
 
-/// Where `m`'s results at `scale` are: `--out`, else
-/// [`manifest::Manifest::default_out`] (results/<name>/ at its committed
-/// scale, scratch/<scale>/<name>/ at any other).
-fn out_dir(out: &Option<PathBuf>, m: &manifest::Manifest, scale: &str) -> PathBuf {
-    out.clone().unwrap_or_else(|| m.default_out(scale))
+/// Where one `repro run` writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Destination {
+    /// `--out DIR`.
+    Given(PathBuf),
+    /// `--record`: results/<name>/.
+    Record(PathBuf),
+    /// A run directory under runs/<name>/<scale>/: a new one, or with
+    /// `--resume` the newest.
+    Run(PathBuf),
+}
+
+impl Destination {
+    /// Where `m`'s results at `scale` go: `--out`; `--record` (the
+    /// committed scale only); with `--resume` the newest run directory;
+    /// else a new one.
+    fn of(args: &RunArgs, m: &manifest::Manifest, scale: &str) -> Result<Self> {
+        use crate::spec::project;
+        if let Some(out) = &args.out {
+            return Ok(Self::Given(out.clone()));
+        }
+        if args.record {
+            return match m.committed_scale() {
+                Some(c) if c == scale => Ok(Self::Record(project::record_dir(&m.name))),
+                Some(c) => anyhow::bail!(
+                    "--record writes results/{}/, the record of scale `{c}`; this is scale \
+                     `{scale}`: run it without --record (into runs/) or with --scale {c}",
+                    m.name
+                ),
+                None => anyhow::bail!(
+                    "--record: `{}` has no committed scale (`committed_scale`, or a `cpu` \
+                     scale), so it has no record; run it without --record",
+                    m.name
+                ),
+            };
+        }
+        if args.resume
+            && let Some(latest) = project::latest_run(&m.name, scale)
+        {
+            let dir = std::fs::canonicalize(&latest).unwrap_or(latest);
+            return Ok(Self::Run(relative(&dir)));
+        }
+        Ok(Self::Run(project::new_run_dir(&m.name, scale)))
+    }
+
+    fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Given(p) | Self::Record(p) | Self::Run(p) => p,
+        }
+    }
+}
+
+/// `dir` relative to the working directory where it lies below it.
+fn relative(dir: &std::path::Path) -> PathBuf {
+    std::env::current_dir()
+        .ok()
+        .and_then(|cwd| dir.strip_prefix(cwd).ok().map(std::path::Path::to_path_buf))
+        .unwrap_or_else(|| dir.to_path_buf())
 }
 
 /// Creates `dir` and its missing parents; under sudo each one created
@@ -267,13 +326,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         .clone()
         .or_else(|| m.default_scale.clone())
         .unwrap_or_else(|| "smoke".to_string());
-    let out = out_dir(&args.out, &m, &scale);
-    if args.out.is_none() && m.committed_scale() != Some(scale.as_str()) && !cfg.dry_run {
+    let dest = Destination::of(args, &m, &scale)?;
+    let out = dest.path().to_path_buf();
+    if let (Destination::Run(_), false) = (&dest, cfg.dry_run) {
         crate::util::progress::note(&format!(
-            "note: scale `{scale}` is not the scale results/{}/ holds ({}): writing to {} (--out chooses)",
-            m.name,
-            m.committed_scale().unwrap_or("none"),
-            out.display()
+            "writing to {} (the record, results/{}/, is only read: `--record` writes it)",
+            out.display(),
+            m.name
         ));
     }
     let backend = args.backend.unwrap_or(m.backend);
@@ -288,11 +347,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             scale: &scale,
             backend,
             out: &out,
+            overrides: &overrides,
         },
         &path,
         runs,
     );
     crate::util::sudo::give(&out);
+    if matches!(dest, Destination::Run(_)) && out.is_dir() {
+        crate::spec::project::link_latest(&out)
+            .with_context(|| format!("could not link {} as the latest run", out.display()))?;
+    }
     let (mut outcome, mut summary) = ran?;
     let mut summaries = Vec::new();
     for (p, c, runs) in then {
@@ -308,6 +372,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
                 scale: &scale,
                 backend: c.backend,
                 out: &out,
+                overrides: &[],
             },
             &p,
             runs,
@@ -325,6 +390,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         && outcome != Outcome::Interrupted
     {
         println!("Next: {}", next.trim());
+    }
+    if matches!(dest, Destination::Run(_))
+        && !cfg.json
+        && !cfg.dry_run
+        && outcome != Outcome::Interrupted
+    {
+        crate::cmd::verify::after_run(&out, &m.name, &scale);
     }
     if let Some(s) = &mut summary {
         if !m.then.is_empty() {
@@ -368,6 +440,8 @@ struct Job<'a> {
     scale: &'a str,
     backend: Backend,
     out: &'a std::path::Path,
+    /// The `--set` overrides of the manifest (none for `then`'s).
+    overrides: &'a [String],
 }
 
 /// Runs one experiment's planned `runs` at `scale` into `out` (or prints
@@ -386,6 +460,7 @@ fn run_experiment(
         scale,
         backend,
         out,
+        ..
     } = x;
     let limits = cfg.limits;
     check_specs(m, path, backend, &runs)?;
@@ -404,7 +479,7 @@ fn run_experiment(
         let summary = plan_only(x, &runs, tuning.as_ref(), launcher)?;
         return Ok((Outcome::AllSucceeded, summary));
     }
-    check_trainer(backend, &runs, &launcher)?;
+    check_trainer(backend, &runs, &launcher, cfg.resume)?;
     crate::util::signals::install();
     crate::util::atomic::check_results_dir(out)?;
     create_dirs(out)?;
@@ -491,6 +566,7 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         scale,
         backend,
         out,
+        ..
     } = x;
     let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
     let merged = results::judged(done.merged.clone(), runs, &m.health);
@@ -503,7 +579,15 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         backend,
         !cfg.json && !quiet,
     )?;
-    freshness::write_provenance(out, m, scale, backend, &done.invocation, runs, &done.merged)?;
+    freshness::write_provenance(
+        out,
+        (m, x.overrides),
+        scale,
+        backend,
+        &done.invocation,
+        runs,
+        &done.merged,
+    )?;
     Ok(figures)
 }
 
@@ -581,6 +665,7 @@ fn tune_first(
         scale,
         backend,
         out,
+        ..
     } = x;
     let dir = out.join(Entry::TuningDir.name());
     let done = execute(Job { out: &dir, ..x }, tuning, launcher.clone(), "tuning")?;
@@ -707,14 +792,19 @@ fn check_root_ranks(cfg: &RunConfig, backend: Backend, launcher: &Launcher) -> R
 
 /// Every MPI or in-process run needs the trainer: checked once, up front,
 /// with a note of the user its ranks run as.
-fn check_trainer(backend: Backend, runs: &[PlannedRun], launcher: &Launcher) -> Result<()> {
+fn check_trainer(
+    backend: Backend,
+    runs: &[PlannedRun],
+    launcher: &Launcher,
+    resume: bool,
+) -> Result<()> {
     if matches!(backend, Backend::Mpi | Backend::InProcess)
         && runs
             .iter()
             .any(|r| matches!(r.params, plan::Params::Train(_)))
     {
         let user = train_backend::RankUser::for_launcher(launcher);
-        train_backend::check_trainer_build(&train_backend::train_binary()?, user)?;
+        train_backend::check_trainer_build(&train_backend::train_binary()?, user, resume)?;
         match user {
             Some(u) => crate::util::progress::note(&format!(
                 "note: ranks run as uid {} gid {} (sudo's SUDO_UID); network setup and mpirun stay root",
@@ -763,6 +853,7 @@ fn plan_only(
         scale,
         backend,
         out,
+        ..
     } = x;
     let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
     let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
@@ -891,6 +982,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         scale,
         backend,
         out,
+        ..
     } = x;
     let previous = previous_runs(x)?;
     let net = prepare_network(cfg, m, backend, runs, launcher)?;

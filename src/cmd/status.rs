@@ -42,13 +42,15 @@ impl PlanArgs {
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct StatusArgs {
-    /// Experiment name or path to a manifest (every experiment if left out)
+    /// Experiment name, path to a manifest, or a results directory such as
+    /// runs/<experiment>/<scale>/latest (every experiment if left out)
     pub experiment: Option<String>,
     #[command(flatten)]
     pub plan: PlanArgs,
-    /// Where its results are (default: results/<experiment>)
+    /// Where its results are (default: the record results/<experiment> at
+    /// its scale, the newest run directory at another)
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// One JSON document instead of text: the build, and each run's id,
@@ -247,6 +249,25 @@ fn status_of_all(args: &StatusArgs, build: serde_json::Value) -> Result<()> {
     Ok(())
 }
 
+/// A results directory named for the experiment: the experiment its
+/// provenance.json names, read there, with the overrides it ran with
+/// where the command line gives none.
+fn given_dir(name: &str, args: &StatusArgs) -> Result<Option<(String, StatusArgs)>> {
+    let dir = Path::new(name);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let Some(p) = ResultsDir::new(dir).provenance()? else {
+        return Ok(None);
+    };
+    let mut args = args.clone();
+    args.out = Some(dir.to_path_buf());
+    if args.plan.overrides.is_empty() {
+        args.plan.overrides = p.overrides;
+    }
+    Ok(Some((p.experiment, args)))
+}
+
 /// `repro status`: every planned run of one experiment, or a line per
 /// experiment; `--json` says the same as one document.
 pub(crate) fn status(args: &StatusArgs) -> Result<()> {
@@ -260,7 +281,10 @@ pub(crate) fn status(args: &StatusArgs) -> Result<()> {
         println!("build: {}", repro_build::VERSION);
     }
     if let Some(name) = &args.experiment {
-        return status_of(name, args, build);
+        return match given_dir(name, args)? {
+            Some((name, args)) => status_of(&name, &args, build),
+            None => status_of(name, args, build),
+        };
     }
     if args.out.is_some() {
         anyhow::bail!("--out needs an experiment: `repro status <EXPERIMENT> --out DIR`");

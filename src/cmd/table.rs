@@ -31,8 +31,9 @@ pub(crate) struct TableArgs {
     /// Markdown, LaTeX (booktabs tabular) or CSV.
     #[arg(long, value_enum, default_value = "md")]
     pub format: TableFormat,
-    /// Results directory (default: results/<experiment>, or
-    /// scratch/<scale>/<experiment> for another scale).
+    /// Results directory, e.g. a run's runs/<experiment>/<scale>/latest
+    /// (default: the record results/<experiment> at its scale, the newest
+    /// run directory at another). The experiment may be such a directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[command(flatten)]

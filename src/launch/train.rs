@@ -46,9 +46,15 @@ pub(crate) fn train_binary() -> Result<PathBuf> {
 /// than this `repro`: its runs' logs will name its build, and `repro
 /// status` will call them stale.
 ///
-/// With `user` (ranks dropped to the `sudo` user), the question is asked as
-/// that user, and a trainer it cannot run is an error: every rank would fail.
-pub(crate) fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Result<()> {
+/// A trainer that does not start (a loader error, a missing file) is an
+/// error: every run would fail. With `resume` it is a warning, since
+/// every run may be kept from earlier logs. With `user` (ranks dropped to
+/// the `sudo` user), the question is asked as that user.
+pub(crate) fn check_trainer_build(
+    train: &Path,
+    user: Option<RankUser>,
+    resume: bool,
+) -> Result<()> {
     let mut argv = user.map(|u| u.argv()).unwrap_or_default();
     argv.extend([train.display().to_string(), "--version".into()]);
     let asked = Command::new(&argv[0])
@@ -71,24 +77,52 @@ pub(crate) fn check_trainer_build(train: &Path, user: Option<RankUser>) -> Resul
             );
         }
     }
-    let said = asked
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    match said {
-        Some(v) if version_source(&v) == Some(repro_build::BUILD.source) => {}
-        Some(v) => eprintln!(
-            "warning: {} is `{v}`, but this repro is {}: its runs will be stale; \
+    let failed = match asked {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(o) => Err(first_line(&String::from_utf8_lossy(&o.stderr), o.status)),
+        Err(e) => Err(e.to_string()),
+    };
+    let v = match failed {
+        Ok(v) => v,
+        Err(why) if resume => {
+            eprintln!(
+                "warning: the trainer {} does not start ({why}): a run --resume cannot keep \
+                 will fail. {STARTS}",
+                train.display()
+            );
+            return Ok(());
+        }
+        Err(why) => bail!(
+            "the trainer {} does not start, so every run would fail: {why}. {STARTS}",
+            train.display()
+        ),
+    };
+    let first = v.lines().next().unwrap_or_default();
+    if version_source(first) != Some(repro_build::BUILD.source) {
+        eprintln!(
+            "warning: {} is `{first}`, but this repro is {}: its runs will be stale; \
              rebuild both (`{BUILD_BOTH}`)",
             train.display(),
             repro_build::VERSION
-        ),
-        None => eprintln!(
-            "warning: could not ask {} for its build (`--version`); its runs' logs still name it",
-            train.display()
-        ),
+        );
     }
     Ok(())
+}
+
+/// How to make a trainer that does not start start.
+const STARTS: &str = "Fix: rebuild it with `bash ci/main.sh` (its build records where libtorch \
+     is), or `source ~/.cache/repro/env.sh` in this shell to put libtorch on LD_LIBRARY_PATH";
+
+/// The first line a failed `--version` wrote, else how it ended.
+fn first_line(stderr: &str, status: std::process::ExitStatus) -> String {
+    stderr
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map_or_else(
+            || format!("`--version` ended with {status}"),
+            str::to_string,
+        )
 }
 
 /// The source id in a `--version` text (`repro-train 0.1.0 (source <id>,

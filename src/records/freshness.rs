@@ -153,7 +153,7 @@ pub(crate) fn counts(states: &[Freshness]) -> BTreeMap<&'static str, usize> {
 /// of its recorded runs are current.
 pub(crate) fn write_provenance(
     out: &Path,
-    m: &manifest::Manifest,
+    (m, overrides): (&manifest::Manifest, &[String]),
     scale: &str,
     backend: Backend,
     now: &Invocation,
@@ -168,15 +168,14 @@ pub(crate) fn write_provenance(
             .entry(if s.is_empty() { "unrecorded" } else { s }.to_string())
             .or_default() += 1;
     }
-    let written = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let written = crate::util::time::now_unix_s();
     ResultsDir::new(out).write_provenance(&Provenance {
         experiment: m.name.clone(),
         scale: scale.to_string(),
         backend: Some(backend),
         manifest_hash: now.manifest_hash.clone(),
         command: now.command.clone(),
+        overrides: overrides.to_vec(),
         build: BuildStamp::this(),
         host: repro_runlog::host_name(),
         written_unix_s: written,

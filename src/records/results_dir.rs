@@ -190,6 +190,9 @@ pub(crate) struct Provenance {
     pub backend: Option<Backend>,
     pub manifest_hash: String,
     pub command: String,
+    /// The manifest keys the command line overrode (`--set`), so that a
+    /// reader plans the same runs.
+    pub overrides: Vec<String>,
     pub build: BuildStamp,
     pub host: String,
     /// When it was written, in seconds since 1970 (UTC).
@@ -252,6 +255,7 @@ mod tests {
             backend: Some(Backend::InProcess),
             manifest_hash: "318d3b9128786b4a".into(),
             command: "repro run theorem1".into(),
+            overrides: vec!["grid.seed=[0]".into()],
             build: BuildStamp::this(),
             host: "vm".into(),
             written_unix_s: 1_795_799_542,

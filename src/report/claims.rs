@@ -549,7 +549,8 @@ impl Verdict {
     }
 }
 
-fn seed_of(r: &RunRecord) -> String {
+/// The label that pairs a run with another side's: its seed, else its run id.
+pub(crate) fn seed_of(r: &RunRecord) -> String {
     r.point
         .get(SEED_KEY)
         .cloned()

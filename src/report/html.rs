@@ -292,7 +292,7 @@ fn provenance_table(d: &Path) -> String {
             .join(", ")
     };
     let written = if p.written_unix_s > 0 {
-        utc(p.written_unix_s)
+        crate::util::time::utc(p.written_unix_s)
     } else {
         "-".into()
     };
@@ -326,27 +326,6 @@ fn provenance_table(d: &Path) -> String {
     }
     s.push_str("</tbody>\n</table>\n");
     s
-}
-
-/// Seconds since 1970 as a UTC date and time ("2026-11-25 09:13 UTC").
-fn utc(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rest = secs.rem_euclid(86_400);
-    // civil from days (Howard Hinnant's algorithm)
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60
-    )
 }
 
 /// The runs of runs.csv worth a column: the run id, the grid keys (the
@@ -600,13 +579,6 @@ mod tests {
     fn headings_sit_under_the_page_s_own() {
         assert_eq!(markdown("# T\n\n## U\n", 2), "<h3>T</h3>\n<h4>U</h4>\n");
         assert_eq!(markdown("##### deep\n", 2), "<h6>deep</h6>\n");
-    }
-
-    #[test]
-    fn dates_read_in_utc() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc(1_795_636_386), "2026-11-25 19:53 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
     }
 
     /// The heading levels of `html` in order.

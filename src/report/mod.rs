@@ -1,5 +1,6 @@
 //! What the records show: tables, figures, claims and their statistics,
-//! tuning, the HTML page, a reproduction report's generated sections, and
+//! tuning, the HTML page, a reproduction report's generated sections, a
+//! rerun checked against the record (`verify.rs`), and
 //! exports to MLflow and TensorBoard.
 
 pub(crate) mod claims;
@@ -13,3 +14,4 @@ pub(crate) mod section;
 pub mod stats;
 pub(crate) mod table;
 pub(crate) mod tune;
+pub(crate) mod verify;

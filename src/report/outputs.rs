@@ -81,18 +81,29 @@ pub(crate) fn write_claims(
     if m.claims.is_empty() {
         return Ok(None);
     }
-    let verdicts = claims::evaluate(
+    let verdicts = verdicts(m, out, rows, tuning)?;
+    let md = claims::markdown(&m.title, &verdicts);
+    crate::util::atomic::write(&out.join(Entry::Claims.name()), md.clone())?;
+    crate::util::atomic::write(&out.join(Entry::ClaimsCsv.name()), claims::csv(&verdicts)?)?;
+    Ok(Some(md))
+}
+
+/// The verdicts of `m`'s claims on `rows` (and `tuning`) of the results
+/// directory `out`, whose logs or curves.parquet give the curves.
+pub(crate) fn verdicts(
+    m: &manifest::Manifest,
+    out: &std::path::Path,
+    rows: &[RunRecord],
+    tuning: &[RunRecord],
+) -> Result<Vec<claims::Verdict>> {
+    claims::evaluate(
         &m.claims,
         &m.table,
         rows,
         tuning,
         &mut |metric| run_curves(out, rows, metric).map(|(c, _)| c),
         m.figure.as_ref().map_or(1, |f| f.smooth),
-    )?;
-    let md = claims::markdown(&m.title, &verdicts);
-    crate::util::atomic::write(&out.join(Entry::Claims.name()), md.clone())?;
-    crate::util::atomic::write(&out.join(Entry::ClaimsCsv.name()), claims::csv(&verdicts)?)?;
-    Ok(Some(md))
+    )
 }
 
 /// The curves of `y` of `rows`, in their order: from the runs' logs in

@@ -57,6 +57,7 @@ pub(crate) fn recorded(
     out: &Option<PathBuf>,
     plan: &PlanChoice,
 ) -> Result<Recorded> {
+    let (experiment, out, plan) = &given_dir(experiment, out, plan)?;
     let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
     let (scale, out) = match (&plan.scale, out) {
         (_, Some(o)) => (
@@ -103,6 +104,31 @@ pub(crate) fn recorded(
         backend,
         plan: runs,
     })
+}
+
+/// A results directory given for the experiment (`repro table
+/// runs/quickstart/cpu/latest`): the experiment its provenance.json
+/// names, read there, with the overrides it ran with where the command
+/// line gives none, so the plan is the one that ran.
+fn given_dir(
+    experiment: &str,
+    out: &Option<PathBuf>,
+    plan: &PlanChoice,
+) -> Result<(String, Option<PathBuf>, PlanChoice)> {
+    let dir = PathBuf::from(experiment);
+    let p = if out.is_none() && dir.is_dir() {
+        ResultsDir::new(&dir).provenance()?
+    } else {
+        None
+    };
+    let Some(p) = p else {
+        return Ok((experiment.to_string(), out.clone(), plan.clone()));
+    };
+    let mut plan = plan.clone();
+    if plan.overrides.is_empty() {
+        plan.overrides = p.overrides;
+    }
+    Ok((p.experiment, Some(dir), plan))
 }
 
 /// The scale to read `m`'s results at: `asked`, else the committed

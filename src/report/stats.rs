@@ -161,6 +161,12 @@ pub fn paired(a: &[f64], b: &[f64]) -> Option<Difference> {
 pub fn welch(a: &[f64], b: &[f64]) -> Option<Difference> {
     let (ma, sa, na) = mean_sd(a);
     let (mb, sb, nb) = mean_sd(b);
+    welch_of((ma, sa, na), (mb, sb, nb))
+}
+
+/// [`welch`] from each side's mean, sample sd and size.
+pub fn welch_of(a: (f64, f64, usize), b: (f64, f64, usize)) -> Option<Difference> {
+    let ((ma, sa, na), (mb, sb, nb)) = (a, b);
     if na < 2 || nb < 2 {
         return None;
     }

@@ -286,6 +286,24 @@ pub(crate) fn build_table(
     })
 }
 
+/// A cell's place: its row keys' values and its column key's value.
+pub(crate) type CellKey = (Vec<String>, String);
+
+/// The cells of the table `spec` asks for, each with its statistics, in
+/// the table's order.
+pub(crate) fn cell_stats(spec: &TableSpec, runs: &RunsFrame) -> Result<Vec<(CellKey, CellStats)>> {
+    let cells = Groups::new(spec, runs, None).cells()?;
+    let mut out = Vec::new();
+    for rk in &cells.rows {
+        for ck in &cells.cols {
+            if let Some((stats, _)) = cells.stats.get(&(rk.clone(), ck.clone())) {
+                out.push(((rk.clone(), ck.clone()), stats.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Whether a larger value of `metric` is better, by its name (a claim
 /// may say otherwise): an accuracy is; losses, times, bytes and distances
 /// are not. A table's ranking and a claim's default read it.
@@ -1091,7 +1109,7 @@ impl Sample {
 
     /// "0.81 ± 0.02 (n=3)", "0.8 (n=1)", "∞ (n=3)" where a failed run
     /// of an unbounded metric has no value, or "-" without a value.
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         match (self.n, self.mean) {
             (0, _) | (_, None) => "-".into(),
             (n, Some(m)) if m.is_infinite() => {

@@ -137,10 +137,10 @@ pub(crate) struct Manifest {
     /// The scale `repro run` uses when `--scale` is not given (default: smoke).
     #[serde(default)]
     pub default_scale: Option<String>,
-    /// The scale whose results `results/<name>/` holds (default: `cpu`
-    /// where the manifest has it). Every other scale writes to
-    /// `scratch/<scale>/<name>/` unless `--out` says otherwise
-    /// ([`Manifest::committed_scale`]).
+    /// The scale whose results `results/<name>/` holds, the record
+    /// (default: `cpu` where the manifest has it). Only `repro run
+    /// --record` writes it; every run gets a directory of its own under
+    /// `runs/<name>/<scale>/` ([`Manifest::committed_scale`]).
     #[serde(default)]
     pub committed_scale: Option<String>,
     /// Experiments `repro run` runs after this one, at the same scale, each
@@ -186,10 +186,25 @@ pub(crate) struct Manifest {
     /// result (runs.csv's `health`; `records::health`).
     #[serde(default)]
     pub health: HealthSpec,
+    /// How `repro verify` judges a rerun against the record.
+    #[serde(default)]
+    pub verify: VerifySpec,
     /// The manifest as resolved (overrides applied) without its
     /// [`PRESENTATION`] keys: JSON with sorted keys.
     #[serde(skip)]
     pub resolved: String,
+}
+
+/// `verify`: how `repro verify` judges a rerun's cells against the
+/// record's.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct VerifySpec {
+    /// The equivalence margin of a cell, in the table's units (as
+    /// printed: points for an accuracy). Default: one point for an
+    /// accuracy, else 5% of the record's mean.
+    #[serde(default)]
+    pub margin: Option<f64>,
 }
 
 impl Manifest {
@@ -225,8 +240,9 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub(crate) const PRESENTATION: [&str; 11] = [
+pub(crate) const PRESENTATION: [&str; 12] = [
     "title",
+    "verify",
     "health",
     "source",
     "cost",
@@ -620,6 +636,15 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
             path: path.to_path_buf(),
             key,
             message,
+        });
+    }
+    if let Some(m) = manifest.verify.margin
+        && !(m.is_finite() && m >= 0.0)
+    {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "verify.margin".into(),
+            message: format!("{m}: a margin in the table's units, 0 or more"),
         });
     }
     if let Some(name) = manifest.then.iter().find(|n| !is_plain_name(n)) {

@@ -1244,6 +1244,7 @@ mod tests {
             claims: Vec::new(),
             tune: None,
             health: Default::default(),
+            verify: Default::default(),
             cost: BTreeMap::new(),
             default_scale: None,
             committed_scale: None,

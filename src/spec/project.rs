@@ -1,8 +1,10 @@
 //! The project a command works in: the directory whose `experiments/`
 //! holds the manifests. Named experiments are found only there, never in
-//! the checkout the binary was compiled in. Results of a manifest's
-//! committed scale go to `results/<name>/` there; every other scale goes to
-//! `scratch/<scale>/<name>/`, so a try never touches committed files.
+//! the checkout the binary was compiled in. The record of a manifest's
+//! committed scale is `results/<name>/` there, written only by `repro run
+//! --record`. Every other run gets a directory of its own,
+//! `runs/<name>/<scale>/<time>/`, with `latest` linked to the newest, so a
+//! user's rerun never touches committed files.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -47,16 +49,66 @@ pub(crate) fn root() -> Result<PathBuf, DriverError> {
     })
 }
 
-/// Where results go when `--out` is not given: the project's
-/// `results/<name>/` at the manifest's committed scale, else
-/// `scratch/<scale>/<name>/` (git ignores it). Outside a project (a
-/// manifest given by path), the same paths under the working directory.
+/// The record of experiment `name`: `results/<name>/` in the project
+/// (under the working directory outside one).
+pub(crate) fn record_dir(name: &str) -> PathBuf {
+    root().unwrap_or_default().join("results").join(name)
+}
+
+/// Where the runs of `name` at `scale` get their directories:
+/// `runs/<name>/<scale>/` in the project.
+pub(crate) fn runs_dir(name: &str, scale: &str) -> PathBuf {
+    root()
+        .unwrap_or_default()
+        .join("runs")
+        .join(name)
+        .join(scale)
+}
+
+/// The name of the link to the newest run directory.
+pub(crate) const LATEST: &str = "latest";
+
+/// The newest run directory of `name` at `scale` (its `latest` link),
+/// where there is one.
+pub(crate) fn latest_run(name: &str, scale: &str) -> Option<PathBuf> {
+    let link = runs_dir(name, scale).join(LATEST);
+    link.is_dir().then_some(link)
+}
+
+/// A new run directory for `name` at `scale`, named for the time now
+/// (with `-2`, `-3`... where one of that second exists). Not created.
+pub(crate) fn new_run_dir(name: &str, scale: &str) -> PathBuf {
+    let base = runs_dir(name, scale);
+    let stamp = crate::util::time::stamp(crate::util::time::now_unix_s());
+    let mut dir = base.join(&stamp);
+    let mut k = 2;
+    while dir.exists() {
+        dir = base.join(format!("{stamp}-{k}"));
+        k += 1;
+    }
+    dir
+}
+
+/// Points `runs/<name>/<scale>/latest` at `dir` (one of its
+/// directories), replacing the link in one step.
+pub(crate) fn link_latest(dir: &Path) -> std::io::Result<()> {
+    let (Some(base), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return Ok(());
+    };
+    let tmp = base.join(format!(".{LATEST}.{}", std::process::id()));
+    let _ = std::fs::remove_file(&tmp);
+    std::os::unix::fs::symlink(name, &tmp)?;
+    std::fs::rename(&tmp, base.join(LATEST))
+}
+
+/// Where a reader (`repro table`, `plot`, `status`...) finds the results
+/// of `name` at `scale` when no directory is given: the record at the
+/// committed scale, else the newest run directory at that scale.
 pub(crate) fn default_out(name: &str, scale: &str, committed: Option<&str>) -> PathBuf {
-    let root = root().unwrap_or_default();
     if committed == Some(scale) {
-        root.join("results").join(name)
+        record_dir(name)
     } else {
-        root.join("scratch").join(scale).join(name)
+        runs_dir(name, scale).join(LATEST)
     }
 }
 
@@ -65,14 +117,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_committed_scale_writes_under_results() {
+    fn readers_find_the_record_at_its_scale_and_the_newest_run_elsewhere() {
         let committed = default_out("quickstart", "cpu", Some("cpu"));
         assert!(committed.ends_with("results/quickstart"), "{committed:?}");
         let smoke = default_out("quickstart", "smoke", Some("cpu"));
-        assert!(smoke.ends_with("scratch/smoke/quickstart"), "{smoke:?}");
+        assert!(smoke.ends_with("runs/quickstart/smoke/latest"), "{smoke:?}");
         assert!(!smoke.components().any(|c| c.as_os_str() == "results"));
-        // a manifest with no committed scale never writes under results/
+        // a manifest with no committed scale has no record
         let none = default_out("smoke", "smoke", None);
-        assert!(none.ends_with("scratch/smoke/smoke"), "{none:?}");
+        assert!(none.ends_with("runs/smoke/smoke/latest"), "{none:?}");
+    }
+
+    #[test]
+    fn new_run_directories_never_reuse_a_name_and_latest_follows() {
+        let base = std::env::temp_dir().join(format!("repro-project-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let first = base.join("2026-11-29T070000Z");
+        std::fs::create_dir_all(&first).unwrap();
+        link_latest(&first).unwrap();
+        let second = base.join("2026-11-29T070001Z");
+        std::fs::create_dir_all(&second).unwrap();
+        link_latest(&second).unwrap();
+        let link = std::fs::read_link(base.join(LATEST)).unwrap();
+        assert_eq!(link, std::path::Path::new("2026-11-29T070001Z"));
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

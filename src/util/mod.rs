@@ -5,3 +5,4 @@ pub(crate) mod process;
 pub(crate) mod progress;
 pub(crate) mod signals;
 pub(crate) mod sudo;
+pub(crate) mod time;

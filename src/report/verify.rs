@@ -1,0 +1,487 @@
+//! Whether a rerun reproduces the record: its table's cells against the
+//! record's, each by a two-sample interval and an equivalence test, and
+//! its claims' verdicts against the record's (`repro verify`).
+//!
+//! A cell is `reproduced` when two one-sided t-tests at 0.05 put the
+//! difference inside the margin (its 90% interval lies within it); it
+//! `differs` when it is not equivalent and the 95% interval of the
+//! difference excludes zero; it is `inconclusive` otherwise. The
+//! difference is paired by seed where both sides ran the same seeds (a
+//! rerun of the same build and machine then differs by exactly zero),
+//! Welch's otherwise, as the claims' tests are. A cell the rerun did not
+//! run, or the record does not hold, is named and not judged. The
+//! values are counted by intention to treat, as the table and the claims
+//! count them (`RunRecord::counted`).
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::records::frames::RunsFrame;
+use crate::records::health::Counted;
+use crate::report::claims::Outcome;
+use crate::report::recorded::Recorded;
+use crate::report::stats::{self, Difference};
+use crate::report::table::{self, CellStats, Sample};
+
+/// The level of the tests.
+const LEVEL: f64 = 0.05;
+
+/// What a cell's comparison says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Word {
+    /// Equivalent within the margin.
+    Reproduced,
+    /// Not equivalent, and different from zero.
+    Differs,
+    /// Neither shown.
+    Inconclusive,
+    /// The record has the cell; the rerun did not run it.
+    NotRun,
+    /// The rerun has the cell; the record does not.
+    NotRecorded,
+}
+
+impl Word {
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Word::Reproduced => "reproduced",
+            Word::Differs => "differs",
+            Word::Inconclusive => "inconclusive",
+            Word::NotRun => "not run",
+            Word::NotRecorded => "not recorded",
+        }
+    }
+}
+
+/// One cell of the table, in the rerun and in the record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CellCheck {
+    /// "method=moniqua, bits=1".
+    pub cell: String,
+    pub yours: Option<Sample>,
+    pub record: Option<Sample>,
+    /// Yours minus the record's (paired by seed, else Welch).
+    pub difference: Option<Difference>,
+    pub margin: f64,
+    /// The p-value of the two one-sided tests of equivalence.
+    pub p_equivalent: Option<f64>,
+    pub word: Word,
+}
+
+/// One claim's verdict in the rerun and in the record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ClaimCheck {
+    pub claim: String,
+    pub yours: Option<Outcome>,
+    pub record: Option<Outcome>,
+}
+
+impl ClaimCheck {
+    /// Both sides tested it and their verdicts differ.
+    pub(crate) fn flipped(&self) -> bool {
+        matches!((self.yours, self.record), (Some(a), Some(b)) if a != b)
+    }
+}
+
+/// One experiment's rerun against its record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Check {
+    pub experiment: String,
+    pub scale: String,
+    pub yours: String,
+    pub record: String,
+    /// The cells' metric and how it is shown ("avg_test_accuracy (×100)").
+    pub value: String,
+    pub cells: Vec<CellCheck>,
+    pub claims: Vec<ClaimCheck>,
+}
+
+/// A cell's label: "method=moniqua, bits=1".
+fn label(spec: &crate::spec::manifest::TableSpec, row: &[String], col: &str) -> String {
+    let mut parts: Vec<String> = spec
+        .rows
+        .iter()
+        .zip(row)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    if let Some(c) = &spec.cols {
+        parts.push(format!("{c}={col}"));
+    }
+    parts.join(", ")
+}
+
+/// One side's cells: each cell's statistics as the table shows them, and
+/// its runs' values by seed, as the table scales them.
+fn cells_of(r: &Recorded) -> Result<Vec<(String, CellStats, stats::Seeded)>> {
+    let spec = &r.manifest.table;
+    let (factor, higher) = (
+        table::factor(spec.scale, &spec.value),
+        table::higher_is_better(&spec.value),
+    );
+    let cells = table::cell_stats(spec, &RunsFrame::new(&r.rows)?)?;
+    Ok(cells
+        .into_iter()
+        .map(|((rk, ck), s)| {
+            let values = r
+                .rows
+                .iter()
+                .filter(|run| {
+                    let key = |k: &str| run.point.get(k).map_or("", String::as_str);
+                    spec.rows.iter().zip(&rk).all(|(k, v)| key(k) == v)
+                        && spec.cols.as_ref().is_none_or(|c| key(c) == ck)
+                })
+                .filter_map(|run| match run.counted(&spec.value, higher) {
+                    Counted::Value(x) | Counted::Worst(x) => {
+                        Some((crate::report::claims::seed_of(run), x * factor))
+                    }
+                    Counted::LeftOut(_) => None,
+                })
+                .collect();
+            (label(spec, &rk, &ck), s, values)
+        })
+        .collect())
+}
+
+/// The margin of a cell whose record mean is `mean`: the manifest's, else
+/// one point of an accuracy in the table's units, else 5% of the mean.
+fn margin(r: &Recorded, mean: Option<f64>) -> f64 {
+    let spec = &r.manifest.table;
+    if let Some(m) = r.manifest.verify.margin {
+        return m;
+    }
+    if crate::records::metrics::is_accuracy(&spec.value) {
+        return 0.01 * table::factor(spec.scale, &spec.value);
+    }
+    0.05 * mean.filter(|m| m.is_finite()).unwrap_or(0.0).abs()
+}
+
+/// One side of a cell: its statistics as the table shows them, and its
+/// values by seed.
+type Side<'a> = Option<(Sample, &'a [(String, f64)])>;
+
+/// Judges one cell: yours against the record's.
+fn judge(cell: String, yours: Side<'_>, record: Side<'_>, margin: f64) -> CellCheck {
+    let mut c = CellCheck {
+        cell,
+        yours: yours.map(|s| s.0),
+        record: record.map(|s| s.0),
+        difference: None,
+        margin,
+        p_equivalent: None,
+        word: Word::Inconclusive,
+    };
+    let (Some((_, a)), Some((_, b))) = (yours, record) else {
+        c.word = if yours.is_none() {
+            Word::NotRun
+        } else {
+            Word::NotRecorded
+        };
+        return c;
+    };
+    let Some(d) = stats::difference(a, b) else {
+        // too few runs a side (or an unbounded failure): no spread to
+        // judge by, unless digit for digit
+        if !a.is_empty() && a == b {
+            c.word = Word::Reproduced;
+        }
+        return c;
+    };
+    let p = d.p_equivalent(margin);
+    c.word = if stats::below(p, LEVEL) {
+        Word::Reproduced
+    } else if stats::below(d.p_two_sided(), LEVEL) {
+        Word::Differs
+    } else {
+        Word::Inconclusive
+    };
+    c.difference = Some(d);
+    c.p_equivalent = Some(p);
+    c
+}
+
+/// Checks the rerun `yours` against the record `record` (one experiment,
+/// the same scale): every cell either holds, and every claim either
+/// tests. `verdicts` gives a side's claims' verdicts.
+pub(crate) fn check(
+    yours: &Recorded,
+    record: &Recorded,
+    verdicts: &dyn Fn(&Recorded) -> Result<Vec<crate::report::claims::Verdict>>,
+) -> Result<Check> {
+    let mine = cells_of(yours)?;
+    let theirs = cells_of(record)?;
+    let mut cells = Vec::new();
+    for (label, s, v) in &theirs {
+        let y = mine
+            .iter()
+            .find(|(l, ..)| l == label)
+            .map(|(_, c, v)| (c.counted, v.as_slice()));
+        cells.push(judge(
+            label.clone(),
+            y,
+            Some((s.counted, v)),
+            margin(record, s.counted.mean),
+        ));
+    }
+    for (label, s, v) in mine
+        .iter()
+        .filter(|(l, ..)| !theirs.iter().any(|(t, ..)| t == l))
+    {
+        cells.push(judge(
+            label.clone(),
+            Some((s.counted, v)),
+            None,
+            margin(yours, None),
+        ));
+    }
+    let (vy, vr) = (verdicts(yours)?, verdicts(record)?);
+    let mut claims: Vec<ClaimCheck> = vr
+        .iter()
+        .map(|v| ClaimCheck {
+            claim: v.claim.clone(),
+            yours: vy.iter().find(|y| y.claim == v.claim).map(|y| y.outcome),
+            record: Some(v.outcome),
+        })
+        .collect();
+    claims.extend(
+        vy.iter()
+            .filter(|y| !vr.iter().any(|v| v.claim == y.claim))
+            .map(|y| ClaimCheck {
+                claim: y.claim.clone(),
+                yours: Some(y.outcome),
+                record: None,
+            }),
+    );
+    let spec = &record.manifest.table;
+    let factor = table::factor(spec.scale, &spec.value);
+    Ok(Check {
+        experiment: record.manifest.name.clone(),
+        scale: record.scale.clone(),
+        yours: yours.out.display().to_string(),
+        record: record.out.display().to_string(),
+        value: if factor == 1.0 {
+            spec.value.clone()
+        } else {
+            format!("{} (×{factor})", spec.value)
+        },
+        cells,
+        claims,
+    })
+}
+
+impl Check {
+    /// Cells by word.
+    pub(crate) fn count(&self, word: Word) -> usize {
+        self.cells.iter().filter(|c| c.word == word).count()
+    }
+
+    /// Claims both sides tested, and how many of them flipped.
+    pub(crate) fn verdicts(&self) -> (usize, usize) {
+        let both = self
+            .claims
+            .iter()
+            .filter(|c| c.yours.is_some() && c.record.is_some());
+        let n = both.clone().count();
+        (n, both.filter(|c| c.flipped()).count())
+    }
+
+    /// Whether the rerun reproduces the record: no cell differs and no
+    /// verdict flipped.
+    pub(crate) fn reproduces(&self) -> bool {
+        self.count(Word::Differs) == 0 && self.verdicts().1 == 0
+    }
+
+    /// The Markdown report: the cells, the claims, then the summary line.
+    pub(crate) fn markdown(&self) -> String {
+        let mut s = format!(
+            "# {} at scale `{}`: {} against the record {}\n\n",
+            self.experiment, self.scale, self.yours, self.record
+        );
+        s.push_str(&format!(
+            "Cells: `{}` by intention to treat, as the table shows them (mean ± 95% t half-width, n). \
+             Difference: yours minus the record's, its 95% t interval, paired by seed where both \
+             ran the same seeds (Welch otherwise). *reproduced*: two one-sided t-tests at 0.05 put the difference inside ± the margin (its 90% interval lies \
+             within it); *differs*: not equivalent, and the 95% interval excludes 0; \
+             *inconclusive*: neither.\n\n",
+            self.value
+        ));
+        s.push_str(
+            "| cell | yours | record | difference [95% CI] | margin | p (equivalent) | verdict |\n",
+        );
+        s.push_str("|---|---|---|---|---|---|---|\n");
+        for c in &self.cells {
+            let side = |x: &Option<Sample>| x.map_or_else(|| "-".into(), |s| s.text());
+            let diff = c.difference.map_or_else(
+                || "-".into(),
+                |d| {
+                    let (lo, hi) = d.interval(LEVEL);
+                    format!(
+                        "{} [{}, {}]",
+                        table::number(d.effect),
+                        table::number(lo),
+                        table::number(hi)
+                    )
+                },
+            );
+            s.push_str(&format!(
+                "| {} | {} | {} | {diff} | ±{} | {} | **{}** |\n",
+                c.cell,
+                side(&c.yours),
+                side(&c.record),
+                table::number(c.margin),
+                c.p_equivalent.map_or("-".into(), |p| format!("{p:.4}")),
+                c.word.text()
+            ));
+        }
+        if !self.claims.is_empty() {
+            s.push_str("\n| claim | yours | record | |\n|---|---|---|---|\n");
+            for c in &self.claims {
+                let w = |o: Option<Outcome>| o.map_or("-", Outcome::word);
+                let what = match (c.yours, c.record) {
+                    (None, _) => "not run",
+                    (_, None) => "not recorded",
+                    _ if c.flipped() => "**flipped**",
+                    _ => "same",
+                };
+                s.push_str(&format!(
+                    "| {} | {} | {} | {what} |\n",
+                    c.claim,
+                    w(c.yours),
+                    w(c.record)
+                ));
+            }
+        }
+        s
+    }
+}
+
+/// The one-line answer over every experiment checked: "your run
+/// reproduces the record: 7 of 7 verdicts the same, 6 of 7 cells
+/// equivalent, 1 inconclusive, 0 differ".
+pub(crate) fn summary(checks: &[Check]) -> String {
+    let sum = |f: &dyn Fn(&Check) -> usize| checks.iter().map(f).sum::<usize>();
+    let cells = sum(&|c| {
+        c.cells
+            .iter()
+            .filter(|x| x.yours.is_some() && x.record.is_some())
+            .count()
+    });
+    let verdicts = sum(&|c| c.verdicts().0);
+    let flipped = sum(&|c| c.verdicts().1);
+    let (same, differ, unsure) = (
+        sum(&|c| c.count(Word::Reproduced)),
+        sum(&|c| c.count(Word::Differs)),
+        sum(&|c| c.count(Word::Inconclusive)),
+    );
+    let not_run = sum(&|c| c.count(Word::NotRun));
+    let head = if checks.iter().all(Check::reproduces) {
+        "your run reproduces the record"
+    } else {
+        "your run does NOT reproduce the record"
+    };
+    let mut s = format!(
+        "{head}: {} of {verdicts} verdicts the same, {same} of {cells} cells equivalent, \
+         {unsure} inconclusive, {differ} differ",
+        verdicts - flipped
+    );
+    if flipped > 0 {
+        s.push_str(&format!(", {flipped} verdicts flipped"));
+    }
+    if not_run > 0 {
+        s.push_str(&format!(" ({not_run} cells of the record not run)"));
+    }
+    s
+}
+
+/// Whether `dir` holds results (a runs.csv).
+pub(crate) fn has_results(dir: &Path) -> bool {
+    dir.join(crate::records::results_dir::Entry::Runs.name())
+        .is_file()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seeded(values: &[f64]) -> Vec<(String, f64)> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i.to_string(), *v))
+            .collect()
+    }
+
+    /// A cell of `values` (its statistics as the table computes them).
+    fn cell(values: &[f64]) -> (Sample, Vec<(String, f64)>) {
+        let (mean, sd, n) = stats::mean_sd(values);
+        (
+            Sample {
+                n,
+                mean: Some(mean),
+                sd: Some(sd),
+            },
+            seeded(values),
+        )
+    }
+
+    fn word(a: &[f64], b: &[f64]) -> Word {
+        let (a, b) = (cell(a), cell(b));
+        judge("c".into(), Some((a.0, &a.1)), Some((b.0, &b.1)), 1.0).word
+    }
+
+    #[test]
+    fn a_cell_is_judged_by_equivalence_then_by_difference() {
+        // the same runs, however spread: reproduced (paired by seed)
+        assert_eq!(
+            word(&[10.0, 50.0, 90.0], &[10.0, 50.0, 90.0]),
+            Word::Reproduced
+        );
+        // close, seed by seed: reproduced
+        assert_eq!(
+            word(&[82.1, 81.9, 82.3, 82.0], &[82.0, 82.0, 82.1, 82.1]),
+            Word::Reproduced
+        );
+        // five points off, seed by seed: differs
+        assert_eq!(
+            word(&[77.0, 77.5, 76.8, 77.2], &[82.0, 82.4, 81.9, 82.1]),
+            Word::Differs
+        );
+        // other seeds (Welch), wide: inconclusive, though the means are near
+        let (a, b) = (cell(&[60.0, 80.0, 100.0]), cell(&[62.0, 82.0, 98.0]));
+        let b = (
+            b.0,
+            b.1.into_iter()
+                .map(|(s, v)| (format!("other {s}"), v))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(
+            judge("c".into(), Some((a.0, &a.1)), Some((b.0, &b.1)), 1.0).word,
+            Word::Inconclusive
+        );
+        // one run a side: only digit for digit reproduces
+        assert_eq!(word(&[82.0], &[82.0]), Word::Reproduced);
+        assert_eq!(word(&[82.1], &[82.0]), Word::Inconclusive);
+        // a side without the cell
+        let x = cell(&[1.0, 2.0]);
+        assert_eq!(
+            judge("c".into(), None, Some((x.0, &x.1)), 1.0).word,
+            Word::NotRun
+        );
+        assert_eq!(
+            judge("c".into(), Some((x.0, &x.1)), None, 1.0).word,
+            Word::NotRecorded
+        );
+    }
+
+    #[test]
+    fn a_flip_needs_both_verdicts() {
+        let c = |y, r| ClaimCheck {
+            claim: "x".into(),
+            yours: y,
+            record: r,
+        };
+        assert!(c(Some(Outcome::Supported), Some(Outcome::NotSupported)).flipped());
+        assert!(!c(Some(Outcome::Supported), Some(Outcome::Supported)).flipped());
+        assert!(!c(None, Some(Outcome::Supported)).flipped());
+    }
+}
