@@ -1011,6 +1011,58 @@ fn a_missing_trainer_is_one_error_before_any_run() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// In a new shell, with nothing sourced (no LD_LIBRARY_PATH, no venv on
+/// the PATH), the quickstart's smoke scale runs: the trainer finds its
+/// libtorch by the run path its build recorded. A trainer that does not
+/// start stops `repro run` before the first run, with one message that
+/// names the fix.
+#[test]
+fn a_new_shell_runs_the_quickstart_or_stops_with_the_fix() {
+    let out = temp_out("new-shell");
+    let bare = |train: &Path, out: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(["run", "quickstart", "--scale", "smoke", "--quiet", "--out"])
+            .arg(out)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", std::env::var_os("HOME").unwrap_or_default())
+            .env("REPRO_TRAIN", train)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("run repro")
+    };
+    let o = bare(&train_binary(), &out);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let rows = read_runs(&out);
+    assert_eq!(rows.len(), 21, "{stderr}");
+    assert!(rows.iter().all(|r| r["status"] != "failed"), "{rows:?}");
+    // a trainer whose libraries are not found (as the loader says it)
+    let broken = temp_out("new-shell-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    let fake = broken.join("repro-train");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'repro-train: error while loading shared libraries: libtorch_cuda.so: cannot open shared object file' >&2\nexit 127\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let none = broken.join("out");
+    let o = bare(&fake, &none);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.matches("does not start").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("libtorch_cuda.so") && stderr.contains("Fix:"),
+        "{stderr}"
+    );
+    assert!(!none.exists(), "a directory was made before the first run");
+    for d in [out, broken] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 /// Every manifest under tests/hostile/ (bad syntax, types, ranges, unknown
 /// keys, names, a 10^10-run grid, shell metacharacters in string fields)
 /// is refused by `--dry-run` with exit code 1, a message holding what its
@@ -1541,10 +1593,12 @@ fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
     let o = as_nobody(&["run", "tiny", "--scale", "cpu"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for made in [
-        "results",
-        "results/tiny",
-        "results/tiny/runs.csv",
-        "results/tiny/table.md",
+        "runs",
+        "runs/tiny",
+        "runs/tiny/cpu",
+        "runs/tiny/cpu/latest",
+        "runs/tiny/cpu/latest/runs.csv",
+        "runs/tiny/cpu/latest/table.md",
     ] {
         let uid = std::fs::metadata(root.join(made)).unwrap().uid();
         assert_eq!(uid, 65534, "{made}");
@@ -2198,4 +2252,47 @@ fn verify_names_a_shifted_cell_and_a_flipped_claim() {
     );
     assert!(stdout.contains("verdicts flipped"), "{stdout}");
     let _ = std::fs::remove_dir_all(&copy);
+}
+
+/// One method of a tuned experiment plans with one override: the tuning
+/// space and the claims narrow to what the grid keeps, and say so.
+#[test]
+fn a_subset_of_a_tuned_experiment_plans_with_one_override() {
+    let o = repro(&[
+        "run",
+        "table2",
+        "--set",
+        "grid.method=[d-psgd]",
+        "--dry-run",
+    ]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("tune.space: dropped choco, dcd, deepsqueeze, ecd, moniqua, moniqua-paper"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("claims: dropped 19 of 19"), "{stderr}");
+    let planned: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("bits="))
+        .collect();
+    assert_eq!(planned.len(), 4, "{stdout}");
+    assert!(
+        planned.iter().all(|l| l.contains("method=d-psgd")),
+        "{stdout}"
+    );
+    // two methods: the claims between them stay
+    let o = repro(&[
+        "run",
+        "table2",
+        "--set",
+        "grid.method=[moniqua, choco]",
+        "--dry-run",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("claims: dropped 17 of 19"), "{stderr}");
 }

@@ -25,8 +25,7 @@ use crate::spec::plan::{self, PlannedRun};
 use crate::util::progress::Progress;
 use repro_runlog::Invocation;
 
-/// The experiment `repro run` runs when none is named.
-pub(crate) const DEFAULT_EXPERIMENT: &str = "quickstart";
+use crate::spec::project::DEFAULT_EXPERIMENT;
 
 /// Options of `repro run`.
 #[derive(Debug, Clone, Args)]
@@ -320,7 +319,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let cfg = RunConfig::resolve(args)?;
     let (experiment, overrides) = args.experiment_and_overrides();
     let path = manifest::locate(&experiment)?;
-    let m = manifest::load(&path, &overrides)?;
+    let mut m = manifest::load(&path, &overrides)?;
     let scale = args
         .scale
         .clone()
@@ -337,6 +336,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     }
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
+    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
+    for n in crate::report::subset::narrow(&mut m, &overrides, &points) {
+        crate::util::progress::note(&format!("note: {n}"));
+    }
     let m = plan::titled(&m, &scale)?;
     let then = plan_then(&m, &path, &scale, cfg.limits)?;
     warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
@@ -357,19 +360,49 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         crate::spec::project::link_latest(&out)
             .with_context(|| format!("could not link {} as the latest run", out.display()))?;
     }
-    let (mut outcome, mut summary) = ran?;
+    let (outcome, mut summary) = ran?;
+    let (outcome, summaries) = run_then(&cfg, (&out, &scale), then, outcome)?;
+    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
+    let said = !cfg.json && !cfg.dry_run && outcome != Outcome::Interrupted;
+    if let Some(next) = &m.next
+        && said
+        && !quiet
+    {
+        println!("Next: {}", next.trim());
+    }
+    if matches!(dest, Destination::Run(_)) && said {
+        crate::cmd::verify::after_run(&out, &m.name, &scale);
+    }
+    if let Some(s) = &mut summary {
+        if !m.then.is_empty() {
+            s["then"] = serde_json::Value::Array(summaries);
+        }
+        println!("{}", serde_json::to_string_pretty(s)?);
+    }
+    Ok(outcome)
+}
+
+/// The experiments of `then`, each into its directory below `out`, after
+/// the first ended with `outcome`: the worst outcome, and their JSON
+/// summaries with `--json`.
+fn run_then(
+    cfg: &RunConfig,
+    (out, scale): (&std::path::Path, &str),
+    then: Vec<(PathBuf, manifest::Manifest, Vec<PlannedRun>)>,
+    mut outcome: Outcome,
+) -> Result<(Outcome, Vec<serde_json::Value>)> {
     let mut summaries = Vec::new();
     for (p, c, runs) in then {
         if outcome == Outcome::Interrupted {
             break;
         }
         let out = out.join(&c.name);
-        let c = plan::titled(&c, &scale)?;
+        let c = plan::titled(&c, scale)?;
         let ran = run_experiment(
             Job {
-                cfg: &cfg,
+                cfg,
                 m: &c,
-                scale: &scale,
+                scale,
                 backend: c.backend,
                 out: &out,
                 overrides: &[],
@@ -382,29 +415,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         outcome = outcome.max(o);
         summaries.extend(s);
     }
-    let quiet = crate::util::progress::verbosity() == crate::util::progress::Verbosity::Quiet;
-    if let Some(next) = &m.next
-        && !cfg.json
-        && !cfg.dry_run
-        && !quiet
-        && outcome != Outcome::Interrupted
-    {
-        println!("Next: {}", next.trim());
-    }
-    if matches!(dest, Destination::Run(_))
-        && !cfg.json
-        && !cfg.dry_run
-        && outcome != Outcome::Interrupted
-    {
-        crate::cmd::verify::after_run(&out, &m.name, &scale);
-    }
-    if let Some(s) = &mut summary {
-        if !m.then.is_empty() {
-            s["then"] = serde_json::Value::Array(summaries);
-        }
-        println!("{}", serde_json::to_string_pretty(s)?);
-    }
-    Ok(outcome)
+    Ok((outcome, summaries))
 }
 
 /// The experiments `m` names in `then`, each planned at `scale` before

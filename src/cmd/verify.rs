@@ -16,7 +16,7 @@ use crate::spec::{manifest, project};
 pub(crate) struct VerifyArgs {
     /// A run directory (`runs/quickstart/cpu/latest`), or an experiment
     /// name: its newest run at --scale.
-    #[arg(default_value = crate::cmd::run::DEFAULT_EXPERIMENT)]
+    #[arg(default_value = project::DEFAULT_EXPERIMENT)]
     pub run: String,
     /// The results to compare with (default: the record,
     /// results/<experiment>/).

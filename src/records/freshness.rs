@@ -169,6 +169,14 @@ pub(crate) fn write_provenance(
             .or_default() += 1;
     }
     let written = crate::util::time::now_unix_s();
+    let mut libtorch: Vec<String> = recorded
+        .iter()
+        .filter_map(|r| r.metrics.get("libtorch").map(Cell::text))
+        .filter(|t| !t.is_empty() && *t != "none")
+        .map(str::to_string)
+        .collect();
+    libtorch.sort();
+    libtorch.dedup();
     ResultsDir::new(out).write_provenance(&Provenance {
         experiment: m.name.clone(),
         scale: scale.to_string(),
@@ -184,6 +192,7 @@ pub(crate) fn write_provenance(
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
         recorded_runs_by_source: sources,
+        machine: crate::records::results_dir::Machine::this(libtorch),
     })
 }
 

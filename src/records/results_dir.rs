@@ -201,6 +201,107 @@ pub(crate) struct Provenance {
     pub planned_runs: BTreeMap<String, usize>,
     /// The recorded runs by the source id of the build that ran them.
     pub recorded_runs_by_source: BTreeMap<String, usize>,
+    /// What makes the digits machine-specific. The same build on the
+    /// same machine gives the same digits; elsewhere the results agree
+    /// only statistically, which `repro verify` checks.
+    pub machine: Machine,
+}
+
+/// The machine a results directory was written on, as far as its digits
+/// depend on it: libtorch's CPU kernels and the codec's SIMD loops pick
+/// their code by the processor, and threads change the order of sums.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Machine {
+    /// `/proc/cpuinfo`'s model name.
+    pub cpu_model: String,
+    /// The vector flags kernels choose their code by (of `CPU_FLAGS`).
+    pub cpu_flags: Vec<String>,
+    pub logical_cpus: usize,
+    /// The codec's SIMD level (`REPRO_CODEC_SIMD` caps it).
+    pub codec_simd: String,
+    /// The libtorch the recorded runs loaded, from their logs.
+    pub libtorch: Vec<String>,
+    /// libtorch's CPU capability: `ATEN_CPU_CAPABILITY` where it is set,
+    /// else the best this processor's flags allow (`avx512`, `avx2`,
+    /// `default`), which libtorch chooses by the same flags.
+    pub torch_cpu_capability: String,
+    /// The thread variables of the environment (`unset` where not set).
+    pub thread_env: BTreeMap<String, String>,
+}
+
+/// The processor flags [`Machine::cpu_flags`] records.
+const CPU_FLAGS: [&str; 10] = [
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512dq",
+    "avx512_vnni",
+    "amx_tile",
+];
+
+/// The thread variables [`Machine::thread_env`] records.
+const THREAD_ENV: [&str; 4] = [
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "RAYON_NUM_THREADS",
+    "ATEN_CPU_CAPABILITY",
+];
+
+impl Machine {
+    /// This machine, with the libtorch `libtorch` the runs loaded.
+    pub(crate) fn this(libtorch: Vec<String>) -> Self {
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        Self::of(&cpuinfo, libtorch, &|k| std::env::var(k).ok())
+    }
+
+    /// [`Machine::this`] from a `/proc/cpuinfo` text and an environment.
+    fn of(cpuinfo: &str, libtorch: Vec<String>, env: &dyn Fn(&str) -> Option<String>) -> Self {
+        let field = |name: &str| {
+            cpuinfo.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == name).then(|| v.trim().to_string())
+            })
+        };
+        let flags: Vec<String> = field("flags")
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter(|f| CPU_FLAGS.contains(f))
+            .map(str::to_string)
+            .collect();
+        let has = |f: &str| flags.iter().any(|x| x == f);
+        let capability = env("ATEN_CPU_CAPABILITY").unwrap_or_else(|| {
+            if ["avx512f", "avx512bw", "avx512vl", "avx512dq"]
+                .iter()
+                .all(|f| has(f))
+            {
+                "avx512".into()
+            } else if has("avx2") && has("fma") {
+                "avx2".into()
+            } else {
+                "default".into()
+            }
+        });
+        Self {
+            cpu_model: field("model name").unwrap_or_else(|| "unknown".into()),
+            cpu_flags: flags,
+            logical_cpus: cpuinfo
+                .lines()
+                .filter(|l| l.starts_with("processor"))
+                .count(),
+            codec_simd: repro_codec::simd::level().name().to_string(),
+            libtorch,
+            torch_cpu_capability: capability,
+            thread_env: THREAD_ENV
+                .iter()
+                .map(|k| (k.to_string(), env(k).unwrap_or_else(|| "unset".into())))
+                .collect(),
+        }
+    }
 }
 
 /// The build that wrote a results directory (`repro_build::BUILD`).
@@ -261,6 +362,7 @@ mod tests {
             written_unix_s: 1_795_799_542,
             planned_runs: BTreeMap::from([("current".into(), 120)]),
             recorded_runs_by_source: BTreeMap::from([("4133e9b9".into(), 120)]),
+            machine: Machine::this(vec!["2.13.0+cu130".into()]),
         };
         dir.write_provenance(&p).unwrap();
         assert_eq!(dir.provenance().unwrap(), Some(p));
@@ -313,5 +415,24 @@ mod tests {
         let p = dir.provenance().unwrap().unwrap();
         assert_eq!((p.scale.as_str(), p.backend), ("smoke", None));
         remove(&dir);
+    }
+
+    #[test]
+    fn the_machine_is_read_from_cpuinfo_and_the_environment() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC 9654\nflags\t\t: fpu sse4_2 avx avx2 fma bmi2\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9654\n";
+        let m = Machine::of(cpuinfo, vec![], &|k| {
+            (k == "OMP_NUM_THREADS").then(|| "4".to_string())
+        });
+        assert_eq!(m.cpu_model, "AMD EPYC 9654");
+        assert_eq!(m.cpu_flags, ["sse4_2", "avx", "avx2", "fma"]);
+        assert_eq!(m.logical_cpus, 2);
+        assert_eq!(m.torch_cpu_capability, "avx2");
+        assert_eq!(m.thread_env["OMP_NUM_THREADS"], "4");
+        assert_eq!(m.thread_env["MKL_NUM_THREADS"], "unset");
+        // the environment's capability wins over the flags
+        let m = Machine::of(cpuinfo, vec![], &|k| {
+            (k == "ATEN_CPU_CAPABILITY").then(|| "default".to_string())
+        });
+        assert_eq!(m.torch_cpu_capability, "default");
     }
 }

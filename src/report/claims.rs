@@ -336,6 +336,28 @@ fn check_side(
     Ok(())
 }
 
+/// The first value of a restricted grid key that `spec` reads and
+/// `kept` does not hold (`kept`: each restricted key's remaining
+/// values), as `key=value`; None where it reads only what is kept, or
+/// where it does not resolve (the plan-time check says why).
+pub(crate) fn reads_left_out(
+    spec: &ClaimSpec,
+    table: &TableSpec,
+    kept: &BTreeMap<String, std::collections::BTreeSet<String>>,
+) -> Option<String> {
+    let claim = Claim::resolve(spec, table).ok()?;
+    let sides = if claim.baseline.is_some() {
+        vec![claim.selection(false), claim.selection(true)]
+    } else {
+        vec![claim.selection(false)]
+    };
+    sides.into_iter().flatten().find_map(|(k, v)| {
+        kept.get(&k)
+            .filter(|values| !values.contains(&v))
+            .map(|_| format!("{k}={v}"))
+    })
+}
+
 /// Checks the manifest's claims against the planned runs' grid points
 /// before anything runs: each resolves, names grid keys and known methods,
 /// and selects runs that differ only in their seed. The error is the path

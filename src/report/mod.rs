@@ -12,6 +12,7 @@ pub(crate) mod plot;
 pub(crate) mod recorded;
 pub(crate) mod section;
 pub mod stats;
+pub(crate) mod subset;
 pub(crate) mod table;
 pub(crate) mod tune;
 pub(crate) mod verify;

@@ -58,7 +58,7 @@ pub(crate) fn recorded(
     plan: &PlanChoice,
 ) -> Result<Recorded> {
     let (experiment, out, plan) = &given_dir(experiment, out, plan)?;
-    let m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
+    let mut m = manifest::load(&manifest::locate(experiment)?, &plan.overrides)?;
     let (scale, out) = match (&plan.scale, out) {
         (_, Some(o)) => (
             plan.scale
@@ -83,6 +83,18 @@ pub(crate) fn recorded(
         .backend
         .or_else(|| dir.recorded_backend())
         .unwrap_or(m.backend);
+    let points: Vec<_> = crate::spec::plan::expand_within(
+        &m,
+        &scale,
+        backend,
+        crate::spec::plan::Limits::default(),
+    )?
+    .into_iter()
+    .map(|r| r.point)
+    .collect();
+    for n in crate::report::subset::narrow(&mut m, &plan.overrides, &points) {
+        crate::util::progress::note(&format!("note: {n}"));
+    }
     let rows = results::read_csv(&dir.runs_csv())?;
     let rows = results::with_first_losses(rows, &dir.curves_csv())?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;

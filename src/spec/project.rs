@@ -11,6 +11,9 @@ use std::sync::OnceLock;
 
 use crate::spec::errors::DriverError;
 
+/// The experiment `repro run` and `repro verify` take when none is named.
+pub(crate) const DEFAULT_EXPERIMENT: &str = "quickstart";
+
 /// The `--project` given on the command line, if any.
 static GIVEN: OnceLock<PathBuf> = OnceLock::new();
 
