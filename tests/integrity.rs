@@ -94,8 +94,27 @@ fn runs_get_their_own_directory_and_only_record_writes_results() {
         assert_eq!(r["data_checksum"], "generated");
         assert!(r["params"].contains("\"iterations\":30"), "{r:?}");
     }
-    // a rerun beside the record: a new directory, the record unchanged,
-    // and the comparison at the end (the simulator is deterministic)
+    // a rerun beside the record: a new directory, the record unchanged
+    // (git, with the project's .gitignore, sees no change), and the
+    // comparison at the end (the simulator is deterministic)
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".gitignore"),
+        root.join(".gitignore"),
+    )
+    .unwrap();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .expect("run git");
+        assert!(o.status.success(), "git {args:?}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-q", "-m", "the record"]);
     let before = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
     let o = repro_in(&root, &["run", "twoscale", "--scale", "cpu"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -108,6 +127,11 @@ fn runs_get_their_own_directory_and_only_record_writes_results() {
     );
     let after = std::fs::read_to_string(root.join("results/twoscale/runs.csv")).unwrap();
     assert_eq!(before, after);
+    assert_eq!(
+        git(&["status", "--porcelain"]),
+        "",
+        "a rerun changed the checkout"
+    );
     let runs = std::fs::read_dir(root.join("runs/twoscale/cpu"))
         .unwrap()
         .count();
