@@ -1013,9 +1013,10 @@ fn a_missing_trainer_is_one_error_before_any_run() {
 
 /// In a new shell, with nothing sourced (no LD_LIBRARY_PATH, no venv on
 /// the PATH), the quickstart's smoke scale runs: the trainer finds its
-/// libtorch by the run path its build recorded. A trainer that does not
-/// start stops `repro run` before the first run, with one message that
-/// names the fix.
+/// libtorch by the run path its build recorded, and a second run of the
+/// same build verifies as reproduced in every cell. A trainer that does
+/// not start stops `repro run` before the first run, with one message
+/// that names the fix.
 #[test]
 fn a_new_shell_runs_the_quickstart_or_stops_with_the_fix() {
     let out = temp_out("new-shell");
@@ -1037,6 +1038,33 @@ fn a_new_shell_runs_the_quickstart_or_stops_with_the_fix() {
     let rows = read_runs(&out);
     assert_eq!(rows.len(), 21, "{stderr}");
     assert!(rows.iter().all(|r| r["status"] != "failed"), "{rows:?}");
+    // the same build on the same machine again, in the test's own
+    // environment: every cell the same, to the digit
+    let again = temp_out("new-shell-again");
+    let o = repro(&[
+        "run",
+        "quickstart",
+        "--scale",
+        "smoke",
+        "--quiet",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = repro(&[
+        "verify",
+        out.to_str().unwrap(),
+        "--against",
+        again.to_str().unwrap(),
+        "--brief",
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("13 of 13 verdicts the same, 19 of 19 cells equivalent"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&again);
     // a trainer whose libraries are not found (as the loader says it)
     let broken = temp_out("new-shell-broken");
     std::fs::create_dir_all(&broken).unwrap();

@@ -83,17 +83,14 @@ pub(crate) fn recorded(
         .backend
         .or_else(|| dir.recorded_backend())
         .unwrap_or(m.backend);
-    let points: Vec<_> = crate::spec::plan::expand_within(
-        &m,
-        &scale,
-        backend,
-        crate::spec::plan::Limits::default(),
-    )?
-    .into_iter()
-    .map(|r| r.point)
-    .collect();
-    for n in crate::report::subset::narrow(&mut m, &plan.overrides, &points) {
-        crate::util::progress::note(&format!("note: {n}"));
+    if crate::report::subset::restricts(&plan.overrides) {
+        let points: Vec<_> = crate::spec::plan::expand(&m, &scale, backend)?
+            .into_iter()
+            .map(|r| r.point)
+            .collect();
+        for n in crate::report::subset::narrow(&mut m, &plan.overrides, &points) {
+            crate::util::progress::note(&format!("note: {n}"));
+        }
     }
     let rows = results::read_csv(&dir.runs_csv())?;
     let rows = results::with_first_losses(rows, &dir.curves_csv())?;

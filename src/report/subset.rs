@@ -20,6 +20,12 @@ fn restricted(overrides: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// Whether `overrides` restrict a grid key, so that [`narrow`] may drop
+/// something.
+pub(crate) fn restricts(overrides: &[String]) -> bool {
+    !restricted(overrides).is_empty()
+}
+
 /// Narrows `m` to the grid points `points` keep of each grid key the
 /// `overrides` restrict; a note for each part dropped.
 pub(crate) fn narrow(
