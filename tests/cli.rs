@@ -1591,6 +1591,9 @@ fn under_sudo_repro_reads_and_writes_as_the_invoking_user() {
     std::fs::create_dir_all(root.join("experiments")).unwrap();
     std::fs::create_dir_all(root.join("paper")).unwrap();
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // the user's own project: they may write there, as the driver does
+    // for them
+    std::os::unix::fs::chown(&root, Some(65534), Some(65534)).unwrap();
     let secret = root.join("paper/secret.csv");
     std::fs::write(&secret, "algorithm,acc\nd-psgd,1\n").unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -2323,4 +2326,138 @@ fn a_subset_of_a_tuned_experiment_plans_with_one_override() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("claims: dropped 17 of 19"), "{stderr}");
+}
+
+/// Under sudo (SUDO_UID names an unprivileged user), the driver writes as
+/// that user: links the user planted where a run, an export and `data
+/// fetch` write lead nowhere the user could not write themselves. Every
+/// planted link's target, a root-only file or directory, stays untouched,
+/// and what was written belongs to the user.
+#[test]
+fn under_sudo_a_planted_link_never_leads_a_write() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _, symlink};
+    if !as_root() {
+        return;
+    }
+    let nobody = 65534;
+    let root = temp_out("planted");
+    let user = root.join("user");
+    let secret = root.join("secret");
+    std::fs::create_dir_all(&user).unwrap();
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let secret_file = secret.join("file");
+    std::fs::write(&secret_file, "root's\n").unwrap();
+    std::fs::set_permissions(&secret_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::chown(&user, Some(nobody), Some(nobody)).unwrap();
+    let as_nobody = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_repro"))
+            .args(args)
+            .env("SUDO_UID", nobody.to_string())
+            .env("SUDO_GID", nobody.to_string())
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+    };
+    let plant = |at: &Path, to: &Path| {
+        symlink(to, at).unwrap();
+        std::os::unix::fs::lchown(at, Some(nobody), Some(nobody)).unwrap();
+    };
+    let untouched = |what: &str| {
+        assert_eq!(
+            std::fs::read_to_string(&secret_file).unwrap(),
+            "root's\n",
+            "{what}"
+        );
+        let names: Vec<_> = std::fs::read_dir(&secret).unwrap().flatten().collect();
+        assert_eq!(names.len(), 1, "{what} wrote into the root-only directory");
+    };
+    // a run: its final files are links to the root-only file, raw/ a link
+    // to the root-only directory
+    let out = user.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::chown(&out, Some(nobody), Some(nobody)).unwrap();
+    // runs.csv first: read as the user, the link reads nothing
+    plant(&out.join("runs.csv"), &secret_file);
+    let o = as_nobody(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    untouched(&format!("repro run: {said}"));
+    std::fs::remove_file(out.join("runs.csv")).unwrap();
+    for f in ["runs.parquet", "table.md", "provenance.json", "curves.csv"] {
+        plant(&out.join(f), &secret_file);
+    }
+    plant(&out.join("raw"), &secret);
+    let o = as_nobody(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    untouched(&format!("repro run: {said}"));
+    // raw/ led nowhere: the runs failed (as the user, permission
+    // denied), and runs.csv says so
+    assert!(!o.status.success(), "{said}");
+    assert!(said.contains("Permission denied"), "{said}");
+    let m = std::fs::symlink_metadata(out.join("runs.csv")).unwrap();
+    assert!(m.is_file() && m.uid() == nobody);
+    // with raw/ its own: the run succeeds, every file the user's
+    std::fs::remove_file(out.join("raw")).unwrap();
+    let o = as_nobody(&["run", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    untouched("the second run");
+    for f in ["runs.parquet", "table.md", "provenance.json", "curves.csv"] {
+        let m = std::fs::symlink_metadata(out.join(f)).unwrap();
+        assert!(m.is_file(), "{f} is still a link");
+    }
+    let mut stack = vec![out.clone()];
+    while let Some(p) = stack.pop() {
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        assert_eq!(m.uid(), nobody, "{} is not the user's", p.display());
+        if m.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().flatten().map(|e| e.path()));
+        }
+    }
+    // an export whose target is planted as a link
+    let to = user.join("export");
+    std::fs::create_dir_all(&to).unwrap();
+    std::os::unix::fs::chown(&to, Some(nobody), Some(nobody)).unwrap();
+    plant(&to.join("0"), &secret);
+    plant(&to.join("meta.yaml"), &secret_file);
+    let o = as_nobody(&[
+        "export",
+        "mlflow",
+        "smoke",
+        "--out",
+        out.to_str().unwrap(),
+        "--to",
+        to.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    untouched(&format!("repro export: {said}"));
+    // a generated data set whose batch is planted as a link
+    let data = user.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    std::os::unix::fs::chown(&data, Some(nobody), Some(nobody)).unwrap();
+    plant(&data.join("data_batch_1.bin"), &secret_file);
+    let o = as_nobody(&[
+        "data",
+        "fetch",
+        "cifar10-like",
+        "--dir",
+        data.to_str().unwrap(),
+    ]);
+    let said = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(o.status.success(), "{said}");
+    untouched("repro data fetch");
+    let batch = std::fs::symlink_metadata(data.join("data_batch_1.bin")).unwrap();
+    assert!(batch.is_file() && batch.uid() == nobody);
+    // a directory the user cannot write is refused, not written as root
+    let o = as_nobody(&[
+        "run",
+        "smoke",
+        "--out",
+        secret.join("out").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    untouched("a run into the root-only directory");
+    let _ = std::fs::remove_dir_all(&root);
 }

@@ -111,10 +111,12 @@ pub(crate) fn export(args: &ExportArgs) -> Result<()> {
         ));
         exported.push(e);
     }
-    match args.target {
-        Target::Mlflow => export::mlflow::write(&args.to, &exported)?,
-        Target::Tensorboard => export::tensorboard::write(&args.to, &exported)?,
-    }
+    // under sudo every file of the export is the invoking user's, and
+    // written only where they may write
+    crate::util::sudo::as_invoker(|| match args.target {
+        Target::Mlflow => export::mlflow::write(&args.to, &exported),
+        Target::Tensorboard => export::tensorboard::write(&args.to, &exported),
+    })?;
     let runs: usize = exported.iter().map(|e| e.runs.len()).sum();
     println!(
         "wrote {} experiments, {runs} runs to {}; open them with: {}",

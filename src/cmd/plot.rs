@@ -77,7 +77,7 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
         Some(o) => o.clone(),
         None => crate::spec::project::root()?.join("results").join(name),
     };
-    std::fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    crate::util::atomic::create_dir_all(&dir)?;
     let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));
     let spec = first_spec.context("no experiment to draw")?;
     for p in draw_figure(&dir, &title, &spec, &all, formats)? {

@@ -289,7 +289,7 @@ fn create_dirs(dir: &std::path::Path) -> Result<()> {
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .map(std::path::Path::to_path_buf)
         .collect();
-    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    crate::util::atomic::create_dir_all(dir)?;
     for d in &missing {
         crate::util::sudo::give_one(d);
     }
@@ -997,8 +997,7 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
     } = x;
     let previous = previous_runs(x)?;
     let net = prepare_network(cfg, m, backend, runs, launcher)?;
-    std::fs::create_dir_all(out.join(Entry::Raw.name()))
-        .with_context(|| format!("could not create {}", out.display()))?;
+    crate::util::atomic::create_dir_all(&out.join(Entry::Raw.name()))?;
     crate::util::progress::note(&format!(
         "{}{}: {} runs at scale `{}` -> {}",
         m.name,

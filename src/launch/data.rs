@@ -173,6 +173,13 @@ pub(crate) struct Source<'a> {
 /// Fetches `dataset` into `dir`; returns what a manifest names: the
 /// directory the trainer reads, or the LIBSVM file the simulator reads.
 pub(crate) fn fetch(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
+    // under sudo the download is the invoking user's, written only where
+    // they may write
+    crate::util::sudo::as_invoker(|| fetch_as_is(dataset, dir, source))
+}
+
+/// [`fetch`] with this process's own rights.
+fn fetch_as_is(dataset: Dataset, dir: &Path, source: Source<'_>) -> Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
     match dataset {
         Dataset::Cifar10 => fetch_cifar(dir, source),
@@ -302,6 +309,13 @@ pub(crate) fn prepare<'a>(
     runs: impl IntoIterator<Item = &'a crate::spec::plan::PlannedRun>,
     dry_run: bool,
 ) -> Result<()> {
+    // written as the invoking user under sudo, as a download is
+    let runs: Vec<_> = runs.into_iter().collect();
+    crate::util::sudo::as_invoker(|| prepare_as_is(runs, dry_run))
+}
+
+/// [`prepare`] with this process's own rights.
+fn prepare_as_is(runs: Vec<&crate::spec::plan::PlannedRun>, dry_run: bool) -> Result<()> {
     let mut done = std::collections::BTreeSet::new();
     for r in runs {
         let crate::spec::plan::Params::Sim(p) = &r.params else {
@@ -449,10 +463,8 @@ pub(crate) fn generate_epsilon_like(path: &Path, g: &Generated) -> Result<()> {
     );
     let mut ds = repro_algos::data::Dataset::generate(g.samples, g.dim, g.noise, true, g.seed);
     ds.normalize_rows();
-    let part = path.with_extension("part");
+    let (f, part) = crate::util::atomic::create_temp(path)?;
     let result = (|| -> Result<()> {
-        let f = std::fs::File::create(&part)
-            .with_context(|| format!("could not create {}", part.display()))?;
         let mut gz =
             flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
         ds.write_libsvm(&mut gz)
@@ -510,11 +522,7 @@ fn fresh_file(path: &Path) -> Result<std::fs::File> {
             .with_context(|| format!("could not remove the old {}", path.display()))?,
         Err(_) => {}
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .with_context(|| format!("could not create {}", path.display()))
+    crate::util::atomic::create_new(path)
 }
 
 /// The error of a download of `d` whose checksum came out `got`.
@@ -631,9 +639,7 @@ fn extract_cifar(archive: &Path, out: &Path) -> Result<()> {
             );
         }
         let dest = out.join(name);
-        let tmp = dest.with_extension("part");
-        let mut w = std::fs::File::create(&tmp)
-            .with_context(|| format!("could not create {}", tmp.display()))?;
+        let (mut w, tmp) = crate::util::atomic::create_temp(&dest)?;
         let copied = std::io::copy(&mut (&mut entry).take(CIFAR_BATCH_BYTES), &mut w);
         if copied.as_ref().ok() != Some(&CIFAR_BATCH_BYTES) {
             let _ = std::fs::remove_file(&tmp);

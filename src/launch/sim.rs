@@ -416,21 +416,19 @@ pub(crate) fn execute(
 ) -> Result<Summary> {
     let started = Instant::now();
     if let Some(dir) = log_path.parent() {
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("could not create {}", dir.display()))?;
+        crate::util::atomic::create_dir_all(dir)?;
     }
-    let tmp = crate::util::atomic::temp_beside(log_path);
+    let tmp = crate::util::atomic::temp_name(log_path);
     let ran = simulate(run, experiment, invocation, &tmp, progress);
     if ran.is_err() && crate::util::signals::interrupted() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = crate::util::sudo::as_invoker(|| std::fs::remove_file(&tmp));
     } else if ran.is_err() && tmp.exists() && log_path.exists() {
         // a failure never replaces an earlier run's log: this attempt's
         // goes beside it
         let raw = log_path.parent().unwrap_or(Path::new("."));
         let aside = crate::util::atomic::attempt_path(raw, &run.id, "jsonl");
         if let Some(parent) = aside.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("could not create {}", parent.display()))?;
+            crate::util::atomic::create_dir_all(parent)?;
         }
         crate::util::atomic::finish(&tmp, &aside, Ok(()))?;
     } else if tmp.exists() {
@@ -558,9 +556,9 @@ fn outcome(
 
 /// A run log's file, buffered.
 fn create_log(path: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
-    let file = std::fs::File::create(path)
-        .with_context(|| format!("could not create {}", path.display()))?;
-    Ok(std::io::BufWriter::new(file))
+    Ok(std::io::BufWriter::new(crate::util::atomic::create_new(
+        path,
+    )?))
 }
 
 /// The run's simulator: its workers on its topology, each from its start.

@@ -675,24 +675,22 @@ pub(crate) fn execute(
     }
     let work = crate::util::atomic::working_dir(dir);
     if work.exists() {
-        std::fs::remove_dir_all(&work)
+        crate::util::sudo::as_invoker(|| std::fs::remove_dir_all(&work))
             .with_context(|| format!("could not clear {} for a fresh run", work.display()))?;
     }
-    std::fs::create_dir_all(&work)
-        .with_context(|| format!("could not create {}", work.display()))?;
+    crate::util::atomic::create_dir_all(&work)?;
     let ran = execute_in(run, &work, net, invocation, progress);
     if ran.is_err() && crate::util::signals::interrupted() {
-        let _ = std::fs::remove_dir_all(&work);
+        let _ = crate::util::sudo::as_invoker(|| std::fs::remove_dir_all(&work));
     } else if ran.is_err() && dir.exists() && resume(run, dir, net).is_some() {
         // a failure never replaces a finished run's logs: they stay, and
         // this attempt's go beside them
         let raw = dir.parent().unwrap_or(dir);
         let aside = crate::util::atomic::attempt_path(raw, &run.id, "");
         if let Some(parent) = aside.parent() {
-            std::fs::create_dir_all(parent)
-                .with_context(|| format!("could not create {}", parent.display()))?;
+            crate::util::atomic::create_dir_all(parent)?;
         }
-        std::fs::rename(&work, &aside)
+        crate::util::sudo::as_invoker(|| std::fs::rename(&work, &aside))
             .with_context(|| format!("could not move {} to {}", work.display(), aside.display()))?;
     } else {
         crate::util::atomic::replace_dir(&work, dir)?;
@@ -721,15 +719,13 @@ fn execute_in(
     } = prepare(run, dir, net, invocation, &train, &repro)?;
     let workers = cfg.workers;
     let config = dir.join("run.json");
-    std::fs::write(&config, serde_json::to_string_pretty(&cfg)?)
-        .with_context(|| format!("could not write {}", config.display()))?;
+    crate::util::atomic::write(&config, serde_json::to_string_pretty(&cfg)?)?;
     if let Some(u) = user {
         // the ranks write their logs here
         std::os::unix::fs::chown(dir, Some(u.uid), Some(u.gid))
             .with_context(|| format!("could not hand {} to uid {}", dir.display(), u.uid))?;
     }
-    std::fs::write(dir.join("launch.txt"), launch.display() + "\n")
-        .with_context(|| format!("could not write {}/launch.txt", dir.display()))?;
+    crate::util::atomic::write(&dir.join("launch.txt"), launch.display() + "\n")?;
     // mpirun's and the ranks' stderr go to a file: a pipe nobody reads while
     // we wait could fill up and stall the job
     let stderr_path = dir.join("mpirun.stderr");
@@ -737,8 +733,7 @@ fn execute_in(
     let spawned = Instant::now();
     let status = wait(&mut child, run, cfg.timeout_s, dir, progress)?;
     let wall_s = spawned.elapsed().as_secs_f64();
-    std::fs::write(dir.join("job.json"), format!("{{\"wall_s\": {wall_s}}}\n"))
-        .with_context(|| format!("could not write {}/job.json", dir.display()))?;
+    crate::util::atomic::write(&dir.join("job.json"), format!("{{\"wall_s\": {wall_s}}}\n"))?;
     let kernel = match &fabric {
         Some(f) => f
             .counters()
@@ -790,11 +785,10 @@ fn record_shaping(
         .map(|l| l.end.as_ref().and_then(|e| e.transport_bytes_sent))
         .collect();
     let record = |record: ShapingRecord<'_>| -> Result<()> {
-        std::fs::write(
-            dir.join("shaping.json"),
+        crate::util::atomic::write(
+            &dir.join("shaping.json"),
             serde_json::to_string_pretty(&record)?,
         )
-        .with_context(|| format!("could not write {}/shaping.json", dir.display()))
     };
     if let (Some(condition), Some(f)) = (&run.network, fabric) {
         record(ShapingRecord {
@@ -830,8 +824,7 @@ fn record_shaping(
 /// Starts the job in its own process group, its stdout discarded and its
 /// stderr (mpirun's and the ranks') into `stderr_path`.
 fn spawn(launch: &Launch, stderr_path: &Path) -> Result<std::process::Child> {
-    let stderr_file = std::fs::File::create(stderr_path)
-        .with_context(|| format!("could not create {}", stderr_path.display()))?;
+    let stderr_file = crate::util::atomic::create_new(stderr_path)?;
     let mut cmd = Command::new(&launch.argv[0]);
     cmd.args(&launch.argv[1..])
         .envs(launch.env.iter().cloned())

@@ -492,21 +492,17 @@ pub(crate) fn write_parquet(
     mut df: DataFrame,
     metadata: Vec<(String, String)>,
 ) -> Result<()> {
-    let tmp = crate::util::atomic::temp_beside(path);
+    let (file, tmp) = crate::util::atomic::create_temp(path)?;
     let schema = df.schema().to_arrow(CompatLevel::oldest());
     let arrow_schema = polars_parquet::write::schema_to_metadata_key(&schema);
     let mut pairs = vec![(arrow_schema.key, arrow_schema.value.unwrap_or_default())];
     pairs.extend(metadata);
     let metadata = KeyValueMetadata::from_static(pairs);
-    let written = std::fs::File::create(&tmp)
-        .with_context(|| format!("could not create {}", tmp.display()))
-        .and_then(|file| {
-            ParquetWriter::new(std::io::BufWriter::new(file))
-                .with_key_value_metadata(Some(metadata))
-                .finish(&mut df)
-                .map(|_| ())
-                .with_context(|| format!("could not write {}", tmp.display()))
-        });
+    let written = ParquetWriter::new(std::io::BufWriter::new(file))
+        .with_key_value_metadata(Some(metadata))
+        .finish(&mut df)
+        .map(|_| ())
+        .with_context(|| format!("could not write {}", tmp.display()));
     crate::util::atomic::finish(&tmp, path, written)
 }
 

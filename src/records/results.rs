@@ -487,12 +487,15 @@ pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
 
 /// Reads runs.csv back.
 pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "could not read {}; run the experiment first (`repro run`)",
-            path.display()
-        )
-    })?;
+    // as the invoking user under sudo: a link they planted reads nothing
+    // they could not read
+    let text =
+        crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)).with_context(|| {
+            format!(
+                "could not read {}; run the experiment first (`repro run`)",
+                path.display()
+            )
+        })?;
     let mut lines = csv_rows(&text)
         .with_context(|| format!("{} is not valid CSV", path.display()))?
         .into_iter();

@@ -964,8 +964,11 @@ pub(crate) fn render(
     let size = size_for(panels.len(), title);
     // written beside the target and renamed, so a reader never sees half a
     // figure (the bitmap encoder picks its format from the last extension)
-    let tmp = crate::util::atomic::temp_beside(path);
-    let drawn = match format {
+    // the name is taken exclusively first; the backends open it by name,
+    // as the invoking user under sudo
+    let (file, tmp) = crate::util::atomic::create_temp(path)?;
+    drop(file);
+    let drawn = crate::util::sudo::as_invoker(|| match format {
         ImageFormat::Svg => draw(
             SVGBackend::new(&tmp, size).into_drawing_area(),
             path,
@@ -980,7 +983,7 @@ pub(crate) fn render(
             spec,
             panels,
         ),
-    };
+    });
     crate::util::atomic::finish(&tmp, path, drawn)
 }
 

@@ -99,9 +99,11 @@ pub(crate) fn link_latest(dir: &Path) -> std::io::Result<()> {
         return Ok(());
     };
     let tmp = base.join(format!(".{LATEST}.{}", std::process::id()));
-    let _ = std::fs::remove_file(&tmp);
-    std::os::unix::fs::symlink(name, &tmp)?;
-    std::fs::rename(&tmp, base.join(LATEST))
+    crate::util::sudo::as_invoker(|| {
+        let _ = std::fs::remove_file(&tmp);
+        std::os::unix::fs::symlink(name, &tmp)?;
+        std::fs::rename(&tmp, base.join(LATEST))
+    })
 }
 
 /// Where a reader (`repro table`, `plot`, `status`...) finds the results

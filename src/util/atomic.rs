@@ -10,12 +10,21 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 
-/// A temporary path beside `path`, unique to this process and call:
-/// `.<name>.<pid>-<n>.tmp.<ext>` (the extension stays last, for writers
-/// that pick a format from it).
-pub(crate) fn temp_beside(path: &Path) -> PathBuf {
+/// A number no other process can predict: a hash, under the process's
+/// random hash keys, of a counter and the time.
+fn unpredictable() -> u64 {
+    use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    COUNTER.fetch_add(1, Ordering::Relaxed).hash(&mut h);
+    std::time::SystemTime::now().hash(&mut h);
+    h.finish()
+}
+
+/// A temporary path beside `path`, unique to this process and call and
+/// not predictable: `.<name>.<pid>-<random>.tmp.<ext>` (the extension stays
+/// last, for writers that pick a format from it).
+pub(crate) fn temp_name(path: &Path) -> PathBuf {
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -24,31 +33,69 @@ pub(crate) fn temp_beside(path: &Path) -> PathBuf {
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    path.with_file_name(format!(".{stem}.{}-{n}.tmp{ext}", std::process::id()))
+    path.with_file_name(format!(
+        ".{stem}.{}-{}.tmp{ext}",
+        std::process::id(),
+        unpredictable()
+    ))
+}
+
+/// Creates `path` as a new file: never an existing file, never through a
+/// link (`O_EXCL`, `O_NOFOLLOW`), and under sudo as the invoking user. The
+/// one way the driver creates a file it writes in place (a log).
+pub(crate) fn create_new(path: &Path) -> Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    crate::util::sudo::as_invoker(|| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    })
+    .with_context(|| format!("could not create {} (a new file)", path.display()))
+}
+
+/// A new temporary file beside `path` ([`create_new`] under an
+/// unpredictable name), to be moved into place by [`finish`].
+pub(crate) fn create_temp(path: &Path) -> Result<(std::fs::File, PathBuf)> {
+    let tmp = temp_name(path);
+    Ok((create_new(&tmp)?, tmp))
 }
 
 /// Moves a finished temporary file into place (flushed first), or
-/// removes it if `result` says writing it failed.
+/// removes it if `result` says writing it failed. The rename replaces
+/// whatever `path` was, a link included, and never writes through it.
 pub(crate) fn finish(tmp: &Path, path: &Path, result: Result<()>) -> Result<()> {
     let done = result.and_then(|()| {
-        std::fs::File::open(tmp)
-            .and_then(|f| f.sync_all())
-            .with_context(|| format!("could not flush {}", tmp.display()))?;
-        std::fs::rename(tmp, path).with_context(|| format!("could not write {}", path.display()))
+        crate::util::sudo::as_invoker(|| {
+            std::fs::File::open(tmp)
+                .and_then(|f| f.sync_all())
+                .with_context(|| format!("could not flush {}", tmp.display()))?;
+            std::fs::rename(tmp, path)
+                .with_context(|| format!("could not write {}", path.display()))
+        })
     });
     if done.is_err() {
-        let _ = std::fs::remove_file(tmp);
+        let _ = crate::util::sudo::as_invoker(|| std::fs::remove_file(tmp));
     }
     done
 }
 
 /// Writes `bytes` to `path` whole (see the module's doc).
 pub(crate) fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
-    let tmp = temp_beside(path);
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes.as_ref()))
+    let (mut file, tmp) = create_temp(path)?;
+    let written = file
+        .write_all(bytes.as_ref())
         .with_context(|| format!("could not write {}", tmp.display()));
+    drop(file);
     finish(&tmp, path, written)
+}
+
+/// Creates `dir` and its missing parents, under sudo as the invoking
+/// user (so each one created is theirs, and only where they may write).
+pub(crate) fn create_dir_all(dir: &Path) -> Result<()> {
+    crate::util::sudo::as_invoker(|| std::fs::create_dir_all(dir))
+        .with_context(|| format!("could not create {}", dir.display()))
 }
 
 /// The hidden working directory beside `dir` in which a run writes what
@@ -66,22 +113,24 @@ pub(crate) fn working_dir(dir: &Path) -> PathBuf {
 /// is first renamed aside (`.<name>.replaced`) and removed only once `work`
 /// is in place, so a driver killed in between loses neither.
 pub(crate) fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
-    let aside = working_dir(dir).with_extension("replaced");
-    if aside.exists() {
-        std::fs::remove_dir_all(&aside)
-            .with_context(|| format!("could not remove {}", aside.display()))?;
-    }
-    if dir.exists() {
-        std::fs::rename(dir, &aside)
-            .with_context(|| format!("could not move {} aside", dir.display()))?;
-    }
-    std::fs::rename(work, dir)
-        .with_context(|| format!("could not move {} to {}", work.display(), dir.display()))?;
-    if aside.exists() {
-        std::fs::remove_dir_all(&aside)
-            .with_context(|| format!("could not remove {}", aside.display()))?;
-    }
-    Ok(())
+    crate::util::sudo::as_invoker(|| {
+        let aside = working_dir(dir).with_extension("replaced");
+        if aside.exists() {
+            std::fs::remove_dir_all(&aside)
+                .with_context(|| format!("could not remove {}", aside.display()))?;
+        }
+        if dir.exists() {
+            std::fs::rename(dir, &aside)
+                .with_context(|| format!("could not move {} aside", dir.display()))?;
+        }
+        std::fs::rename(work, dir)
+            .with_context(|| format!("could not move {} to {}", work.display(), dir.display()))?;
+        if aside.exists() {
+            std::fs::remove_dir_all(&aside)
+                .with_context(|| format!("could not remove {}", aside.display()))?;
+        }
+        Ok(())
+    })
 }
 
 /// The files and directories a results directory may hold, besides
@@ -141,7 +190,7 @@ pub(crate) struct DirLock {
 
 impl Drop for DirLock {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let _ = crate::util::sudo::as_invoker(|| std::fs::remove_file(&self.path));
     }
 }
 
@@ -149,7 +198,7 @@ impl Drop for DirLock {
 /// and command line. A second locker is refused with the holder's; a lock
 /// whose process is gone (a killed driver) is taken over.
 pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
-    std::fs::create_dir_all(dir).with_context(|| format!("could not create {}", dir.display()))?;
+    create_dir_all(dir)?;
     let path = dir.join(".lock");
     // pid, command line, start time: a reused pid is not the holder
     let me = format!(
@@ -159,17 +208,22 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
         crate::util::process::start_time(std::process::id()).unwrap_or(0)
     );
     for _ in 0..2 {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
+        match crate::util::sudo::as_invoker(|| {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&path)
+        }) {
             Ok(mut f) => {
                 f.write_all(me.as_bytes())
                     .with_context(|| format!("could not write {}", path.display()))?;
                 let held = DirLock { path };
-                recover(dir)?;
-                recover(&dir.join("raw"))?;
+                crate::util::sudo::as_invoker(|| {
+                    recover(dir)?;
+                    recover(&dir.join("raw"))
+                })?;
                 return Ok(held);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -192,7 +246,7 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
                     );
                 }
                 // its process is gone: a stale lock
-                let _ = std::fs::remove_file(&path);
+                let _ = crate::util::sudo::as_invoker(|| std::fs::remove_file(&path));
             }
             Err(e) => {
                 return Err(e).with_context(|| format!("could not create {}", path.display()));
@@ -243,7 +297,7 @@ fn recover(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The pid in a [`temp_beside`] name (without its leading dot):
+/// The pid in a [`temp_name`] (without its leading dot):
 /// `<stem>.<pid>-<n>.tmp[.<ext>]`.
 fn temp_owner(name: &str) -> Option<&str> {
     let parts: Vec<&str> = name.split('.').collect();
@@ -273,7 +327,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["runs.csv"]);
         // two temporaries of one path differ, and keep the extension last
-        let (a, b) = (temp_beside(&path), temp_beside(&path));
+        let (a, b) = (temp_name(&path), temp_name(&path));
         assert_ne!(a, b);
         assert!(a.to_string_lossy().ends_with(".tmp.csv"), "{}", a.display());
         // a write into a missing directory fails and leaves nothing

@@ -79,6 +79,35 @@ pub(crate) fn check_readable(path: &Path) -> Result<(), String> {
     }
 }
 
+/// Runs `f` with this thread's filesystem ids set to the invoking user's
+/// under sudo (Linux `setfsuid`/`setfsgid`): every file it opens or
+/// creates is checked, and owned, as that user, and root's file
+/// capabilities are off meanwhile. So a link the user planted leads a
+/// write only where the user could write. Without sudo: `f` as is.
+/// Child processes are not affected (exec resets the ids).
+#[allow(unsafe_code)]
+pub(crate) fn as_invoker<T>(f: impl FnOnce() -> T) -> T {
+    let Some(who) = invoker() else {
+        return f();
+    };
+    /// Restores the thread's filesystem ids, even when `f` panics.
+    struct Restore(u32, u32);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: setfsuid and setfsgid change only this thread's
+            // filesystem ids; they take and return plain integers
+            unsafe {
+                libc::setfsuid(self.0);
+                libc::setfsgid(self.1);
+            }
+        }
+    }
+    // SAFETY: as above; each returns the thread's previous id
+    let (gid, uid) = unsafe { (libc::setfsgid(who.gid), libc::setfsuid(who.uid)) };
+    let _restore = Restore(uid as u32, gid as u32);
+    f()
+}
+
 /// Under sudo: gives `path` and everything under it to the invoking user
 /// (symbolic links themselves, never what they point at). Without sudo:
 /// nothing. Failures are warnings: the results are written either way.
