@@ -218,7 +218,7 @@ fn a_table_reads_only_the_runs_of_its_plan() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("| d-psgd |"), "{text}");
     assert!(
-        stderr(&o).contains("1 of 2 recorded runs") && stderr(&o).contains("left out"),
+        stderr(&o).contains("1 of 3 recorded runs") && stderr(&o).contains("left out"),
         "{}",
         stderr(&o)
     );
@@ -544,5 +544,105 @@ fn hostile_data_fails_its_run_cleanly() {
         assert_eq!(rows[0]["status"], "failed");
         assert!(rows[0]["error"].contains(says), "{:?}", rows[0]);
     }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A rerun with other parameters at the same grid points keeps the
+/// earlier rows beside the new ones (runs.csv is keyed by run id), says
+/// so, and counts kept, replaced and added rows truthfully; the table
+/// shows the plan's runs.
+#[test]
+fn a_parameter_change_keeps_the_earlier_rows_and_says_so() {
+    let root = project("params", "params", "");
+    let out = root.join("out");
+    let dir = out.to_str().unwrap();
+    let o = repro_in(&root, &["run", "params", "--scale", "cpu", "--out", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("(0 earlier rows kept, 0 replaced, 2 added)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = repro_in(
+        &root,
+        &[
+            "run",
+            "params",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "params.lr=0.05",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = stderr(&o);
+    assert!(
+        said.contains("(2 earlier rows kept, 0 replaced, 2 added)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("2 runs sit at grid points where runs.csv keeps a run of other parameters"),
+        "{said}"
+    );
+    let rows = csv_rows(&out.join("runs.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    // the manifest's lr (0.1) leaves `lr` out of params; 0.05 is there
+    let changed = rows
+        .iter()
+        .filter(|r| r["params"].contains("\"lr\":0.05"))
+        .count();
+    assert_eq!(changed, 2, "{rows:?}");
+    // the same again replaces its own two rows, and only those
+    let o = repro_in(
+        &root,
+        &[
+            "run",
+            "params",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "params.lr=0.05",
+        ],
+    );
+    assert!(
+        stderr(&o).contains("(2 earlier rows kept, 2 replaced, 0 added)"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A results directory whose runs.csv is gone but whose runs.parquet holds
+/// rows is refused, and runs.parquet stays as it was.
+#[test]
+fn a_missing_runs_csv_never_lets_runs_parquet_be_overwritten() {
+    let root = project("parquet-only", "pq", "");
+    let out = root.join("out");
+    let dir = out.to_str().unwrap();
+    let o = repro_in(&root, &["run", "pq", "--scale", "cpu", "--out", dir]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::remove_file(out.join("runs.csv")).unwrap();
+    let before = std::fs::read(out.join("runs.parquet")).unwrap();
+    let o = repro_in(
+        &root,
+        &[
+            "run",
+            "pq",
+            "--scale",
+            "cpu",
+            "--out",
+            dir,
+            "grid.algorithm=[moniqua]",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("holds 2 rows' runs.parquet but no runs.csv"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read(out.join("runs.parquet")).unwrap(), before);
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -530,9 +530,9 @@ fn conclude(
         );
         return (Outcome::Interrupted, None);
     }
-    let kept = merged.len().saturating_sub(done.ran);
+    let [kept, replaced, added] = done.counts;
     crate::util::progress::note(&format!(
-        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier runs kept), runs.parquet and table.md/.tex/.csv",
+        "{} runs in {:.1}s, {failed} failed; wrote {} ({kept} earlier rows kept, {replaced} replaced, {added} added), runs.parquet and table.md/.tex/.csv",
         done.ran,
         started.elapsed().as_secs_f64(),
         csv.display()
@@ -936,6 +936,9 @@ fn plan_only(
 struct Executed {
     /// This invocation's runs merged with the earlier ones of the directory.
     merged: Vec<RunRecord>,
+    /// Of runs.csv's rows: the earlier ones kept, those replaced, and
+    /// those added.
+    counts: [usize; 3],
     ran: usize,
     failed: usize,
     /// Runs that ended (completed or diverged).
@@ -948,6 +951,17 @@ struct Executed {
 /// at this scale.
 fn previous_runs(x: Job<'_>) -> Result<Vec<RunRecord>> {
     let runs_csv = x.out.join(Entry::Runs.name());
+    let parquet = x.out.join(Entry::RunsParquet.name());
+    if !runs_csv.exists() && parquet.exists() {
+        anyhow::bail!(
+            "{} holds {} rows' runs.parquet but no runs.csv, the record this run would merge \
+             into: writing would replace those rows. Restore runs.csv (`git checkout` where it \
+             is committed), or move runs.parquet away to start the directory afresh",
+            x.out.display(),
+            crate::records::frames::read_parquet(&parquet)
+                .map_or_else(|_| "some".into(), |df| df.height().to_string())
+        );
+    }
     let previous = if runs_csv.is_file() {
         results::read_csv(&runs_csv)
             .context("the results directory holds a runs.csv this run would merge into")?
@@ -971,15 +985,22 @@ fn merge(
     previous: Vec<RunRecord>,
     rows: Vec<RunRecord>,
     runs: &[PlannedRun],
-) -> Result<Vec<RunRecord>> {
-    let (merged, failed_attempts) = results::merge(previous, rows, runs);
-    for a in &failed_attempts {
+) -> Result<results::Merged> {
+    let merged = results::merge(previous, rows, runs);
+    if merged.beside > 0 {
+        crate::util::progress::note(&format!(
+            "note: {} runs sit at grid points where runs.csv keeps a run of other parameters; \
+             both rows stay (runs.csv is keyed by run id), and the table shows this plan's",
+            merged.beside
+        ));
+    }
+    for a in &merged.attempts {
         crate::util::progress::note(&format!(
             "  {} failed again; its earlier result stays in runs.csv (the attempt: attempts.csv, its logs: raw/attempts/)",
             a.run_id
         ));
     }
-    results::record_attempts(out, &failed_attempts)?;
+    results::record_attempts(out, &merged.attempts)?;
     Ok(merged)
 }
 
@@ -1041,13 +1062,20 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
         .count();
     let ran = rows.len();
     let invocation = session.invocation;
-    let merged = merge(out, previous, rows, runs)?;
+    let results::Merged {
+        rows: merged,
+        kept,
+        replaced,
+        added,
+        ..
+    } = merge(out, previous, rows, runs)?;
     if !phase.is_empty() {
         // tuning runs are judged as the grid's are
         write_runs(out, &results::judged(merged.clone(), runs, &m.health))?;
     }
     Ok(Executed {
         merged,
+        counts: [kept, replaced, added],
         ran,
         failed,
         finished,

@@ -382,42 +382,73 @@ pub(crate) fn csv_rows(text: &str) -> Result<Vec<Vec<String>>> {
         .collect()
 }
 
+/// What [`merge`] made of a directory's rows: the rows, the failed
+/// attempts kept apart, and how many rows it kept, replaced and added.
+#[derive(Debug, Default)]
+pub(crate) struct Merged {
+    pub rows: Vec<RunRecord>,
+    /// Failed reruns of finished runs, for `attempts.csv`.
+    pub attempts: Vec<RunRecord>,
+    /// Earlier rows left as they were.
+    pub kept: usize,
+    /// Earlier rows this invocation's run of the same id replaced.
+    pub replaced: usize,
+    /// Rows of ids runs.csv did not hold.
+    pub added: usize,
+    /// Of the added, those at a grid point where an earlier row of other
+    /// parameters (another id) stays beside them.
+    pub beside: usize,
+}
+
 /// The runs of an earlier invocation (`previous`, from its runs.csv)
-/// updated by this one's (`new`, planned as `plan`).
+/// updated by this one's (`new`, planned as `plan`). Rows are keyed by
+/// run id, the hash of a run's resolved parameters.
 ///
 /// - An earlier run whose id is in the plan takes the plan's grid point,
 ///   so a grid key added since keeps it (with the key's value).
-/// - A new run replaces the earlier one with its id (else at its grid
-///   point), unless it was not run (interrupted), or it failed where the
-///   earlier one had finished: a failure never replaces a result. Such
-///   failures are returned apart, for `attempts.csv`.
+/// - A new run replaces the earlier one of its id, unless it was not run
+///   (interrupted), or it failed where the earlier one had finished: a
+///   failure never replaces a result. Such failures are kept apart, for
+///   `attempts.csv`.
+/// - A run of other parameters at an earlier run's grid point is added
+///   beside it: a change of parameters never replaces a row in silence.
 /// - Earlier runs elsewhere stay, in their order; new ones follow. Nothing
 ///   is dropped: rows without one of the grid keys leave it empty.
 pub(crate) fn merge(
     previous: Vec<RunRecord>,
     new: Vec<RunRecord>,
     plan: &[crate::spec::plan::PlannedRun],
-) -> (Vec<RunRecord>, Vec<RunRecord>) {
-    let mut merged = previous;
-    for r in &mut merged {
+) -> Merged {
+    let mut m = Merged {
+        kept: previous.len(),
+        rows: previous,
+        ..Merged::default()
+    };
+    for r in &mut m.rows {
         if let Some(p) = plan.iter().find(|p| p.id == r.run_id) {
             r.point = p.point.clone();
         }
     }
-    let mut failed_attempts = Vec::new();
+    let earlier = m.rows.len();
     for run in new {
-        let slot = match merged.iter().position(|r| r.run_id == run.run_id) {
-            Some(i) => Some(i),
-            None => merged.iter().position(|r| r.point == run.point),
-        };
-        match slot {
+        match m.rows.iter().position(|r| r.run_id == run.run_id) {
             Some(_) if run.status() == Some(RunStatus::NotRun) => {}
-            Some(i) if !run.finished() && merged[i].finished() => failed_attempts.push(run),
-            Some(i) => merged[i] = run,
-            None => merged.push(run),
+            Some(i) if !run.finished() && m.rows[i].finished() => m.attempts.push(run),
+            Some(i) => {
+                m.rows[i] = run;
+                m.replaced += 1;
+                m.kept -= 1;
+            }
+            None => {
+                if m.rows[..earlier].iter().any(|r| r.point == run.point) {
+                    m.beside += 1;
+                }
+                m.rows.push(run);
+                m.added += 1;
+            }
         }
     }
-    (merged, failed_attempts)
+    m
 }
 
 /// Appends the failed `attempts` to `dir/attempts.csv` (run id, grid
