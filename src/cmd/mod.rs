@@ -198,7 +198,7 @@ pub fn main() -> ExitCode {
     if let Some(dir) = &cli.project
         && let Err(e) = crate::spec::project::set(dir)
     {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", crate::util::text::terminal(&e.to_string()));
         return ExitCode::from(1);
     }
     crate::util::progress::set_verbosity(if cli.quiet {
@@ -234,9 +234,12 @@ pub fn main() -> ExitCode {
         Ok(run::Outcome::SomeFailed) => ExitCode::from(3),
         Ok(run::Outcome::Interrupted) => ExitCode::from(130),
         Err(err) => {
-            eprintln!("error: {err}");
+            // no control character of an echoed key or value reaches the
+            // terminal
+            let shown = |e: &dyn std::fmt::Display| crate::util::text::terminal(&e.to_string());
+            eprintln!("error: {}", shown(&err));
             for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                eprintln!("  caused by: {}", shown(&cause));
             }
             ExitCode::from(1)
         }

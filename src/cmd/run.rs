@@ -839,11 +839,29 @@ fn check_trainer(
 /// A congestion control this kernel has not loaded fails the real run
 /// before anything starts; a dry run says so too.
 fn check_congestion(backend: Backend, runs: &[PlannedRun], net: &NetContext) -> Result<()> {
-    if backend == Backend::Mpi
-        && runs.iter().any(|r| net.shapes(r))
-        && net.method()? == Method::Netns
-        && let Some(tcp) = crate::launch::net::TcpSettings::read()
+    if backend != Backend::Mpi
+        || !runs.iter().any(|r| net.shapes(r))
+        || net.method()? != Method::Netns
     {
+        return Ok(());
+    }
+    // a shaped network holds so many ranks: refused before the first run,
+    // by the dry run and the real one alike
+    for r in runs.iter().filter(|r| net.shapes(r)) {
+        if let plan::Params::Train(c) = &r.params {
+            let ranks = train_backend::workers(c);
+            if ranks > crate::launch::net::MAX_SHAPED_RANKS {
+                anyhow::bail!(
+                    "run {} ({}): {ranks} ranks do not fit one shaped network (at most {}); \
+                     shape fewer workers, or run this condition across hosts (`shaping: hosts`)",
+                    r.id,
+                    plan::describe(r),
+                    crate::launch::net::MAX_SHAPED_RANKS
+                );
+            }
+        }
+    }
+    if let Some(tcp) = crate::launch::net::TcpSettings::read() {
         tcp.check_loaded(&shaped_conditions(runs, net))?;
     }
     Ok(())
@@ -869,6 +887,16 @@ fn plan_only(
     let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
     let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
     check_congestion(backend, runs, &net)?;
+    if backend == Backend::Mpi
+        && runs.iter().any(|r| net.shapes(r))
+        && net.method()? == Method::Netns
+        && !crate::util::process::is_root()
+    {
+        crate::util::progress::note(
+            "note: a real run of this plan needs root: its shaped networks are network namespaces \
+             and tc rules (run it with sudo)",
+        );
+    }
     let json = cfg.json;
     let say = |line: String| {
         if !json {
@@ -952,7 +980,8 @@ struct Executed {
 fn previous_runs(x: Job<'_>) -> Result<Vec<RunRecord>> {
     let runs_csv = x.out.join(Entry::Runs.name());
     let parquet = x.out.join(Entry::RunsParquet.name());
-    if !runs_csv.exists() && parquet.exists() {
+    let rows_there = std::fs::symlink_metadata(&parquet).is_ok_and(|m| m.is_file());
+    if !runs_csv.exists() && rows_there {
         anyhow::bail!(
             "{} holds {} rows' runs.parquet but no runs.csv, the record this run would merge \
              into: writing would replace those rows. Restore runs.csv (`git checkout` where it \
@@ -1174,6 +1203,7 @@ fn prepare_network(
     if !shaped {
         return Ok(net);
     }
+    check_congestion(backend, runs, &net)?;
     match net.method()? {
         Method::Hosts if cfg.jobs > 1 => anyhow::bail!(
             "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \

@@ -440,9 +440,12 @@ pub(crate) fn merge(
                 m.kept -= 1;
             }
             None => {
-                if m.rows[..earlier].iter().any(|r| r.point == run.point) {
-                    m.beside += 1;
+                let taken = m.rows[..earlier].iter().any(|r| r.point == run.point);
+                if taken && run.status() == Some(RunStatus::NotRun) {
+                    // interrupted before it ran: nothing to add beside
+                    continue;
                 }
+                m.beside += usize::from(taken);
                 m.rows.push(run);
                 m.added += 1;
             }
@@ -520,13 +523,33 @@ pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
 pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
     // as the invoking user under sudo: a link they planted reads nothing
     // they could not read
-    let text =
-        crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)).with_context(|| {
-            format!(
-                "could not read {}; run the experiment first (`repro run`)",
-                path.display()
-            )
-        })?;
+    let text = match crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(e).with_context(|| {
+                format!(
+                    "could not read {}; run the experiment first (`repro run`)",
+                    path.display()
+                )
+            });
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            return Err(e).with_context(|| {
+                format!(
+                    "could not read {} (under sudo it is read as the invoking user)",
+                    path.display()
+                )
+            });
+        }
+        Err(e) => {
+            return Err(e).with_context(|| {
+                format!(
+                    "could not read {}: it is not a runs.csv repro wrote (restore it, or move it away)",
+                    path.display()
+                )
+            });
+        }
+    };
     let mut lines = csv_rows(&text)
         .with_context(|| format!("{} is not valid CSV", path.display()))?
         .into_iter();

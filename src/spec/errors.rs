@@ -36,6 +36,10 @@ pub(crate) enum DriverError {
     )]
     EmptyGrid { key: String },
     #[error(
+        "exclude: the exclusions remove every one of the grid's {points} points at scale `{scale}`, so nothing would run; exclude less"
+    )]
+    ExcludedEverything { points: u128, scale: String },
+    #[error(
         "scales.{scale}.grid.{key}: a grid axis must be a list of values, e.g. `grid.{key}: [a, b]`"
     )]
     ScaleGrid { scale: String, key: String },

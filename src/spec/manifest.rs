@@ -584,6 +584,10 @@ fn read_manifest(path: &Path) -> Result<String, DriverError> {
 
 /// The manifest's texts are one printable line, and its name, scales and
 /// `then` name what they must.
+/// The longest experiment name: it becomes a directory name and part of
+/// temporary file names beside it (`.<name>.running`, ...).
+const MAX_NAME: usize = 100;
+
 fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
     if let Some((key, text)) = manifest
         .texts()
@@ -596,6 +600,17 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
             message: format!(
                 "`{}` holds a control character (a terminal escape?) or a line break; titles and labels are one line of printable text",
                 text.escape_default()
+            ),
+        });
+    }
+    if manifest.name.len() > MAX_NAME {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "name".into(),
+            message: format!(
+                "{} characters: a name has at most {MAX_NAME} (it names directories, and a file name \
+                 has at most 255 bytes with what is added to it)",
+                manifest.name.len()
             ),
         });
     }
@@ -760,8 +775,50 @@ pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, Driver
     from_tree(path, resolved_tree(path, overrides)?)
 }
 
+/// The first place in `tree` where a key, or a grid value, holds a
+/// control character: its path, shown escaped.
+fn control_character(tree: &Value, at: &str) -> Option<String> {
+    let join = |k: &str| {
+        if at.is_empty() {
+            k.to_string()
+        } else {
+            format!("{at}.{k}")
+        }
+    };
+    match tree {
+        Value::Mapping(m) => m.iter().find_map(|(k, v)| {
+            let key = match k {
+                Value::String(s) => s.clone(),
+                other => yaml_serde::to_string(other)
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
+            };
+            if crate::util::text::has_control(&key) {
+                return Some(crate::util::text::shown(&join(&key)));
+            }
+            control_character(v, &join(&key))
+        }),
+        Value::Sequence(s) => s
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| control_character(v, &format!("{at}[{i}]"))),
+        Value::String(s) if at.starts_with("grid.") && crate::util::text::has_control(s) => {
+            Some(crate::util::text::shown(at))
+        }
+        _ => None,
+    }
+}
+
 /// The manifest `tree` (a [`resolved_tree`] of `path`) parsed and checked.
 pub(crate) fn from_tree(path: &Path, tree: Value) -> Result<Manifest, DriverError> {
+    if let Some(at) = control_character(&tree, "") {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: at,
+            message: "a key or grid value holds a control character; write plain text".into(),
+        });
+    }
     // what decides the runs: a table, figure or claim reads the runs and
     // may change without making them stale
     let mut deciding = tree.clone();
@@ -928,9 +985,17 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
 /// parsed as YAML (`0.05`, `[1, 2]`, `ring`).
 pub(crate) fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
     let bad = || DriverError::BadOverride {
-        arg: arg.to_string(),
+        arg: crate::util::text::shown(arg),
     };
     let (key, raw) = arg.split_once('=').ok_or_else(bad)?;
+    if crate::util::text::has_control(key) {
+        return Err(DriverError::Override {
+            message: format!(
+                "--set `{}`: the key holds a control character; keys are plain text",
+                crate::util::text::shown(key)
+            ),
+        });
+    }
     if key.is_empty() || key.split('.').any(str::is_empty) {
         return Err(bad());
     }

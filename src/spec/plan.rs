@@ -382,6 +382,12 @@ pub(crate) fn expand_configured(
             });
         }
     }
+    if runs.is_empty() && size > 0 && !manifest.exclude.is_empty() {
+        return Err(DriverError::ExcludedEverything {
+            points: size,
+            scale: scale.to_string(),
+        });
+    }
     check_distinct(&runs)?;
     check_labels(&runs)?;
     Ok(runs)

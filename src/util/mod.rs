@@ -5,4 +5,5 @@ pub(crate) mod process;
 pub(crate) mod progress;
 pub(crate) mod signals;
 pub(crate) mod sudo;
+pub(crate) mod text;
 pub(crate) mod time;

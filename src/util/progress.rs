@@ -36,7 +36,7 @@ pub(crate) fn verbosity() -> Verbosity {
 /// Prints a note on stderr unless `--quiet`.
 pub(crate) fn note(msg: &str) {
     if verbosity() > Verbosity::Quiet {
-        eprintln!("{msg}");
+        eprintln!("{}", crate::util::text::terminal(msg));
     }
 }
 
@@ -74,6 +74,7 @@ impl Progress {
         if verbosity() == Verbosity::Quiet {
             return;
         }
+        let msg = &crate::util::text::terminal(msg);
         match &self.bars {
             Some((multi, _)) => {
                 if multi.println(msg).is_err() {

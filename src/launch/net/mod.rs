@@ -24,6 +24,9 @@ pub(crate) use probe::{HostNet, TcpSettings};
 /// The fixed prefix of every namespace, link and bridge the driver creates.
 pub(crate) const PREFIX: &str = "rpr";
 
+/// The most ranks one shaped network (one host's namespaces) holds.
+pub(crate) const MAX_SHAPED_RANKS: usize = 250;
+
 /// A failure of network shaping.
 #[derive(Debug, Error)]
 pub(crate) enum NetError {
@@ -101,7 +104,7 @@ pub(crate) enum NetError {
     BadNodeFlag { flag: String, value: String },
     #[error("could not read the TCP congestion-control sysctls under /proc/sys/net/ipv4")]
     NoTcpSysctls,
-    #[error("{ranks} ranks do not fit one shaped network (1 to 250)")]
+    #[error("{ranks} ranks do not fit one shaped network (1 to {MAX_SHAPED_RANKS})")]
     TooManyRanks { ranks: usize },
     #[error("`tc -s qdisc` on {device} in {namespace} printed no byte counter")]
     NoCounter { namespace: String, device: String },

@@ -493,7 +493,7 @@ impl<'e> Fabric<'e> {
         let tag = tag_of(run_id).ok_or_else(|| NetError::BadName {
             name: run_id.to_string(),
         })?;
-        if !(1..=250).contains(&ranks) {
+        if !(1..=super::MAX_SHAPED_RANKS).contains(&ranks) {
             return Err(NetError::TooManyRanks { ranks });
         }
         Ok(Self {
