@@ -838,12 +838,23 @@ fn check_trainer(
 
 /// A congestion control this kernel has not loaded fails the real run
 /// before anything starts; a dry run says so too.
-fn check_congestion(backend: Backend, runs: &[PlannedRun], net: &NetContext) -> Result<()> {
+fn check_congestion(
+    backend: Backend,
+    runs: &[PlannedRun],
+    net: &NetContext,
+    dry_run: bool,
+) -> Result<()> {
     if backend != Backend::Mpi
         || !runs.iter().any(|r| net.shapes(r))
         || net.method()? != Method::Netns
     {
         return Ok(());
+    }
+    if dry_run && !crate::util::process::is_root() {
+        crate::util::progress::note(
+            "note: a real run of this plan needs root: its shaped networks are network namespaces \
+             and tc rules (run it with sudo)",
+        );
     }
     // a shaped network holds so many ranks: refused before the first run,
     // by the dry run and the real one alike
@@ -886,17 +897,7 @@ fn plan_only(
     } = x;
     let recorder = std::sync::Arc::new(crate::launch::net::DryRun::planning());
     let net = net_context(cfg, m, launcher, Box::new(recorder.clone()));
-    check_congestion(backend, runs, &net)?;
-    if backend == Backend::Mpi
-        && runs.iter().any(|r| net.shapes(r))
-        && net.method()? == Method::Netns
-        && !crate::util::process::is_root()
-    {
-        crate::util::progress::note(
-            "note: a real run of this plan needs root: its shaped networks are network namespaces \
-             and tc rules (run it with sudo)",
-        );
-    }
+    check_congestion(backend, runs, &net, true)?;
     let json = cfg.json;
     let say = |line: String| {
         if !json {
@@ -1203,7 +1204,7 @@ fn prepare_network(
     if !shaped {
         return Ok(net);
     }
-    check_congestion(backend, runs, &net)?;
+    check_congestion(backend, runs, &net, false)?;
     match net.method()? {
         Method::Hosts if cfg.jobs > 1 => anyhow::bail!(
             "--jobs {}: hosts shaping sets each node's interface for one run at a time (two runs \

@@ -519,37 +519,36 @@ pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
     crate::util::atomic::write(path, csv_text(std::iter::once(header).chain(lines))?)
 }
 
-/// Reads runs.csv back.
-pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
+/// runs.csv's text, with an error that says why it could not be read.
+fn read_text(path: &Path) -> Result<String> {
     // as the invoking user under sudo: a link they planted reads nothing
     // they could not read
-    let text = match crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(e).with_context(|| {
-                format!(
-                    "could not read {}; run the experiment first (`repro run`)",
-                    path.display()
-                )
-            });
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            return Err(e).with_context(|| {
-                format!(
-                    "could not read {} (under sudo it is read as the invoking user)",
-                    path.display()
-                )
-            });
-        }
-        Err(e) => {
-            return Err(e).with_context(|| {
-                format!(
-                    "could not read {}: it is not a runs.csv repro wrote (restore it, or move it away)",
-                    path.display()
-                )
-            });
-        }
-    };
+    match crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)) {
+        Ok(t) => Ok(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(e).with_context(|| {
+            format!(
+                "could not read {}; run the experiment first (`repro run`)",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(e).with_context(|| {
+            format!(
+                "could not read {} (under sudo it is read as the invoking user)",
+                path.display()
+            )
+        }),
+        Err(e) => Err(e).with_context(|| {
+            format!(
+                "could not read {}: it is not a runs.csv repro wrote (restore it, or move it away)",
+                path.display()
+            )
+        }),
+    }
+}
+
+/// Reads runs.csv back.
+pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
+    let text = read_text(path)?;
     let mut lines = csv_rows(&text)
         .with_context(|| format!("{} is not valid CSV", path.display()))?
         .into_iter();

@@ -588,6 +588,32 @@ fn read_manifest(path: &Path) -> Result<String, DriverError> {
 /// temporary file names beside it (`.<name>.running`, ...).
 const MAX_NAME: usize = 100;
 
+/// The experiment's name is plain and short: it names directories.
+fn check_name(path: &Path, name: &str) -> Result<(), DriverError> {
+    if name.len() > MAX_NAME {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "name".into(),
+            message: format!(
+                "{} characters: a name has at most {MAX_NAME} (it names directories, and a file name \
+                 has at most 255 bytes with what is added to it)",
+                name.len()
+            ),
+        });
+    }
+    if !is_plain_name(name) {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "name".into(),
+            message: format!(
+                "`{}` is not a plain name: use letters, digits, `-` and `_` (it names a directory under results/)",
+                name.escape_default()
+            ),
+        });
+    }
+    Ok(())
+}
+
 fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
     if let Some((key, text)) = manifest
         .texts()
@@ -603,27 +629,7 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
             ),
         });
     }
-    if manifest.name.len() > MAX_NAME {
-        return Err(DriverError::Manifest {
-            path: path.to_path_buf(),
-            key: "name".into(),
-            message: format!(
-                "{} characters: a name has at most {MAX_NAME} (it names directories, and a file name \
-                 has at most 255 bytes with what is added to it)",
-                manifest.name.len()
-            ),
-        });
-    }
-    if !is_plain_name(&manifest.name) {
-        return Err(DriverError::Manifest {
-            path: path.to_path_buf(),
-            key: "name".into(),
-            message: format!(
-                "`{}` is not a plain name: use letters, digits, `-` and `_` (it names a directory under results/)",
-                manifest.name.escape_default()
-            ),
-        });
-    }
+    check_name(path, &manifest.name)?;
     for (key, scale) in [
         ("default_scale", &manifest.default_scale),
         ("committed_scale", &manifest.committed_scale),
