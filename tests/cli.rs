@@ -2488,3 +2488,162 @@ fn control_characters_never_reach_the_terminal() {
         assert!(stderr.contains("\\u{1b}"), "{args:?}: {stderr:?}");
     }
 }
+
+/// A gzip bomb (2.6 MB that inflate to 600 MB of LIBSVM text) under an
+/// address-space limit (`ulimit -v`, 1 GB): the memory plan holds the
+/// data against what RLIMIT_AS leaves, not only against what the machine
+/// has, and `--dry-run` refuses the run, naming the limit. Without the
+/// limit the same plan passes.
+#[test]
+fn a_gzip_bomb_is_refused_under_an_address_space_limit() {
+    let root = temp_out("gzip-bomb");
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    std::fs::create_dir_all(root.join("data")).unwrap();
+    let made = Command::new("bash")
+        .args([
+            "-c",
+            "yes '1 1:1' | head -c 600000000 | gzip -1 > data/bomb.libsvm.gz",
+        ])
+        .current_dir(&root)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(
+        root.join("experiments/bomb.yaml"),
+        "name: bomb\ntitle: bomb\nsource: tests/cli.rs\nbackend: sim\nscales: { smoke: {} }\n\
+         params: { iterations: 5, dim: 8, workers: 4, objective: logistic, data: data/bomb.libsvm.gz }\n\
+         grid: { algorithm: [d-psgd] }\ntable: { rows: [algorithm], value: final_loss }\n",
+    )
+    .unwrap();
+    let dry_run = |limit: &str| {
+        Command::new("bash")
+            .args([
+                "-c",
+                &format!("{limit} exec \"$0\" run bomb --dry-run",),
+                env!("CARGO_BIN_EXE_repro"),
+            ])
+            .current_dir(&root)
+            .output()
+            .unwrap()
+    };
+    let o = dry_run("ulimit -v 1000000;");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("would need 1.2 GB") && stderr.contains("RLIMIT_AS"),
+        "{stderr}"
+    );
+    let o = dry_run("");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A LIBSVM file's faults are judged at plan time: `--dry-run` refuses a
+/// NaN label, a bad index, a value that is not finite and fewer samples
+/// than workers, naming the file, the line and the value.
+#[test]
+fn a_faulty_libsvm_file_is_refused_by_the_dry_run() {
+    let root = temp_out("libsvm-faults");
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    for (name, text, workers, want) in [
+        (
+            "nan-label",
+            "1 1:1\n-1 2:1\nnan 1:1\n1 1:2\n",
+            2,
+            "line 3: label `nan` is not finite",
+        ),
+        (
+            "zero-index",
+            "1 1:1\n-1 0:1\n",
+            2,
+            "line 2: indices start at 1",
+        ),
+        (
+            "inf-value",
+            "1 1:inf\n-1 1:1\n",
+            2,
+            "line 1: value `inf` is not finite",
+        ),
+        (
+            "few",
+            "1 1:1\n-1 1:2\n",
+            4,
+            "holds 2 samples, fewer than the 4 workers",
+        ),
+    ] {
+        std::fs::write(root.join(format!("{name}.libsvm")), text).unwrap();
+        std::fs::write(
+            root.join(format!("experiments/{name}.yaml")),
+            format!(
+                "name: {name}\ntitle: t\nsource: tests/cli.rs\nbackend: sim\nscales: {{ smoke: {{}} }}\n\
+                 params: {{ iterations: 5, dim: 8, workers: {workers}, objective: logistic, data: {name}.libsvm }}\n\
+                 grid: {{ algorithm: [d-psgd] }}\ntable: {{ rows: [algorithm], value: final_loss }}\n"
+            ),
+        )
+        .unwrap();
+        let o = common::repro_in(&root, &["run", name, "--dry-run"]);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {stderr}");
+        assert!(stderr.contains(want), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{name}.libsvm")),
+            "{name}: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// CIFAR-10's batches are judged at plan time: `--dry-run` refuses a
+/// truncated batch and a record whose label is no class, naming the file
+/// and the record.
+#[test]
+fn a_damaged_cifar_batch_is_refused_by_the_dry_run() {
+    use std::os::unix::fs::FileExt as _;
+    let root = temp_out("cifar-faults");
+    let data = root.join("cifar");
+    let o = repro(&[
+        "data",
+        "fetch",
+        "cifar10-like",
+        "--dir",
+        data.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::create_dir_all(root.join("experiments")).unwrap();
+    std::fs::write(
+        root.join("experiments/c.yaml"),
+        format!(
+            "name: c\ntitle: t\nsource: tests/cli.rs\nbackend: in-process\nscales: {{ smoke: {{}} }}\n\
+             params: {{ workers: 2, iterations: 1, model: lenet, dataset: cifar10, data_dir: {} }}\n\
+             grid: {{ algorithm: [d-psgd] }}\ntable: {{ rows: [algorithm], value: avg_test_accuracy }}\n",
+            data.display()
+        ),
+    )
+    .unwrap();
+    let dry_run = || common::repro_in(&root, &["run", "c", "--dry-run"]);
+    let o = dry_run();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // a label byte that is no class
+    let batch = std::fs::OpenOptions::new()
+        .write(true)
+        .open(data.join("data_batch_2.bin"))
+        .unwrap();
+    batch.write_all_at(&[200], 5 * 3073).unwrap();
+    let o = dry_run();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("data_batch_2.bin: record 5 (byte 15365) has label 200"),
+        "{stderr}"
+    );
+    // a truncated batch
+    batch.set_len(30_000_000).unwrap();
+    let o = dry_run();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("data_batch_2.bin has 30000000 bytes, expected 30730000"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

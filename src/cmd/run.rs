@@ -486,6 +486,7 @@ fn run_experiment(
         runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())),
         cfg.dry_run,
     )?;
+    check_inputs(runs.iter().chain(tuning.iter().flat_map(|(_, t)| t.iter())))?;
     if cfg.dry_run {
         let summary = plan_only(x, &runs, tuning.as_ref(), launcher)?;
         return Ok((Outcome::AllSucceeded, summary));
@@ -797,6 +798,37 @@ fn check_root_ranks(cfg: &RunConfig, backend: Backend, launcher: &Launcher) -> R
             },
             who.uid
         );
+    }
+    Ok(())
+}
+
+/// The data files the runs read, judged before the first run where
+/// reading them is cheap (each file once): a LIBSVM file parses and holds
+/// a sample per worker, CIFAR-10's batches are whole and labelled 0 to 9.
+/// The runs check again as they read.
+fn check_inputs<'a>(runs: impl Iterator<Item = &'a PlannedRun>) -> Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for r in runs {
+        match &r.params {
+            plan::Params::Sim(p) => {
+                let key = (p.data.clone(), p.workers, p.objective.clone());
+                if p.data.is_some() && seen.insert(format!("{key:?}")) {
+                    sim_backend::check_data(p)
+                        .with_context(|| format!("run {} ({})", r.id, plan::describe(r)))?;
+                }
+            }
+            plan::Params::Train(c) if c.dataset == "cifar10" => {
+                let dir = c.data_dir.as_ref().map_or_else(
+                    || crate::spec::data::default_dir(crate::spec::data::Dataset::Cifar10),
+                    PathBuf::from,
+                );
+                if dir.is_dir() && seen.insert(dir.display().to_string()) {
+                    crate::launch::data::check_cifar(&dir)
+                        .with_context(|| format!("run {} ({})", r.id, plan::describe(r)))?;
+                }
+            }
+            plan::Params::Train(_) => {}
+        }
     }
     Ok(())
 }
@@ -1241,8 +1273,10 @@ fn prepare_network(
 }
 
 /// The memory each run may hold, bytes, and where the figure came from:
-/// `--max-memory`, else what the kernel has available now (MemAvailable),
-/// shared by `--jobs` runs at a time; `None` where neither is known.
+/// `--max-memory`, else the least of what the kernel has available now
+/// (MemAvailable) and what this process's limits leave (RLIMIT_AS, its
+/// memory cgroup), shared by `--jobs` runs at a time; `None` where none
+/// is known.
 fn memory_budget(max_memory: Option<f64>, jobs: usize) -> Option<(u64, String)> {
     let jobs = jobs.max(1) as u64;
     let (bytes, what) = match max_memory {
@@ -1256,7 +1290,10 @@ fn memory_budget(max_memory: Option<f64>, jobs: usize) -> Option<(u64, String)> 
                 .next()?
                 .parse()
                 .ok()?;
-            (kb * 1024, "available (MemAvailable)".to_string())
+            // the least of what the machine has and this process may take
+            std::iter::once((kb * 1024, "available (MemAvailable)".to_string()))
+                .chain(crate::util::process::memory_limits())
+                .min_by_key(|(b, _)| *b)?
         }
     };
     let per_job = if jobs > 1 {

@@ -702,6 +702,34 @@ pub(crate) fn generate_cifar10_like(dir: &Path, seed: u64) -> Result<()> {
     verify_cifar(dir)
 }
 
+/// Judges CIFAR-10's binary batches in `dir` before anything runs: each
+/// batch has its official size (whole records), and every record's label
+/// byte is a class, 0 to 9. A record is read by its label byte alone.
+pub(crate) fn check_cifar(dir: &Path) -> Result<()> {
+    use std::os::unix::fs::FileExt as _;
+    verify_cifar(dir)?;
+    for m in CIFAR_MEMBERS {
+        let p = dir.join(m);
+        let f =
+            std::fs::File::open(&p).with_context(|| format!("could not open {}", p.display()))?;
+        let mut label = [0u8; 1];
+        for k in 0..CIFAR_BATCH_BYTES / CIFAR_RECORD as u64 {
+            let at = k * CIFAR_RECORD as u64;
+            f.read_exact_at(&mut label, at)
+                .with_context(|| format!("could not read {}", p.display()))?;
+            if label[0] > 9 {
+                bail!(
+                    "{}: record {k} (byte {at}) has label {}; CIFAR-10's labels are 0 to 9 (a \
+                     damaged or foreign file: fetch it again with `repro data fetch cifar10`)",
+                    p.display(),
+                    label[0]
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 fn verify_cifar(dir: &Path) -> Result<()> {
     for m in CIFAR_MEMBERS {
         let p = dir.join(m);

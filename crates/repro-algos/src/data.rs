@@ -44,6 +44,11 @@ pub const MAX_TEXT_BYTES: u64 = 16 << 30;
 /// The largest feature index accepted (a model of this many f32 is 512 MB).
 pub const MAX_FEATURES: usize = 1 << 27;
 
+/// The label field of a LIBSVM line (its first word).
+fn parts_label(line: &str) -> &str {
+    line.split_whitespace().next().unwrap_or("")
+}
+
 impl Dataset {
     /// Reads LIBSVM text: `label index:value index:value ...` per line, indices
     /// starting at 1. Blank lines and `#` comments are skipped.
@@ -98,6 +103,9 @@ impl Dataset {
             let label: f32 = label
                 .parse()
                 .map_err(|_| bad(format!("label `{label}` is not a number")))?;
+            if !label.is_finite() {
+                return Err(bad(format!("label `{}` is not finite", parts_label(line))));
+            }
             for item in parts {
                 let (i, v) = item
                     .split_once(':')
@@ -536,6 +544,7 @@ mod tests {
             ("1 1:1\nx 1:1\n", "line 2: label `x` is not a number"),
             ("1 1-1\n", "line 1: `1-1` is not `index:value`"),
             ("1 1:nan\n", "line 1: value `nan` is not finite"),
+            ("1 1:1\nNaN 1:1\n", "line 2: label `NaN` is not finite"),
         ] {
             let err = Dataset::read_libsvm(text.as_bytes()).unwrap_err();
             assert_eq!(err.to_string(), want);
