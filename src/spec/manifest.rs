@@ -781,8 +781,8 @@ pub(crate) fn load(path: &Path, overrides: &[String]) -> Result<Manifest, Driver
     from_tree(path, resolved_tree(path, overrides)?)
 }
 
-/// The first place in `tree` where a key, or a grid value, holds a
-/// control character: its path, shown escaped.
+/// The first place in `tree` where a key, or a value that decides runs,
+/// holds a control character: its path, shown escaped.
 fn control_character(tree: &Value, at: &str) -> Option<String> {
     let join = |k: &str| {
         if at.is_empty() {
@@ -809,8 +809,18 @@ fn control_character(tree: &Value, at: &str) -> Option<String> {
             .iter()
             .enumerate()
             .find_map(|(i, v)| control_character(v, &format!("{at}[{i}]"))),
-        Value::String(s) if at.starts_with("grid.") && crate::util::text::has_control(s) => {
-            Some(crate::util::text::shown(at))
+        // no control character in a value that decides runs (their
+        // messages echo it)
+        Value::String(s) => {
+            let deciding = [
+                "params", "grid", "scales", "cases", "exclude", "labels", "tune",
+            ]
+            .iter()
+            .any(|k| {
+                at == *k || at.starts_with(&format!("{k}.")) || at.starts_with(&format!("{k}["))
+            });
+            // (titles and labels: `check_names`, with its own message)
+            (deciding && crate::util::text::has_control(s)).then(|| crate::util::text::shown(at))
         }
         _ => None,
     }
@@ -822,7 +832,7 @@ pub(crate) fn from_tree(path: &Path, tree: Value) -> Result<Manifest, DriverErro
         return Err(DriverError::Manifest {
             path: path.to_path_buf(),
             key: at,
-            message: "a key or grid value holds a control character; write plain text".into(),
+            message: "a key or value holds a control character; write plain text".into(),
         });
     }
     // what decides the runs: a table, figure or claim reads the runs and

@@ -44,9 +44,13 @@ pub const MAX_TEXT_BYTES: u64 = 16 << 30;
 /// The largest feature index accepted (a model of this many f32 is 512 MB).
 pub const MAX_FEATURES: usize = 1 << 27;
 
-/// The label field of a LIBSVM line (its first word).
-fn parts_label(line: &str) -> &str {
-    line.split_whitespace().next().unwrap_or("")
+/// A LIBSVM line's label: a finite number, else why not.
+fn parse_label(label: &str) -> Result<f32, String> {
+    match label.parse::<f32>() {
+        Ok(l) if l.is_finite() => Ok(l),
+        Ok(_) => Err(format!("label `{label}` is not finite")),
+        Err(_) => Err(format!("label `{label}` is not a number")),
+    }
 }
 
 impl Dataset {
@@ -99,13 +103,7 @@ impl Dataset {
                 reason,
             };
             let mut parts = line.split_whitespace();
-            let label = parts.next().unwrap_or("");
-            let label: f32 = label
-                .parse()
-                .map_err(|_| bad(format!("label `{label}` is not a number")))?;
-            if !label.is_finite() {
-                return Err(bad(format!("label `{}` is not finite", parts_label(line))));
-            }
+            let label = parse_label(parts.next().unwrap_or("")).map_err(bad)?;
             for item in parts {
                 let (i, v) = item
                     .split_once(':')
