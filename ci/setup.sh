@@ -98,6 +98,7 @@ APT_PACKAGES=(
   dataset-fashion-mnist
   python3-venv
   chromium fonts-dejavu-core
+  slurmctld slurmd slurm-client munge
 )
 if [[ "${REPRO_SKIP_APT:-0}" != 1 ]]; then
   missing=()

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    as_root, csv_rows, fields, finish, kill, number, read_runs, repro, repro_cmd, skipped,
-    temp_out, train_binary, wait_for_trainer,
+    as_root, csv_rows, fields, finish, kill, number, read_runs, repro, repro_cmd, repro_json,
+    skipped, temp_out, train_binary, wait_for_trainer,
 };
 
 #[test]
@@ -2646,4 +2646,63 @@ fn a_damaged_cifar_batch_is_refused_by_the_dry_run() {
         "{stderr}"
     );
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// `repro submit --dry-run` prints the batch script a cluster user would
+/// submit: the tasks and the time come from the plan (the most workers of
+/// a run; every run's timeout added up, plus a tenth and 5 minutes), GPUs
+/// and partition from the command line, and the job resumes into its
+/// run directory through srun.
+#[test]
+fn a_submitted_script_asks_for_what_the_plan_needs() {
+    let plan = repro_json(&["run", "figure1", "--scale", "paper", "--dry-run", "--json"]);
+    let runs = plan["runs"].as_array().unwrap();
+    let tasks = runs
+        .iter()
+        .map(|r| r["params"]["workers"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    let total: u64 = runs
+        .iter()
+        .map(|r| r["params"]["timeout_s"].as_u64().unwrap())
+        .sum();
+    let seconds = total + total / 10 + 300;
+    let o = repro(&[
+        "submit",
+        "figure1",
+        "--scale",
+        "paper",
+        "--partition",
+        "gpu",
+        "--gpus-per-task",
+        "1",
+        "--dry-run",
+    ]);
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let want = [
+        format!("#SBATCH --ntasks={tasks}\n"),
+        "#SBATCH --gpus-per-task=1\n".to_string(),
+        "#SBATCH --partition=gpu\n".to_string(),
+        format!(
+            "#SBATCH --time={}-{:02}:{:02}:{:02}\n",
+            seconds / 86_400,
+            seconds % 86_400 / 3600,
+            seconds % 3600 / 60,
+            seconds % 60
+        ),
+        "#SBATCH --export=ALL\n".to_string(),
+    ];
+    for w in &want {
+        assert!(script.contains(w.as_str()), "{w:?} not in:\n{script}");
+    }
+    assert!(script.starts_with("#!/bin/bash\n"), "{script}");
+    assert!(
+        script.contains(" run figure1 --scale paper --out /")
+            && script.contains(" --launcher srun --resume\n"),
+        "{script}"
+    );
+    // a simulator experiment starts no ranks: refused
+    let o = repro(&["submit", "smoke", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1));
 }

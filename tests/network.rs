@@ -1252,3 +1252,155 @@ fn allreduce_mpi_sums_as_the_ring_does() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// A Slurm cluster of this one machine, from Slurm's own daemons (munge,
+/// slurmctld, slurmd) with every file in a temporary directory and its
+/// own ports; stopped when dropped. `SLURM_CONF` points clients at it.
+struct Slurm {
+    dir: PathBuf,
+}
+
+impl Slurm {
+    fn start(name: &str) -> Slurm {
+        let dir = temp_out(name);
+        for d in ["state", "spool", "log", "munge"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let host = String::from_utf8(Command::new("hostname").output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        let port = 17000 + (std::process::id() % 2000) * 2;
+        let d = dir.display();
+        let conf = format!(
+            "ClusterName=repro\nSlurmctldHost={host}\nAuthType=auth/munge\n\
+             AuthInfo=socket={d}/munge/socket\nCredType=cred/munge\nSlurmUser=root\n\
+             SlurmctldPort={port}\nSlurmdPort={}\nStateSaveLocation={d}/state\n\
+             SlurmdSpoolDir={d}/spool\nSlurmctldPidFile={d}/slurmctld.pid\n\
+             SlurmdPidFile={d}/slurmd.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
+             SlurmdLogFile={d}/log/slurmd.log\nProctrackType=proctrack/linuxproc\n\
+             TaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
+             SlurmdParameters=config_overrides\nMpiDefault=none\nReturnToService=2\n\
+             NodeName={host} CPUs=8 State=UNKNOWN\n\
+             PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n",
+            port + 1
+        );
+        std::fs::write(dir.join("slurm.conf"), conf).unwrap();
+        let sh = format!(
+            "set -e; cd {d}; chmod 700 munge; head -c 1024 /dev/urandom > munge/munge.key; \
+             chmod 400 munge/munge.key; \
+             munged --key-file=munge/munge.key --socket={d}/munge/socket \
+             --pid-file={d}/munge/munged.pid --log-file={d}/munge/munged.log \
+             --seed-file={d}/munge/seed --force; \
+             SLURM_CONF={d}/slurm.conf slurmctld; SLURM_CONF={d}/slurm.conf slurmd"
+        );
+        let o = Command::new("bash").args(["-c", &sh]).output().unwrap();
+        assert!(
+            o.status.success(),
+            "could not start Slurm (ci/setup.sh installs slurm-wlm and munge): {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let s = Slurm { dir };
+        // the node registers: idle
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let o = s.cmd("sinfo").args(["-h", "-o", "%t"]).output().unwrap();
+            if String::from_utf8_lossy(&o.stdout).trim() == "idle" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the Slurm node never came up");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        s
+    }
+
+    fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new(program);
+        c.env("SLURM_CONF", self.dir.join("slurm.conf"));
+        c
+    }
+
+    /// Waits for job `id` to leave the queue.
+    fn wait(&self, id: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            let o = self.cmd("squeue").args(["-h", "-j", id]).output().unwrap();
+            if String::from_utf8_lossy(&o.stdout).trim().is_empty() {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "job {id} still queued after {limit:?}"
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for pid in ["slurmd.pid", "slurmctld.pid", "munge/munged.pid"] {
+            if let Ok(p) = std::fs::read_to_string(self.dir.join(pid)) {
+                let _ = Command::new("kill").arg(p.trim()).status();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `repro submit` against a real Slurm: the job runs mpi-smoke through
+/// srun (PMIx) into its run directory, and its runs are the runs an
+/// mpirun run of the same manifest makes (same ids, every one completed).
+#[test]
+fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
+    let _serial = serial();
+    if !as_root() {
+        return;
+    }
+    let slurm = Slurm::start("slurm");
+    let out = temp_out("slurm-job");
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["submit", "mpi-smoke", "--out"])
+        .arg(&out)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("job.json")).unwrap()).unwrap();
+    let id = job["job_id"].as_str().unwrap().to_string();
+    assert!(said.contains(&format!("submitted job {id}")), "{said}");
+    slurm.wait(&id, Duration::from_secs(300));
+    let log = std::fs::read_to_string(out.join(format!("slurm-{id}.out"))).unwrap_or_default();
+    assert!(
+        out.join("runs.csv").is_file(),
+        "the job wrote no runs.csv: {log}"
+    );
+    let rows = read_runs(&out);
+    assert_eq!(rows.len(), 2, "{log}");
+    assert!(
+        rows.iter().all(|r| r["status"] == "completed"),
+        "{rows:?}\n{log}"
+    );
+    // the same manifest through mpirun: the same runs
+    let local = temp_out("slurm-mpirun");
+    let o = repro(&["run", "mpi-smoke", "--out", local.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ids = |rows: &[std::collections::BTreeMap<String, String>]| {
+        let mut v: Vec<String> = rows.iter().map(|r| r["run_id"].clone()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&rows), ids(&read_runs(&local)));
+    for d in [out, local] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

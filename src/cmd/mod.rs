@@ -27,6 +27,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod show;
 pub(crate) mod status;
+pub(crate) mod submit;
 pub(crate) mod table;
 pub(crate) mod values;
 pub(crate) mod verify;
@@ -56,6 +57,11 @@ enum Command {
     /// Run an experiment (a name from `repro list`, or a path to a manifest):
     /// every run of its grid at one scale, then its table.
     Run(run::RunArgs),
+    /// Submit an MPI experiment as a Slurm batch job: its script into a new
+    /// run directory (resources and time from the plan), `sbatch`, the
+    /// job's id into job.json. The job runs `repro run --launcher srun
+    /// --resume` there.
+    Submit(submit::SubmitArgs),
     /// Render an experiment's table from its runs.csv (writing table.md,
     /// table.tex, table.csv), and test its claims (claims.md, claims.csv).
     Table(table::TableArgs),
@@ -210,6 +216,7 @@ pub fn main() -> ExitCode {
     });
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
+        Command::Submit(args) => submit::submit(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Compare(args) => compare::compare(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Export(args) => export::export(&args).map(|()| run::Outcome::AllSucceeded),

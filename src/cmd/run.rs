@@ -856,10 +856,10 @@ fn check_trainer(
             None if crate::util::process::is_root() => crate::util::progress::note(&format!(
                 "note: ranks run as root{}: the driver runs as root and SUDO_UID names no other user \
                  (run through sudo to have them run as you)",
-                if launcher.is_local() {
-                    ""
-                } else {
-                    " on every host of --hostfile"
+                match launcher {
+                    Launcher::Srun => " on every node of the allocation",
+                    l if l.is_local() => "",
+                    _ => " on every host of --hostfile",
                 }
             )),
             None => {}

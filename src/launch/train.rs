@@ -365,12 +365,23 @@ fn mpirun_argv(launcher: &Launcher, workers: usize) -> Vec<String> {
             "srun".into(),
             format!("--ntasks={workers}"),
             "--kill-on-bad-exit=1".into(),
+            format!("--mpi={}", srun_mpi()),
         ],
     };
     if launcher != &Launcher::Srun && crate::util::process::is_root() {
         argv.push("--allow-run-as-root".into());
     }
     argv
+}
+
+/// The MPI plugin srun starts the ranks with: `$REPRO_SRUN_MPI`, else
+/// `pmix` (what OpenMPI 4 and 5 use to wire up ranks srun starts; a site
+/// whose OpenMPI wants another names it, e.g. `pmi2`).
+pub(crate) fn srun_mpi() -> String {
+    std::env::var("REPRO_SRUN_MPI")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| "pmix".into())
 }
 
 /// mpirun for `workers` ranks of `train` with `config`, inside `fabric`'s
@@ -1375,7 +1386,7 @@ mod tests {
         );
         assert_eq!(
             argv(&Launcher::Srun),
-            "srun --ntasks=8 --kill-on-bad-exit=1 /opt/repro-train --config r/run.json --log-dir r"
+            "srun --ntasks=8 --kill-on-bad-exit=1 --mpi=pmix /opt/repro-train --config r/run.json --log-dir r"
         );
         assert_eq!(Launcher::Local.per_host(), None);
         assert_eq!(

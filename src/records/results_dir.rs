@@ -46,11 +46,15 @@ pub(crate) enum Entry {
     Raw,
     /// The report's page of this directory.
     Index,
+    /// The batch script `repro submit` wrote.
+    SubmitScript,
+    /// The Slurm job `repro submit` started: its id.
+    Job,
 }
 
 impl Entry {
     #[cfg(test)]
-    pub(crate) const ALL: [Entry; 21] = [
+    pub(crate) const ALL: [Entry; 23] = [
         Entry::Runs,
         Entry::RunsParquet,
         Entry::Curves,
@@ -72,6 +76,8 @@ impl Entry {
         Entry::Attempts,
         Entry::Raw,
         Entry::Index,
+        Entry::SubmitScript,
+        Entry::Job,
     ];
 
     /// Its name in the directory.
@@ -98,6 +104,8 @@ impl Entry {
             Entry::Attempts => "attempts.csv",
             Entry::Raw => "raw",
             Entry::Index => "index.html",
+            Entry::SubmitScript => "submit.sbatch",
+            Entry::Job => "job.json",
         }
     }
 }
