@@ -1351,7 +1351,10 @@ impl Drop for Slurm {
 
 /// `repro submit` against a real Slurm: the job runs mpi-smoke through
 /// srun (PMIx) into its run directory, and its runs are the runs an
-/// mpirun run of the same manifest makes (same ids, every one completed).
+/// mpirun run of the same manifest makes (same ids, every one completed);
+/// `repro status` says the job completed. A job cancelled part-way
+/// (`repro cancel`) keeps the run it finished, and `repro status` says
+/// it was cancelled.
 #[test]
 fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     let _serial = serial();
@@ -1400,7 +1403,79 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         v
     };
     assert_eq!(ids(&rows), ids(&read_runs(&local)));
-    for d in [out, local] {
+    // `repro status` of the run directory says how the job ended
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["status"])
+        .arg(&out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains(&format!("Slurm job {id}: COMPLETED")),
+        "{said}"
+    );
+    // a job cancelled part-way: the run it finished stays, recorded
+    let long = temp_out("slurm-cancel");
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args([
+            "submit",
+            "mpi-smoke",
+            "--set",
+            "cases=[{when: {algorithm: moniqua}, set: {iterations: 1000000}}]",
+            "--out",
+        ])
+        .arg(&long)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(long.join("job.json")).unwrap()).unwrap();
+    let long_id = job["job_id"].as_str().unwrap().to_string();
+    let log = long.join(format!("slurm-{long_id}.out"));
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("[1/2]")
+    {
+        assert!(Instant::now() < deadline, "the first run never ended");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .arg("cancel")
+        .arg(&long)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    slurm.wait(&long_id, Duration::from_secs(120));
+    let said = String::from_utf8_lossy(
+        &slurm
+            .cmd(env!("CARGO_BIN_EXE_repro"))
+            .args(["status"])
+            .arg(&long)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .to_string();
+    assert!(
+        said.contains(&format!("Slurm job {long_id}: CANCELLED")),
+        "{said}"
+    );
+    let log = std::fs::read_to_string(&log).unwrap_or_default();
+    let rows = read_runs(&long);
+    assert!(
+        rows.iter()
+            .any(|r| r["algorithm"] == "d-psgd" && r["status"] == "completed"),
+        "{rows:?}\n{log}"
+    );
+    for d in [out, local, long] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

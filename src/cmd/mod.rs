@@ -62,6 +62,9 @@ enum Command {
     /// job's id into job.json. The job runs `repro run --launcher srun
     /// --resume` there.
     Submit(submit::SubmitArgs),
+    /// End the Slurm job of a run directory `repro submit` made
+    /// (`scancel`); its finished runs stay.
+    Cancel(submit::CancelArgs),
     /// Render an experiment's table from its runs.csv (writing table.md,
     /// table.tex, table.csv), and test its claims (claims.md, claims.csv).
     Table(table::TableArgs),
@@ -217,6 +220,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Submit(args) => submit::submit(&args).map(|()| run::Outcome::AllSucceeded),
+        Command::Cancel(args) => submit::cancel(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Table(args) => table::table(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Compare(args) => compare::compare(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Export(args) => export::export(&args).map(|()| run::Outcome::AllSucceeded),

@@ -87,6 +87,8 @@ struct Checked {
     states: Vec<(PlannedRun, Freshness)>,
     /// Recorded runs that are not in the plan.
     extra: usize,
+    /// The results directory read.
+    out: PathBuf,
 }
 
 /// One experiment's planned runs and their states, and how many recorded
@@ -143,6 +145,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
         scale,
         states,
         extra,
+        out,
     })
 }
 
@@ -154,7 +157,10 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
         scale,
         states,
         extra,
+        out,
     } = check(&path, args)?;
+    // the Slurm job that writes the directory, where `repro submit` made one
+    let job = crate::launch::slurm::state(&out);
     let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
     let c = freshness::counts(&words);
     if args.json {
@@ -176,6 +182,11 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             "runs": runs,
             "counts": c,
             "recorded_not_planned": extra,
+            "job": job.as_ref().map(|j| serde_json::json!({
+                "id": j.id,
+                "state": j.state,
+                "log": j.log.display().to_string(),
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
@@ -195,6 +206,22 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             String::new()
         }
     );
+    if let Some(j) = job {
+        println!(
+            "Slurm job {}: {}{}",
+            j.id,
+            j.state,
+            if j.failed() {
+                format!(
+                    " (its log: {}; `repro submit ... --out {}` resumes it)",
+                    j.log.display(),
+                    out.display()
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
     Ok(())
 }
 

@@ -221,14 +221,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     }
     let said = String::from_utf8_lossy(&o.stdout);
     let id = said.trim().split(';').next().unwrap_or("").to_string();
-    crate::util::atomic::write(
-        &out.join(Entry::Job.name()),
-        serde_json::to_string_pretty(&serde_json::json!({
-            "job_id": id,
-            "script": file.display().to_string(),
-            "submitted_unix_s": crate::util::time::now_unix_s(),
-        }))?,
-    )?;
+    crate::launch::slurm::record(&out, &id, &file)?;
     crate::util::sudo::give(&out);
     println!(
         "submitted job {id}: {} runs of `{}` at scale `{scale}` into {}",
@@ -237,8 +230,11 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         out.display()
     );
     println!(
-        "watch it with `squeue -j {id}`; its log: {}",
-        out.join(format!("slurm-{id}.out")).display()
+        "watch it with `repro status {d}` (or `squeue -j {id}`), end it with `repro cancel {d}`; \
+         its log: {}, its id: {}",
+        out.join(format!("slurm-{id}.out")).display(),
+        out.join(Entry::Job.name()).display(),
+        d = out.display(),
     );
     Ok(())
 }
@@ -255,4 +251,23 @@ mod tests {
         assert_eq!(quoted("params.lr=0.05"), "params.lr=0.05");
         assert_eq!(quoted("it's"), r"'it'\''s'");
     }
+}
+
+/// Options of `repro cancel`.
+#[derive(Debug, Args)]
+pub(crate) struct CancelArgs {
+    /// The run directory `repro submit` made (it holds job.json).
+    pub run: PathBuf,
+}
+
+/// `repro cancel`: ends the run directory's Slurm job (`scancel`). The
+/// runs it finished stay; `repro submit ... --out DIR` resumes the rest.
+pub(crate) fn cancel(args: &CancelArgs) -> Result<()> {
+    let id = crate::launch::slurm::cancel(&args.run)?;
+    println!(
+        "cancelled job {id}; the runs it finished stay in {} (`repro submit ... --out {}` resumes)",
+        args.run.display(),
+        args.run.display()
+    );
+    Ok(())
 }

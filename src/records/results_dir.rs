@@ -105,7 +105,7 @@ impl Entry {
             Entry::Raw => "raw",
             Entry::Index => "index.html",
             Entry::SubmitScript => "submit.sbatch",
-            Entry::Job => "job.json",
+            Entry::Job => crate::launch::slurm::JOB,
         }
     }
 }
