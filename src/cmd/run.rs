@@ -320,11 +320,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let (experiment, overrides) = args.experiment_and_overrides();
     let path = manifest::locate(&experiment)?;
     let mut m = manifest::load(&path, &overrides)?;
-    let scale = args
-        .scale
-        .clone()
-        .or_else(|| m.default_scale.clone())
-        .unwrap_or_else(|| "smoke".to_string());
+    let scale = m.run_scale(&args.scale);
     let dest = Destination::of(args, &m, &scale)?;
     let out = dest.path().to_path_buf();
     if let (Destination::Run(_), false) = (&dest, cfg.dry_run) {

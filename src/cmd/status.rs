@@ -281,18 +281,15 @@ fn status_of_all(args: &StatusArgs, build: serde_json::Value) -> Result<()> {
 /// where the command line gives none.
 fn given_dir(name: &str, args: &StatusArgs) -> Result<Option<(String, StatusArgs)>> {
     let dir = Path::new(name);
-    if !dir.is_dir() {
-        return Ok(None);
-    }
-    let Some(p) = ResultsDir::new(dir).provenance()? else {
+    let Some((experiment, plan)) =
+        crate::report::recorded::results_dir_plan(dir, &args.plan.choice())?
+    else {
         return Ok(None);
     };
     let mut args = args.clone();
     args.out = Some(dir.to_path_buf());
-    if args.plan.overrides.is_empty() {
-        args.plan.overrides = p.overrides;
-    }
-    Ok(Some((p.experiment, args)))
+    args.plan.overrides = plan.overrides;
+    Ok(Some((experiment, args)))
 }
 
 /// `repro status`: every planned run of one experiment, or a line per

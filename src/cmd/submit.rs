@@ -171,11 +171,7 @@ fn script(
 pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
-    let scale = args
-        .scale
-        .clone()
-        .or_else(|| m.default_scale.clone())
-        .unwrap_or_else(|| "smoke".to_string());
+    let scale = m.run_scale(&args.scale);
     if m.backend != Backend::Mpi {
         bail!(
             "`{}` runs on the {} backend; a Slurm job starts MPI ranks: submit an MPI \

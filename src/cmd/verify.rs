@@ -84,16 +84,12 @@ fn provenance_of(dir: &Path) -> Result<crate::records::results_dir::Provenance> 
 
 /// One results directory read as its provenance.json says it ran.
 fn read(dir: &Path) -> Result<Recorded> {
-    let p = provenance_of(dir)?;
-    recorded::recorded(
-        &p.experiment,
-        &Some(dir.to_path_buf()),
-        &PlanChoice {
-            scale: None,
-            overrides: p.overrides,
-            backend: None,
-        },
-    )
+    let Some((experiment, plan)) = recorded::results_dir_plan(dir, &PlanChoice::default())? else {
+        // says why: no provenance.json, or no directory
+        provenance_of(dir)?;
+        bail!("{} is not a results directory", dir.display());
+    };
+    recorded::recorded(&experiment, &Some(dir.to_path_buf()), &plan)
 }
 
 /// `yours` against `against`, and each `then` experiment that both hold.

@@ -3,7 +3,7 @@
 //! the scale and backend the runs were recorded at (provenance.json), and
 //! the recorded runs its plan contains, health judged.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
@@ -115,29 +115,41 @@ pub(crate) fn recorded(
     })
 }
 
-/// A results directory given for the experiment (`repro table
-/// runs/quickstart/cpu/latest`): the experiment its provenance.json
-/// names, read there, with the overrides it ran with where the command
-/// line gives none, so the plan is the one that ran.
+/// A results directory named where an experiment is expected (`repro
+/// table runs/quickstart/cpu/latest`): the experiment its provenance.json
+/// names, and `plan` with the overrides it ran with where `plan` gives
+/// none, so the plan is the one that ran. None where `dir` is not one.
+pub(crate) fn results_dir_plan(
+    dir: &Path,
+    plan: &PlanChoice,
+) -> Result<Option<(String, PlanChoice)>> {
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let Some(p) = ResultsDir::new(dir).provenance()? else {
+        return Ok(None);
+    };
+    let mut plan = plan.clone();
+    if plan.overrides.is_empty() {
+        plan.overrides = p.overrides;
+    }
+    Ok(Some((p.experiment, plan)))
+}
+
+/// [`results_dir_plan`] of `experiment` where no `--out` is given.
 fn given_dir(
     experiment: &str,
     out: &Option<PathBuf>,
     plan: &PlanChoice,
 ) -> Result<(String, Option<PathBuf>, PlanChoice)> {
     let dir = PathBuf::from(experiment);
-    let p = if out.is_none() && dir.is_dir() {
-        ResultsDir::new(&dir).provenance()?
-    } else {
-        None
-    };
-    let Some(p) = p else {
-        return Ok((experiment.to_string(), out.clone(), plan.clone()));
-    };
-    let mut plan = plan.clone();
-    if plan.overrides.is_empty() {
-        plan.overrides = p.overrides;
+    match out {
+        None => match results_dir_plan(&dir, plan)? {
+            Some((name, plan)) => Ok((name, Some(dir), plan)),
+            None => Ok((experiment.to_string(), None, plan.clone())),
+        },
+        Some(_) => Ok((experiment.to_string(), out.clone(), plan.clone())),
     }
-    Ok((p.experiment, Some(dir), plan))
 }
 
 /// The scale to read `m`'s results at: `asked`, else the committed

@@ -216,6 +216,15 @@ impl Manifest {
             .unwrap_or(&self.title)
     }
 
+    /// The scale a run takes: `asked` (`--scale`), else `default_scale`,
+    /// else smoke.
+    pub(crate) fn run_scale(&self, asked: &Option<String>) -> String {
+        asked
+            .clone()
+            .or_else(|| self.default_scale.clone())
+            .unwrap_or_else(|| "smoke".to_string())
+    }
+
     /// The scale whose results are committed under `results/<name>/`:
     /// `committed_scale`, else `cpu` where the manifest has that scale.
     pub(crate) fn committed_scale(&self) -> Option<&str> {
