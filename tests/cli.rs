@@ -562,7 +562,7 @@ fn completions_man_pages_json_and_key_value_arguments() {
 
     // Hydra's `KEY=VALUE` is `--set KEY=VALUE`, with or without an
     // experiment named before it
-    let plan = |args: &[&str]| text(&repro(args));
+    let plan = |args: &[&str]| common::unstamped(&text(&repro(args)));
     let set = plan(&["run", "smoke", "--set", "params.lr=0.123", "--dry-run"]);
     assert_ne!(set, plan(&["run", "smoke", "--dry-run"]));
     assert_eq!(set, plan(&["run", "smoke", "params.lr=0.123", "--dry-run"]));
@@ -900,7 +900,7 @@ fn local_backend_models_the_network_with_a_virtual_clock() {
     let plan = |args: &[&str]| {
         let o = repro(args);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).to_string()
+        common::unstamped(&String::from_utf8_lossy(&o.stdout))
     };
     let named = plan(&["run", "figure1", "--backend", "in-process", "--dry-run"]);
     assert!(named.contains("(backend in-process)"), "{named}");
@@ -2705,4 +2705,13 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     // a simulator experiment starts no ranks: refused
     let o = repro(&["submit", "smoke", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1));
+}
+
+#[test]
+fn unstamped_masks_run_directory_stamps_only() {
+    assert_eq!(
+        common::unstamped("runs/a/cpu/2026-11-29T093749Z/raw runs/a/cpu/2026-11-29T093749Z-12/x é"),
+        "runs/a/cpu/<stamp>/raw runs/a/cpu/<stamp>/x é"
+    );
+    assert_eq!(common::unstamped("2026-11-29 09:37"), "2026-11-29 09:37");
 }

@@ -290,3 +290,34 @@ pub fn repro_in(dir: &Path, args: &[&str]) -> Output {
         .output()
         .expect("run repro")
 }
+
+/// `s` with each run directory's stamp (`2026-11-29T093749Z`, `-2`...)
+/// written `<stamp>`: two dry runs a second apart plan the same runs into
+/// differently named new directories.
+pub fn unstamped(s: &str) -> String {
+    let b = s.as_bytes();
+    let shape = b"dddd-dd-ddTddddddZ";
+    let (mut out, mut i) = (String::new(), 0);
+    while i < b.len() {
+        let fits = b.len() - i >= shape.len()
+            && shape.iter().zip(&b[i..]).all(|(p, c)| match p {
+                b'd' => c.is_ascii_digit(),
+                p => p == c,
+            });
+        if fits {
+            out.push_str("<stamp>");
+            i += shape.len();
+            if b.get(i) == Some(&b'-') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+                while b.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+        } else {
+            let c = s[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
