@@ -2649,27 +2649,51 @@ fn a_damaged_cifar_batch_is_refused_by_the_dry_run() {
 }
 
 /// `repro submit --dry-run` prints the batch script a cluster user would
-/// submit: the tasks and the time come from the plan (the most workers of
-/// a run; every run's timeout added up, plus a tenth and 5 minutes), GPUs
-/// and partition from the command line, and the job resumes into its
-/// run directory through srun.
+/// submit: the tasks and the time come from the plan, tuning runs
+/// included (the most workers of a run; twice the manifest's estimate
+/// plus 10 minutes, at most every run's timeout added up plus a tenth and
+/// 5 minutes), GPUs and partition from the command line, and the job
+/// resumes into its run directory through srun (or mpirun).
 #[test]
 fn a_submitted_script_asks_for_what_the_plan_needs() {
-    let plan = repro_json(&["run", "figure1", "--scale", "paper", "--dry-run", "--json"]);
-    let runs = plan["runs"].as_array().unwrap();
-    let tasks = runs
+    // the plan's runs, the tuning runs first, and the manifest's estimate;
+    // the final runs' settings wait for the tuning, their count does not
+    let plan = repro_json(&["run", "table2", "--scale", "paper", "--dry-run", "--json"]);
+    let tuning = plan["tuning_runs"].as_array().unwrap();
+    let runs = tuning.len() + plan["runs"].as_array().unwrap().len();
+    assert!(runs > 100, "{runs}");
+    let tasks = tuning
         .iter()
         .map(|r| r["params"]["workers"].as_u64().unwrap())
         .max()
         .unwrap();
-    let total: u64 = runs
+    let total: u64 = tuning
         .iter()
         .map(|r| r["params"]["timeout_s"].as_u64().unwrap())
         .sum();
-    let seconds = total + total / 10 + 300;
+    let list = repro_json(&["list", "--json"]);
+    let table2 = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "table2")
+        .unwrap();
+    let estimate = table2["scales"]["paper"]["cost_s"].as_f64().unwrap();
+    let seconds = (2.0 * estimate) as u64 + 600;
+    // the tuning runs' timeouts alone allow more
+    assert!(seconds < total + total / 10 + 300);
+    let d_hms = |s: u64| {
+        format!(
+            "{}-{:02}:{:02}:{:02}",
+            s / 86_400,
+            s % 86_400 / 3600,
+            s % 3600 / 60,
+            s % 60
+        )
+    };
     let o = repro(&[
         "submit",
-        "figure1",
+        "table2",
         "--scale",
         "paper",
         "--partition",
@@ -2684,27 +2708,64 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
         format!("#SBATCH --ntasks={tasks}\n"),
         "#SBATCH --gpus-per-task=1\n".to_string(),
         "#SBATCH --partition=gpu\n".to_string(),
-        format!(
-            "#SBATCH --time={}-{:02}:{:02}:{:02}\n",
-            seconds / 86_400,
-            seconds % 86_400 / 3600,
-            seconds % 3600 / 60,
-            seconds % 60
-        ),
+        format!("#SBATCH --time={}\n", d_hms(seconds)),
         "#SBATCH --export=ALL\n".to_string(),
+        format!("{runs} runs' timeouts would allow "),
     ];
     for w in &want {
         assert!(script.contains(w.as_str()), "{w:?} not in:\n{script}");
     }
     assert!(script.starts_with("#!/bin/bash\n"), "{script}");
     assert!(
-        script.contains(" run figure1 --scale paper --out /")
+        script.contains(" run table2 --scale paper --out /")
             && script.contains(" --launcher srun --resume\n"),
         "{script}"
+    );
+    // repro run's exit status is kept for when Slurm forgets the job
+    assert!(
+        script.contains("slurm-\"$SLURM_JOB_ID\".exit\nexit \"$rc\"\n"),
+        "{script}"
+    );
+    // no total estimate: every run's timeout, and a warning past 7 days
+    let o = repro(&["submit", "figure1", "--scale", "paper", "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let plan = repro_json(&["run", "figure1", "--scale", "paper", "--dry-run", "--json"]);
+    let total: u64 = plan["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["params"]["timeout_s"].as_u64().unwrap())
+        .sum();
+    let limit = total + total / 10 + 300;
+    let script = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        script.contains(&format!("#SBATCH --time={}\n", d_hms(limit))),
+        "{script}"
+    );
+    assert!(limit > 7 * 86_400);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("set --time"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // mpirun inside the allocation, for a site whose MPI wants it
+    let o = repro(&["submit", "mpi-smoke", "--launcher", "mpirun", "--dry-run"]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(" --launcher mpirun --resume\n"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
     );
     // a simulator experiment starts no ranks: refused
     let o = repro(&["submit", "smoke", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1));
+    // --resume needs a directory `repro submit` wrote
+    let o = repro(&["submit", "--resume", "/nonexistent-run-dir"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("has no readable submit.sbatch"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -38,12 +38,9 @@ struct ListedScale {
 
 /// The seconds in a cost text: its estimate ("about N min", "about a
 /// minute", "under N s") and what it says was measured ("N s measured").
-/// A scale that was "not run" has no estimate: its text describes a run's
-/// compute, not the scale's total.
+/// A scale that was "not run" describes a run's compute: its estimate is
+/// only a total said to be one ("about 3.5 h in all").
 pub(crate) fn cost_seconds(text: &str) -> (Option<f64>, Option<f64>) {
-    if text.trim_start().starts_with("not run") {
-        return (None, None);
-    }
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | ',' | ';'))
         .filter(|w| !w.is_empty())
@@ -56,6 +53,13 @@ pub(crate) fn cost_seconds(text: &str) -> (Option<f64>, Option<f64>) {
             _ => None,
         }
     };
+    if text.trim_start().starts_with("not run") {
+        let total = words.windows(5).find_map(|w| {
+            let n = w[1].parse::<f64>().ok()?;
+            (w[0] == "about" && w[3] == "in" && w[4] == "all").then_some(n * unit(w[2])?)
+        });
+        return (total, None);
+    }
     let mut estimate = None;
     for (i, w) in words.iter().enumerate() {
         if !matches!(*w, "about" | "under") {
@@ -239,6 +243,10 @@ mod tests {
         assert_eq!(
             cost_seconds("not run; about 1.5 min of compute a run"),
             (None, None)
+        );
+        assert_eq!(
+            cost_seconds("not run; 36 runs, about 1.5 min of compute each, about 3.5 h in all"),
+            (Some(12_600.0), None)
         );
     }
 }

@@ -587,11 +587,15 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
         backend,
         !cfg.json && !quiet,
     )?;
+    let launcher = match backend {
+        Backend::Sim => "none (simulator)".to_string(),
+        _ => cfg.launcher(backend)?.describe(),
+    };
     freshness::write_provenance(
         out,
         (m, x.overrides),
         scale,
-        backend,
+        (backend, &launcher),
         &done.invocation,
         runs,
         &done.merged,

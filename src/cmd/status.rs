@@ -185,6 +185,7 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             "job": job.as_ref().map(|j| serde_json::json!({
                 "id": j.id,
                 "state": j.state,
+                "from": j.from,
                 "log": j.log.display().to_string(),
             })),
         });
@@ -207,20 +208,18 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
         }
     );
     if let Some(j) = job {
-        println!(
-            "Slurm job {}: {}{}",
-            j.id,
-            j.state,
-            if j.failed() {
-                format!(
-                    " (its log: {}; `repro submit ... --out {}` resumes it)",
-                    j.log.display(),
-                    out.display()
-                )
-            } else {
-                String::new()
-            }
-        );
+        let mut line = format!("Slurm job {}: {}", j.id, j.state);
+        if let Some(note) = j.note() {
+            line.push_str(&format!(" ({note})"));
+        }
+        if j.failed() {
+            line.push_str(&format!(
+                "; its log: {}; `repro submit --resume {}` runs what is missing",
+                j.log.display(),
+                out.display()
+            ));
+        }
+        println!("{line}");
     }
     Ok(())
 }

@@ -37,13 +37,37 @@ pub(crate) struct SubmitArgs {
     /// GPUs per task (one rank a task).
     #[arg(long, value_name = "G")]
     pub gpus_per_task: Option<usize>,
+    /// Memory per node, GB (default: the site's). The plan estimates no
+    /// memory for trainer runs, so the script asks for none unless told.
+    #[arg(long, value_name = "GB")]
+    pub mem: Option<u64>,
     /// The results directory (default: a new run directory,
     /// runs/<experiment>/<scale>/<time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// How the job starts each run's ranks: srun (with the MPI plugin
+    /// `REPRO_SRUN_MPI` names, pmix by default), or mpirun inside the
+    /// allocation, for a site whose MPI does not start under srun.
+    #[arg(long, value_enum, default_value = "srun")]
+    pub launcher: JobLauncher,
+    /// Submit the script of this run directory again (a job cancelled,
+    /// timed out or failed): the runs it recorded stay, the rest run.
+    #[arg(
+        long,
+        value_name = "DIR",
+        conflicts_with_all = ["experiment", "scale", "overrides", "partition", "time", "nodes", "gpus_per_task", "mem", "out", "launcher"]
+    )]
+    pub resume: Option<PathBuf>,
     /// Write and print the script, submit nothing.
     #[arg(long)]
     pub dry_run: bool,
+}
+
+/// How a job starts its ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum JobLauncher {
+    Srun,
+    Mpirun,
 }
 
 /// What the job needs, from the plan.
@@ -53,12 +77,21 @@ pub(crate) struct Resources {
     pub tasks: usize,
     /// The time limit, seconds.
     pub seconds: u64,
+    /// Where the time limit came from, for the script's comment.
+    pub why: String,
 }
 
-/// The resources of `runs`: the most workers of an MPI run, and the time
-/// every trainer run's timeout allows, with a margin (`None` without a
-/// trainer run).
-pub(crate) fn resources(runs: &[plan::PlannedRun]) -> Option<Resources> {
+/// The resources of `runs` (the tuning runs first, where the experiment
+/// tunes) at `scale`: the most workers of a run, and a time limit. The
+/// limit is twice the manifest's estimate for the scale plus 10 minutes
+/// where it gives one, but never more than the worst case: every run's
+/// `timeout_s` added up, plus a tenth and 5 minutes. `None` without a
+/// trainer run.
+pub(crate) fn resources(
+    m: &manifest::Manifest,
+    scale: &str,
+    runs: &[plan::PlannedRun],
+) -> Option<Resources> {
     let configs: Vec<_> = runs
         .iter()
         .filter_map(|r| match &r.params {
@@ -75,11 +108,39 @@ pub(crate) fn resources(runs: &[plan::PlannedRun]) -> Option<Resources> {
         .max()
         .unwrap_or(1);
     let total: u64 = configs.iter().map(|c| c.timeout_s).sum();
+    let worst = total + total / 10 + 300;
+    let estimate = m
+        .cost
+        .get(scale)
+        .and_then(|text| crate::cmd::list::cost_seconds(text).0)
+        .map(|s| (2.0 * s) as u64 + 600);
+    let (seconds, why) = match estimate {
+        Some(e) if e < worst => (
+            e,
+            format!(
+                "twice the manifest's estimate for `{scale}` plus 10 minutes ({} runs' timeouts \
+                 would allow {})",
+                configs.len(),
+                slurm_time(worst)
+            ),
+        ),
+        _ => (
+            worst,
+            format!(
+                "{} runs' timeout_s added up, plus a tenth and 5 minutes",
+                configs.len()
+            ),
+        ),
+    };
     Some(Resources {
         tasks,
-        seconds: total + total / 10 + 300,
+        seconds,
+        why,
     })
 }
+
+/// A time limit past which `repro submit` warns (7 days).
+const LONG_JOB_S: u64 = 7 * 86_400;
 
 /// Seconds as Slurm's `D-HH:MM:SS`.
 fn slurm_time(seconds: u64) -> String {
@@ -111,8 +172,9 @@ fn script(
     scale: &str,
     out: &Path,
     time: &str,
-    tasks: usize,
+    res: &Resources,
 ) -> Result<String> {
+    let tasks = res.tasks;
     let repro = std::env::current_exe().context("could not locate the repro executable")?;
     let cwd = std::env::current_dir().context("no working directory")?;
     let root = std::fs::canonicalize(cwd.join(crate::spec::project::root().unwrap_or_default()))
@@ -127,6 +189,9 @@ fn script(
     if let Some(g) = args.gpus_per_task {
         sb(format!("--gpus-per-task={g}"));
     }
+    if let Some(g) = args.mem {
+        sb(format!("--mem={g}G"));
+    }
     if let Some(p) = &args.partition {
         sb(format!("--partition={}", quoted(p)));
     }
@@ -139,10 +204,19 @@ fn script(
     // the environment repro needs (libtorch, MPI, the trainer) is the
     // submitting shell's
     sb("--export=ALL".into());
+    let why = match &args.time {
+        Some(_) => "--time".to_string(),
+        None => res.why.clone(),
+    };
     s.push_str(&format!(
-        "# {tasks} tasks: the most ranks one run starts; the time: every run's timeout_s \
-         added up, plus a tenth and 5 minutes, unless --time set it\nset -euo pipefail\n"
+        "# {tasks} tasks: the most ranks one run starts; the time: {why}. A job that runs out \
+         of time keeps the runs it finished: `repro submit --resume` runs the rest.\n\
+         set -uo pipefail\n"
     ));
+    let launcher = match args.launcher {
+        JobLauncher::Srun => "srun",
+        JobLauncher::Mpirun => "mpirun",
+    };
     let mut run = vec![
         repro.display().to_string(),
         "run".into(),
@@ -157,11 +231,16 @@ fn script(
         "--out".into(),
         out.display().to_string(),
         "--launcher".into(),
-        "srun".into(),
+        launcher.into(),
         "--resume".into(),
     ]);
     let line: Vec<String> = run.iter().map(|w| quoted(w)).collect();
-    s.push_str(&format!("exec {}\n", line.join(" ")));
+    s.push_str(&format!("{}\nrc=$?\n", line.join(" ")));
+    s.push_str(&format!(
+        "# repro run's exit status, for `repro status` once Slurm forgets the job\n\
+         echo \"$rc\" > {}\"$SLURM_JOB_ID\".exit\nexit \"$rc\"\n",
+        quoted(&out.join("slurm-").display().to_string())
+    ));
     Ok(s)
 }
 
@@ -169,6 +248,9 @@ fn script(
 /// new run directory, and submits it with `sbatch` (the job's id into
 /// `job.json`); with `--dry-run`, prints the script.
 pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
+    if let Some(dir) = &args.resume {
+        return resubmit(dir, args.dry_run);
+    }
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
     let scale = m.run_scale(&args.scale);
@@ -180,11 +262,29 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
             m.backend.name()
         );
     }
-    let runs = plan::expand(&m, &scale, m.backend)?;
-    let res = resources(&runs).context("the plan has no trainer run to submit")?;
+    let mut runs = match &m.tune {
+        Some(t) => {
+            crate::report::tune::tuning_runs(&m, t, &scale, m.backend, plan::Limits::default())?
+        }
+        None => Vec::new(),
+    };
+    let tuning = runs.len();
+    runs.extend(plan::expand(&m, &scale, m.backend)?);
+    let res = resources(&m, &scale, &runs).context("the plan has no trainer run to submit")?;
     let time = match &args.time {
         Some(t) => t.clone(),
-        None => slurm_time(res.seconds),
+        None => {
+            if res.seconds > LONG_JOB_S {
+                crate::util::progress::note(&format!(
+                    "warning: the job's time limit is {} ({}); most clusters end jobs after a few \
+                     days: set --time, and `repro submit --resume DIR` continues what a job \
+                     left",
+                    slurm_time(res.seconds),
+                    res.why
+                ));
+            }
+            slurm_time(res.seconds)
+        }
     };
     let out = match &args.out {
         Some(o) => o.clone(),
@@ -195,7 +295,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     } else {
         std::env::current_dir()?.join(out)
     };
-    let text = script(args, &m.name, &scale, &out, &time, res.tasks)?;
+    let text = script(args, &m.name, &scale, &out, &time, &res)?;
     if args.dry_run {
         print!("{text}");
         return Ok(());
@@ -203,9 +303,23 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     crate::util::atomic::create_dir_all(&out)?;
     let file = out.join(Entry::SubmitScript.name());
     crate::util::atomic::write(&file, &text)?;
+    let id = sbatch(&out, &file)?;
+    println!(
+        "submitted job {id}: {} runs of `{}` at scale `{scale}` ({tuning} of them tuning) into {}",
+        runs.len(),
+        m.name,
+        out.display()
+    );
+    watching(&out, &id);
+    Ok(())
+}
+
+/// Submits `file` (a script in `out`) with `sbatch` and records the job's
+/// id in `out/job.json`: the id.
+fn sbatch(out: &Path, file: &Path) -> Result<String> {
     let o = std::process::Command::new("sbatch")
         .arg("--parsable")
-        .arg(&file)
+        .arg(file)
         .output()
         .context("could not run sbatch (is this a Slurm login node?)")?;
     if !o.status.success() {
@@ -217,14 +331,13 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     }
     let said = String::from_utf8_lossy(&o.stdout);
     let id = said.trim().split(';').next().unwrap_or("").to_string();
-    crate::launch::slurm::record(&out, &id, &file)?;
-    crate::util::sudo::give(&out);
-    println!(
-        "submitted job {id}: {} runs of `{}` at scale `{scale}` into {}",
-        runs.len(),
-        m.name,
-        out.display()
-    );
+    crate::launch::slurm::record(out, &id, file)?;
+    crate::util::sudo::give(out);
+    Ok(id)
+}
+
+/// Tells how to watch and end job `id` writing `out`.
+fn watching(out: &Path, id: &str) {
     println!(
         "watch it with `repro status {d}` (or `squeue -j {id}`), end it with `repro cancel {d}`; \
          its log: {}, its id: {}",
@@ -232,6 +345,44 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         out.join(Entry::Job.name()).display(),
         d = out.display(),
     );
+}
+
+/// `repro submit --resume DIR`: submits DIR's script again, unless its
+/// job is still queued or running. The job's `repro run --resume` keeps
+/// the runs DIR recorded and runs the rest.
+fn resubmit(dir: &Path, dry_run: bool) -> Result<()> {
+    let file = dir.join(Entry::SubmitScript.name());
+    let text = std::fs::read_to_string(&file).with_context(|| {
+        format!(
+            "{} has no readable {}: `repro submit EXPERIMENT --out {}` makes one",
+            dir.display(),
+            Entry::SubmitScript.name(),
+            dir.display()
+        )
+    })?;
+    if dry_run {
+        print!("{text}");
+        return Ok(());
+    }
+    if let Some(j) = crate::launch::slurm::state(dir)
+        && !j.failed()
+        && j.state != "COMPLETED"
+    {
+        bail!(
+            "job {} of {} is {}: wait for it, or end it with `repro cancel {}` first",
+            j.id,
+            dir.display(),
+            j.state,
+            dir.display()
+        );
+    }
+    let id = sbatch(dir, &file)?;
+    println!(
+        "submitted job {id}: {} again, into {} (the runs recorded there are kept)",
+        file.display(),
+        dir.display()
+    );
+    watching(dir, &id);
     Ok(())
 }
 
@@ -257,11 +408,11 @@ pub(crate) struct CancelArgs {
 }
 
 /// `repro cancel`: ends the run directory's Slurm job (`scancel`). The
-/// runs it finished stay; `repro submit ... --out DIR` resumes the rest.
+/// runs it finished stay; `repro submit --resume DIR` runs the rest.
 pub(crate) fn cancel(args: &CancelArgs) -> Result<()> {
     let id = crate::launch::slurm::cancel(&args.run)?;
     println!(
-        "cancelled job {id}; the runs it finished stay in {} (`repro submit ... --out {}` resumes)",
+        "cancelled job {id}; the runs it finished stay in {} (`repro submit --resume {}` runs the rest)",
         args.run.display(),
         args.run.display()
     );

@@ -10,16 +10,36 @@ use anyhow::{Context, Result, bail};
 /// (`records::results_dir::Entry::Job`).
 pub(crate) const JOB: &str = "job.json";
 
-/// Records job `id`, submitted with `script`, in `dir/job.json`.
+/// Records job `id`, submitted with `script`, in `dir/job.json`; the
+/// jobs submitted into `dir` before it stay listed, oldest first.
 pub(crate) fn record(dir: &Path, id: &str, script: &Path) -> Result<()> {
+    let mut earlier = std::fs::read_to_string(dir.join(JOB))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|j| {
+            let mut ids: Vec<serde_json::Value> =
+                j["earlier_jobs"].as_array().cloned().unwrap_or_default();
+            ids.extend(j.get("job_id").cloned());
+            ids
+        })
+        .unwrap_or_default();
+    earlier.retain(|v| v.as_str().is_some_and(|s| s != id));
     crate::util::atomic::write(
         &dir.join(JOB),
         serde_json::to_string_pretty(&serde_json::json!({
             "job_id": id,
             "script": script.display().to_string(),
             "submitted_unix_s": crate::util::time::now_unix_s(),
+            "earlier_jobs": earlier,
         }))?,
     )
+}
+
+/// The file in which job `id`'s script records `repro run`'s exit status
+/// (`slurm-<id>.exit`, beside its log `slurm-<id>.out`). A job cancelled,
+/// timed out or lost with its node writes none.
+pub(crate) fn exit_file(dir: &Path, id: &str) -> PathBuf {
+    dir.join(format!("slurm-{id}.exit"))
 }
 
 /// The id of the job `dir/job.json` names, where there is one.
@@ -33,9 +53,13 @@ pub(crate) fn job_id(dir: &Path) -> Option<String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct JobState {
     pub id: String,
-    /// PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, ...; or
-    /// `ENDED` where Slurm no longer knows the job.
+    /// PENDING, RUNNING, COMPLETED, FAILED, TIMEOUT, CANCELLED, ...; where
+    /// Slurm no longer knows the job (no accounting), COMPLETED or FAILED
+    /// from the exit status its script recorded, else `ENDED`.
     pub state: String,
+    /// Where the state was read: `squeue`, `scontrol`, `sacct`, or the
+    /// exit file `slurm-<id>.exit`; `nothing` for `ENDED`.
+    pub from: String,
     /// The job's log (`slurm-<id>.out` in the run directory).
     pub log: PathBuf,
 }
@@ -45,8 +69,45 @@ impl JobState {
     pub(crate) fn failed(&self) -> bool {
         !matches!(
             self.state.as_str(),
-            "PENDING" | "RUNNING" | "COMPLETING" | "CONFIGURING" | "COMPLETED" | "ENDED"
+            "PENDING" | "RUNNING" | "COMPLETING" | "CONFIGURING" | "COMPLETED"
         )
+    }
+
+    /// Where the state was read, where Slurm no longer knows the job.
+    pub(crate) fn note(&self) -> Option<String> {
+        match self.from.as_str() {
+            "squeue" | "scontrol" | "sacct" => None,
+            "nothing" => Some(
+                "Slurm no longer knows the job, and its script recorded no exit: cancelled, \
+                 timed out or lost with its node"
+                    .into(),
+            ),
+            file => Some(format!(
+                "Slurm no longer knows the job; its script recorded this in {file}"
+            )),
+        }
+    }
+}
+
+/// The state from what each source said, first to last: the queue, the
+/// controller, accounting, then the exit status the script recorded.
+fn decide(
+    squeue: Option<String>,
+    scontrol: Option<String>,
+    sacct: Option<String>,
+    exit: Option<(String, i32)>,
+) -> (String, String) {
+    let slurm = [("squeue", squeue), ("scontrol", scontrol), ("sacct", sacct)];
+    if let Some((from, state)) = slurm
+        .into_iter()
+        .find_map(|(from, s)| s.map(|s| (from.to_string(), s)))
+    {
+        return (state, from);
+    }
+    match exit {
+        Some((file, 0)) => ("COMPLETED".into(), file),
+        Some((file, _)) => ("FAILED".into(), file),
+        None => ("ENDED".into(), "nothing".into()),
     }
 }
 
@@ -82,14 +143,22 @@ fn parse_job_state(scontrol: &str) -> Option<String> {
 /// else `ENDED`. None where `dir` has no job.
 pub(crate) fn state(dir: &Path) -> Option<JobState> {
     let id = job_id(dir)?;
-    let state = said("squeue", &["-h", "-j", &id, "-o", "%T"])
-        .or_else(|| scontrol_state(&id))
-        .or_else(|| said("sacct", &["-n", "-X", "-j", &id, "-o", "State"]))
-        .unwrap_or_else(|| "ENDED".into());
+    let squeue = said("squeue", &["-h", "-j", &id, "-o", "%T"]);
+    let scontrol = squeue.is_none().then(|| scontrol_state(&id)).flatten();
+    let sacct = (squeue.is_none() && scontrol.is_none())
+        .then(|| said("sacct", &["-n", "-X", "-j", &id, "-o", "State"]))
+        .flatten();
+    let file = exit_file(dir, &id);
+    let exit = std::fs::read_to_string(&file)
+        .ok()
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .map(|rc| (file.file_name().unwrap().to_string_lossy().into_owned(), rc));
+    let (state, from) = decide(squeue, scontrol, sacct, exit);
     Some(JobState {
         log: dir.join(format!("slurm-{id}.out")),
         id,
         state,
+        from,
     })
 }
 
@@ -129,8 +198,37 @@ mod tests {
         let s = |state: &str| JobState {
             id: "7".into(),
             state: state.into(),
+            from: "squeue".into(),
             log: PathBuf::new(),
         };
         assert!(s("TIMEOUT").failed() && s("CANCELLED").failed() && !s("COMPLETED").failed());
+        assert!(s("ENDED").failed() && !s("RUNNING").failed());
+    }
+
+    #[test]
+    fn a_job_slurm_forgot_is_judged_by_the_exit_its_script_recorded() {
+        let some = |s: &str| Some(s.to_string());
+        let exit = |rc| Some(("slurm-7.exit".to_string(), rc));
+        // Slurm's word first, the queue's before accounting's
+        let (state, from) = decide(some("RUNNING"), None, some("COMPLETED"), exit(0));
+        assert_eq!((state.as_str(), from.as_str()), ("RUNNING", "squeue"));
+        let (state, from) = decide(None, None, some("TIMEOUT"), exit(0));
+        assert_eq!((state.as_str(), from.as_str()), ("TIMEOUT", "sacct"));
+        // no accounting: the exit status the script wrote
+        let (state, from) = decide(None, None, None, exit(0));
+        assert_eq!(
+            (state.as_str(), from.as_str()),
+            ("COMPLETED", "slurm-7.exit")
+        );
+        assert_eq!(decide(None, None, None, exit(2)).0, "FAILED");
+        let (state, from) = decide(None, None, None, None);
+        assert_eq!((state.as_str(), from.as_str()), ("ENDED", "nothing"));
+        let j = JobState {
+            id: "7".into(),
+            state,
+            from,
+            log: PathBuf::new(),
+        };
+        assert!(j.failed() && j.note().unwrap().contains("recorded no exit"));
     }
 }

@@ -175,6 +175,21 @@ pub(crate) enum Launcher {
 }
 
 impl Launcher {
+    /// How the ranks start, in words, for provenance.json: the launcher,
+    /// srun's MPI plugin, and the Slurm job it ran in (`SLURM_JOB_ID`).
+    pub(crate) fn describe(&self) -> String {
+        let mut words = match self {
+            Launcher::Local => "mpirun".to_string(),
+            Launcher::Hostfile(h) => format!("mpirun --hostfile {}", h.display()),
+            Launcher::Srun => format!("srun --mpi={}", srun_mpi()),
+            Launcher::InProcess => return "in-process (threads, no MPI)".into(),
+        };
+        if let Ok(job) = std::env::var("SLURM_JOB_ID") {
+            words.push_str(&format!(" in Slurm job {job}"));
+        }
+        words
+    }
+
     /// Whether the ranks start on this host.
     pub(crate) fn is_local(&self) -> bool {
         matches!(self, Launcher::Local | Launcher::InProcess)

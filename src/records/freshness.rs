@@ -155,7 +155,7 @@ pub(crate) fn write_provenance(
     out: &Path,
     (m, overrides): (&manifest::Manifest, &[String]),
     scale: &str,
-    backend: Backend,
+    (backend, launcher): (Backend, &str),
     now: &Invocation,
     runs: &[PlannedRun],
     recorded: &[RunRecord],
@@ -186,6 +186,7 @@ pub(crate) fn write_provenance(
         overrides: overrides.to_vec(),
         build: BuildStamp::this(),
         host: repro_runlog::host_name(),
+        launcher: launcher.to_string(),
         written_unix_s: written,
         planned_runs: counts(&states)
             .into_iter()

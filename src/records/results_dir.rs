@@ -203,6 +203,9 @@ pub(crate) struct Provenance {
     pub overrides: Vec<String>,
     pub build: BuildStamp,
     pub host: String,
+    /// How the ranks started: `mpirun`, `srun --mpi=pmix in Slurm job 7`,
+    /// ... (`none` for the simulator; empty before it was recorded).
+    pub launcher: String,
     /// When it was written, in seconds since 1970 (UTC).
     pub written_unix_s: i64,
     /// The plan's runs by state: current, stale, missing.
@@ -367,6 +370,7 @@ mod tests {
             overrides: vec!["grid.seed=[0]".into()],
             build: BuildStamp::this(),
             host: "vm".into(),
+            launcher: "in-process (threads, no MPI)".into(),
             written_unix_s: 1_795_799_542,
             planned_runs: BTreeMap::from([("current".into(), 120)]),
             recorded_runs_by_source: BTreeMap::from([("4133e9b9".into(), 120)]),

@@ -313,6 +313,7 @@ fn provenance_table(d: &Path) -> String {
         ),
         ("compiler", text(&p.build.rustc)),
         ("host", text(&p.host)),
+        ("ranks started by", text(&p.launcher)),
         ("command", text(&p.command)),
         ("manifest hash", text(&p.manifest_hash)),
         ("written", written),
