@@ -2718,7 +2718,7 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     assert!(script.starts_with("#!/bin/bash\n"), "{script}");
     assert!(
         script.contains(" run table2 --scale paper --out /")
-            && script.contains(" --launcher srun --resume\n"),
+            && script.contains(" --launcher srun --resume &\n"),
         "{script}"
     );
     // repro run's exit status is kept for when Slurm forgets the job
@@ -2751,7 +2751,7 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     // mpirun inside the allocation, for a site whose MPI wants it
     let o = repro(&["submit", "mpi-smoke", "--launcher", "mpirun", "--dry-run"]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains(" --launcher mpirun --resume\n"),
+        String::from_utf8_lossy(&o.stdout).contains(" --launcher mpirun --resume &\n"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );

@@ -1352,9 +1352,10 @@ impl Drop for Slurm {
 /// `repro submit` against a real Slurm: the job runs mpi-smoke through
 /// srun (PMIx) into its run directory, and its runs are the runs an
 /// mpirun run of the same manifest makes (same ids, every one completed);
-/// `repro status` says the job completed. A job cancelled part-way
-/// (`repro cancel`) keeps the run it finished, and `repro status` says
-/// it was cancelled.
+/// `repro status` says the job completed, provenance.json that srun
+/// started the ranks in that job. A job cancelled part-way (`repro
+/// cancel`) keeps the run it finished, `repro status` says it was
+/// cancelled, and `repro submit --resume` runs only what is missing.
 #[test]
 fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     let _serial = serial();
@@ -1403,20 +1404,42 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         v
     };
     assert_eq!(ids(&rows), ids(&read_runs(&local)));
+    // srun started the ranks, in this job; the script kept the exit status
+    let launcher = |dir: &Path| {
+        let p: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("provenance.json")).unwrap())
+                .unwrap();
+        p["launcher"].as_str().unwrap_or_default().to_string()
+    };
+    assert_eq!(launcher(&out), format!("srun --mpi=pmix in Slurm job {id}"));
+    assert_eq!(launcher(&local), "mpirun");
+    assert_eq!(
+        std::fs::read_to_string(out.join(format!("slurm-{id}.exit"))).unwrap_or_default(),
+        "0\n",
+        "{log}"
+    );
     // `repro status` of the run directory says how the job ended
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["status"])
-        .arg(&out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stdout);
+    let status = |dir: &Path| {
+        let o = slurm
+            .cmd(env!("CARGO_BIN_EXE_repro"))
+            .args(["status"])
+            .arg(dir)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    };
+    let said = status(&out);
     assert!(
         said.contains(&format!("Slurm job {id}: COMPLETED")),
         "{said}"
     );
-    // a job cancelled part-way: the run it finished stays, recorded
+    // a job cancelled part-way, while its second run trains: the run it
+    // finished stays, recorded
     let long = temp_out("slurm-cancel");
     let o = slurm
         .cmd(env!("CARGO_BIN_EXE_repro"))
@@ -1424,7 +1447,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
             "submit",
             "mpi-smoke",
             "--set",
-            "cases=[{when: {algorithm: moniqua}, set: {iterations: 1000000}}]",
+            "cases=[{when: {algorithm: moniqua}, set: {iterations: 400}}]",
             "--out",
         ])
         .arg(&long)
@@ -1445,6 +1468,14 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         assert!(Instant::now() < deadline, "the first run never ended");
         std::thread::sleep(Duration::from_millis(300));
     }
+    let train = train_binary().to_str().unwrap().to_string();
+    while !processes_naming(&long)
+        .iter()
+        .any(|(_, cmd)| cmd.starts_with(&train))
+    {
+        assert!(Instant::now() < deadline, "the second run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let o = slurm
         .cmd(env!("CARGO_BIN_EXE_repro"))
         .arg("cancel")
@@ -1453,27 +1484,56 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     slurm.wait(&long_id, Duration::from_secs(120));
-    let said = String::from_utf8_lossy(
-        &slurm
-            .cmd(env!("CARGO_BIN_EXE_repro"))
-            .args(["status"])
-            .arg(&long)
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .to_string();
+    let said = status(&long);
     assert!(
         said.contains(&format!("Slurm job {long_id}: CANCELLED")),
         "{said}"
     );
     let log = std::fs::read_to_string(&log).unwrap_or_default();
     let rows = read_runs(&long);
+    let finished: Vec<_> = rows
+        .iter()
+        .filter(|r| r["algorithm"] == "d-psgd" && r["status"] == "completed")
+        .cloned()
+        .collect();
+    assert_eq!(finished.len(), 1, "{rows:?}\n{log}");
     assert!(
-        rows.iter()
-            .any(|r| r["algorithm"] == "d-psgd" && r["status"] == "completed"),
+        !rows
+            .iter()
+            .any(|r| r["algorithm"] == "moniqua" && r["status"] == "completed"),
+        "the cancel came too late: {rows:?}"
+    );
+    // resumed: the run it finished is kept as it was, the other runs
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["submit", "--resume"])
+        .arg(&long)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(long.join("job.json")).unwrap()).unwrap();
+    let again = job["job_id"].as_str().unwrap().to_string();
+    assert_ne!(again, long_id);
+    assert_eq!(job["earlier_jobs"], serde_json::json!([long_id]));
+    slurm.wait(&again, Duration::from_secs(300));
+    let log = std::fs::read_to_string(long.join(format!("slurm-{again}.out"))).unwrap_or_default();
+    let rows = read_runs(&long);
+    assert_eq!(rows.len(), 2, "{rows:?}\n{log}");
+    assert!(
+        rows.iter().all(|r| r["status"] == "completed"),
         "{rows:?}\n{log}"
+    );
+    let dpsgd = rows.iter().find(|r| r["algorithm"] == "d-psgd").unwrap();
+    assert_eq!(
+        dpsgd, &finished[0],
+        "the finished run was not kept as it was"
+    );
+    let said = status(&long);
+    assert!(
+        said.contains(&format!("Slurm job {again}: COMPLETED")),
+        "{said}"
     );
     for d in [out, local, long] {
         let _ = std::fs::remove_dir_all(d);

@@ -139,6 +139,14 @@ pub(crate) fn resources(
     })
 }
 
+/// `repro run --launcher`'s word for `l`.
+fn launcher_word(l: JobLauncher) -> &'static str {
+    match l {
+        JobLauncher::Srun => "srun",
+        JobLauncher::Mpirun => "mpirun",
+    }
+}
+
 /// A time limit past which `repro submit` warns (7 days).
 const LONG_JOB_S: u64 = 7 * 86_400;
 
@@ -213,10 +221,7 @@ fn script(
          of time keeps the runs it finished: `repro submit --resume` runs the rest.\n\
          set -uo pipefail\n"
     ));
-    let launcher = match args.launcher {
-        JobLauncher::Srun => "srun",
-        JobLauncher::Mpirun => "mpirun",
-    };
+    let launcher = launcher_word(args.launcher);
     let mut run = vec![
         repro.display().to_string(),
         "run".into(),
@@ -235,7 +240,16 @@ fn script(
         "--resume".into(),
     ]);
     let line: Vec<String> = run.iter().map(|w| quoted(w)).collect();
-    s.push_str(&format!("{}\nrc=$?\n", line.join(" ")));
+    // the shell outlives repro run: Slurm ends a job whose shell exited
+    // with SIGKILL, so a cancelled or timed-out run would record nothing
+    s.push_str(&format!(
+        "# Slurm's SIGTERM (scancel, the time limit) stops repro run, which \
+         records the runs that finished; the shell waits for it\n\
+         trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n{} &\nchild=$!\n\
+         while :; do wait \"$child\"; rc=$?; kill -0 \"$child\" 2>/dev/null || break; done\n\
+         wait \"$child\" 2>/dev/null && rc=0 || {{ r=$?; [ \"$r\" = 127 ] || rc=$r; }}\n",
+        line.join(" ")
+    ));
     s.push_str(&format!(
         "# repro run's exit status, for `repro status` once Slurm forgets the job\n\
          echo \"$rc\" > {}\"$SLURM_JOB_ID\".exit\nexit \"$rc\"\n",
@@ -269,7 +283,8 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         None => Vec::new(),
     };
     let tuning = runs.len();
-    runs.extend(plan::expand(&m, &scale, m.backend)?);
+    let grid = plan::expand(&m, &scale, m.backend)?;
+    runs.extend(grid.iter().cloned());
     let res = resources(&m, &scale, &runs).context("the plan has no trainer run to submit")?;
     let time = match &args.time {
         Some(t) => t.clone(),
@@ -303,6 +318,28 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     crate::util::atomic::create_dir_all(&out)?;
     let file = out.join(Entry::SubmitScript.name());
     crate::util::atomic::write(&file, &text)?;
+    // the directory says what it will hold before the job starts, so that
+    // `repro status DIR` reads it while the job waits or after a cancel
+    if crate::records::results_dir::ResultsDir::new(&out)
+        .provenance_or_none()
+        .is_none()
+    {
+        crate::records::freshness::write_provenance(
+            &out,
+            (&m, &args.overrides),
+            &scale,
+            (
+                m.backend,
+                &format!(
+                    "{launcher}, submitted to Slurm",
+                    launcher = launcher_word(args.launcher)
+                ),
+            ),
+            &crate::records::freshness::invocation(&m, &scale, m.backend),
+            &grid,
+            &[],
+        )?;
+    }
     let id = sbatch(&out, &file)?;
     println!(
         "submitted job {id}: {} runs of `{}` at scale `{scale}` ({tuning} of them tuning) into {}",
