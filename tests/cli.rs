@@ -1887,6 +1887,56 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
     let o = repro(&["status", "tune-smoke", "--out", out.to_str().unwrap()]);
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(said.contains("9 current, 0 stale, 0 missing"), "{said}");
+    // a job array's two chunks share the tuning runs, each into a directory
+    // of its own; --resume above them adopts every one, chooses what the
+    // whole search chose, and runs the final runs
+    let arr = temp_out("tune-chunks");
+    for k in ["1", "2"] {
+        let dir = arr.join("chunks").join(k);
+        let chunk = format!("{k}/2");
+        let o = repro(&[
+            "run",
+            "tune-smoke",
+            "--chunk",
+            &chunk,
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(err.contains("the final runs wait for every chunk"), "{err}");
+        assert_eq!(csv_rows(&dir.join("tuning/runs.csv")).len(), 4);
+        assert!(!dir.join("runs.csv").exists());
+    }
+    let o = repro(&[
+        "run",
+        "tune-smoke",
+        "--resume",
+        "--out",
+        arr.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(err.matches(": adopted from ").count(), 8, "{err}");
+    let chosen = |dir: &Path| {
+        let mut rows: Vec<String> = csv_rows(&dir.join("tuning.csv"))
+            .into_iter()
+            .map(|r| format!("{r:?}"))
+            .collect();
+        rows.sort();
+        rows
+    };
+    assert_eq!(chosen(&arr), chosen(&out));
+    let ids = |dir: &Path| {
+        let mut v: Vec<String> = csv_rows(&dir.join("runs.csv"))
+            .into_iter()
+            .map(|r| r["run_id"].clone())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids(&arr), ids(&out));
+    let _ = std::fs::remove_dir_all(&arr);
     // a manifest that would choose on the test set is refused at plan time
     let o = repro(&[
         "run",

@@ -1355,7 +1355,9 @@ impl Drop for Slurm {
 /// `repro status` says the job completed, provenance.json that srun
 /// started the ranks in that job. A job cancelled part-way (`repro
 /// cancel`) keeps the run it finished, `repro status` says it was
-/// cancelled, and `repro submit --resume` runs only what is missing.
+/// cancelled, and `repro submit --resume` runs only what is missing. A
+/// job array of two chunks runs the same runs, and the job after it
+/// adopts them into the run directory.
 #[test]
 fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     let _serial = serial();
@@ -1436,6 +1438,56 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     let said = status(&out);
     assert!(
         said.contains(&format!("Slurm job {id}: COMPLETED")),
+        "{said}"
+    );
+    // a job array of two chunks, each into a directory of its own, then
+    // the job that waits for them: it adopts their runs, the only writer
+    // of the run directory
+    let arr = temp_out("slurm-array");
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["submit", "mpi-smoke", "--array", "2", "--out"])
+        .arg(&arr)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(arr.join("job.json")).unwrap()).unwrap();
+    let (closer, array) = (
+        job["job_id"].as_str().unwrap().to_string(),
+        job["array_job_id"].as_str().unwrap().to_string(),
+    );
+    assert_eq!(job["chunks"], 2);
+    slurm.wait(&closer, Duration::from_secs(300));
+    let log = std::fs::read_to_string(arr.join(format!("slurm-{closer}.out"))).unwrap_or_default();
+    let rows = read_runs(&arr);
+    assert!(
+        rows.iter().all(|r| r["status"] == "completed"),
+        "{rows:?}\n{log}"
+    );
+    assert_eq!(ids(&rows), ids(&read_runs(&local)), "{log}");
+    assert_eq!(log.matches(": adopted from ").count(), 2, "{log}");
+    for k in ["1", "2"] {
+        let chunk = arr.join("chunks").join(k);
+        assert_eq!(read_runs(&chunk).len(), 1, "chunk {k}");
+        for r in &rows {
+            assert!(!chunk.join("raw").join(&r["run_id"]).exists(), "chunk {k}");
+        }
+    }
+    for r in &rows {
+        assert!(
+            arr.join("raw")
+                .join(&r["run_id"])
+                .join("rank-0.jsonl")
+                .is_file()
+        );
+    }
+    let said = status(&arr);
+    assert!(
+        said.contains(&format!("Slurm job array {array} (2 chunks into "))
+            && said.contains(&format!("Slurm job {closer}: COMPLETED")),
         "{said}"
     );
     // a job cancelled part-way, while its second run trains: the run it
@@ -1535,7 +1587,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         said.contains(&format!("Slurm job {again}: COMPLETED")),
         "{said}"
     );
-    for d in [out, local, long] {
+    for d in [out, local, long, arr] {
         let _ = std::fs::remove_dir_all(d);
     }
 }

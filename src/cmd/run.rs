@@ -73,6 +73,13 @@ pub(crate) struct RunArgs {
     /// build or manifest), e.g. to extend a grid without rerunning it.
     #[arg(long, requires = "resume")]
     pub resume_stale: bool,
+    /// Run only the K-th of N shares of the plan (every N-th run from the
+    /// K-th; a tuned experiment's tuning runs, its final runs wait for
+    /// them all), and not the manifest's `then`: one task of a job array
+    /// (`repro submit --array`). Each chunk writes a directory of its own;
+    /// `--resume` in the directory above them adopts their runs.
+    #[arg(long, value_name = "K/N", value_parser = parse_chunk)]
+    pub chunk: Option<(usize, usize)>,
     /// How ranks start: mpirun on this host, or srun in a Slurm allocation
     /// (auto: srun when SLURM_JOB_ID is set, else mpirun).
     #[arg(long, value_enum, default_value = "auto")]
@@ -149,6 +156,8 @@ struct RunConfig {
     /// stale ones too.
     resume: bool,
     resume_stale: bool,
+    /// `--chunk K/N`: run only the K-th of N shares of the plan.
+    chunk: Option<(usize, usize)>,
     /// The memory each run may hold, bytes, and where the figure came
     /// from ([`memory_budget`]).
     memory: Option<(u64, String)>,
@@ -176,6 +185,7 @@ impl RunConfig {
             json: args.json,
             resume: args.resume,
             resume_stale: args.resume_stale,
+            chunk: args.chunk,
             memory: memory_budget(args.max_memory, args.jobs),
             launcher: args.launcher,
             hostfile: args.hostfile.clone(),
@@ -337,7 +347,12 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         crate::util::progress::note(&format!("note: {n}"));
     }
     let m = plan::titled(&m, &scale)?;
-    let then = plan_then(&m, &path, &scale, cfg.limits)?;
+    // a chunk runs a share of this experiment only; `then` is the job's
+    // that resumes the directory above the chunks
+    let then = match cfg.chunk {
+        Some(_) => Vec::new(),
+        None => plan_then(&m, &path, &scale, cfg.limits)?,
+    };
     warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
     let ran = run_experiment(
         Job {
@@ -471,10 +486,16 @@ fn run_experiment(
     } = x;
     let limits = cfg.limits;
     check_specs(m, path, backend, &runs)?;
-    let tuning = match &m.tune {
+    let mut tuning = match &m.tune {
         Some(spec) => Some((spec, tune::tuning_runs(m, spec, scale, backend, limits)?)),
         None => None,
     };
+    if let Some(chunk) = cfg.chunk {
+        match &mut tuning {
+            Some((_, t)) => *t = share(t, chunk),
+            None => runs = share(&runs, chunk),
+        }
+    }
     let launcher = cfg.launcher(backend)?;
     check_root_ranks(cfg, backend, &launcher)?;
     // generated data sets the runs read, written before the first run
@@ -495,6 +516,22 @@ fn run_experiment(
     let _lock = crate::util::atomic::lock(out)?;
     let started = Instant::now();
     let mut failed = 0;
+    if let (Some((_, tuning)), Some((k, n))) = (&tuning, cfg.chunk) {
+        // the final runs need every chunk's tuning runs
+        let dir = out.join(Entry::TuningDir.name());
+        let done = execute(Job { out: &dir, ..x }, tuning, launcher, "tuning")?;
+        crate::util::progress::note(&format!(
+            "chunk {k}/{n}: {} tuning runs, {} failed; the final runs wait for every chunk \
+             (`repro run --resume` in the directory above the chunks chooses and runs them)",
+            done.ran, done.failed
+        ));
+        let outcome = match (crate::util::signals::interrupted(), done.failed) {
+            (true, _) => Outcome::Interrupted,
+            (false, 0) => Outcome::AllSucceeded,
+            (false, _) => Outcome::SomeFailed,
+        };
+        return Ok((outcome, None));
+    }
     if let Some((spec, tuning)) = &tuning {
         let Some((chosen, tuning_failed)) = tune_first(x, spec, tuning, &runs, &launcher)? else {
             return Ok((Outcome::Interrupted, None));
@@ -946,13 +983,21 @@ fn plan_only(
         let dir = out.join(Entry::TuningDir.name());
         let listed = dry_run(Job { out: &dir, ..x }, tuning, &net, &recorder, &refused)?;
         // the grid's ids follow from the configurations chosen
-        say(format!(
-            "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
-            runs.len(),
-            out.display()
-        ));
-        for r in runs {
-            say(format!("  {}", plan::describe(r)));
+        if let Some((k, n)) = cfg.chunk {
+            say(format!(
+                "chunk {k}/{n}: the grid's {} runs wait for every chunk's tuning runs \
+                 (`repro run --resume` in the directory above the chunks runs them)",
+                runs.len()
+            ));
+        } else {
+            say(format!(
+                "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
+                runs.len(),
+                out.display()
+            ));
+            for r in runs {
+                say(format!("  {}", plan::describe(r)));
+            }
         }
         (Some((listed, tuning.len())), refused.len())
     } else {
@@ -1064,6 +1109,51 @@ fn merge(
     }
     results::record_attempts(out, &merged.attempts)?;
     Ok(merged)
+}
+
+/// `--chunk K/N`'s value: K of N, 1 <= K <= N.
+fn parse_chunk(s: &str) -> std::result::Result<(usize, usize), String> {
+    let bad = || format!("`{s}`: give K/N, the K-th of N chunks (1 <= K <= N), e.g. 2/4");
+    let (k, n) = s.split_once('/').ok_or_else(bad)?;
+    let (k, n) = (
+        k.trim().parse::<usize>().map_err(|_| bad())?,
+        n.trim().parse::<usize>().map_err(|_| bad())?,
+    );
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// The K-th of N shares of `runs`: every N-th run from the K-th, so each
+/// chunk gets runs of every grid point's kind.
+pub(crate) fn share<T: Clone>(runs: &[T], (k, n): (usize, usize)) -> Vec<T> {
+    runs.iter()
+        .enumerate()
+        .filter(|(i, _)| i % n == k - 1)
+        .map(|(_, r)| r.clone())
+        .collect()
+}
+
+/// The raw/ directories of a job array's chunks whose finished runs `out`
+/// adopts with --resume: `out/chunks/*/raw`, and for a tuning directory
+/// `chunks/*/tuning/raw` beside it.
+fn chunk_raws(out: &std::path::Path) -> Vec<PathBuf> {
+    let tuning = out.file_name() == Some(std::ffi::OsStr::new(Entry::TuningDir.name()));
+    let (top, below): (&std::path::Path, &[&str]) = match (tuning, out.parent()) {
+        (true, Some(p)) => (p, &[Entry::TuningDir.name(), Entry::Raw.name()]),
+        _ => (out, &[Entry::Raw.name()]),
+    };
+    let Ok(entries) = std::fs::read_dir(top.join(Entry::Chunks.name())) else {
+        return Vec::new();
+    };
+    let mut raws: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| below.iter().fold(e.path(), |p, b| p.join(b)))
+        .filter(|p| p.is_dir())
+        .collect();
+    raws.sort();
+    raws
 }
 
 /// Runs `runs` into `out` (runs.csv, runs.parquet and their logs in
@@ -1414,6 +1504,7 @@ impl Session<'_> {
         let earlier = match self.backend {
             Backend::Mpi | Backend::InProcess if self.cfg.resume || interrupted => {
                 train_backend::resume(r, &raw.join(&r.id), self.net)
+                    .or_else(|| self.adopted(r, raw))
             }
             _ => None,
         };
@@ -1436,6 +1527,31 @@ impl Session<'_> {
             }
             state == freshness::Freshness::Current
         })
+    }
+
+    /// With --resume, a run a job array's chunk finished (see
+    /// [`chunk_raws`]): its logs move into `raw`, and its summary is read
+    /// from there.
+    fn adopted(&self, r: &PlannedRun, raw: &std::path::Path) -> Option<Summary> {
+        if !self.cfg.resume {
+            return None;
+        }
+        let from = chunk_raws(self.out)
+            .into_iter()
+            .map(|c| c.join(&r.id))
+            .find(|d| train_backend::resume(r, d, self.net).is_some())?;
+        let to = raw.join(&r.id);
+        if let Err(e) = crate::util::atomic::replace_dir(&from, &to) {
+            self.progress.line(&format!(
+                "  {}: could not adopt {} ({e:#}): running it",
+                r.id,
+                from.display()
+            ));
+            return None;
+        }
+        self.progress
+            .line(&format!("  {}: adopted from {}", r.id, from.display()));
+        train_backend::resume(r, &to, self.net)
     }
 
     /// With --resume, the runs.csv row of a run that finished in an
@@ -1779,5 +1895,46 @@ mod tests {
         assert_eq!(SomeFailed.max(AllSucceeded), SomeFailed);
         assert_eq!(SomeFailed.max(Interrupted), Interrupted);
         assert_eq!(Interrupted.max(AllSucceeded), Interrupted);
+    }
+
+    /// The chunks of a job array share the plan: together every run, each
+    /// once, and their sizes differ by one at most.
+    #[test]
+    fn chunks_share_the_plan_each_run_once() {
+        use super::{parse_chunk, share};
+        let runs: Vec<usize> = (0..11).collect();
+        for n in 1..=11 {
+            let mut all: Vec<usize> = (1..=n).flat_map(|k| share(&runs, (k, n))).collect();
+            let sizes: Vec<usize> = (1..=n).map(|k| share(&runs, (k, n)).len()).collect();
+            all.sort();
+            assert_eq!(all, runs, "{n} chunks");
+            assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+        }
+        assert_eq!(share(&runs, (2, 4)), vec![1, 5, 9]);
+        assert_eq!(parse_chunk("2/4"), Ok((2, 4)));
+        for bad in ["0/4", "5/4", "4", "a/b", "1/0"] {
+            assert!(parse_chunk(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// --resume adopts from the chunks below a directory, and a tuning
+    /// directory from the chunks' tuning directories beside it.
+    #[test]
+    fn chunk_raws_are_found_below_and_beside_tuning() {
+        let dir = std::env::temp_dir().join(format!("repro-chunk-raws-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["chunks/1/raw", "chunks/2/raw", "chunks/2/tuning/raw"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        assert_eq!(
+            super::chunk_raws(&dir),
+            vec![dir.join("chunks/1/raw"), dir.join("chunks/2/raw")]
+        );
+        assert_eq!(
+            super::chunk_raws(&dir.join("tuning")),
+            vec![dir.join("chunks/2/tuning/raw")]
+        );
+        assert!(super::chunk_raws(&dir.join("chunks/1")).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -161,6 +161,7 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
     } = check(&path, args)?;
     // the Slurm job that writes the directory, where `repro submit` made one
     let job = crate::launch::slurm::state(&out);
+    let array = crate::launch::slurm::array_state(&out);
     let words: Vec<Freshness> = states.iter().map(|(_, f)| f.clone()).collect();
     let c = freshness::counts(&words);
     if args.json {
@@ -188,6 +189,11 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
                 "from": j.from,
                 "log": j.log.display().to_string(),
             })),
+            "array": array.as_ref().map(|(id, n, states)| serde_json::json!({
+                "id": id,
+                "chunks": n,
+                "states": states,
+            })),
         });
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
@@ -207,6 +213,13 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             String::new()
         }
     );
+    if let Some((id, n, states)) = &array {
+        println!(
+            "Slurm job array {id} ({n} chunks into {}): {states}",
+            out.join(crate::records::results_dir::Entry::Chunks.name())
+                .display()
+        );
+    }
     if let Some(j) = job {
         let mut line = format!("Slurm job {}: {}", j.id, j.state);
         if let Some(note) = j.note() {

@@ -1,7 +1,10 @@
 //! `repro submit`: an experiment as a Slurm batch job. The job runs
 //! `repro run ... --launcher srun --resume` into a run directory made
 //! now; the script (`submit.sbatch`) and the job's id (`job.json`) are
-//! kept there, so the job can be watched, resumed or resubmitted.
+//! kept there, so the job can be watched, resumed or resubmitted. With
+//! `--array N`, a job array (`chunks.sbatch`) runs the plan in N chunks,
+//! each into `chunks/<k>/`, and the job of `submit.sbatch` waits for it
+//! and adopts their runs (`repro run --resume`), so one writer merges.
 
 use std::path::{Path, PathBuf};
 
@@ -27,8 +30,9 @@ pub(crate) struct SubmitArgs {
     /// The Slurm partition (default: the cluster's default).
     #[arg(long)]
     pub partition: Option<String>,
-    /// The job's time limit, HH:MM:SS (default: every trainer run's
-    /// `timeout_s` added up, plus a tenth and 5 minutes).
+    /// The job's time limit, HH:MM:SS (default: twice the manifest's
+    /// estimate plus 10 minutes, at most every run's `timeout_s` added up
+    /// plus a tenth and 5 minutes).
     #[arg(long, value_name = "HH:MM:SS")]
     pub time: Option<String>,
     /// Nodes to spread the tasks over (default: Slurm's choice).
@@ -45,6 +49,11 @@ pub(crate) struct SubmitArgs {
     /// runs/<experiment>/<scale>/<time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Run the plan as a job array of N chunks (each every N-th run; a
+    /// tuned experiment's tuning runs), then one job that waits for them,
+    /// adopts their runs and runs what is left (the final runs).
+    #[arg(long, value_name = "N")]
+    pub array: Option<usize>,
     /// How the job starts each run's ranks: srun (with the MPI plugin
     /// `REPRO_SRUN_MPI` names, pmix by default), or mpirun inside the
     /// allocation, for a site whose MPI does not start under srun.
@@ -55,7 +64,7 @@ pub(crate) struct SubmitArgs {
     #[arg(
         long,
         value_name = "DIR",
-        conflicts_with_all = ["experiment", "scale", "overrides", "partition", "time", "nodes", "gpus_per_task", "mem", "out", "launcher"]
+        conflicts_with_all = ["experiment", "scale", "overrides", "partition", "time", "nodes", "gpus_per_task", "mem", "out", "launcher", "array"]
     )]
     pub resume: Option<PathBuf>,
     /// Write and print the script, submit nothing.
@@ -81,16 +90,17 @@ pub(crate) struct Resources {
     pub why: String,
 }
 
-/// The resources of `runs` (the tuning runs first, where the experiment
-/// tunes) at `scale`: the most workers of a run, and a time limit. The
-/// limit is twice the manifest's estimate for the scale plus 10 minutes
-/// where it gives one, but never more than the worst case: every run's
-/// `timeout_s` added up, plus a tenth and 5 minutes. `None` without a
-/// trainer run.
+/// The resources of `runs`, of the `all` runs the experiment plans at
+/// `scale` (tuning runs included): the most workers of a run, and a time
+/// limit. The limit is twice the manifest's estimate for the scale (its
+/// share for `runs`) plus 10 minutes where it gives one, but never more
+/// than the worst case: the runs' `timeout_s` added up, plus a tenth and
+/// 5 minutes. `None` without a trainer run.
 pub(crate) fn resources(
     m: &manifest::Manifest,
     scale: &str,
     runs: &[plan::PlannedRun],
+    all: usize,
 ) -> Option<Resources> {
     let configs: Vec<_> = runs
         .iter()
@@ -109,17 +119,23 @@ pub(crate) fn resources(
         .unwrap_or(1);
     let total: u64 = configs.iter().map(|c| c.timeout_s).sum();
     let worst = total + total / 10 + 300;
+    let share = runs.len() as f64 / all.max(1) as f64;
     let estimate = m
         .cost
         .get(scale)
         .and_then(|text| crate::cmd::list::cost_seconds(text).0)
-        .map(|s| (2.0 * s) as u64 + 600);
+        .map(|s| (2.0 * s * share) as u64 + 600);
+    let of = if runs.len() == all {
+        String::new()
+    } else {
+        format!(" ({} of its {all} runs)", runs.len())
+    };
     let (seconds, why) = match estimate {
         Some(e) if e < worst => (
             e,
             format!(
-                "twice the manifest's estimate for `{scale}` plus 10 minutes ({} runs' timeouts \
-                 would allow {})",
+                "twice the manifest's estimate for `{scale}`{of} plus 10 minutes ({} runs' \
+                 timeouts would allow {})",
                 configs.len(),
                 slurm_time(worst)
             ),
@@ -137,14 +153,6 @@ pub(crate) fn resources(
         seconds,
         why,
     })
-}
-
-/// `repro run --launcher`'s word for `l`.
-fn launcher_word(l: JobLauncher) -> &'static str {
-    match l {
-        JobLauncher::Srun => "srun",
-        JobLauncher::Mpirun => "mpirun",
-    }
 }
 
 /// A time limit past which `repro submit` warns (7 days).
@@ -173,94 +181,152 @@ fn quoted(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// The batch script for `args`' experiment into `out`, with `res`.
-fn script(
-    args: &SubmitArgs,
-    name: &str,
-    scale: &str,
-    out: &Path,
-    time: &str,
-    res: &Resources,
-) -> Result<String> {
-    let tasks = res.tasks;
-    let repro = std::env::current_exe().context("could not locate the repro executable")?;
-    let cwd = std::env::current_dir().context("no working directory")?;
-    let root = std::fs::canonicalize(cwd.join(crate::spec::project::root().unwrap_or_default()))
-        .unwrap_or(cwd);
-    let mut s = String::from("#!/bin/bash\n");
-    let mut sb = |line: String| s.push_str(&format!("#SBATCH {line}\n"));
-    sb(format!("--job-name=repro-{name}-{scale}"));
-    sb(format!("--ntasks={tasks}"));
-    if let Some(n) = args.nodes {
-        sb(format!("--nodes={n}"));
+/// `repro run --launcher`'s word for `l`.
+fn launcher_word(l: JobLauncher) -> &'static str {
+    match l {
+        JobLauncher::Srun => "srun",
+        JobLauncher::Mpirun => "mpirun",
     }
-    if let Some(g) = args.gpus_per_task {
-        sb(format!("--gpus-per-task={g}"));
+}
+
+/// One batch script of a submission.
+struct Script<'a> {
+    args: &'a SubmitArgs,
+    name: &'a str,
+    scale: &'a str,
+    /// The run directory.
+    out: &'a Path,
+    res: &'a Resources,
+    /// `Some(n)`: the job array of `n` chunks, each into `chunks/<k>/`.
+    chunks: Option<usize>,
+}
+
+impl Script<'_> {
+    /// The time limit: `--time`, else the resources' (with a warning past
+    /// [`LONG_JOB_S`]).
+    fn time(&self) -> (String, String) {
+        if let Some(t) = &self.args.time {
+            return (t.clone(), "--time".into());
+        }
+        if self.res.seconds > LONG_JOB_S {
+            crate::util::progress::note(&format!(
+                "warning: the job's time limit is {} ({}); most clusters end jobs after a few \
+                 days: set --time, and `repro submit --resume DIR` continues what a job left",
+                slurm_time(self.res.seconds),
+                self.res.why
+            ));
+        }
+        (slurm_time(self.res.seconds), self.res.why.clone())
     }
-    if let Some(g) = args.mem {
-        sb(format!("--mem={g}G"));
+
+    /// The script's text.
+    fn text(&self) -> Result<String> {
+        let (args, out) = (self.args, self.out);
+        let repro = std::env::current_exe().context("could not locate the repro executable")?;
+        let cwd = std::env::current_dir().context("no working directory")?;
+        let root =
+            std::fs::canonicalize(cwd.join(crate::spec::project::root().unwrap_or_default()))
+                .unwrap_or(cwd);
+        let chunks_dir = out.join(Entry::Chunks.name());
+        let (time, why) = self.time();
+        let tasks = self.res.tasks;
+        let mut s = String::from("#!/bin/bash\n");
+        let mut sb = |line: String| s.push_str(&format!("#SBATCH {line}\n"));
+        match self.chunks {
+            Some(n) => {
+                sb(format!(
+                    "--job-name=repro-{}-{}-chunks",
+                    self.name, self.scale
+                ));
+                sb(format!("--array=1-{n}"));
+            }
+            None => sb(format!("--job-name=repro-{}-{}", self.name, self.scale)),
+        }
+        sb(format!("--ntasks={tasks}"));
+        if let Some(n) = args.nodes {
+            sb(format!("--nodes={n}"));
+        }
+        if let Some(g) = args.gpus_per_task {
+            sb(format!("--gpus-per-task={g}"));
+        }
+        if let Some(g) = args.mem {
+            sb(format!("--mem={g}G"));
+        }
+        if let Some(p) = &args.partition {
+            sb(format!("--partition={}", quoted(p)));
+        }
+        sb(format!("--time={time}"));
+        let log = match self.chunks {
+            Some(_) => chunks_dir.join("slurm-%A_%a.out"),
+            None => out.join("slurm-%j.out"),
+        };
+        sb(format!("--output={}", quoted(&log.display().to_string())));
+        sb(format!("--chdir={}", quoted(&root.display().to_string())));
+        // the environment repro needs (libtorch, MPI, the trainer) is the
+        // submitting shell's
+        sb("--export=ALL".into());
+        let each = if self.chunks.is_some() {
+            "each chunk's time"
+        } else {
+            "the time"
+        };
+        s.push_str(&format!(
+            "# {tasks} tasks: the most ranks one run starts; {each}: {why}. A job that runs out \
+             of time keeps the runs it finished: `repro submit --resume` runs the rest.\n\
+             set -uo pipefail\n"
+        ));
+        let mut run = vec![
+            repro.display().to_string(),
+            "run".into(),
+            args.experiment.clone(),
+            "--scale".into(),
+            self.scale.to_string(),
+        ];
+        for o in &args.overrides {
+            run.extend(["--set".into(), o.clone()]);
+        }
+        run.extend([
+            "--launcher".into(),
+            launcher_word(args.launcher).into(),
+            "--resume".into(),
+        ]);
+        let mut line: Vec<String> = run.iter().map(|w| quoted(w)).collect();
+        // the chunk's share and directory come from Slurm's task id
+        let exit = match self.chunks {
+            Some(n) => {
+                let dir = quoted(&format!("{}/", chunks_dir.display()));
+                line.push(format!("--chunk \"$SLURM_ARRAY_TASK_ID\"/{n}"));
+                line.push(format!("--out {dir}\"$SLURM_ARRAY_TASK_ID\""));
+                format!("{dir}slurm-\"$SLURM_ARRAY_JOB_ID\"_\"$SLURM_ARRAY_TASK_ID\".exit")
+            }
+            None => {
+                line.push(format!("--out {}", quoted(&out.display().to_string())));
+                format!(
+                    "{}\"$SLURM_JOB_ID\".exit",
+                    quoted(&out.join("slurm-").display().to_string())
+                )
+            }
+        };
+        // the shell outlives repro run: Slurm ends a job whose shell exited
+        // with SIGKILL, so a cancelled or timed-out run would record nothing
+        s.push_str(&format!(
+            "# Slurm's SIGTERM (scancel, the time limit) stops repro run, which records the \
+             runs that finished; the shell waits for it\n\
+             trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n{} &\nchild=$!\n\
+             while :; do wait \"$child\"; rc=$?; kill -0 \"$child\" 2>/dev/null || break; done\n\
+             wait \"$child\" 2>/dev/null && rc=0 || {{ r=$?; [ \"$r\" = 127 ] || rc=$r; }}\n\
+             # repro run's exit status, for `repro status` once Slurm forgets the job\n\
+             echo \"$rc\" > {exit}\nexit \"$rc\"\n",
+            line.join(" ")
+        ));
+        Ok(s)
     }
-    if let Some(p) = &args.partition {
-        sb(format!("--partition={}", quoted(p)));
-    }
-    sb(format!("--time={time}"));
-    sb(format!(
-        "--output={}",
-        quoted(&out.join("slurm-%j.out").display().to_string())
-    ));
-    sb(format!("--chdir={}", quoted(&root.display().to_string())));
-    // the environment repro needs (libtorch, MPI, the trainer) is the
-    // submitting shell's
-    sb("--export=ALL".into());
-    let why = match &args.time {
-        Some(_) => "--time".to_string(),
-        None => res.why.clone(),
-    };
-    s.push_str(&format!(
-        "# {tasks} tasks: the most ranks one run starts; the time: {why}. A job that runs out \
-         of time keeps the runs it finished: `repro submit --resume` runs the rest.\n\
-         set -uo pipefail\n"
-    ));
-    let launcher = launcher_word(args.launcher);
-    let mut run = vec![
-        repro.display().to_string(),
-        "run".into(),
-        args.experiment.clone(),
-        "--scale".into(),
-        scale.to_string(),
-    ];
-    for o in &args.overrides {
-        run.extend(["--set".into(), o.clone()]);
-    }
-    run.extend([
-        "--out".into(),
-        out.display().to_string(),
-        "--launcher".into(),
-        launcher.into(),
-        "--resume".into(),
-    ]);
-    let line: Vec<String> = run.iter().map(|w| quoted(w)).collect();
-    // the shell outlives repro run: Slurm ends a job whose shell exited
-    // with SIGKILL, so a cancelled or timed-out run would record nothing
-    s.push_str(&format!(
-        "# Slurm's SIGTERM (scancel, the time limit) stops repro run, which \
-         records the runs that finished; the shell waits for it\n\
-         trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n{} &\nchild=$!\n\
-         while :; do wait \"$child\"; rc=$?; kill -0 \"$child\" 2>/dev/null || break; done\n\
-         wait \"$child\" 2>/dev/null && rc=0 || {{ r=$?; [ \"$r\" = 127 ] || rc=$r; }}\n",
-        line.join(" ")
-    ));
-    s.push_str(&format!(
-        "# repro run's exit status, for `repro status` once Slurm forgets the job\n\
-         echo \"$rc\" > {}\"$SLURM_JOB_ID\".exit\nexit \"$rc\"\n",
-        quoted(&out.join("slurm-").display().to_string())
-    ));
-    Ok(s)
 }
 
 /// `repro submit`: plans the experiment, writes its batch script into a
 /// new run directory, and submits it with `sbatch` (the job's id into
-/// `job.json`); with `--dry-run`, prints the script.
+/// `job.json`); with `--array N`, first a job array of N chunks that the
+/// job waits for. With `--dry-run`, prints the scripts.
 pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     if let Some(dir) = &args.resume {
         return resubmit(dir, args.dry_run);
@@ -276,31 +342,34 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
             m.backend.name()
         );
     }
-    let mut runs = match &m.tune {
+    let tuning = match &m.tune {
         Some(t) => {
             crate::report::tune::tuning_runs(&m, t, &scale, m.backend, plan::Limits::default())?
         }
         None => Vec::new(),
     };
-    let tuning = runs.len();
     let grid = plan::expand(&m, &scale, m.backend)?;
-    runs.extend(grid.iter().cloned());
-    let res = resources(&m, &scale, &runs).context("the plan has no trainer run to submit")?;
-    let time = match &args.time {
-        Some(t) => t.clone(),
-        None => {
-            if res.seconds > LONG_JOB_S {
-                crate::util::progress::note(&format!(
-                    "warning: the job's time limit is {} ({}); most clusters end jobs after a few \
-                     days: set --time, and `repro submit --resume DIR` continues what a job \
-                     left",
-                    slurm_time(res.seconds),
-                    res.why
-                ));
-            }
-            slurm_time(res.seconds)
-        }
+    let all: Vec<plan::PlannedRun> = tuning.iter().chain(&grid).cloned().collect();
+    // what a chunk runs: a share of the tuning runs, else of the grid's;
+    // the job after the array runs what is left (a tuned experiment's
+    // final runs) and what a chunk could not (a chunk's share)
+    let shared = if tuning.is_empty() { &grid } else { &tuning };
+    let chunk = match args.array {
+        Some(n) if n < 2 || n > shared.len() => bail!(
+            "--array {n}: give 2 to {} chunks (the {} runs the chunks share)",
+            shared.len().max(2),
+            shared.len()
+        ),
+        Some(n) => Some((n, crate::cmd::run::share(shared, (1, n)))),
+        None => None,
     };
+    let closing: Vec<plan::PlannedRun> = match &chunk {
+        Some((_, first)) if tuning.is_empty() => first.clone(),
+        Some((_, first)) => first.iter().chain(&grid).cloned().collect(),
+        None => all.clone(),
+    };
+    let none = || anyhow::anyhow!("the plan has no trainer run to submit");
+    let res = resources(&m, &scale, &closing, all.len()).ok_or_else(none)?;
     let out = match &args.out {
         Some(o) => o.clone(),
         None => crate::spec::project::new_run_dir(&m.name, &scale),
@@ -310,8 +379,32 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     } else {
         std::env::current_dir()?.join(out)
     };
-    let text = script(args, &m.name, &scale, &out, &time, &res)?;
+    let script = |res: &Resources, chunks: Option<usize>| {
+        Script {
+            args,
+            name: &m.name,
+            scale: &scale,
+            out: &out,
+            res,
+            chunks,
+        }
+        .text()
+    };
+    let chunks_text = match &chunk {
+        Some((n, first)) => {
+            let r = resources(&m, &scale, first, all.len()).ok_or_else(none)?;
+            Some((*n, script(&r, Some(*n))?))
+        }
+        None => None,
+    };
+    let text = script(&res, None)?;
     if args.dry_run {
+        if let Some((_, c)) = &chunks_text {
+            print!(
+                "{c}\n# then, once every chunk has ended (sbatch --dependency=afterany:<the \
+                 array's job id>):\n"
+            );
+        }
         print!("{text}");
         return Ok(());
     }
@@ -340,22 +433,58 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
             &[],
         )?;
     }
-    let id = sbatch(&out, &file)?;
-    println!(
-        "submitted job {id}: {} runs of `{}` at scale `{scale}` ({tuning} of them tuning) into {}",
-        runs.len(),
-        m.name,
-        out.display()
-    );
+    let array = match &chunks_text {
+        Some((n, c)) => {
+            crate::util::atomic::create_dir_all(&out.join(Entry::Chunks.name()))?;
+            let f = out.join(Entry::ChunksScript.name());
+            crate::util::atomic::write(&f, c)?;
+            Some((sbatch(&f, None)?, *n))
+        }
+        None => None,
+    };
+    let after = array.as_ref().map(|(a, _)| format!("afterany:{a}"));
+    let id = sbatch(&file, after.as_deref())?;
+    crate::launch::slurm::record(
+        &out,
+        &id,
+        &file,
+        array.as_ref().map(|(a, n)| (a.as_str(), *n)),
+    )?;
+    crate::util::sudo::give(&out);
+    if let Some((a, n)) = &array {
+        println!(
+            "submitted job array {a}: {} runs of `{}` at scale `{scale}` in {n} chunks, into {}",
+            shared.len(),
+            m.name,
+            out.join(Entry::Chunks.name()).display()
+        );
+        println!(
+            "submitted job {id}: after the array, adopts its runs and runs the other {} into {}",
+            all.len() - shared.len(),
+            out.display()
+        );
+    } else {
+        println!(
+            "submitted job {id}: {} runs of `{}` at scale `{scale}` ({} of them tuning) into {}",
+            all.len(),
+            m.name,
+            tuning.len(),
+            out.display()
+        );
+    }
     watching(&out, &id);
     Ok(())
 }
 
-/// Submits `file` (a script in `out`) with `sbatch` and records the job's
-/// id in `out/job.json`: the id.
-fn sbatch(out: &Path, file: &Path) -> Result<String> {
-    let o = std::process::Command::new("sbatch")
-        .arg("--parsable")
+/// Submits `file` with `sbatch` (after `dependency`, where given): the
+/// job's id.
+fn sbatch(file: &Path, dependency: Option<&str>) -> Result<String> {
+    let mut cmd = std::process::Command::new("sbatch");
+    cmd.arg("--parsable");
+    if let Some(d) = dependency {
+        cmd.arg(format!("--dependency={d}"));
+    }
+    let o = cmd
         .arg(file)
         .output()
         .context("could not run sbatch (is this a Slurm login node?)")?;
@@ -367,10 +496,7 @@ fn sbatch(out: &Path, file: &Path) -> Result<String> {
         );
     }
     let said = String::from_utf8_lossy(&o.stdout);
-    let id = said.trim().split(';').next().unwrap_or("").to_string();
-    crate::launch::slurm::record(out, &id, file)?;
-    crate::util::sudo::give(out);
-    Ok(id)
+    Ok(said.trim().split(';').next().unwrap_or("").to_string())
 }
 
 /// Tells how to watch and end job `id` writing `out`.
@@ -386,7 +512,7 @@ fn watching(out: &Path, id: &str) {
 
 /// `repro submit --resume DIR`: submits DIR's script again, unless its
 /// job is still queued or running. The job's `repro run --resume` keeps
-/// the runs DIR recorded and runs the rest.
+/// the runs DIR recorded (and its chunks') and runs the rest.
 fn resubmit(dir: &Path, dry_run: bool) -> Result<()> {
     let file = dir.join(Entry::SubmitScript.name());
     let text = std::fs::read_to_string(&file).with_context(|| {
@@ -413,7 +539,9 @@ fn resubmit(dir: &Path, dry_run: bool) -> Result<()> {
             dir.display()
         );
     }
-    let id = sbatch(dir, &file)?;
+    let id = sbatch(&file, None)?;
+    crate::launch::slurm::record(dir, &id, &file, None)?;
+    crate::util::sudo::give(dir);
     println!(
         "submitted job {id}: {} again, into {} (the runs recorded there are kept)",
         file.display(),
@@ -444,8 +572,9 @@ pub(crate) struct CancelArgs {
     pub run: PathBuf,
 }
 
-/// `repro cancel`: ends the run directory's Slurm job (`scancel`). The
-/// runs it finished stay; `repro submit --resume DIR` runs the rest.
+/// `repro cancel`: ends the run directory's Slurm job, and its job array
+/// where it has one (`scancel`). The runs they finished stay; `repro
+/// submit --resume DIR` runs the rest.
 pub(crate) fn cancel(args: &CancelArgs) -> Result<()> {
     let id = crate::launch::slurm::cancel(&args.run)?;
     println!(

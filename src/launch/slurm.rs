@@ -10,9 +10,15 @@ use anyhow::{Context, Result, bail};
 /// (`records::results_dir::Entry::Job`).
 pub(crate) const JOB: &str = "job.json";
 
-/// Records job `id`, submitted with `script`, in `dir/job.json`; the
-/// jobs submitted into `dir` before it stay listed, oldest first.
-pub(crate) fn record(dir: &Path, id: &str, script: &Path) -> Result<()> {
+/// Records job `id`, submitted with `script`, in `dir/job.json`, with
+/// the job array of chunks it waits for (its id and size) where there is
+/// one; the jobs submitted into `dir` before it stay listed, oldest first.
+pub(crate) fn record(
+    dir: &Path,
+    id: &str,
+    script: &Path,
+    array: Option<(&str, usize)>,
+) -> Result<()> {
     let mut earlier = std::fs::read_to_string(dir.join(JOB))
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
@@ -24,15 +30,66 @@ pub(crate) fn record(dir: &Path, id: &str, script: &Path) -> Result<()> {
         })
         .unwrap_or_default();
     earlier.retain(|v| v.as_str().is_some_and(|s| s != id));
-    crate::util::atomic::write(
-        &dir.join(JOB),
-        serde_json::to_string_pretty(&serde_json::json!({
-            "job_id": id,
-            "script": script.display().to_string(),
-            "submitted_unix_s": crate::util::time::now_unix_s(),
-            "earlier_jobs": earlier,
-        }))?,
-    )
+    let mut job = serde_json::json!({
+        "job_id": id,
+        "script": script.display().to_string(),
+        "submitted_unix_s": crate::util::time::now_unix_s(),
+        "earlier_jobs": earlier,
+    });
+    if let Some((a, n)) = array {
+        job["array_job_id"] = a.into();
+        job["chunks"] = n.into();
+    }
+    crate::util::atomic::write(&dir.join(JOB), serde_json::to_string_pretty(&job)?)
+}
+
+/// The job array `dir/job.json` names (its id and chunks), where there is
+/// one.
+pub(crate) fn array(dir: &Path) -> Option<(String, usize)> {
+    let text = std::fs::read_to_string(dir.join(JOB)).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some((
+        json["array_job_id"].as_str()?.to_string(),
+        json["chunks"].as_u64()? as usize,
+    ))
+}
+
+/// `dir`'s job array: its id, its chunks, and the states of the chunks
+/// Slurm still queues, as `RUNNING 2, PENDING 1` (squeue), or `ENDED`.
+/// `None` where `dir` has no job array.
+pub(crate) fn array_state(dir: &Path) -> Option<(String, usize, String)> {
+    let (id, n) = array(dir)?;
+    let text = Command::new("squeue")
+        .args(["-h", "-r", "-j", &id, "-o", "%T"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let counted = count_states(&text);
+    let states = if counted.is_empty() {
+        "ENDED".to_string()
+    } else {
+        counted
+    };
+    Some((id, n, states))
+}
+
+/// One state a line (squeue's `%T`) as `RUNNING 2, PENDING 1`, in the
+/// order first seen.
+fn count_states(text: &str) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for w in text.split_whitespace() {
+        match counts.iter_mut().find(|(s, _)| s == w) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((w.to_string(), 1)),
+        }
+    }
+    counts
+        .iter()
+        .map(|(s, n)| format!("{s} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The file in which job `id`'s script records `repro run`'s exit status
@@ -162,7 +219,8 @@ pub(crate) fn state(dir: &Path) -> Option<JobState> {
     })
 }
 
-/// Cancels `dir`'s job (`scancel`): its id.
+/// Cancels `dir`'s job, and the job array it waits for (`scancel`): the
+/// job's id.
 pub(crate) fn cancel(dir: &Path) -> Result<String> {
     let Some(id) = job_id(dir) else {
         bail!(
@@ -170,6 +228,11 @@ pub(crate) fn cancel(dir: &Path) -> Result<String> {
             dir.display()
         );
     };
+    // the array first, so that the job waiting for it ends with it; an
+    // array that already ended is no error
+    if let Some((a, _)) = array(dir) {
+        let _ = Command::new("scancel").arg(&a).output();
+    }
     let o = Command::new("scancel")
         .arg(&id)
         .output()
@@ -203,6 +266,15 @@ mod tests {
         };
         assert!(s("TIMEOUT").failed() && s("CANCELLED").failed() && !s("COMPLETED").failed());
         assert!(s("ENDED").failed() && !s("RUNNING").failed());
+    }
+
+    #[test]
+    fn array_states_are_counted_in_the_order_seen() {
+        assert_eq!(
+            count_states("RUNNING\nPENDING\nRUNNING\n"),
+            "RUNNING 2, PENDING 1"
+        );
+        assert_eq!(count_states(""), "");
     }
 
     #[test]

@@ -48,13 +48,18 @@ pub(crate) enum Entry {
     Index,
     /// The batch script `repro submit` wrote.
     SubmitScript,
+    /// `repro submit --array`'s job array script.
+    ChunksScript,
     /// The Slurm job `repro submit` started: its id.
     Job,
+    /// A job array's chunks, each a results directory of its own
+    /// (`chunks/<k>/`); `repro run --resume` adopts their finished runs.
+    Chunks,
 }
 
 impl Entry {
     #[cfg(test)]
-    pub(crate) const ALL: [Entry; 23] = [
+    pub(crate) const ALL: [Entry; 25] = [
         Entry::Runs,
         Entry::RunsParquet,
         Entry::Curves,
@@ -77,7 +82,9 @@ impl Entry {
         Entry::Raw,
         Entry::Index,
         Entry::SubmitScript,
+        Entry::ChunksScript,
         Entry::Job,
+        Entry::Chunks,
     ];
 
     /// Its name in the directory.
@@ -105,7 +112,9 @@ impl Entry {
             Entry::Raw => "raw",
             Entry::Index => "index.html",
             Entry::SubmitScript => "submit.sbatch",
+            Entry::ChunksScript => "chunks.sbatch",
             Entry::Job => crate::launch::slurm::JOB,
+            Entry::Chunks => "chunks",
         }
     }
 }
