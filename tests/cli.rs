@@ -1921,7 +1921,12 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
     let chosen = |dir: &Path| {
         let mut rows: Vec<String> = csv_rows(&dir.join("tuning.csv"))
             .into_iter()
-            .map(|r| format!("{r:?}"))
+            .map(|r| {
+                format!(
+                    "{:?}",
+                    r.into_iter().collect::<std::collections::BTreeMap<_, _>>()
+                )
+            })
             .collect();
         rows.sort();
         rows

@@ -137,9 +137,11 @@ pub(crate) fn replace_dir(work: &Path, dir: &Path) -> Result<()> {
 /// hidden temporaries: what [`lock`] may tidy lives only in such a
 /// directory. (`records::results_dir::Entry` names each; its test checks
 /// these are among them.)
-pub(crate) const RESULTS_ENTRIES: [&str; 9] = [
+pub(crate) const RESULTS_ENTRIES: [&str; 11] = [
     "runs.csv",
     "submit.sbatch",
+    "chunks.sbatch",
+    "chunks",
     "job.json",
     "provenance.json",
     "raw",
