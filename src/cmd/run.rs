@@ -982,23 +982,7 @@ fn plan_only(
         let refused = refusals(cfg, tuning)?;
         let dir = out.join(Entry::TuningDir.name());
         let listed = dry_run(Job { out: &dir, ..x }, tuning, &net, &recorder, &refused)?;
-        // the grid's ids follow from the configurations chosen
-        if let Some((k, n)) = cfg.chunk {
-            say(format!(
-                "chunk {k}/{n}: the grid's {} runs wait for every chunk's tuning runs \
-                 (`repro run --resume` in the directory above the chunks runs them)",
-                runs.len()
-            ));
-        } else {
-            say(format!(
-                "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
-                runs.len(),
-                out.display()
-            ));
-            for r in runs {
-                say(format!("  {}", plan::describe(r)));
-            }
-        }
+        say_grid_after_tuning(cfg.chunk, runs, out, &say);
         (Some((listed, tuning.len())), refused.len())
     } else {
         (None, 0)
@@ -1036,6 +1020,33 @@ fn plan_only(
         })
     });
     Ok(summary)
+}
+
+/// The dry run's lines about a tuned experiment's grid: its runs, whose
+/// ids follow from the configurations the tuning chooses; for a chunk,
+/// that they wait for every chunk.
+fn say_grid_after_tuning(
+    chunk: Option<(usize, usize)>,
+    runs: &[PlannedRun],
+    out: &std::path::Path,
+    say: &dyn Fn(String),
+) {
+    if let Some((k, n)) = chunk {
+        say(format!(
+            "chunk {k}/{n}: the grid's {} runs wait for every chunk's tuning runs \
+             (`repro run --resume` in the directory above the chunks runs them)",
+            runs.len()
+        ));
+        return;
+    }
+    say(format!(
+        "then the grid's {} runs into {}, each method with the configuration the tuning chooses:",
+        runs.len(),
+        out.display()
+    ));
+    for r in runs {
+        say(format!("  {}", plan::describe(r)));
+    }
 }
 
 /// What [`execute`] did.

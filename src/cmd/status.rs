@@ -213,7 +213,19 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             String::new()
         }
     );
-    if let Some((id, n, states)) = &array {
+    print_jobs(&out, array.as_ref(), job.as_ref());
+    Ok(())
+}
+
+/// The Slurm job array and job that write `out`, where `repro submit`
+/// made them: their states, and for a job that did not complete, its log
+/// and how to resume.
+fn print_jobs(
+    out: &std::path::Path,
+    array: Option<&(String, usize, String)>,
+    job: Option<&crate::launch::slurm::JobState>,
+) {
+    if let Some((id, n, states)) = array {
         println!(
             "Slurm job array {id} ({n} chunks into {}): {states}",
             out.join(crate::records::results_dir::Entry::Chunks.name())
@@ -234,7 +246,6 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
         }
         println!("{line}");
     }
-    Ok(())
 }
 
 /// `repro status`: each experiment's counts of current, stale and missing

@@ -219,10 +219,16 @@ impl Script<'_> {
         (slurm_time(self.res.seconds), self.res.why.clone())
     }
 
-    /// The script's text.
+    /// The script's text: the `#SBATCH` lines, then the run.
     fn text(&self) -> Result<String> {
+        let mut s = self.header()?;
+        s.push_str(&self.body()?);
+        Ok(s)
+    }
+
+    /// The `#SBATCH` lines and the comment that says where they came from.
+    fn header(&self) -> Result<String> {
         let (args, out) = (self.args, self.out);
-        let repro = std::env::current_exe().context("could not locate the repro executable")?;
         let cwd = std::env::current_dir().context("no working directory")?;
         let root =
             std::fs::canonicalize(cwd.join(crate::spec::project::root().unwrap_or_default()))
@@ -275,6 +281,15 @@ impl Script<'_> {
              of time keeps the runs it finished: `repro submit --resume` runs the rest.\n\
              set -uo pipefail\n"
         ));
+        Ok(s)
+    }
+
+    /// `repro run` in the background, the shell waiting for it, and its
+    /// exit status kept.
+    fn body(&self) -> Result<String> {
+        let (args, out) = (self.args, self.out);
+        let repro = std::env::current_exe().context("could not locate the repro executable")?;
+        let chunks_dir = out.join(Entry::Chunks.name());
         let mut run = vec![
             repro.display().to_string(),
             "run".into(),
@@ -309,7 +324,7 @@ impl Script<'_> {
         };
         // the shell outlives repro run: Slurm ends a job whose shell exited
         // with SIGKILL, so a cancelled or timed-out run would record nothing
-        s.push_str(&format!(
+        Ok(format!(
             "# Slurm's SIGTERM (scancel, the time limit) stops repro run, which records the \
              runs that finished; the shell waits for it\n\
              trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n{} &\nchild=$!\n\
@@ -318,19 +333,41 @@ impl Script<'_> {
              # repro run's exit status, for `repro status` once Slurm forgets the job\n\
              echo \"$rc\" > {exit}\nexit \"$rc\"\n",
             line.join(" ")
-        ));
-        Ok(s)
+        ))
     }
 }
 
-/// `repro submit`: plans the experiment, writes its batch script into a
-/// new run directory, and submits it with `sbatch` (the job's id into
-/// `job.json`); with `--array N`, first a job array of N chunks that the
-/// job waits for. With `--dry-run`, prints the scripts.
-pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
-    if let Some(dir) = &args.resume {
-        return resubmit(dir, args.dry_run);
+/// What `repro submit` planned: the experiment, its runs, and the jobs'
+/// resources.
+struct Submission {
+    m: manifest::Manifest,
+    scale: String,
+    /// The tuning runs (none for an untuned experiment).
+    tuning: Vec<plan::PlannedRun>,
+    /// The grid's runs (a tuned experiment's before its tuning chooses).
+    grid: Vec<plan::PlannedRun>,
+    /// With `--array N`: N and one chunk's resources.
+    chunks: Option<(usize, Resources)>,
+    /// The resources of the job that writes the run directory.
+    res: Resources,
+    /// The run directory, absolute.
+    out: PathBuf,
+}
+
+impl Submission {
+    /// The runs the chunks of an array share: a tuned experiment's tuning
+    /// runs, else the grid's.
+    fn shared(&self) -> &[plan::PlannedRun] {
+        if self.tuning.is_empty() {
+            &self.grid
+        } else {
+            &self.tuning
+        }
     }
+}
+
+/// Plans `args`' experiment for a submission.
+fn plan_submission(args: &SubmitArgs) -> Result<Submission> {
     let path = manifest::locate(&args.experiment)?;
     let m = manifest::load(&path, &args.overrides)?;
     let scale = m.run_scale(&args.scale);
@@ -350,11 +387,11 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     };
     let grid = plan::expand(&m, &scale, m.backend)?;
     let all: Vec<plan::PlannedRun> = tuning.iter().chain(&grid).cloned().collect();
-    // what a chunk runs: a share of the tuning runs, else of the grid's;
-    // the job after the array runs what is left (a tuned experiment's
-    // final runs) and what a chunk could not (a chunk's share)
+    // a chunk runs a share of the tuning runs, else of the grid's; the
+    // job after the array runs what is left (a tuned experiment's final
+    // runs) and, at worst, a chunk's share again
     let shared = if tuning.is_empty() { &grid } else { &tuning };
-    let chunk = match args.array {
+    let first = match args.array {
         Some(n) if n < 2 || n > shared.len() => bail!(
             "--array {n}: give 2 to {} chunks (the {} runs the chunks share)",
             shared.len().max(2),
@@ -363,13 +400,20 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         Some(n) => Some((n, crate::cmd::run::share(shared, (1, n)))),
         None => None,
     };
-    let closing: Vec<plan::PlannedRun> = match &chunk {
+    let closing: Vec<plan::PlannedRun> = match &first {
         Some((_, first)) if tuning.is_empty() => first.clone(),
         Some((_, first)) => first.iter().chain(&grid).cloned().collect(),
         None => all.clone(),
     };
     let none = || anyhow::anyhow!("the plan has no trainer run to submit");
     let res = resources(&m, &scale, &closing, all.len()).ok_or_else(none)?;
+    let chunks = match &first {
+        Some((n, first)) => Some((
+            *n,
+            resources(&m, &scale, first, all.len()).ok_or_else(none)?,
+        )),
+        None => None,
+    };
     let out = match &args.out {
         Some(o) => o.clone(),
         None => crate::spec::project::new_run_dir(&m.name, &scale),
@@ -379,25 +423,42 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     } else {
         std::env::current_dir()?.join(out)
     };
+    Ok(Submission {
+        m,
+        scale,
+        tuning,
+        grid,
+        chunks,
+        res,
+        out,
+    })
+}
+
+/// `repro submit`: plans the experiment, writes its batch script into a
+/// new run directory, and submits it with `sbatch` (the job's id into
+/// `job.json`); with `--array N`, first a job array of N chunks that the
+/// job waits for. With `--dry-run`, prints the scripts.
+pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
+    if let Some(dir) = &args.resume {
+        return resubmit(dir, args.dry_run);
+    }
+    let sub = plan_submission(args)?;
     let script = |res: &Resources, chunks: Option<usize>| {
         Script {
             args,
-            name: &m.name,
-            scale: &scale,
-            out: &out,
+            name: &sub.m.name,
+            scale: &sub.scale,
+            out: &sub.out,
             res,
             chunks,
         }
         .text()
     };
-    let chunks_text = match &chunk {
-        Some((n, first)) => {
-            let r = resources(&m, &scale, first, all.len()).ok_or_else(none)?;
-            Some((*n, script(&r, Some(*n))?))
-        }
+    let chunks_text = match &sub.chunks {
+        Some((n, r)) => Some((*n, script(r, Some(*n))?)),
         None => None,
     };
-    let text = script(&res, None)?;
+    let text = script(&sub.res, None)?;
     if args.dry_run {
         if let Some((_, c)) = &chunks_text {
             print!(
@@ -408,19 +469,56 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         print!("{text}");
         return Ok(());
     }
-    crate::util::atomic::create_dir_all(&out)?;
+    let (id, array) = write_and_submit(args, &sub, &text, chunks_text.as_ref())?;
+    let (m, out, scale) = (&sub.m, &sub.out, &sub.scale);
+    if let Some((a, n)) = &array {
+        println!(
+            "submitted job array {a}: {} runs of `{}` at scale `{scale}` in {n} chunks, into {}",
+            sub.shared().len(),
+            m.name,
+            out.join(Entry::Chunks.name()).display()
+        );
+        println!(
+            "submitted job {id}: after the array, adopts its runs and runs the other {} into {}",
+            sub.tuning.len() + sub.grid.len() - sub.shared().len(),
+            out.display()
+        );
+    } else {
+        println!(
+            "submitted job {id}: {} runs of `{}` at scale `{scale}` ({} of them tuning) into {}",
+            sub.tuning.len() + sub.grid.len(),
+            m.name,
+            sub.tuning.len(),
+            out.display()
+        );
+    }
+    watching(out, &id);
+    Ok(())
+}
+
+/// Writes the scripts and provenance.json into the run directory, submits
+/// the job array (where there is one) and the job after it, and records
+/// both in job.json: the job's id, and the array's with its chunks.
+fn write_and_submit(
+    args: &SubmitArgs,
+    sub: &Submission,
+    text: &str,
+    chunks_text: Option<&(usize, String)>,
+) -> Result<(String, Option<(String, usize)>)> {
+    let (m, out, scale) = (&sub.m, &sub.out, &sub.scale);
+    crate::util::atomic::create_dir_all(out)?;
     let file = out.join(Entry::SubmitScript.name());
-    crate::util::atomic::write(&file, &text)?;
+    crate::util::atomic::write(&file, text)?;
     // the directory says what it will hold before the job starts, so that
     // `repro status DIR` reads it while the job waits or after a cancel
-    if crate::records::results_dir::ResultsDir::new(&out)
+    if crate::records::results_dir::ResultsDir::new(out)
         .provenance_or_none()
         .is_none()
     {
         crate::records::freshness::write_provenance(
-            &out,
-            (&m, &args.overrides),
-            &scale,
+            out,
+            (m, &args.overrides),
+            scale,
             (
                 m.backend,
                 &format!(
@@ -428,12 +526,12 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
                     launcher = launcher_word(args.launcher)
                 ),
             ),
-            &crate::records::freshness::invocation(&m, &scale, m.backend),
-            &grid,
+            &crate::records::freshness::invocation(m, scale, m.backend),
+            &sub.grid,
             &[],
         )?;
     }
-    let array = match &chunks_text {
+    let array = match chunks_text {
         Some((n, c)) => {
             crate::util::atomic::create_dir_all(&out.join(Entry::Chunks.name()))?;
             let f = out.join(Entry::ChunksScript.name());
@@ -445,35 +543,13 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     let after = array.as_ref().map(|(a, _)| format!("afterany:{a}"));
     let id = sbatch(&file, after.as_deref())?;
     crate::launch::slurm::record(
-        &out,
+        out,
         &id,
         &file,
         array.as_ref().map(|(a, n)| (a.as_str(), *n)),
     )?;
-    crate::util::sudo::give(&out);
-    if let Some((a, n)) = &array {
-        println!(
-            "submitted job array {a}: {} runs of `{}` at scale `{scale}` in {n} chunks, into {}",
-            shared.len(),
-            m.name,
-            out.join(Entry::Chunks.name()).display()
-        );
-        println!(
-            "submitted job {id}: after the array, adopts its runs and runs the other {} into {}",
-            all.len() - shared.len(),
-            out.display()
-        );
-    } else {
-        println!(
-            "submitted job {id}: {} runs of `{}` at scale `{scale}` ({} of them tuning) into {}",
-            all.len(),
-            m.name,
-            tuning.len(),
-            out.display()
-        );
-    }
-    watching(&out, &id);
-    Ok(())
+    crate::util::sudo::give(out);
+    Ok((id, array))
 }
 
 /// Submits `file` with `sbatch` (after `dependency`, where given): the
