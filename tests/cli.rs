@@ -2772,8 +2772,8 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     }
     assert!(script.starts_with("#!/bin/bash\n"), "{script}");
     assert!(
-        script.contains(" run table2 --scale paper --out /")
-            && script.contains(" --launcher srun --resume &\n"),
+        script.contains(" run table2 --scale paper --launcher srun --resume --out /")
+            && script.contains("Z &\n"),
         "{script}"
     );
     // repro run's exit status is kept for when Slurm forgets the job
@@ -2781,8 +2781,24 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
         script.contains("slurm-\"$SLURM_JOB_ID\".exit\nexit \"$rc\"\n"),
         "{script}"
     );
-    // no total estimate: every run's timeout, and a warning past 7 days
+    // a shaped experiment names the nodes' interface, at submit time
     let o = repro(&["submit", "figure1", "--scale", "paper", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("needs `--interface IFACE`"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // no total estimate: every run's timeout, and a warning past 7 days
+    let o = repro(&[
+        "submit",
+        "figure1",
+        "--scale",
+        "paper",
+        "--interface",
+        "eth0",
+        "--dry-run",
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let plan = repro_json(&["run", "figure1", "--scale", "paper", "--dry-run", "--json"]);
     let total: u64 = plan["runs"]
@@ -2794,7 +2810,8 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     let limit = total + total / 10 + 300;
     let script = String::from_utf8_lossy(&o.stdout);
     assert!(
-        script.contains(&format!("#SBATCH --time={}\n", d_hms(limit))),
+        script.contains(&format!("#SBATCH --time={}\n", d_hms(limit)))
+            && script.contains(" --interface eth0 --launcher srun "),
         "{script}"
     );
     assert!(limit > 7 * 86_400);
@@ -2806,7 +2823,7 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     // mpirun inside the allocation, for a site whose MPI wants it
     let o = repro(&["submit", "mpi-smoke", "--launcher", "mpirun", "--dry-run"]);
     assert!(
-        String::from_utf8_lossy(&o.stdout).contains(" --launcher mpirun --resume &\n"),
+        String::from_utf8_lossy(&o.stdout).contains(" --launcher mpirun --resume --out /"),
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );

@@ -1253,16 +1253,64 @@ fn allreduce_mpi_sums_as_the_ring_does() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// A Slurm cluster of this one machine, from Slurm's own daemons (munge,
-/// slurmctld, slurmd) with every file in a temporary directory and its
-/// own ports; stopped when dropped. `SLURM_CONF` points clients at it.
+/// A Slurm cluster from Slurm's own daemons (munge, slurmctld, slurmd),
+/// with every file in a directory of its own and its own ports; stopped
+/// when dropped. `SLURM_CONF` points clients at it. [`Slurm::start`]: one
+/// node, this machine. [`Slurm::cluster`]: a virtual cluster, one network
+/// namespace per node (each slurmd with its own `eth0` and its own /tmp,
+/// as a real node has), and the controller in a head namespace on their
+/// bridge, where the clients run.
 struct Slurm {
     dir: PathBuf,
+    /// The head namespace and the nodes' (a virtual cluster).
+    netns: Option<(String, Vec<String>)>,
 }
 
 impl Slurm {
+    /// The subnet of a virtual cluster's nodes.
+    const SUBNET: &'static str = "10.218.1.0/24";
+
     fn start(name: &str) -> Slurm {
-        let dir = temp_out(name);
+        Self::boot(temp_out(name), None)
+    }
+
+    /// `nodes` nodes, each a namespace: `eth0` at 10.218.1.<k+1>.
+    fn cluster(name: &str, nodes: usize) -> Slurm {
+        // the nodes' /tmp is their own: nothing the test shares lives there
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let head = format!("rsl-{}-head", std::process::id());
+        let names: Vec<String> = (0..nodes)
+            .map(|k| format!("rsl-{}-n{k}", std::process::id()))
+            .collect();
+        let ip = |args: &[&str]| VirtualCluster::ip(args);
+        let _ = Command::new("ip").args(["netns", "del", &head]).output();
+        ip(&["netns", "add", &head]);
+        ip(&["-n", &head, "link", "set", "lo", "up"]);
+        ip(&["-n", &head, "link", "add", "br0", "type", "bridge"]);
+        ip(&["-n", &head, "addr", "add", "10.218.1.254/24", "dev", "br0"]);
+        ip(&["-n", &head, "link", "set", "br0", "up"]);
+        for (k, node) in names.iter().enumerate() {
+            let _ = Command::new("ip").args(["netns", "del", node]).output();
+            let veth = format!("sl{k}");
+            ip(&["netns", "add", node]);
+            ip(&[
+                "-n", &head, "link", "add", &veth, "type", "veth", "peer", "name", "eth0", "netns",
+                node,
+            ]);
+            ip(&["-n", &head, "link", "set", &veth, "master", "br0"]);
+            ip(&["-n", &head, "link", "set", &veth, "up"]);
+            let addr = format!("10.218.1.{}/24", k + 1);
+            ip(&["-n", node, "addr", "add", &addr, "dev", "eth0"]);
+            ip(&["-n", node, "link", "set", "lo", "up"]);
+            ip(&["-n", node, "link", "set", "eth0", "up"]);
+        }
+        Self::boot(dir, Some((head, names)))
+    }
+
+    /// Writes slurm.conf into `dir` and starts the daemons.
+    fn boot(dir: PathBuf, netns: Option<(String, Vec<String>)>) -> Slurm {
         for d in ["state", "spool", "log", "munge"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
@@ -1272,27 +1320,66 @@ impl Slurm {
             .to_string();
         let port = 17000 + (std::process::id() % 2000) * 2;
         let d = dir.display();
+        let (controller, nodes, node_dir) = match &netns {
+            None => (
+                host.clone(),
+                format!("NodeName={host} CPUs=8 State=UNKNOWN\n"),
+                "",
+            ),
+            Some((_, names)) => (
+                format!("{host}(10.218.1.254)"),
+                (0..names.len())
+                    .map(|k| {
+                        format!(
+                            "NodeName=vn{k} NodeHostname={host} NodeAddr=10.218.1.{} CPUs=4 \
+                             State=UNKNOWN\n",
+                            k + 1
+                        )
+                    })
+                    .collect(),
+                "-%n",
+            ),
+        };
         let conf = format!(
-            "ClusterName=repro\nSlurmctldHost={host}\nAuthType=auth/munge\n\
+            "ClusterName=repro\nSlurmctldHost={controller}\nAuthType=auth/munge\n\
              AuthInfo=socket={d}/munge/socket\nCredType=cred/munge\nSlurmUser=root\n\
              SlurmctldPort={port}\nSlurmdPort={}\nStateSaveLocation={d}/state\n\
-             SlurmdSpoolDir={d}/spool\nSlurmctldPidFile={d}/slurmctld.pid\n\
-             SlurmdPidFile={d}/slurmd.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
-             SlurmdLogFile={d}/log/slurmd.log\nProctrackType=proctrack/linuxproc\n\
+             SlurmdSpoolDir={d}/spool{node_dir}\nSlurmctldPidFile={d}/slurmctld.pid\n\
+             SlurmdPidFile={d}/slurmd{node_dir}.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
+             SlurmdLogFile={d}/log/slurmd{node_dir}.log\nProctrackType=proctrack/linuxproc\n\
              TaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
-             SlurmdParameters=config_overrides\nMpiDefault=none\nReturnToService=2\n\
-             NodeName={host} CPUs=8 State=UNKNOWN\n\
+             SlurmdParameters=config_overrides\nMpiDefault=none\nReturnToService=2\n{nodes}\
              PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES\n",
             port + 1
         );
         std::fs::write(dir.join("slurm.conf"), conf).unwrap();
+        let daemons = match &netns {
+            None => {
+                format!("SLURM_CONF={d}/slurm.conf slurmctld; SLURM_CONF={d}/slurm.conf slurmd")
+            }
+            // slurmd through nsenter, not `ip netns exec`, which remounts
+            // /sys without the cgroup tree slurmd needs; a private /tmp each,
+            // so the nodes' PMIx and OpenMPI session files do not collide
+            Some((head, names)) => {
+                let mut sh = format!(
+                    "export SLURM_CONF={d}/slurm.conf; nsenter --net=/var/run/netns/{head} slurmctld"
+                );
+                for (k, node) in names.iter().enumerate() {
+                    sh.push_str(&format!(
+                        "; mkdir -p {d}/spool-vn{k}; nsenter --net=/var/run/netns/{node} unshare \
+                         --mount --propagation private sh -c 'mount -t tmpfs tmpfs /tmp && \
+                         exec slurmd -N vn{k}'"
+                    ));
+                }
+                sh
+            }
+        };
         let sh = format!(
             "set -e; cd {d}; chmod 700 munge; head -c 1024 /dev/urandom > munge/munge.key; \
              chmod 400 munge/munge.key; \
              munged --key-file=munge/munge.key --socket={d}/munge/socket \
              --pid-file={d}/munge/munged.pid --log-file={d}/munge/munged.log \
-             --seed-file={d}/munge/seed --force; \
-             SLURM_CONF={d}/slurm.conf slurmctld; SLURM_CONF={d}/slurm.conf slurmd"
+             --seed-file={d}/munge/seed --force; {daemons}"
         );
         let o = Command::new("bash").args(["-c", &sh]).output().unwrap();
         assert!(
@@ -1300,24 +1387,43 @@ impl Slurm {
             "could not start Slurm (ci/setup.sh installs slurm-wlm and munge): {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let s = Slurm { dir };
-        // the node registers: idle
+        let s = Slurm { dir, netns };
+        // every node registers: idle
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let o = s.cmd("sinfo").args(["-h", "-o", "%t"]).output().unwrap();
             if String::from_utf8_lossy(&o.stdout).trim() == "idle" {
                 break;
             }
-            assert!(Instant::now() < deadline, "the Slurm node never came up");
+            assert!(Instant::now() < deadline, "the Slurm nodes never came up");
             std::thread::sleep(Duration::from_millis(300));
         }
         s
     }
 
+    /// `program` as a client of this Slurm (in the head namespace of a
+    /// virtual cluster).
     fn cmd(&self, program: &str) -> Command {
-        let mut c = Command::new(program);
+        let mut c = match &self.netns {
+            None => Command::new(program),
+            Some((head, _)) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/var/run/netns/{head}")).arg(program);
+                c
+            }
+        };
         c.env("SLURM_CONF", self.dir.join("slurm.conf"));
         c
+    }
+
+    /// Node k's qdiscs on eth0 as `tc -j` prints them (a virtual cluster).
+    fn qdiscs(&self, k: usize) -> String {
+        let (_, names) = self.netns.as_ref().unwrap();
+        let o = Command::new("tc")
+            .args(["-n", &names[k], "-j", "qdisc", "show", "dev", "eth0"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
     }
 
     /// Waits for job `id` to leave the queue.
@@ -1339,14 +1445,88 @@ impl Slurm {
 
 impl Drop for Slurm {
     fn drop(&mut self) {
-        for pid in ["slurmd.pid", "slurmctld.pid", "munge/munged.pid"] {
+        let nodes = self.netns.as_ref().map_or(0, |(_, n)| n.len());
+        let mut pids: Vec<String> = vec!["slurmd.pid".into(), "slurmctld.pid".into()];
+        pids.extend((0..nodes).map(|k| format!("slurmd-vn{k}.pid")));
+        pids.push("munge/munged.pid".into());
+        for pid in pids {
             if let Ok(p) = std::fs::read_to_string(self.dir.join(pid)) {
                 let _ = Command::new("kill").arg(p.trim()).status();
             }
         }
         std::thread::sleep(Duration::from_millis(500));
+        if let Some((head, names)) = &self.netns {
+            for n in names.iter().chain(std::iter::once(head)) {
+                let _ = Command::new("ip").args(["netns", "del", n]).output();
+            }
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Hosts-mode shaping through srun, on a virtual Slurm cluster of three
+/// nodes: `repro submit --interface eth0` runs the shaped experiment in a
+/// batch job on the first node; the driver shapes every node's eth0
+/// through `srun --ntasks-per-node=1 repro net node`, the ranks run one a
+/// node, the run cannot beat its bytes at the rate, and each node's root
+/// qdisc (the veth's default, a pfifo) is back afterwards.
+#[test]
+fn a_slurm_job_shapes_every_node_in_hosts_mode_through_srun() {
+    let _serial = serial();
+    if !as_root() {
+        return;
+    }
+    let slurm = Slurm::cluster("slurm-hosts", 3);
+    let (_, names) = slurm.netns.clone().unwrap();
+    let o = Command::new("tc")
+        .args(["-n", &names[1], "qdisc", "replace", "dev", "eth0", "root"])
+        .args(["pfifo", "limit", "777"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before: Vec<String> = (0..3).map(|k| slurm.qdiscs(k)).collect();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("slurm-hosts-out-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let subnet = Slurm::SUBNET;
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["submit", "tests/fixtures/net-cluster.yaml", "--nodes", "3"])
+        .args(["--interface", "eth0", "--out"])
+        .arg(&out)
+        .env("REPRO_TRAIN", train_binary())
+        .env("OMPI_MCA_oob_tcp_if_include", subnet)
+        .env("OMPI_MCA_btl_tcp_if_include", subnet)
+        .env("OMPI_MCA_btl", "tcp,self")
+        .env("PMIX_MCA_ptl_tcp_if_include", subnet)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("job.json")).unwrap()).unwrap();
+    let id = job["job_id"].as_str().unwrap().to_string();
+    slurm.wait(&id, Duration::from_secs(300));
+    let log = std::fs::read_to_string(out.join(format!("slurm-{id}.out"))).unwrap_or_default();
+    let runs = read_runs(&out);
+    assert_eq!(runs.len(), 1, "{log}");
+    let run = &runs[0];
+    assert_eq!(run["status"], "completed", "{run:?}\n{log}");
+    assert!(run["shaping"].starts_with("hosts: "), "{run:?}");
+    assert!(run["shaping"].contains("on eth0 of every node"), "{run:?}");
+    let over: f64 = run["time_over_bound"].parse().unwrap();
+    assert!(over >= 0.95, "faster than its bytes at the rate: {run:?}");
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("provenance.json")).unwrap())
+            .unwrap();
+    assert_eq!(p["launcher"], format!("srun --mpi=pmix in Slurm job {id}"));
+    // every node's root qdisc is back, and no owner record is left
+    for (k, b) in before.iter().enumerate() {
+        assert_eq!(&slurm.qdiscs(k), b, "node {k}");
+    }
+    assert!(!Path::new("/run/repro/net/hosts-eth0.owner").exists());
+    drop(slurm);
+    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// `repro submit` against a real Slurm: the job runs mpi-smoke through

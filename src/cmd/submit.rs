@@ -49,6 +49,10 @@ pub(crate) struct SubmitArgs {
     /// runs/<experiment>/<scale>/<time>/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The nodes' network interface, for an experiment that shapes the
+    /// network (`shaping: hosts`: each node's interface, through srun).
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
     /// Run the plan as a job array of N chunks (each every N-th run; a
     /// tuned experiment's tuning runs), then one job that waits for them,
     /// adopts their runs and runs what is left (the final runs).
@@ -64,7 +68,7 @@ pub(crate) struct SubmitArgs {
     #[arg(
         long,
         value_name = "DIR",
-        conflicts_with_all = ["experiment", "scale", "overrides", "partition", "time", "nodes", "gpus_per_task", "mem", "out", "launcher", "array"]
+        conflicts_with_all = ["experiment", "scale", "overrides", "partition", "time", "nodes", "gpus_per_task", "mem", "out", "launcher", "array", "interface"]
     )]
     pub resume: Option<PathBuf>,
     /// Write and print the script, submit nothing.
@@ -300,6 +304,9 @@ impl Script<'_> {
         for o in &args.overrides {
             run.extend(["--set".into(), o.clone()]);
         }
+        if let Some(i) = &args.interface {
+            run.extend(["--interface".into(), i.clone()]);
+        }
         run.extend([
             "--launcher".into(),
             launcher_word(args.launcher).into(),
@@ -386,6 +393,13 @@ fn plan_submission(args: &SubmitArgs) -> Result<Submission> {
         None => Vec::new(),
     };
     let grid = plan::expand(&m, &scale, m.backend)?;
+    // a job started with srun shapes each node's interface: say it now,
+    // not when the job runs
+    let shaped = m.shaping != crate::spec::condition::ShapingMode::None
+        && grid.iter().chain(&tuning).any(|r| r.network.is_some());
+    if shaped && args.interface.is_none() && args.launcher == JobLauncher::Srun {
+        return Err(crate::launch::net::NetError::NoInterface.into());
+    }
     let all: Vec<plan::PlannedRun> = tuning.iter().chain(&grid).cloned().collect();
     // a chunk runs a share of the tuning runs, else of the grid's; the
     // job after the array runs what is left (a tuned experiment's final
