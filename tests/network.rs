@@ -1537,7 +1537,8 @@ fn a_slurm_job_shapes_every_node_in_hosts_mode_through_srun() {
 /// cancel`) keeps the run it finished, `repro status` says it was
 /// cancelled, and `repro submit --resume` runs only what is missing. A
 /// job array of two chunks runs the same runs, and the job after it
-/// adopts them into the run directory.
+/// adopts them into the run directory. `--launcher mpirun` runs them with
+/// mpirun inside the job's allocation.
 #[test]
 fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     let _serial = serial();
@@ -1620,6 +1621,31 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         said.contains(&format!("Slurm job {id}: COMPLETED")),
         "{said}"
     );
+    // a site whose MPI does not start under srun: mpirun inside the job's
+    // allocation, the same runs, and provenance says which started them
+    let viampi = temp_out("slurm-mpirun-inside");
+    let o = slurm
+        .cmd(env!("CARGO_BIN_EXE_repro"))
+        .args(["submit", "mpi-smoke", "--launcher", "mpirun", "--out"])
+        .arg(&viampi)
+        .env("REPRO_TRAIN", train_binary())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(viampi.join("job.json")).unwrap()).unwrap();
+    let inside = job["job_id"].as_str().unwrap().to_string();
+    slurm.wait(&inside, Duration::from_secs(300));
+    let log =
+        std::fs::read_to_string(viampi.join(format!("slurm-{inside}.out"))).unwrap_or_default();
+    let rows = read_runs(&viampi);
+    assert!(
+        rows.len() == 2 && rows.iter().all(|r| r["status"] == "completed"),
+        "{rows:?}\n{log}"
+    );
+    assert_eq!(ids(&rows), ids(&read_runs(&local)));
+    assert_eq!(launcher(&viampi), format!("mpirun in Slurm job {inside}"));
     // a job array of two chunks, each into a directory of its own, then
     // the job that waits for them: it adopts their runs, the only writer
     // of the run directory
@@ -1767,7 +1793,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         said.contains(&format!("Slurm job {again}: COMPLETED")),
         "{said}"
     );
-    for d in [out, local, long, arr] {
+    for d in [out, local, long, arr, viampi] {
         let _ = std::fs::remove_dir_all(d);
     }
 }
