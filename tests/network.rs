@@ -1257,7 +1257,7 @@ fn allreduce_mpi_sums_as_the_ring_does() {
 /// with every file in a directory of its own and its own ports; stopped
 /// when dropped. `SLURM_CONF` points clients at it. [`Slurm::start`]: one
 /// node, this machine. [`Slurm::cluster`]: a virtual cluster, one network
-/// namespace per node (each slurmd with its own `eth0` and its own /tmp,
+/// namespace per node (each slurmd with its own `eth0` and its own `TmpFS`,
 /// as a real node has), and the controller in a head namespace on their
 /// bridge, where the clients run.
 struct Slurm {
@@ -1276,10 +1276,7 @@ impl Slurm {
 
     /// `nodes` nodes, each a namespace: `eth0` at 10.218.1.<k+1>.
     fn cluster(name: &str, nodes: usize) -> Slurm {
-        // the nodes' /tmp is their own: nothing the test shares lives there
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = temp_out(name);
         let head = format!("rsl-{}-head", std::process::id());
         let names: Vec<String> = (0..nodes)
             .map(|k| format!("rsl-{}-n{k}", std::process::id()))
@@ -1311,7 +1308,7 @@ impl Slurm {
 
     /// Writes slurm.conf into `dir` and starts the daemons.
     fn boot(dir: PathBuf, netns: Option<(String, Vec<String>)>) -> Slurm {
-        for d in ["state", "spool", "log", "munge"] {
+        for d in ["state", "spool", "log", "munge", "tmp"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
         let host = String::from_utf8(Command::new("hostname").output().unwrap().stdout)
@@ -1344,7 +1341,8 @@ impl Slurm {
             "ClusterName=repro\nSlurmctldHost={controller}\nAuthType=auth/munge\n\
              AuthInfo=socket={d}/munge/socket\nCredType=cred/munge\nSlurmUser=root\n\
              SlurmctldPort={port}\nSlurmdPort={}\nStateSaveLocation={d}/state\n\
-             SlurmdSpoolDir={d}/spool{node_dir}\nSlurmctldPidFile={d}/slurmctld.pid\n\
+             SlurmdSpoolDir={d}/spool{node_dir}\nTmpFS={d}/tmp{node_dir}\n\
+             SlurmctldPidFile={d}/slurmctld.pid\n\
              SlurmdPidFile={d}/slurmd{node_dir}.pid\nSlurmctldLogFile={d}/log/slurmctld.log\n\
              SlurmdLogFile={d}/log/slurmd{node_dir}.log\nProctrackType=proctrack/linuxproc\n\
              TaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
@@ -1358,17 +1356,17 @@ impl Slurm {
                 format!("SLURM_CONF={d}/slurm.conf slurmctld; SLURM_CONF={d}/slurm.conf slurmd")
             }
             // slurmd through nsenter, not `ip netns exec`, which remounts
-            // /sys without the cgroup tree slurmd needs; a private /tmp each,
-            // so the nodes' PMIx and OpenMPI session files do not collide
+            // /sys without the cgroup tree slurmd needs; a TmpFS each, so
+            // the nodes' PMIx directories do not collide (in one /tmp:
+            // "Cannot create directory /tmp/spmix_appdir_0_1.2: File exists")
             Some((head, names)) => {
                 let mut sh = format!(
                     "export SLURM_CONF={d}/slurm.conf; nsenter --net=/var/run/netns/{head} slurmctld"
                 );
                 for (k, node) in names.iter().enumerate() {
                     sh.push_str(&format!(
-                        "; mkdir -p {d}/spool-vn{k}; nsenter --net=/var/run/netns/{node} unshare \
-                         --mount --propagation private sh -c 'mount -t tmpfs tmpfs /tmp && \
-                         exec slurmd -N vn{k}'"
+                        "; mkdir -p {d}/spool-vn{k} {d}/tmp-vn{k}; \
+                         nsenter --net=/var/run/netns/{node} slurmd -N vn{k}"
                     ));
                 }
                 sh
@@ -1485,9 +1483,7 @@ fn a_slurm_job_shapes_every_node_in_hosts_mode_through_srun() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let before: Vec<String> = (0..3).map(|k| slurm.qdiscs(k)).collect();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("slurm-hosts-out-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let out = temp_out("slurm-hosts-out");
     let subnet = Slurm::SUBNET;
     let o = slurm
         .cmd(env!("CARGO_BIN_EXE_repro"))
@@ -1508,6 +1504,10 @@ fn a_slurm_job_shapes_every_node_in_hosts_mode_through_srun() {
     let id = job["job_id"].as_str().unwrap().to_string();
     slurm.wait(&id, Duration::from_secs(300));
     let log = std::fs::read_to_string(out.join(format!("slurm-{id}.out"))).unwrap_or_default();
+    assert!(
+        out.join("runs.csv").is_file(),
+        "the job wrote no runs.csv: {log}"
+    );
     let runs = read_runs(&out);
     assert_eq!(runs.len(), 1, "{log}");
     let run = &runs[0];

@@ -200,16 +200,21 @@ impl Drop for DirLock {
 
 /// Locks `dir` (creating it) for this process: `dir/.lock` holds our pid
 /// and command line. A second locker is refused with the holder's; a lock
-/// whose process is gone (a killed driver) is taken over.
+/// whose process is gone (a killed driver) is taken over. A lock taken on
+/// another machine (a shared file system; its boot id differs) is never
+/// taken over: its process cannot be seen from here.
 pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
     create_dir_all(dir)?;
     let path = dir.join(".lock");
-    // pid, command line, start time: a reused pid is not the holder
+    // pid, command line, start time: a reused pid is not the holder; the
+    // host and boot id: a pid names a process only on its own machine
     let me = format!(
-        "{}\n{}\n{}\n",
+        "{}\n{}\n{}\n{} {}\n",
         std::process::id(),
         std::env::args().collect::<Vec<_>>().join(" "),
-        crate::util::process::start_time(std::process::id()).unwrap_or(0)
+        crate::util::process::start_time(std::process::id()).unwrap_or(0),
+        crate::util::process::hostname(),
+        crate::util::process::boot_id(),
     );
     for _ in 0..2 {
         match crate::util::sudo::as_invoker(|| {
@@ -237,6 +242,19 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
                     .lines()
                     .nth(2)
                     .and_then(|s| s.trim().parse::<u64>().ok());
+                let machine = holder.lines().nth(3).unwrap_or("").trim();
+                let elsewhere = machine
+                    .split_once(' ')
+                    .is_some_and(|(_, boot)| boot != crate::util::process::boot_id());
+                if elsewhere {
+                    anyhow::bail!(
+                        "{} is locked by a repro on {machine} (pid {pid}: {}), which cannot be \
+                         checked from here; wait for it, or remove {} once it has ended",
+                        dir.display(),
+                        holder.lines().nth(1).unwrap_or("").trim(),
+                        path.display()
+                    );
+                }
                 let alive = match (pid.parse::<u32>(), started) {
                     (Ok(p), Some(s)) => crate::util::process::start_time(p) == Some(s),
                     (Ok(p), None) => crate::util::process::start_time(p).is_some(),
@@ -413,6 +431,23 @@ mod tests {
         let taken = lock(&dir).unwrap();
         drop(taken);
         assert!(!dir.join(".lock").exists());
+        // a lock taken on another machine (another boot id) is never taken
+        // over, whatever pid it names: its process cannot be seen from here
+        std::fs::write(
+            dir.join(".lock"),
+            "999999999\nrepro run x\n1\nnode7 00000000-another-boot\n",
+        )
+        .unwrap();
+        let err = lock(&dir).unwrap_err().to_string();
+        assert!(err.contains("locked by a repro on node7"), "{err}");
+        assert!(dir.join(".lock").exists());
+        // on this machine, its own boot id: judged by its pid
+        let here = format!(
+            "999999999\nrepro run x\n1\nhere {}\n",
+            crate::util::process::boot_id()
+        );
+        std::fs::write(dir.join(".lock"), here).unwrap();
+        drop(lock(&dir).unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -12,6 +12,20 @@ pub(crate) fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// This machine's host name (for messages; [`boot_id`] tells machines apart).
+pub(crate) fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// This kernel's boot id: a pid means the same process only under it.
+pub(crate) fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|b| b.trim().to_string())
+        .unwrap_or_default()
+}
+
 /// The start time of process `pid` (field 22 of its stat line, after the
 /// command name in parentheses, which may hold spaces).
 pub(crate) fn start_time(pid: u32) -> Option<u64> {

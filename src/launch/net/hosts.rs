@@ -41,19 +41,7 @@ use super::netns::rate_commands;
 use super::owner::Owner;
 use super::{Condition, Exec, NetError, RateQdisc};
 
-/// This machine's host name (for messages; [`boot_id`] tells machines apart).
-pub(crate) fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-/// This kernel's boot id: a pid means the same process only under it.
-pub(crate) fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|b| b.trim().to_string())
-        .unwrap_or_default()
-}
+pub(crate) use crate::util::process::{boot_id, hostname};
 
 /// The process that shaped a node (or asks to restore one), as nodes
 /// record it: `host:boot:pid:start` on the command line.
