@@ -1,11 +1,12 @@
 //! The compressors the baselines apply to what they send: the paper's
 //! "identical quantizer" (unbiased stochastic rounding with a per-bucket
-//! scale), QSGD and TernGrad, top-k and random-k, full precision, and the
-//! fixed-grid quantizer of Theorem 1.
+//! scale), QSGD and TernGrad, top-k and random-k, full precision, the
+//! fixed-grid quantizer of Theorem 1, and Tang et al.'s fixed-precision
+//! randomized quantizer.
 
 use repro_codec::{
-    CodecError, FullPrecision, NormCodec, NormConfig, SparseCodec, SparseConfig, StochasticCodec,
-    StochasticConfig,
+    CodecError, FixedCodec, FixedConfig, FullPrecision, NormCodec, NormConfig, SparseCodec,
+    SparseConfig, StochasticCodec, StochasticConfig,
 };
 
 use crate::AlgoError;
@@ -21,6 +22,9 @@ pub enum CompressorSpec {
     /// f32 values (32 bits each: the grid is unbounded). The quantizer of
     /// Moniqua's Theorem 1.
     Grid { step: f32 },
+    /// `bits` per value on the fixed grid `(k + 1/2) step`, whatever the
+    /// magnitude: Tang et al.'s fixed-precision randomized quantizer.
+    Fixed(FixedConfig),
     /// Norm-scaled sign + level codes: QSGD (L2) or TernGrad (Linf, 1 level).
     Norm(NormConfig),
     /// Top-k or random-k: `k` values and their indices.
@@ -41,6 +45,7 @@ pub enum Compressor {
     Full(FullPrecision),
     Stochastic(StochasticCodec),
     Grid { step: f32, seed: u64 },
+    Fixed(FixedCodec),
     Norm(NormCodec),
     Sparse(SparseCodec),
     Scaled { inner: Box<Compressor>, factor: f32 },
@@ -68,6 +73,7 @@ impl Compressor {
                 }
                 Compressor::Grid { step: *step, seed }
             }
+            CompressorSpec::Fixed(cfg) => Compressor::Fixed(FixedCodec::new(cfg, seed)?),
             CompressorSpec::Norm(cfg) => Compressor::Norm(NormCodec::new(cfg, seed)?),
             CompressorSpec::Sparse(cfg) => Compressor::Sparse(SparseCodec::new(cfg, seed)?),
             CompressorSpec::Scaled { inner, factor } => {
@@ -116,6 +122,9 @@ impl Compressor {
                     own.copy_from_slice(&q);
                 }
             }
+            Compressor::Fixed(c) => {
+                c.encode(v, k, sender, own, out)?;
+            }
             Compressor::Norm(c) => {
                 c.encode(v, k, sender, own, out)?;
             }
@@ -139,6 +148,7 @@ impl Compressor {
             Compressor::Full(f) => f.decode(bytes, out).map(drop),
             Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
             Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
+            Compressor::Fixed(c) => c.decode(bytes, out).map(drop),
             Compressor::Norm(c) => c.decode(bytes, out).map(drop),
             Compressor::Sparse(c) => c.decode(bytes, out).map(drop),
             Compressor::Scaled { inner, factor } => {
@@ -251,6 +261,52 @@ mod tests {
             ..crate::Knobs::default()
         };
         assert!(crate::AlgorithmSpec::from_name("choco", &bad).is_err());
+    }
+
+    /// Why ECD needs Tang et al.'s quantizer: ECD sends an extrapolation
+    /// that grows with t. The bucket quantizer's error grows with the
+    /// magnitude sent (its scale is the bucket's largest value); the
+    /// fixed-precision one's stays below its step while the values stay in
+    /// its range. `compressor: fixed` picks it, with `bits` and `grid_step`.
+    #[test]
+    fn the_fixed_precision_error_does_not_grow_with_the_magnitude() {
+        let knobs = crate::Knobs {
+            compressor: repro_runlog::CompressorKind::Fixed,
+            bits: 8,
+            grid_step: 0.01,
+            ..crate::Knobs::default()
+        };
+        let spec = match crate::AlgorithmSpec::from_name("ecd", &knobs).unwrap() {
+            crate::AlgorithmSpec::Ecd(q) => q,
+            other => panic!("{other:?}"),
+        };
+        assert!(matches!(spec, CompressorSpec::Fixed(_)), "{spec:?}");
+        let bucket = CompressorSpec::Stochastic(StochasticConfig {
+            bits: 8,
+            bucket: 1024,
+            ..StochasticConfig::default()
+        });
+        let err = |spec: &CompressorSpec, scale: f32| {
+            let c = Compressor::new(spec, 2).unwrap();
+            let v: Vec<f32> = (0..1024).map(|i| (i as f32 * 0.37).sin() * scale).collect();
+            let (mut f, mut out) = (Vec::new(), vec![0f32; v.len()]);
+            c.encode(&v, 0, 0, None, &mut f).unwrap();
+            c.decode(&f, &mut out).unwrap();
+            out.iter()
+                .zip(&v)
+                .map(|(o, x)| (o - x).abs())
+                .fold(0f32, f32::max)
+        };
+        // 8 bits of step 0.01: the range is +-1.275
+        for scale in [0.01f32, 0.1, 1.0] {
+            assert!(err(&spec, scale) < 0.01, "fixed at {scale}");
+        }
+        assert!(err(&bucket, 1.0) > 10.0 * err(&bucket, 0.01));
+        let bad = crate::Knobs {
+            grid_step: 0.0,
+            ..knobs
+        };
+        assert!(crate::AlgorithmSpec::from_name("ecd", &bad).is_err());
     }
 
     #[test]

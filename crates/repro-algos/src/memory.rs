@@ -74,6 +74,7 @@ fn compressor_frame(c: &CompressorSpec, d: usize) -> u64 {
         CompressorSpec::Stochastic(cfg) => {
             HEADER_LEN + raw_body_len(Kind::Stochastic, cfg.bits, d, cfg.bucket)
         }
+        CompressorSpec::Fixed(cfg) => HEADER_LEN + raw_body_len(Kind::Fixed, cfg.bits, d, 0),
         CompressorSpec::Norm(cfg) => {
             // a sign and the level's bits
             let bits = 1 + (32 - cfg.levels.leading_zeros());

@@ -38,6 +38,9 @@ pub enum ConfigError {
         bits: u32,
         rounding: Rounding,
     },
+    /// The fixed-precision quantizer's step must be a positive finite number.
+    #[error("the grid step must be positive and finite, got {step}; set `grid_step`")]
+    InvalidStep { step: f32 },
     /// QSGD / TernGrad levels out of range.
     #[error(
         "levels must be in 1..=32767 (so a sign and level fit 16 bits), got {levels}; fix `levels`"

@@ -14,7 +14,7 @@
 //! | 16 | 8 | iteration |
 //! | 24 | 4 | sender rank |
 //! | 28 | 4 | body length in bytes as sent (after compression) |
-//! | 32 | 4 | f32 parameter: modulus `B_theta` (Moniqua), levels `s` (norm), else 0 |
+//! | 32 | 4 | f32 parameter: modulus `B_theta` (Moniqua), levels `s` (norm), step `d` (fixed), else 0 |
 //! | 36 | 8 | xxh3-64 of the un-modded integer codes, or 0 |
 //!
 //! The uncompressed body length is a function of `(kind, bits, len, bucket)`,
@@ -54,6 +54,9 @@ pub enum Kind {
     /// of [`index_bits`]`(len)` bits each, then their `k` f32 values. The
     /// other `len - k` values are zero.
     Sparse = 4,
+    /// The fixed-precision quantizer: `len` codes of `bits` bits on the grid
+    /// `(k + 1/2) d`; the header's parameter field holds the step `d`.
+    Fixed = 5,
 }
 
 /// Bits of one index into `len` values: enough for `len - 1`, at least 1.
@@ -69,6 +72,7 @@ impl Kind {
             2 => Ok(Kind::Stochastic),
             3 => Ok(Kind::Norm),
             4 => Ok(Kind::Sparse),
+            5 => Ok(Kind::Fixed),
             found => Err(FrameError::UnknownKind { found }),
         }
     }
@@ -81,6 +85,7 @@ impl Kind {
             Kind::Stochastic => "stochastic",
             Kind::Norm => "norm",
             Kind::Sparse => "sparse",
+            Kind::Fixed => "fixed",
         }
     }
 }
@@ -186,7 +191,7 @@ impl FrameHeader {
         let bits = h[4];
         let bits_ok = match kind {
             Kind::F32 => bits == 32,
-            Kind::Moniqua | Kind::Stochastic => (1..=8).contains(&bits),
+            Kind::Moniqua | Kind::Stochastic | Kind::Fixed => (1..=8).contains(&bits),
             // a sign and up to 15 bits of level (QSGD's s <= 32767)
             Kind::Norm => (2..=16).contains(&bits),
             // checked against len below
@@ -245,7 +250,7 @@ impl FrameHeader {
 pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
     match kind {
         Kind::F32 => 4 * len,
-        Kind::Moniqua => crate::pack::packed_len(len, bits),
+        Kind::Moniqua | Kind::Fixed => crate::pack::packed_len(len, bits),
         Kind::Stochastic | Kind::Norm => {
             4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits)
         }

@@ -5,8 +5,9 @@
 
 use crate::frame::{FrameHeader, read_frame};
 use crate::{
-    Compression, DecodeTarget, FullPrecision, Keep, MoniquaCodec, MoniquaConfig, Norm, NormCodec,
-    NormConfig, Rounding, Select, SparseCodec, SparseConfig, StochasticCodec, StochasticConfig,
+    Compression, DecodeTarget, FixedCodec, FixedConfig, FullPrecision, Keep, MoniquaCodec,
+    MoniquaConfig, Norm, NormCodec, NormConfig, Rounding, Select, SparseCodec, SparseConfig,
+    StochasticCodec, StochasticConfig,
 };
 
 /// Decodes `data` as every codec's frame at every bit width: no input may
@@ -20,6 +21,7 @@ pub fn frame_decode(data: &[u8]) {
     for bits in 1..=8 {
         decode_moniqua(data, bits, &local, &mut out);
         decode_stochastic(data, bits, &mut out);
+        decode_fixed(data, bits, &mut out);
     }
     decode_norm(data, &mut out);
     decode_sparse(data, &mut out);
@@ -60,6 +62,20 @@ fn decode_stochastic(data: &[u8], bits: u32, out: &mut [f32]) {
         if let Ok(codec) = StochasticCodec::new(&cfg, 0) {
             let _ = codec.decode(data, out);
         }
+    }
+}
+
+/// The fixed-precision quantizer's frame at `bits`, on the step the
+/// frame's header names (a decoder refuses any other).
+fn decode_fixed(data: &[u8], bits: u32, out: &mut [f32]) {
+    let step = FrameHeader::parse(data, 1 << 16).map_or(1.0, |h| h.modulus);
+    let cfg = FixedConfig {
+        bits,
+        step,
+        compression: Compression::None,
+    };
+    if let Ok(codec) = FixedCodec::new(&cfg, 0) {
+        let _ = codec.decode(data, out);
     }
 }
 

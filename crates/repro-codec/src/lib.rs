@@ -11,6 +11,8 @@
 //!   `[-s, s]` with a per-bucket f32 scale.
 //! - [`NormCodec`]: QSGD and TernGrad (norm-scaled sign and level codes).
 //! - [`SparseCodec`]: top-k and random-k, indices and values on the wire.
+//! - [`FixedCodec`]: fixed-precision randomized quantization on a grid of
+//!   a set step, whatever the magnitude (Tang et al.'s experiments).
 //! - [`FullPrecision`]: f32 pass-through.
 //! - [`frame`]: the 44-byte header and body layout; [`pack`]: dense bit packing.
 //!
@@ -37,6 +39,7 @@ mod avx512;
 mod chunk;
 mod dither;
 mod errors;
+mod fixed;
 pub mod frame;
 mod full;
 #[doc(hidden)]
@@ -54,6 +57,7 @@ mod stochastic;
 
 pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};
 pub use errors::{CodecError, ConfigError, FrameError};
+pub use fixed::{FixedCodec, FixedConfig, FixedEncoded};
 pub use frame::{Compression, FrameHeader, Kind};
 pub use full::FullPrecision;
 pub use kernels::MixTarget;

@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use repro_codec::frame::HEADER_LEN;
 use repro_codec::pack::{pack, packed_len, unpack};
 use repro_codec::{
-    Compression, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding,
-    StochasticCodec, StochasticConfig, Verification,
+    Compression, DecodeTarget, FixedCodec, FixedConfig, FullPrecision, MoniquaCodec, MoniquaConfig,
+    Rounding, StochasticCodec, StochasticConfig, Verification,
 };
 
 fn moniqua_config() -> impl Strategy<Value = MoniquaConfig> {
@@ -153,6 +153,52 @@ proptest! {
         }
     }
 
+    /// The fixed-precision quantizer's error bound: inside its range every
+    /// value lands on one of its two neighbouring levels, less than a step
+    /// away, however large the values sent; beyond it, on the end level,
+    /// and counted. It round-trips through a frame.
+    #[test]
+    fn fixed_precision_error_is_below_a_step_in_range(
+        bits in 1u32..=8,
+        step in 1e-3f32..10.0,
+        scale in 1e-3f32..1e3,
+        x in proptest::collection::vec(-1.5f32..1.5, 0..2000),
+        zstd in any::<bool>(),
+    ) {
+        let cfg = FixedConfig {
+            bits,
+            step,
+            compression: if zstd { Compression::Zstd { level: 1 } } else { Compression::None },
+        };
+        let codec = FixedCodec::new(&cfg, 5).unwrap();
+        let x: Vec<f32> = x.iter().map(|v| v * scale).collect();
+        let mut frame = Vec::new();
+        let mut own = vec![0.0; x.len()];
+        let e = codec.encode(&x, 4, 1, Some(&mut own), &mut frame).unwrap();
+        if !zstd {
+            prop_assert_eq!(frame.len(), codec.frame_len(x.len()));
+        }
+        let mut out = vec![0.0; x.len()];
+        codec.decode(&frame, &mut out).unwrap();
+        prop_assert_eq!(&out, &own);
+        let r = codec.range();
+        let mut beyond = 0;
+        for (v, o) in x.iter().zip(&out) {
+            // a level: (k + 1/2) step, within the range
+            let k = o / step - 0.5;
+            prop_assert!((k - k.round()).abs() < 1e-3, "{} is no level of step {}", o, step);
+            prop_assert!(o.abs() <= r * 1.0001, "{} beyond the range {}", o, r);
+            if v.abs() <= r {
+                prop_assert!((v - o).abs() < step * 1.0001, "v={} o={} step={}", v, o, step);
+            } else {
+                beyond += 1;
+                prop_assert_eq!(o.signum(), v.signum());
+                prop_assert!((o.abs() - r).abs() <= r * 1e-4, "{} not the end level {}", o, r);
+            }
+        }
+        prop_assert_eq!(e.saturated, beyond);
+    }
+
     /// No input makes frame parsing or any decoder panic.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
@@ -286,6 +332,42 @@ fn stochastic_rounding_is_unbiased() {
                     k * 64 + j
                 );
             }
+        }
+    }
+}
+
+/// The fixed-precision quantizer is unbiased inside its range, at every
+/// magnitude: the mean of many draws is the value, within five standard
+/// errors (its variance is at most step^2 / 4).
+#[test]
+fn fixed_precision_rounding_is_unbiased_in_range() {
+    let draws = 4000;
+    for (bits, step) in [(1u32, 8.0f32), (2, 2.0), (4, 0.5), (8, 0.01)] {
+        let cfg = FixedConfig {
+            bits,
+            step,
+            compression: Compression::None,
+        };
+        let codec = FixedCodec::new(&cfg, 23).unwrap();
+        let r = codec.range();
+        let x: Vec<f32> = (0..257).map(|i| ((i as f32) * 0.731).sin() * r).collect();
+        let mut sum = vec![0.0f64; x.len()];
+        let mut frame = Vec::new();
+        let mut out = vec![0.0; x.len()];
+        for it in 0..draws {
+            codec.encode(&x, it, 0, None, &mut frame).unwrap();
+            codec.decode(&frame, &mut out).unwrap();
+            for (s, o) in sum.iter_mut().zip(&out) {
+                *s += f64::from(*o);
+            }
+        }
+        let tol = 5.0 * (f64::from(step) / 2.0) / (draws as f64).sqrt() + 1e-6;
+        for (i, v) in x.iter().enumerate() {
+            let mean = sum[i] / draws as f64;
+            assert!(
+                (mean - f64::from(*v)).abs() <= tol,
+                "bits={bits} i={i}: mean {mean} vs {v}, tol {tol}"
+            );
         }
     }
 }

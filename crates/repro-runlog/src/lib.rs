@@ -177,7 +177,7 @@ pub struct Knobs {
     pub gamma: f64,
     /// The baselines' quantizer bucket (values per f32 scale).
     pub bucket: usize,
-    /// Theorem 1's grid (naive-grid).
+    /// Theorem 1's grid (naive-grid), and the `fixed` compressor's step.
     pub grid_step: f64,
     /// PSGD / PQASGD period, RSGD chunks.
     pub period: u64,
@@ -246,16 +246,20 @@ pub enum CompressorKind {
     RandomK,
     /// f32: no compression.
     Full,
+    /// `bits` per value on the fixed grid of step `grid_step`, whatever
+    /// the magnitude (Tang et al.'s fixed-precision randomized quantizer).
+    Fixed,
 }
 
 impl CompressorKind {
     /// Every compressor, in the order help texts list them.
-    pub const ALL: [CompressorKind; 5] = [
+    pub const ALL: [CompressorKind; 6] = [
         CompressorKind::Stochastic,
         CompressorKind::Qsgd,
         CompressorKind::TopK,
         CompressorKind::RandomK,
         CompressorKind::Full,
+        CompressorKind::Fixed,
     ];
 
     /// Its one name, as a manifest writes it (serde's spelling too).
@@ -266,6 +270,7 @@ impl CompressorKind {
             CompressorKind::TopK => "top-k",
             CompressorKind::RandomK => "random-k",
             CompressorKind::Full => "full",
+            CompressorKind::Fixed => "fixed",
         }
     }
 }
@@ -957,7 +962,10 @@ mod tests {
             }
         }
         let names: Vec<&str> = CompressorKind::ALL.iter().map(|c| c.name()).collect();
-        assert_eq!(names, ["stochastic", "qsgd", "top-k", "random-k", "full"]);
+        assert_eq!(
+            names,
+            ["stochastic", "qsgd", "top-k", "random-k", "full", "fixed"]
+        );
         let bad = serde_json::from_str::<Knobs>(r#"{"rounding": "up"}"#).unwrap_err();
         assert!(bad.to_string().contains("stochastic or nearest"), "{bad}");
         let bad = serde_json::from_str::<Knobs>(r#"{"compressor": "topk"}"#).unwrap_err();

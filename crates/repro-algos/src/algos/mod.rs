@@ -386,9 +386,17 @@ fn compressor(k: &Knobs, levels: u32) -> Result<CompressorSpec, AlgoError> {
         CompressorKind::Qsgd => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
         CompressorKind::TopK | CompressorKind::RandomK => CompressorSpec::Sparse(sparse(k)?),
         CompressorKind::Full => CompressorSpec::Full,
+        CompressorKind::Fixed => CompressorSpec::Fixed(repro_codec::FixedConfig {
+            bits: k.bits,
+            step: k.grid_step as f32,
+            compression: repro_codec::Compression::None,
+        }),
     };
     if let CompressorSpec::Sparse(cfg) = &q {
         repro_codec::SparseCodec::new(cfg, 0)?;
+    }
+    if let CompressorSpec::Fixed(cfg) = &q {
+        repro_codec::FixedCodec::new(cfg, 0)?;
     }
     Ok(q)
 }
