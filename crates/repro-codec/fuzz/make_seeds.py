@@ -39,6 +39,8 @@ def main():
         "norm16": frame(3, 16, 9, 7, struct.pack("<2f", 1.0, 0.5) + packed(9, 16), modulus=32767.0),
         # top-k of 10 values: indices 1, 4, 9 in 4 bits each, then 3 f32
         "sparse": frame(4, 4, 10, 3, bytes([0x41, 0x09]) + struct.pack("<3f", 1.0, -2.0, 0.5)),
+        # the fixed-precision quantizer: 4-bit codes on a grid of step 0.5
+        "fixed4": frame(5, 4, 11, 0, packed(11, 4), modulus=0.5),
     }
     for name, data in seeds.items():
         with open(os.path.join(OUT, name), "wb") as f:
