@@ -2848,3 +2848,60 @@ fn unstamped_masks_run_directory_stamps_only() {
     );
     assert_eq!(common::unstamped("2026-11-29 09:37"), "2026-11-29 09:37");
 }
+
+/// `theta: theorem2` is the paper's first method as written: the warm-up
+/// tracks the infinity norm of the stochastic gradient, and Theorem 2's
+/// expression (no gamma) sets theta. `theta: auto` tracks the local step
+/// and divides by gamma (Theorem 3). After a one-iteration warm-up without
+/// weight decay the first step is `lr g`, so with gamma 0.5 the two thetas
+/// differ by exactly that factor. The simulator, which sees no stochastic
+/// gradient, refuses `theorem2` at plan time.
+#[test]
+fn theorem2_theta_comes_from_the_gradient_without_gamma() {
+    let out = temp_out("theorem2");
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--backend",
+        "in-process",
+        "--set",
+        "grid.algorithm=[moniqua]",
+        "--set",
+        "grid.theta=[auto, theorem2]",
+        "--set",
+        "params.theta_warmup=1",
+        "--set",
+        "params.weight_decay=0",
+        "--set",
+        "params.gamma=0.5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = read_runs(&out);
+    let theta = |which: &str| -> f64 {
+        let r = runs.iter().find(|r| r["theta"] == which).unwrap();
+        assert_eq!(r["status"], "completed", "{r:?}");
+        r["theta_used"].parse().unwrap()
+    };
+    let (auto, theorem2) = (theta("auto"), theta("theorem2"));
+    assert!(theorem2 > 0.0, "{runs:?}");
+    assert!(
+        (theorem2 - 0.5 * auto).abs() <= 1e-5 * theorem2,
+        "theorem2 {theorem2}, auto {auto}"
+    );
+    let o = repro(&[
+        "run",
+        "smoke",
+        "--set",
+        "params.theta=theorem2",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("`theta: theorem2` tracks"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -911,19 +911,29 @@ fn typed_params(
             // (`PlannedRun::network`), not printed into its parameters
             let p: SimParams =
                 serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
+            if p.knobs.theta == Theta::Theorem2 {
+                return Err(DriverError::RunParams {
+                    run: run.to_string(),
+                    key: "theta".into(),
+                    message: "`theta: theorem2` tracks the stochastic gradients of the trainer's \
+                              warm-up; the simulator tracks the local step: use `theta: auto` or \
+                              a number"
+                        .into(),
+                });
+            }
             (run_id("sim", &p, network), Params::Sim(p))
         }
         Backend::Mpi | Backend::InProcess => {
             let mut p: TrainConfig =
                 serde_path_to_error::deserialize(Value::Mapping(map)).map_err(fail)?;
-            if p.knobs.theta == Theta::Auto
+            if p.knobs.theta.warms_up()
                 && repro_algos::ASYNC_ALGORITHM_NAMES.contains(&p.algorithm.as_str())
             {
                 return Err(DriverError::RunParams {
                     run: run.to_string(),
                     key: "theta".into(),
                     message: format!(
-                        "`theta: auto` needs a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+                        "`theta: auto` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
                         p.algorithm
                     ),
                 });

@@ -136,6 +136,13 @@ pub trait Worker: Send {
         Ok(None)
     }
 
+    /// Ends the warm-up with `theta` chosen by the caller (`theta:
+    /// theorem2`, from the gradients the worker does not see). Returns the
+    /// theta set, `None` for algorithms without one.
+    fn end_warmup_with(&mut self, _theta: f64) -> Result<Option<f64>, AlgoError> {
+        Ok(None)
+    }
+
     /// The current theta, for algorithms that have one.
     fn theta(&self) -> Option<f64> {
         None

@@ -159,12 +159,15 @@ pub struct Knobs {
     /// `stochastic` or `nearest`: the codec's [`Rounding`], by its name.
     #[serde(with = "rounding_name")]
     pub rounding: Rounding,
-    /// Moniqua's a priori consensus bound, or `auto` (Section 6's first
-    /// method: a full-precision warm-up of `theta_warmup` iterations
-    /// tracks the largest step, then Theorem 2's expression, Theorem 3's
-    /// with gamma, sets it; the simulator and the synchronous trainer).
+    /// Moniqua's a priori consensus bound: a number; `auto` (a
+    /// full-precision warm-up of `theta_warmup` iterations tracks the
+    /// largest local step, then Theorem 3's expression, with gamma, sets
+    /// it; the simulator and the synchronous trainer); or `theorem2`
+    /// (Section 6's first method as written: the warm-up tracks the
+    /// infinity norm of the stochastic gradient, then Theorem 2's
+    /// expression, without gamma; the synchronous trainer).
     pub theta: Theta,
-    /// Warm-up iterations of `theta: auto`.
+    /// Warm-up iterations of `theta: auto` and `theta: theorem2`.
     pub theta_warmup: u64,
     /// Moniqua's explicit modulus B (overrides theta).
     pub modulus: Option<f64>,
@@ -314,11 +317,22 @@ pub enum DeviceChoice {
     Cuda,
 }
 
-/// Moniqua's theta: a number, or `auto`.
+/// Moniqua's theta: a number, `auto` or `theorem2` (see [`Knobs::theta`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Theta {
     Value(f64),
+    /// Theorem 3's expression on the largest local step of a warm-up.
     Auto,
+    /// Theorem 2's expression on the gradient's infinity norm over a
+    /// warm-up: the paper's first method.
+    Theorem2,
+}
+
+impl Theta {
+    /// Whether it is chosen after a full-precision warm-up.
+    pub fn warms_up(self) -> bool {
+        matches!(self, Theta::Auto | Theta::Theorem2)
+    }
 }
 
 impl Serialize for Theta {
@@ -326,6 +340,7 @@ impl Serialize for Theta {
         match self {
             Theta::Value(v) => s.serialize_f64(*v),
             Theta::Auto => s.serialize_str("auto"),
+            Theta::Theorem2 => s.serialize_str("theorem2"),
         }
     }
 }
@@ -336,7 +351,7 @@ impl<'de> Deserialize<'de> for Theta {
         impl serde::de::Visitor<'_> for V {
             type Value = Theta;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a positive number or `auto`")
+                f.write_str("a positive number, `auto` or `theorem2`")
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Theta, E> {
                 Ok(Theta::Value(v))
@@ -350,6 +365,7 @@ impl<'de> Deserialize<'de> for Theta {
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Theta, E> {
                 match v {
                     "auto" => Ok(Theta::Auto),
+                    "theorem2" => Ok(Theta::Theorem2),
                     other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
                 }
             }

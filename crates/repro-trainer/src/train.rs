@@ -64,8 +64,12 @@ struct SyncRank<'c, W: Write> {
     s: Setup,
     worker: Box<dyn Worker>,
     neighbours: Vec<usize>,
-    /// The iterations of `theta: auto`'s warm-up, when it has one.
+    /// The iterations of `theta: auto`'s or `theorem2`'s warm-up, when it
+    /// has one.
     warmup: Option<u64>,
+    /// `theta: theorem2`'s warm-up: the largest `|g|_inf` of this rank's
+    /// stochastic gradients so far, and the step size of the last step.
+    grad_inf: Option<(f32, f32)>,
     log: RunLog<W>,
     rng: Rng,
     grad: Vec<f32>,
@@ -121,6 +125,8 @@ impl<'c, W: Write> SyncRank<'c, W> {
             s,
             worker,
             neighbours,
+            grad_inf: (warmup.is_some() && cfg.knobs.theta == repro_algos::Theta::Theorem2)
+                .then_some((0.0, 0.0)),
             warmup,
             log,
             grad: vec![0f32; d],
@@ -150,6 +156,10 @@ impl<'c, W: Write> SyncRank<'c, W> {
         };
         self.marks.at(t, &started);
         self.s.gather_grad(&mut self.grad)?;
+        if let Some((g, step)) = self.grad_inf.as_mut() {
+            *g = self.grad.iter().fold(*g, |m, v| m.max(v.abs()));
+            *step = lr;
+        }
         self.marks.at(t, &started);
         let x = self.worker.model();
         (self.s.sgd).step(lr, x, &self.grad, &mut self.momentum, &mut self.delta);
@@ -250,7 +260,10 @@ impl<'c, W: Write> SyncRank<'c, W> {
         };
         if self.warmup == Some(k + 1) {
             let rho = self.s.topology.spectrum().rho;
-            end_theta_warmup(t, &mut *self.worker, self.s.rank, self.s.n, rho)?;
+            match self.grad_inf.take() {
+                Some(g) => end_theorem2_warmup(t, &mut *self.worker, &self.s, g, rho)?,
+                None => end_theta_warmup(t, &mut *self.worker, self.s.rank, self.s.n, rho)?,
+            };
         }
         Ok(Some(r))
     }
@@ -339,13 +352,35 @@ fn all_reduce<T: Transport>(
     Ok(sum)
 }
 
-/// The warm-up of `theta: auto`, as the simulator runs it: `theta_warmup`
-/// iterations of full-precision exchange tracking each worker's largest
-/// step, then theta from Theorem 2's expression (Theorem 3's with gamma)
-/// on the largest step of every rank. `None` for a given theta.
+/// The warm-up of `theta: auto` (as the simulator runs it) and `theta:
+/// theorem2`: `theta_warmup` iterations of full-precision exchange, then
+/// theta from what they saw. `None` for a given theta.
 fn theta_warmup(cfg: &TrainConfig) -> Option<u64> {
-    (cfg.knobs.theta == repro_algos::Theta::Auto && cfg.knobs.theta_warmup > 0)
-        .then_some(cfg.knobs.theta_warmup)
+    (cfg.knobs.theta.warms_up() && cfg.knobs.theta_warmup > 0).then_some(cfg.knobs.theta_warmup)
+}
+
+/// Theorem 2's theta for a constant step size (its `C_alpha = eta = 1`):
+/// `2 alpha G_inf log(16 n) / (1 - rho)`.
+pub(crate) fn theorem2_theta(alpha: f64, g_inf: f64, n: usize, rho: f64) -> f64 {
+    2.0 * alpha * g_inf * (16.0 * n as f64).ln() / (1.0 - rho)
+}
+
+/// Ends the warm-up of `theta: theorem2` on every rank alike: `G_inf`, the
+/// largest gradient infinity norm any rank saw (an all-reduce of one slot
+/// each), then Theorem 2's theta at the last warm-up step's size.
+fn end_theorem2_warmup<T: Transport>(
+    t: &mut T,
+    worker: &mut dyn Worker,
+    s: &Setup,
+    (g_inf, alpha): (f32, f32),
+    rho: f64,
+) -> Result<Option<f64>, TrainError> {
+    let mut slots = vec![0f32; s.n];
+    slots[s.rank] = g_inf;
+    t.all_reduce_sum(&mut slots)?;
+    let g = slots.iter().copied().fold(0.0f32, f32::max);
+    let theta = theorem2_theta(f64::from(alpha), f64::from(g), s.n, rho);
+    Ok(worker.end_warmup_with(theta)?)
 }
 
 /// Ends the warm-up of `theta: auto` on every rank alike: the largest step

@@ -117,9 +117,9 @@ struct Final {
 /// The knobs of an asynchronous algorithm (ad-psgd, moniqua-ad-psgd),
 /// which has no warm-up to pick a theta.
 fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
-    if cfg.knobs.theta == repro_algos::Theta::Auto {
+    if cfg.knobs.theta.warms_up() {
         return Err(TrainError::Config(format!(
-            "`theta: auto` needs a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+            "`theta: auto` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
             cfg.algorithm
         )));
     }

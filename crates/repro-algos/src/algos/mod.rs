@@ -196,7 +196,7 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
         rounding: k.rounding,
         theta: match k.theta {
             Theta::Value(v) => v,
-            Theta::Auto => MoniquaConfig::default().theta,
+            Theta::Auto | Theta::Theorem2 => MoniquaConfig::default().theta,
         },
         modulus: k.modulus,
         hash: k.hash.sent(),

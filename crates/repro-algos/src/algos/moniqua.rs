@@ -212,6 +212,12 @@ impl Worker for Moniqua {
         Ok(Some(theta))
     }
 
+    fn end_warmup_with(&mut self, theta: f64) -> Result<Option<f64>, AlgoError> {
+        self.set_theta(theta)?;
+        self.warmup = None;
+        Ok(Some(theta))
+    }
+
     fn theta(&self) -> Option<f64> {
         Some(self.codec.theta())
     }
