@@ -221,7 +221,7 @@ fn theta_auto_is_picked_after_a_warm_up_on_every_rank() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("`theta: auto` needs a synchronous algorithm"),
+        stderr.contains("`theta: auto` and `theta: theorem2` need a synchronous algorithm"),
         "{stderr}"
     );
 }
