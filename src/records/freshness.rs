@@ -126,7 +126,7 @@ pub(crate) fn freshness(run: &PlannedRun, recorded: &[RunRecord], now: &Invocati
     };
     match r.status() {
         Some(RunStatus::Failed) => Freshness::Missing("failed".into()),
-        Some(RunStatus::NotRun) => Freshness::Missing("interrupted before it ran".into()),
+        Some(RunStatus::NotRun) => Freshness::Missing("interrupted before it finished".into()),
         Some(RunStatus::Refused) => Freshness::Missing(format!(
             "refused: it needs {:.1} GB",
             r.metrics
