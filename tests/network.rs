@@ -1414,6 +1414,36 @@ impl Slurm {
         c
     }
 
+    /// `repro submit ARGS DIR` from the project (ARGS end with the flag
+    /// that takes DIR: `--out` or `--resume`), with the test's trainer and
+    /// `env`: what it printed, and the job.json it left in DIR.
+    fn submit(
+        &self,
+        args: &[&str],
+        dir: &Path,
+        env: &[(&str, &str)],
+    ) -> (String, serde_json::Value) {
+        let o = self
+            .cmd(env!("CARGO_BIN_EXE_repro"))
+            .arg("submit")
+            .args(args)
+            .arg(dir)
+            .env("REPRO_TRAIN", train_binary())
+            .envs(env.iter().copied())
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            o.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let job =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("job.json")).unwrap()).unwrap();
+        (said, job)
+    }
+
     /// Node k's qdiscs on eth0 as `tc -j` prints them (a virtual cluster).
     fn qdiscs(&self, k: usize) -> String {
         let (_, names) = self.netns.as_ref().unwrap();
@@ -1485,22 +1515,23 @@ fn a_slurm_job_shapes_every_node_in_hosts_mode_through_srun() {
     let before: Vec<String> = (0..3).map(|k| slurm.qdiscs(k)).collect();
     let out = temp_out("slurm-hosts-out");
     let subnet = Slurm::SUBNET;
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["submit", "tests/fixtures/net-cluster.yaml", "--nodes", "3"])
-        .args(["--interface", "eth0", "--out"])
-        .arg(&out)
-        .env("REPRO_TRAIN", train_binary())
-        .env("OMPI_MCA_oob_tcp_if_include", subnet)
-        .env("OMPI_MCA_btl_tcp_if_include", subnet)
-        .env("OMPI_MCA_btl", "tcp,self")
-        .env("PMIX_MCA_ptl_tcp_if_include", subnet)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("job.json")).unwrap()).unwrap();
+    let (_, job) = slurm.submit(
+        &[
+            "tests/fixtures/net-cluster.yaml",
+            "--nodes",
+            "3",
+            "--interface",
+            "eth0",
+            "--out",
+        ],
+        &out,
+        &[
+            ("OMPI_MCA_oob_tcp_if_include", subnet),
+            ("OMPI_MCA_btl_tcp_if_include", subnet),
+            ("OMPI_MCA_btl", "tcp,self"),
+            ("PMIX_MCA_ptl_tcp_if_include", subnet),
+        ],
+    );
     let id = job["job_id"].as_str().unwrap().to_string();
     slurm.wait(&id, Duration::from_secs(300));
     let log = std::fs::read_to_string(out.join(format!("slurm-{id}.out"))).unwrap_or_default();
@@ -1547,22 +1578,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     }
     let slurm = Slurm::start("slurm");
     let out = temp_out("slurm-job");
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["submit", "mpi-smoke", "--out"])
-        .arg(&out)
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&o.stdout).to_string();
-    assert!(
-        o.status.success(),
-        "{said}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("job.json")).unwrap()).unwrap();
+    let (said, job) = slurm.submit(&["mpi-smoke", "--out"], &out, &[]);
     let id = job["job_id"].as_str().unwrap().to_string();
     assert!(said.contains(&format!("submitted job {id}")), "{said}");
     slurm.wait(&id, Duration::from_secs(300));
@@ -1624,17 +1640,11 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     // a site whose MPI does not start under srun: mpirun inside the job's
     // allocation, the same runs, and provenance says which started them
     let viampi = temp_out("slurm-mpirun-inside");
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["submit", "mpi-smoke", "--launcher", "mpirun", "--out"])
-        .arg(&viampi)
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(viampi.join("job.json")).unwrap()).unwrap();
+    let (_, job) = slurm.submit(
+        &["mpi-smoke", "--launcher", "mpirun", "--out"],
+        &viampi,
+        &[],
+    );
     let inside = job["job_id"].as_str().unwrap().to_string();
     slurm.wait(&inside, Duration::from_secs(300));
     let log =
@@ -1650,17 +1660,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     // the job that waits for them: it adopts their runs, the only writer
     // of the run directory
     let arr = temp_out("slurm-array");
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["submit", "mpi-smoke", "--array", "2", "--out"])
-        .arg(&arr)
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(arr.join("job.json")).unwrap()).unwrap();
+    let (_, job) = slurm.submit(&["mpi-smoke", "--array", "2", "--out"], &arr, &[]);
     let (closer, array) = (
         job["job_id"].as_str().unwrap().to_string(),
         job["array_job_id"].as_str().unwrap().to_string(),
@@ -1699,23 +1699,16 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
     // a job cancelled part-way, while its second run trains: the run it
     // finished stays, recorded
     let long = temp_out("slurm-cancel");
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args([
-            "submit",
+    let (_, job) = slurm.submit(
+        &[
             "mpi-smoke",
             "--set",
             "cases=[{when: {algorithm: moniqua}, set: {iterations: 400}}]",
             "--out",
-        ])
-        .arg(&long)
-        .env("REPRO_TRAIN", train_binary())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(long.join("job.json")).unwrap()).unwrap();
+        ],
+        &long,
+        &[],
+    );
     let long_id = job["job_id"].as_str().unwrap().to_string();
     let log = long.join(format!("slurm-{long_id}.out"));
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -1762,16 +1755,7 @@ fn a_submitted_job_runs_under_slurm_as_mpirun_runs() {
         "the cancel came too late: {rows:?}"
     );
     // resumed: the run it finished is kept as it was, the other runs
-    let o = slurm
-        .cmd(env!("CARGO_BIN_EXE_repro"))
-        .args(["submit", "--resume"])
-        .arg(&long)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let job: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(long.join("job.json")).unwrap()).unwrap();
+    let (_, job) = slurm.submit(&["--resume"], &long, &[]);
     let again = job["job_id"].as_str().unwrap().to_string();
     assert_ne!(again, long_id);
     assert_eq!(job["earlier_jobs"], serde_json::json!([long_id]));

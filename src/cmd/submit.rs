@@ -362,15 +362,19 @@ struct Submission {
 }
 
 impl Submission {
-    /// The runs the chunks of an array share: a tuned experiment's tuning
-    /// runs, else the grid's.
+    /// The runs the chunks of an array share ([`shared`]).
     fn shared(&self) -> &[plan::PlannedRun] {
-        if self.tuning.is_empty() {
-            &self.grid
-        } else {
-            &self.tuning
-        }
+        shared(&self.tuning, &self.grid)
     }
+}
+
+/// The runs the chunks of an array share: a tuned experiment's tuning
+/// runs, else the grid's.
+fn shared<'a>(
+    tuning: &'a [plan::PlannedRun],
+    grid: &'a [plan::PlannedRun],
+) -> &'a [plan::PlannedRun] {
+    if tuning.is_empty() { grid } else { tuning }
 }
 
 /// Plans `args`' experiment for a submission.
@@ -404,7 +408,7 @@ fn plan_submission(args: &SubmitArgs) -> Result<Submission> {
     // a chunk runs a share of the tuning runs, else of the grid's; the
     // job after the array runs what is left (a tuned experiment's final
     // runs) and, at worst, a chunk's share again
-    let shared = if tuning.is_empty() { &grid } else { &tuning };
+    let shared = shared(&tuning, &grid);
     let first = match args.array {
         Some(n) if n < 2 || n > shared.len() => bail!(
             "--array {n}: give 2 to {} chunks (the {} runs the chunks share)",
