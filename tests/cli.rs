@@ -2851,7 +2851,7 @@ fn unstamped_masks_run_directory_stamps_only() {
 
 /// `theta: theorem2` is the paper's first method as written: the warm-up
 /// tracks the infinity norm of the stochastic gradient, and Theorem 2's
-/// expression (no gamma) sets theta. `theta: auto` tracks the local step
+/// expression (no gamma) sets theta. `theta: theorem3-step` tracks the local step
 /// and divides by gamma (Theorem 3). After a one-iteration warm-up without
 /// weight decay the first step is `lr g`, so with gamma 0.5 the two thetas
 /// differ by exactly that factor. The simulator, which sees no stochastic
@@ -2867,7 +2867,7 @@ fn theorem2_theta_comes_from_the_gradient_without_gamma() {
         "--set",
         "grid.algorithm=[moniqua]",
         "--set",
-        "grid.theta=[auto, theorem2]",
+        "grid.theta=[theorem3-step, theorem2]",
         "--set",
         "params.theta_warmup=1",
         "--set",
@@ -2884,11 +2884,11 @@ fn theorem2_theta_comes_from_the_gradient_without_gamma() {
         assert_eq!(r["status"], "completed", "{r:?}");
         r["theta_used"].parse().unwrap()
     };
-    let (auto, theorem2) = (theta("auto"), theta("theorem2"));
+    let (step, theorem2) = (theta("theorem3-step"), theta("theorem2"));
     assert!(theorem2 > 0.0, "{runs:?}");
     assert!(
-        (theorem2 - 0.5 * auto).abs() <= 1e-5 * theorem2,
-        "theorem2 {theorem2}, auto {auto}"
+        (theorem2 - 0.5 * step).abs() <= 1e-5 * theorem2,
+        "theorem2 {theorem2}, theorem3-step {step}"
     );
     let o = repro(&[
         "run",
@@ -2900,6 +2900,14 @@ fn theorem2_theta_comes_from_the_gradient_without_gamma() {
     assert_eq!(o.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("`theta: theorem2` tracks"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // the old name says what the value is called now
+    let o = repro(&["run", "smoke", "--set", "params.theta=auto", "--dry-run"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("is now `theta: theorem3-step`"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

@@ -673,7 +673,7 @@ fn sim_config(p: &SimParams, network: Option<Network>) -> SimConfig {
         },
         compute_s: p.compute_ms * 1e-3,
         network,
-        theta_warmup: (p.knobs.theta == Theta::Auto).then_some(p.knobs.theta_warmup),
+        theta_warmup: (p.knobs.theta == Theta::Theorem3Step).then_some(p.knobs.theta_warmup),
         ..SimConfig::default()
     }
 }
@@ -724,7 +724,7 @@ struct Steps {
     /// The evaluation after the last iteration: the averaged model and
     /// the consensus distance, which the summary reuses.
     last_eval: Option<(Vec<f32>, Consensus)>,
-    /// Moniqua's theta after the last iteration (what `theta: auto` picked).
+    /// Moniqua's theta after the last iteration (what `theta: theorem3-step` picked).
     theta: Option<f64>,
     /// The tail's sum of the mean worker's squared gradient norm, and
     /// the iterations summed.
@@ -1030,7 +1030,7 @@ mod tests {
     }
 
     /// The theta a run ends with reaches its summary (runs.csv's `theta_used`):
-    /// the one given, or the one `theta: auto` picked after its warm-up.
+    /// the one given, or the one `theta: theorem3-step` picked after its warm-up.
     #[test]
     fn the_theta_a_run_used_is_recorded() {
         let dir = std::env::temp_dir().join(format!("repro-sim-theta-{}", std::process::id()));
@@ -1045,7 +1045,7 @@ mod tests {
         assert_eq!(given.theta, Some(2.0));
         let mut auto = planned("moniqua", 0.05);
         if let Params::Sim(p) = &mut auto.params {
-            p.knobs.theta = repro_algos::Theta::Auto;
+            p.knobs.theta = repro_algos::Theta::Theorem3Step;
             p.knobs.theta_warmup = 5;
         }
         let picked = execute(

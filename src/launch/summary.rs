@@ -182,7 +182,7 @@ pub(crate) struct Summary {
     /// Peak resident memory of the largest rank, MB.
     pub peak_rss_mb: Option<f64>,
     /// Moniqua's theta at the end (rank 0's; every rank sets the same):
-    /// the one `theta: auto` picked, else the one given.
+    /// the one `theta: theorem3-step` picked, else the one given.
     pub theta: Option<f64>,
     /// Seconds per epoch: iterations (slowest rank's compute + communication)
     /// times iterations per epoch.

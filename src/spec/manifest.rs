@@ -264,6 +264,27 @@ pub(crate) const PRESENTATION: [&str; 12] = [
     "claims",
 ];
 
+/// The parameters that bound a run without deciding its result: they are
+/// left out of run ids and of the manifest's hash, so raising a timeout
+/// keeps every recorded run current.
+pub(crate) const LIMITS: [&str; 1] = ["timeout_s"];
+
+/// `value` without the [`LIMITS`] keys, at every depth (params, scales,
+/// cases).
+fn without_limits(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        J::Object(m) => J::Object(
+            m.into_iter()
+                .filter(|(k, _)| !LIMITS.contains(&k.as_str()))
+                .map(|(k, v)| (k, without_limits(v)))
+                .collect(),
+        ),
+        J::Array(a) => J::Array(a.into_iter().map(without_limits).collect()),
+        other => other,
+    }
+}
+
 /// `value` as JSON with every object's keys sorted.
 fn sorted_json(value: serde_json::Value) -> serde_json::Value {
     use serde_json::Value as J;
@@ -845,7 +866,7 @@ pub(crate) fn from_tree(path: &Path, tree: Value) -> Result<Manifest, DriverErro
         });
     }
     // what decides the runs: a table, figure or claim reads the runs and
-    // may change without making them stale
+    // may change without making them stale, and a limit bounds them
     let mut deciding = tree.clone();
     if let Value::Mapping(m) = &mut deciding {
         for k in PRESENTATION {
@@ -853,7 +874,7 @@ pub(crate) fn from_tree(path: &Path, tree: Value) -> Result<Manifest, DriverErro
         }
     }
     let resolved = serde_json::to_value(&deciding)
-        .map(|v| sorted_json(v).to_string())
+        .map(|v| sorted_json(without_limits(v)).to_string())
         .unwrap_or_default();
     let mut manifest: Manifest =
         serde_path_to_error::deserialize(tree).map_err(|e| DriverError::Manifest {

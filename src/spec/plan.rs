@@ -9,7 +9,7 @@ use repro_runlog::{Knobs, Theta, TrainConfig};
 
 use crate::spec::condition::Condition;
 use crate::spec::errors::DriverError;
-use crate::spec::manifest::{Backend, Manifest};
+use crate::spec::manifest::{self, Backend, Manifest};
 
 /// The simulator's objectives (`objective`).
 pub(crate) const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
@@ -161,12 +161,14 @@ pub(crate) fn text(v: &Value) -> String {
 
 /// The version of the run-id scheme. Bump it when a parameter's meaning or
 /// a default changes, so an old id never names a different run.
-pub(crate) const RUN_ID_VERSION: u32 = 2;
+pub(crate) const RUN_ID_VERSION: u32 = 3;
 
 /// A run's id: the first 12 hex digits of the xxh3 of the scheme's version,
 /// the backend kind, the canonical parameters (JSON with sorted keys,
-/// leaving out every field at its default) and the network condition. A new
-/// field that keeps its default therefore keeps every id.
+/// leaving out every field at its default and the limits,
+/// [`manifest::LIMITS`]) and the network condition. A new field that keeps
+/// its default therefore keeps every id, and a raised timeout keeps them
+/// too.
 pub(crate) fn run_id<T: Serialize + Default>(
     kind: &str,
     params: &T,
@@ -235,7 +237,7 @@ fn canonical<T: Serialize + Default>(params: &T) -> String {
     };
     let default = json(&T::default());
     let mut fields = json(params);
-    fields.retain(|k, v| default.get(k) != Some(v));
+    fields.retain(|k, v| default.get(k) != Some(v) && !manifest::LIMITS.contains(&k.as_str()));
     serde_json::to_string(&fields).unwrap_or_default()
 }
 
@@ -916,7 +918,7 @@ fn typed_params(
                     run: run.to_string(),
                     key: "theta".into(),
                     message: "`theta: theorem2` tracks the stochastic gradients of the trainer's \
-                              warm-up; the simulator tracks the local step: use `theta: auto` or \
+                              warm-up; the simulator tracks the local step: use `theta: theorem3-step` or \
                               a number"
                         .into(),
                 });
@@ -933,7 +935,7 @@ fn typed_params(
                     run: run.to_string(),
                     key: "theta".into(),
                     message: format!(
-                        "`theta: auto` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+                        "`theta: theorem3-step` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
                         p.algorithm
                     ),
                 });
@@ -1501,7 +1503,7 @@ mod tests {
     }
 
     /// The knobs are flat manifest keys: a wrong value names its key, an
-    /// unknown key is still refused, and `theta: auto` reaches the
+    /// unknown key is still refused, and `theta: theorem3-step` reaches the
     /// simulator and the trainer (refused at plan time for an
     /// asynchronous algorithm, which has no warm-up).
     #[test]
@@ -1517,14 +1519,17 @@ mod tests {
         let err = expand(&m, "smoke", Backend::Mpi).unwrap_err().to_string();
         assert!(err.contains("thetta"), "{err}");
         let mut m = manifest();
-        m.params.insert(Value::from("theta"), Value::from("auto"));
+        m.params
+            .insert(Value::from("theta"), Value::from("theorem3-step"));
         m.params.insert(Value::from("theta_warmup"), Value::from(3));
         let runs = expand(&m, "smoke", Backend::Sim).unwrap();
         assert!(runs.iter().all(|r| matches!(&r.params,
-            Params::Sim(p) if p.knobs.theta == Theta::Auto && p.knobs.theta_warmup == 3)));
+            Params::Sim(p) if p.knobs.theta == Theta::Theorem3Step && p.knobs.theta_warmup == 3)));
         let runs = expand(&m, "smoke", Backend::InProcess).unwrap();
-        assert!(runs.iter().all(|r| matches!(&r.params,
-            Params::Train(c) if c.knobs.theta == Theta::Auto && c.knobs.theta_warmup == 3)));
+        assert!(
+            runs.iter().all(|r| matches!(&r.params,
+            Params::Train(c) if c.knobs.theta == Theta::Theorem3Step && c.knobs.theta_warmup == 3))
+        );
         let mut asynchronous = m.clone();
         asynchronous
             .grid
@@ -1538,7 +1543,10 @@ mod tests {
         );
         m.params.insert(Value::from("theta"), Value::from("often"));
         let err = expand(&m, "smoke", Backend::Sim).unwrap_err().to_string();
-        assert!(err.contains("theta") && err.contains("auto"), "{err}");
+        assert!(
+            err.contains("theta") && err.contains("theorem3-step"),
+            "{err}"
+        );
     }
 
     /// Ids hash the canonical parameters: a field at its default adds
@@ -1580,5 +1588,45 @@ mod tests {
         m.params.insert(Value::from("bits"), Value::from(8));
         m.params.insert(Value::from("hash"), Value::from(true));
         assert_eq!(plain, expand(&m, "smoke", Backend::Mpi).unwrap());
+    }
+
+    /// A limit bounds a run without deciding its result: raising
+    /// `timeout_s` keeps every id and the manifest's hash, so the recorded
+    /// runs stay current; a parameter that decides the result changes both.
+    #[test]
+    fn a_timeout_is_not_part_of_a_run_id_or_the_manifest_hash() {
+        let dir = std::env::temp_dir().join(format!("repro-limits-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.yaml");
+        std::fs::write(
+            &path,
+            "name: t\ntitle: t\nsource: s\nbackend: mpi\nscales:\n  smoke: { iterations: 5, timeout_s: 60 }\n\
+             grid:\n  algorithm: [d-psgd, moniqua]\nparams:\n  workers: 2\n  timeout_s: 600\n\
+             table: { rows: [algorithm], value: final_loss }\n",
+        )
+        .unwrap();
+        let plan = |overrides: &[&str]| {
+            let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+            let m = manifest::load(&path, &o).unwrap();
+            let runs = expand(&m, "smoke", Backend::Mpi).unwrap();
+            let ids: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+            let timeouts: Vec<u64> = runs
+                .iter()
+                .map(|r| match &r.params {
+                    Params::Train(c) => c.timeout_s,
+                    Params::Sim(_) => 0,
+                })
+                .collect();
+            (ids, m.hash("smoke", Backend::Mpi), timeouts)
+        };
+        let (ids, hash, timeouts) = plan(&[]);
+        assert_eq!(timeouts, [60, 60]);
+        let (raised, raised_hash, raised_timeouts) = plan(&["scales.smoke.timeout_s=601"]);
+        assert_eq!(raised_timeouts, [601, 601], "the override must take effect");
+        assert_eq!((&ids, &hash), (&raised, &raised_hash));
+        let (other, other_hash, _) = plan(&["params.workers=3"]);
+        assert_ne!(ids, other);
+        assert_ne!(hash, other_hash);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

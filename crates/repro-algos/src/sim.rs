@@ -40,7 +40,7 @@ pub struct SimConfig {
     pub compute_s: f64,
     /// `None`: communication is free.
     pub network: Option<Network>,
-    /// theta "auto": run this many warm-up iterations at full precision,
+    /// theta `theorem3-step`: run this many warm-up iterations at full precision,
     /// then set theta from Theorem 2/3 with the largest step seen.
     pub theta_warmup: Option<u64>,
     /// After an iteration with hash mismatches, multiply theta by this.
@@ -883,7 +883,7 @@ mod tests {
             gamma: 1.0,
         };
         for spec in specs.iter().chain([&tiny_theta]) {
-            // theta "auto" sets theta, which an explicit modulus at 1 bit has no use for
+            // theta `theorem3-step` sets theta, which an explicit modulus at 1 bit has no use for
             let explicit_modulus =
                 matches!(spec, AlgorithmSpec::Moniqua { codec, .. } if codec.modulus.is_some());
             let warmups: &[Option<u64>] = if explicit_modulus {

@@ -916,11 +916,11 @@ fn asynchronous_moniqua_beats_adpsgd_beats_dpsgd_in_wall_clock() {
     );
 }
 
-/// theta "auto" (Section 6, first method): a full-precision warm-up tracks
+/// theta `theorem3-step`: a full-precision warm-up tracks
 /// the largest step, then theta = 2 G log(16 n) / (1 - rho); every recovery
 /// after it verifies, and the run ends where a fixed, generous theta does.
 #[test]
-fn auto_theta_from_a_warm_up() {
+fn theorem3_step_theta_from_a_warm_up() {
     let n = 8;
     let d = 40;
     let objective = heterogeneous(n, d, 0.2);

@@ -148,7 +148,7 @@ impl Default for TrainConfig {
 
 /// The algorithm knobs: the one definition of every setting an algorithm
 /// reads, flattened into the simulator's and the trainer's configs, so a
-/// manifest writes them as top-level keys (`bits: 1`, `theta: auto`). A new
+/// manifest writes them as top-level keys (`bits: 1`, `theta: theorem3-step`). A new
 /// knob is one field here (with its default) plus its use in
 /// `repro_algos::AlgorithmSpec::from_name`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -159,7 +159,7 @@ pub struct Knobs {
     /// `stochastic` or `nearest`: the codec's [`Rounding`], by its name.
     #[serde(with = "rounding_name")]
     pub rounding: Rounding,
-    /// Moniqua's a priori consensus bound: a number; `auto` (a
+    /// Moniqua's a priori consensus bound: a number; `theorem3-step` (a
     /// full-precision warm-up of `theta_warmup` iterations tracks the
     /// largest local step, then Theorem 3's expression, with gamma, sets
     /// it; the simulator and the synchronous trainer); or `theorem2`
@@ -167,7 +167,7 @@ pub struct Knobs {
     /// infinity norm of the stochastic gradient, then Theorem 2's
     /// expression, without gamma; the synchronous trainer).
     pub theta: Theta,
-    /// Warm-up iterations of `theta: auto` and `theta: theorem2`.
+    /// Warm-up iterations of `theta: theorem3-step` and `theta: theorem2`.
     pub theta_warmup: u64,
     /// Moniqua's explicit modulus B (overrides theta).
     pub modulus: Option<f64>,
@@ -317,12 +317,12 @@ pub enum DeviceChoice {
     Cuda,
 }
 
-/// Moniqua's theta: a number, `auto` or `theorem2` (see [`Knobs::theta`]).
+/// Moniqua's theta: a number, `theorem3-step` or `theorem2` (see [`Knobs::theta`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Theta {
     Value(f64),
     /// Theorem 3's expression on the largest local step of a warm-up.
-    Auto,
+    Theorem3Step,
     /// Theorem 2's expression on the gradient's infinity norm over a
     /// warm-up: the paper's first method.
     Theorem2,
@@ -331,7 +331,7 @@ pub enum Theta {
 impl Theta {
     /// Whether it is chosen after a full-precision warm-up.
     pub fn warms_up(self) -> bool {
-        matches!(self, Theta::Auto | Theta::Theorem2)
+        matches!(self, Theta::Theorem3Step | Theta::Theorem2)
     }
 }
 
@@ -339,7 +339,7 @@ impl Serialize for Theta {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Theta::Value(v) => s.serialize_f64(*v),
-            Theta::Auto => s.serialize_str("auto"),
+            Theta::Theorem3Step => s.serialize_str("theorem3-step"),
             Theta::Theorem2 => s.serialize_str("theorem2"),
         }
     }
@@ -351,7 +351,7 @@ impl<'de> Deserialize<'de> for Theta {
         impl serde::de::Visitor<'_> for V {
             type Value = Theta;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a positive number, `auto` or `theorem2`")
+                f.write_str("a positive number, `theorem3-step` or `theorem2`")
             }
             fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Theta, E> {
                 Ok(Theta::Value(v))
@@ -364,7 +364,13 @@ impl<'de> Deserialize<'de> for Theta {
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Theta, E> {
                 match v {
-                    "auto" => Ok(Theta::Auto),
+                    "theorem3-step" => Ok(Theta::Theorem3Step),
+                    // its name until it was named for what it does
+                    "auto" => Err(E::custom(
+                        "`theta: auto` is now `theta: theorem3-step` (Theorem 3's expression, \
+                         divided by gamma, on the largest local step of a warm-up); the paper's \
+                         first method is `theta: theorem2`",
+                    )),
                     "theorem2" => Ok(Theta::Theorem2),
                     other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
                 }
@@ -721,7 +727,7 @@ pub struct End {
     /// The process's peak resident memory (VmHWM), bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
-    /// Moniqua's theta at the end: the one `theta: auto` picked after its
+    /// Moniqua's theta at the end: the one `theta: theorem3-step` picked after its
     /// warm-up (Theorem 2's expression on the largest step seen), else the
     /// one given. Absent for other algorithms and in older logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -64,7 +64,7 @@ struct SyncRank<'c, W: Write> {
     s: Setup,
     worker: Box<dyn Worker>,
     neighbours: Vec<usize>,
-    /// The iterations of `theta: auto`'s or `theorem2`'s warm-up, when it
+    /// The iterations of `theta: theorem3-step`'s or `theorem2`'s warm-up, when it
     /// has one.
     warmup: Option<u64>,
     /// `theta: theorem2`'s warm-up: the largest `|g|_inf` of this rank's
@@ -235,7 +235,7 @@ impl<'c, W: Write> SyncRank<'c, W> {
     }
 
     /// Decode: what came in, into the worker's model; then the end of
-    /// `theta: auto`'s warm-up when it is due. `None` when the model
+    /// `theta: theorem3-step`'s warm-up when it is due. `None` when the model
     /// diverged, by the same rule as for sending (and as the simulator's):
     /// a model the codec rejects as non-finite or out of range has.
     fn decode<T: Transport>(
@@ -352,7 +352,7 @@ fn all_reduce<T: Transport>(
     Ok(sum)
 }
 
-/// The warm-up of `theta: auto` (as the simulator runs it) and `theta:
+/// The warm-up of `theta: theorem3-step` (as the simulator runs it) and `theta:
 /// theorem2`: `theta_warmup` iterations of full-precision exchange, then
 /// theta from what they saw. `None` for a given theta.
 fn theta_warmup(cfg: &TrainConfig) -> Option<u64> {
@@ -383,7 +383,7 @@ fn end_theorem2_warmup<T: Transport>(
     Ok(worker.end_warmup_with(theta)?)
 }
 
-/// Ends the warm-up of `theta: auto` on every rank alike: the largest step
+/// Ends the warm-up of `theta: theorem3-step` on every rank alike: the largest step
 /// of all ranks (an all-reduce of one slot each), then the worker's theta
 /// from it. Returns the theta chosen.
 fn end_theta_warmup<T: Transport>(

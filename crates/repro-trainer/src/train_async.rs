@@ -119,7 +119,7 @@ struct Final {
 fn knobs(cfg: &TrainConfig) -> Result<Knobs, TrainError> {
     if cfg.knobs.theta.warms_up() {
         return Err(TrainError::Config(format!(
-            "`theta: auto` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
+            "`theta: theorem3-step` and `theta: theorem2` need a synchronous algorithm's warm-up; {} is asynchronous: give theta a number",
             cfg.algorithm
         )));
     }

@@ -188,15 +188,15 @@ fn in_process_workers_train_exactly_like_mpi_ranks() {
     }
 }
 
-/// `theta: auto` on the trainer, as in the simulator: a full-precision
+/// `theta: theorem3-step` on the trainer, as in the simulator: a full-precision
 /// warm-up, then every rank sets the same theta from Theorem 3's
 /// expression on the largest step of all ranks, logs it, and sends
 /// b-bit frames from then on. An asynchronous algorithm has no warm-up
 /// and refuses it.
 #[test]
-fn theta_auto_is_picked_after_a_warm_up_on_every_rank() {
+fn theorem3_step_theta_is_picked_after_a_warm_up_on_every_rank() {
     let config = r#"{"run_id": "auto", "model": "lenet", "dataset": "synthetic", "algorithm": "moniqua",
-        "bits": 8, "theta": "auto", "theta_warmup": 5, "gamma": 0.5,
+        "bits": 8, "theta": "theorem3-step", "theta_warmup": 5, "gamma": 0.5,
         "iterations": 12, "eval_every": 12, "eval_samples": 100, "batch": 16, "lr": 0.01,
         "synthetic_samples": 300}"#;
     let (code, stderr, logs) = train_in_process(3, "auto", config);
@@ -221,7 +221,8 @@ fn theta_auto_is_picked_after_a_warm_up_on_every_rank() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("`theta: auto` and `theta: theorem2` need a synchronous algorithm"),
+        stderr
+            .contains("`theta: theorem3-step` and `theta: theorem2` need a synchronous algorithm"),
         "{stderr}"
     );
 }

@@ -188,7 +188,7 @@ impl AlgorithmSpec {
 }
 
 /// Moniqua's codec settings from the knobs (for Moniqua on D-PSGD, on D²
-/// and on AD-PSGD alike). `theta: auto` starts at the default theta until
+/// and on AD-PSGD alike). `theta: theorem3-step` starts at the default theta until
 /// the runner's warm-up sets it.
 pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
     Ok(MoniquaConfig {
@@ -196,7 +196,7 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
         rounding: k.rounding,
         theta: match k.theta {
             Theta::Value(v) => v,
-            Theta::Auto | Theta::Theorem2 => MoniquaConfig::default().theta,
+            Theta::Theorem3Step | Theta::Theorem2 => MoniquaConfig::default().theta,
         },
         modulus: k.modulus,
         hash: k.hash.sent(),

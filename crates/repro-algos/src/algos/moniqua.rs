@@ -19,7 +19,7 @@
 //! that iteration's average, as if it had not sent: a wrong model is counted,
 //! never used.
 //!
-//! theta "auto" (Section 6, first method): during a warm-up the worker
+//! theta `theorem3-step`: during a warm-up the worker
 //! exchanges full-precision models (it is D-PSGD) and tracks the largest
 //! `|delta|_inf`; the caller then sets `theta = 2 G log(16 n) / (gamma (1 - rho))`
 //! with `G` the largest over all workers (Theorems 2 and 3, `alpha G_inf = G`).
