@@ -2913,3 +2913,64 @@ fn theorem2_theta_comes_from_the_gradient_without_gamma() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// The readings of B_theta at 1 bit with stochastic rounding, where Lemma
+/// 2's `2 theta / (1 - 2 delta)` is undefined (delta = 1/2): `lemma2` is
+/// refused at plan time naming the other readings; `half-step` gives B =
+/// 4 theta and `lemma1` B = 2 theta, and each run records the theta and
+/// the modulus it ran with (`theta_used`, `modulus_used`). With `theta:
+/// theorem2` the modulus follows the theta the warm-up picked.
+#[test]
+fn each_reading_of_b_theta_records_the_modulus_it_ran_with() {
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--set",
+        "params.bits=1",
+        "--set",
+        "params.rounding=stochastic",
+        "--dry-run",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("`b_theta: half-step`"), "{err}");
+    let out = temp_out("b-theta");
+    let o = repro(&[
+        "run",
+        "mpi-smoke",
+        "--backend",
+        "in-process",
+        "--set",
+        "grid.algorithm=[moniqua]",
+        "--set",
+        "grid.b_theta=[half-step, lemma1]",
+        "--set",
+        "grid.theta=[2.0, theorem2]",
+        "--set",
+        "params.bits=1",
+        "--set",
+        "params.theta_warmup=3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = read_runs(&out);
+    assert_eq!(runs.len(), 4, "{runs:?}");
+    for r in &runs {
+        assert_eq!(r["status"], "completed", "{r:?}");
+        let theta: f64 = r["theta_used"].parse().unwrap();
+        let modulus: f64 = r["modulus_used"].parse().unwrap();
+        let times = if r["b_theta"] == "half-step" {
+            4.0
+        } else {
+            2.0
+        };
+        if r["theta"] == "2.0" {
+            assert_eq!(theta, 2.0, "{r:?}");
+        } else {
+            assert!(theta > 0.0 && theta != 2.0, "{r:?}");
+        }
+        assert!((modulus - times * theta).abs() <= 1e-5 * modulus, "{r:?}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}

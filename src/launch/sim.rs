@@ -545,6 +545,7 @@ fn simulate<'r>(
             peak_rss_bytes: meter.peak(),
             real_s: None,
             theta: steps.theta,
+            modulus: steps.modulus,
             metrics: Some(metrics),
         }),
     )?;
@@ -726,6 +727,8 @@ struct Steps {
     last_eval: Option<(Vec<f32>, Consensus)>,
     /// Moniqua's theta after the last iteration (what `theta: theorem3-step` picked).
     theta: Option<f64>,
+    /// Moniqua's modulus after the last iteration.
+    modulus: Option<f64>,
     /// The tail's sum of the mean worker's squared gradient norm, and
     /// the iterations summed.
     grad_acc: f64,
@@ -746,6 +749,7 @@ impl Steps {
             exchanges: 0,
             last_eval: None,
             theta: None,
+            modulus: None,
             grad_acc: 0.0,
             grad_count: 0,
             logged_bytes: 0,
@@ -771,6 +775,7 @@ impl Steps {
         self.hash_failures += r.mismatched;
         self.hash_verified += r.verified;
         self.theta = r.theta;
+        self.modulus = r.modulus;
     }
 
     /// Adds the mean worker's squared gradient norm after iteration `k`
@@ -1003,6 +1008,7 @@ pub(crate) fn summarize(
             .map(|b| b as f64 / 1e6),
         peak_rss_mb: end.and_then(|e| e.peak_rss_bytes).map(|b| b as f64 / 1e6),
         theta: end.and_then(|e| e.theta),
+        modulus: end.and_then(|e| e.modulus),
         shaping,
         provenance: Some(log.header.provenance.clone()),
         ..Summary::default()

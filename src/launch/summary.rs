@@ -184,6 +184,8 @@ pub(crate) struct Summary {
     /// Moniqua's theta at the end (rank 0's; every rank sets the same):
     /// the one `theta: theorem3-step` picked, else the one given.
     pub theta: Option<f64>,
+    /// Moniqua's modulus B at the end (rank 0's; every rank has the same).
+    pub modulus: Option<f64>,
     /// Seconds per epoch: iterations (slowest rank's compute + communication)
     /// times iterations per epoch.
     pub epoch_time_s: Option<f64>,
@@ -302,6 +304,7 @@ mod tests {
                 peak_rss_bytes: None,
                 real_s: None,
                 theta: None,
+                modulus: None,
                 metrics: None,
             }),
         }

@@ -1133,6 +1133,7 @@ fn summarize(
         virtual_s: repro_runlog::finite(virtual_s),
         workers: Some(logs.len()),
         theta: logs.first().and_then(|l| l.end.as_ref()?.theta),
+        modulus: logs.first().and_then(|l| l.end.as_ref()?.modulus),
         ..Summary::default()
     };
     summarize_evaluations(&mut s, logs);

@@ -184,7 +184,7 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 66] = {
+pub(crate) const REGISTRY: [Metric; 67] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
@@ -284,6 +284,7 @@ pub(crate) const REGISTRY: [Metric; 66] = {
             .within(Range::Positive)
             .labelled("peak resident memory (MB)"),
         M::of("theta_used", Sci, |s| Cell::Number(s.theta)),
+        M::of("modulus_used", Sci, |s| Cell::Number(s.modulus)),
         M::of("peak_over_memory", Sci, |s| {
             Cell::Number(s.peak_over_memory())
         }),

@@ -148,6 +148,11 @@ pub trait Worker: Send {
         None
     }
 
+    /// The current modulus B, for algorithms that have one.
+    fn modulus(&self) -> Option<f64> {
+        None
+    }
+
     /// Replaces theta (all workers must agree on it: the modulus is checked
     /// on every frame).
     fn set_theta(&mut self, _theta: f64) -> Result<(), AlgoError> {

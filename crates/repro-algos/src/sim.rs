@@ -77,6 +77,8 @@ pub struct StepReport {
     pub mismatched: u64,
     /// theta after the iteration (algorithms that have one).
     pub theta: Option<f64>,
+    /// The modulus B after the iteration (algorithms that have one).
+    pub modulus: Option<f64>,
 }
 
 /// Lemma 2 measured on one iteration's frames ([`Simulator::recovery`]).
@@ -397,6 +399,7 @@ impl<'o> Simulator<'o> {
             verified,
             mismatched,
             theta: self.lanes.first().and_then(|l| l.worker.theta()),
+            modulus: self.lanes.first().and_then(|l| l.worker.modulus()),
         })
     }
 

@@ -20,7 +20,7 @@ pub enum ConfigError {
     /// delta >= 1/2 makes B_theta = 2 theta / (1 - 2 delta) unbounded.
     #[error(
         "delta = {delta} is not below 1/2 for {bits}-bit {rounding} rounding, so B_theta = 2 theta / (1 - 2 delta) is unbounded; \
-         set `rounding: nearest`, raise `bits`, or give an explicit `modulus`"
+         set `rounding: nearest`, raise `bits`, give an explicit `modulus`, or choose another reading of B_theta (`b_theta: half-step` or `lemma1`)"
     )]
     DeltaTooLarge {
         delta: f64,

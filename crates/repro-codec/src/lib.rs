@@ -61,7 +61,7 @@ pub use fixed::{FixedCodec, FixedConfig, FixedEncoded};
 pub use frame::{Compression, FrameHeader, Kind};
 pub use full::FullPrecision;
 pub use kernels::MixTarget;
-pub use modulo::{centred_mod, circle_delta, modulus_for};
+pub use modulo::{BTheta, centred_mod, circle_delta, modulus_for};
 pub use moniqua::{
     BlockUpdate, DecodeTarget, Decoded, DitherTable, Encoded, MoniquaCodec, MoniquaConfig,
     Verification, VerifyStats,

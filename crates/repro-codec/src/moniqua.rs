@@ -19,7 +19,7 @@ use std::fmt;
 use crate::dither::{Dither, SHARED_STREAM};
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
 use crate::kernels::{self, MixTarget, ModParams};
-use crate::modulo::{circle_delta, modulus_for};
+use crate::modulo::{BTheta, circle_delta, modulus_for};
 use crate::pack::packed_len;
 use crate::simd::Prefetch;
 use crate::{CodecError, ConfigError, Rounding};
@@ -39,6 +39,9 @@ pub struct MoniquaConfig {
     pub delta: Option<f64>,
     /// An explicit modulus `B`; overrides `theta` and `delta`.
     pub modulus: Option<f64>,
+    /// The delta `B_theta` is computed with when it comes from theta (see
+    /// [`BTheta`]); the codec's own `delta` stays the rounding's bound.
+    pub b_theta: BTheta,
     /// Use the same dither on all workers (Section 6); otherwise each sender
     /// draws its own.
     pub shared_randomness: bool,
@@ -61,6 +64,7 @@ impl Default for MoniquaConfig {
             theta: 2.0,
             delta: None,
             modulus: None,
+            b_theta: BTheta::Lemma2,
             shared_randomness: true,
             hash: true,
             leave_out_mismatched: true,
@@ -190,11 +194,13 @@ impl MoniquaCodec {
                 if !(cfg.theta > 0.0 && cfg.theta.is_finite()) {
                     return Err(ConfigError::InvalidTheta { theta: cfg.theta });
                 }
-                let m = modulus_for(cfg.theta, delta).ok_or(ConfigError::DeltaTooLarge {
-                    delta,
-                    bits: cfg.bits,
-                    rounding: cfg.rounding,
-                })?;
+                let m = modulus_for(cfg.theta, cfg.b_theta.delta(cfg.bits, delta)).ok_or(
+                    ConfigError::DeltaTooLarge {
+                        delta,
+                        bits: cfg.bits,
+                        rounding: cfg.rounding,
+                    },
+                )?;
                 (m, cfg.theta)
             }
         };
@@ -799,6 +805,18 @@ mod tests {
         // 8-bit stochastic: delta = 1/256.
         let c = codec(8, Rounding::Stochastic, 2.0);
         assert!((f64::from(c.modulus()) - 4.0 / (1.0 - 2.0 / 256.0)).abs() < 1e-6);
+        // 1-bit stochastic under the other readings of B_theta: the modulus
+        // follows theta, the codec's delta stays the rounding's bound
+        for (reading, modulus) in [(BTheta::HalfStep, 8.0), (BTheta::Lemma1, 4.0)] {
+            let cfg = MoniquaConfig {
+                bits: 1,
+                theta: 2.0,
+                b_theta: reading,
+                ..MoniquaConfig::default()
+            };
+            let c = MoniquaCodec::new(&cfg, 0).unwrap();
+            assert_eq!((c.modulus(), c.delta(), c.theta()), (modulus, 0.5, 2.0));
+        }
     }
 
     #[test]
@@ -812,6 +830,7 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("`rounding: nearest`"), "{msg}");
         assert!(msg.contains("`modulus`"), "{msg}");
+        assert!(msg.contains("`b_theta: half-step`"), "{msg}");
         // ... and accepted with an explicit modulus.
         let cfg = MoniquaConfig {
             modulus: Some(1.0),

@@ -21,7 +21,7 @@
 
 use std::io::{BufRead, Write};
 
-pub use repro_codec::Rounding;
+pub use repro_codec::{BTheta, Rounding};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -171,6 +171,13 @@ pub struct Knobs {
     pub theta_warmup: u64,
     /// Moniqua's explicit modulus B (overrides theta).
     pub modulus: Option<f64>,
+    /// The delta Moniqua's B_theta = 2 theta / (1 - 2 delta) is computed
+    /// with when B comes from theta: `lemma2` (the rounding's own bound;
+    /// undefined for 1-bit stochastic rounding), `half-step` (half a
+    /// step, whatever the rounding: 1 bit, B = 4 theta) or `lemma1` (B =
+    /// 2 theta). The codec's [`BTheta`].
+    #[serde(with = "b_theta_name")]
+    pub b_theta: BTheta,
     /// Moniqua: `true` sends a hash of the codes so receivers check each
     /// recovery and leave a failed one out; `count` sends it and counts
     /// failures without acting on them (the algorithm as without a hash,
@@ -219,6 +226,7 @@ impl Default for Knobs {
             theta: Theta::Value(2.0),
             theta_warmup: 10,
             modulus: None,
+            b_theta: BTheta::Lemma2,
             hash: HashMode::Act,
             gamma: 1.0,
             bucket: 1024,
@@ -300,6 +308,27 @@ mod rounding_name {
             D::Error::custom(format!(
                 "unknown rounding `{name}`; use {}",
                 all.join(" or ")
+            ))
+        })
+    }
+}
+
+/// The `b_theta` knob written and read as the codec's [`BTheta`]'s name.
+mod b_theta_name {
+    use repro_codec::BTheta;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(r: &BTheta, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(r.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTheta, D::Error> {
+        let name = String::deserialize(d)?;
+        BTheta::from_name(&name).ok_or_else(|| {
+            let all: Vec<&str> = BTheta::ALL.iter().map(|r| r.name()).collect();
+            D::Error::custom(format!(
+                "unknown reading of B_theta `{name}`; use {}",
+                all.join(", ")
             ))
         })
     }
@@ -732,6 +761,10 @@ pub struct End {
     /// one given. Absent for other algorithms and in older logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theta: Option<f64>,
+    /// Moniqua's modulus B at the end (from theta, or the one given).
+    /// Absent for other algorithms and in older logs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modulus: Option<f64>,
     /// Metrics of the whole run computed at its end (the simulator's: the
     /// objective of the averaged model, ...). Absent in the trainer's logs,
     /// whose metrics are its eval records, and in version-1 logs.
@@ -1103,6 +1136,7 @@ mod tests {
                 peak_rss_bytes: None,
                 real_s: None,
                 theta: None,
+                modulus: None,
                 metrics: None,
             }),
         )

@@ -322,6 +322,7 @@ impl<'c, W: Write> SyncRank<'c, W> {
             peak_rss_bytes: peak_rss_bytes(t.backend()),
             real_s: Some(looping.elapsed().as_secs_f64()),
             theta: self.worker.theta(),
+            modulus: self.worker.modulus(),
             metrics: None,
         }))?;
         self.log.flush()?;

@@ -395,6 +395,7 @@ fn compute(
         peak_rss_bytes: peak_rss_bytes("mpi"),
         real_s: Some(looping.elapsed().as_secs_f64()),
         theta: None,
+        modulus: None,
         metrics: None,
     }))?;
     log.flush()?;

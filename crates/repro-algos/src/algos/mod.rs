@@ -199,6 +199,7 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
             Theta::Theorem3Step | Theta::Theorem2 => MoniquaConfig::default().theta,
         },
         modulus: k.modulus,
+        b_theta: k.b_theta,
         hash: k.hash.sent(),
         leave_out_mismatched: k.hash == repro_runlog::HashMode::Act,
         ..MoniquaConfig::default()

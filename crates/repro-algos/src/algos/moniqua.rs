@@ -222,6 +222,10 @@ impl Worker for Moniqua {
         Some(self.codec.theta())
     }
 
+    fn modulus(&self) -> Option<f64> {
+        Some(f64::from(self.codec.modulus()))
+    }
+
     fn set_theta(&mut self, theta: f64) -> Result<(), AlgoError> {
         self.config.theta = theta;
         self.config.modulus = None;
