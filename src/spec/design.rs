@@ -88,9 +88,16 @@ fn unbounded_moniqua(run: &PlannedRun) -> Option<String> {
     }
     let rounding = repro_algos::moniqua_config(knobs).ok()?.rounding;
     let delta = repro_codec::circle_delta(knobs.bits, rounding).ok()?;
+    let modulus = match knobs.modulus {
+        Some(_) => "The modulus is a hyper-parameter here".to_string(),
+        None => format!(
+            "B comes from theta by the `b_theta: {}` reading",
+            knobs.b_theta
+        ),
+    };
     (delta >= 0.5).then(|| {
         format!(
-            "{algorithm} at {} bit with {} rounding: delta = {delta}, so Lemma 2 bounds no recovery (B_theta = 2 theta / (1 - 2 delta) is infinite). The modulus is a hyper-parameter here; the wrapped coordinates are measured (wrap_rate; health `unbounded`)",
+            "{algorithm} at {} bit with {} rounding: delta = {delta}, so Lemma 2 bounds no recovery (B_theta = 2 theta / (1 - 2 delta) is infinite). {modulus}; the wrapped coordinates are measured (wrap_rate; health `unbounded`)",
             knobs.bits, knobs.rounding
         )
     })
