@@ -54,6 +54,11 @@ pub struct MoniquaConfig {
     pub leave_out_mismatched: bool,
     /// Entropy coding of the payload.
     pub compression: Compression,
+    /// How a receiving algorithm updates: in one pass, the codec's
+    /// [`MoniquaCodec::mix`] (true); or in the baselines' passes, each
+    /// neighbour decoded into a buffer and then added (false), to compare
+    /// algorithms on equal kernels. The codec itself does not read it.
+    pub fused: bool,
 }
 
 impl Default for MoniquaConfig {
@@ -69,6 +74,7 @@ impl Default for MoniquaConfig {
             hash: true,
             leave_out_mismatched: true,
             compression: Compression::None,
+            fused: true,
         }
     }
 }

@@ -178,6 +178,12 @@ pub struct Knobs {
     /// 2 theta). The codec's [`BTheta`].
     #[serde(with = "b_theta_name")]
     pub b_theta: BTheta,
+    /// Moniqua's update: `true`, one fused pass (recovery, average and
+    /// step together); `false`, the baselines' passes (each neighbour
+    /// decoded into a buffer, then added, then the step), so that per-step
+    /// costs compare algorithms on equal kernels. Other algorithms have one
+    /// path each and ignore it.
+    pub fused: bool,
     /// Moniqua: `true` sends a hash of the codes so receivers check each
     /// recovery and leave a failed one out; `count` sends it and counts
     /// failures without acting on them (the algorithm as without a hash,
@@ -227,6 +233,7 @@ impl Default for Knobs {
             theta_warmup: 10,
             modulus: None,
             b_theta: BTheta::Lemma2,
+            fused: true,
             hash: HashMode::Act,
             gamma: 1.0,
             bucket: 1024,

@@ -4,11 +4,12 @@
 //! identity (full precision) this is D-PSGD; with a quantizer, Theorem 1
 //! shows it cannot converge on `|x - delta/2|^2 / 2` with the grid `delta Z`.
 //!
-//! At full precision (D-PSGD) a worker also runs its iteration a block of
-//! coordinates at a time ([`Blockwise`]): the neighbours' values read
-//! straight from their frames' bodies, the update in place, the next frame
-//! written from the updated block while it is in cache; the same arithmetic
-//! in the same order as `receive` and `send`.
+//! At full precision (D-PSGD) `receive` is one pass, as Moniqua's is: the
+//! neighbours' values read straight from their frames' bodies and the
+//! update made in place, with no decoded copy of any model. A worker also
+//! runs its iteration a block of coordinates at a time ([`Blockwise`]), the
+//! next frame written from the updated block while it is in cache; the
+//! same arithmetic in the same order as `receive` and `send`.
 
 use repro_codec::{DitherTable, FullPrecision, Prefetch};
 
@@ -57,7 +58,12 @@ impl Worker for NaiveQuantized {
         inbox: &[(usize, &[u8])],
     ) -> Result<Received, AlgoError> {
         check_len("delta", self.x.len(), delta.len())?;
-        // the accumulator and the decode buffer are per-thread scratch
+        if let Some(neighbours) = self.bodies(inbox)? {
+            average(&mut self.x, delta, self.row.self_weight, &neighbours);
+            return Ok(Received::default());
+        }
+        // quantized or compressed frames: the accumulator and the decode
+        // buffer are per-thread scratch
         scratch::with_vectors(self.x.len(), |[acc, decoded]| {
             for (a, &x) in acc.iter_mut().zip(&self.x) {
                 *a = self.row.self_weight * x;
@@ -91,7 +97,52 @@ impl NaiveQuantized {
             _ => None,
         }
     }
+
+    /// `(W_ij, the f32 body of j's frame)` for every frame of `inbox`, when
+    /// the frames are full precision and uncompressed; `None` otherwise.
+    fn bodies<'a>(
+        &self,
+        inbox: &[(usize, &'a [u8])],
+    ) -> Result<Option<Bodies<'a>>, AlgoError> {
+        let Some(full) = self.full() else {
+            return Ok(None);
+        };
+        let mut neighbours = Vec::with_capacity(inbox.len());
+        for &(from, bytes) in inbox {
+            let w = self.row.weight(from)?;
+            match full.body(bytes, self.x.len())? {
+                Some(body) => neighbours.push((w, body)),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(neighbours))
+    }
 }
+
+/// `x <- W_ii x + sum_j W_ij x_j - delta` in one pass, each `x_j` read from
+/// the little-endian f32 `body` of its frame: `acc = W_ii x`, `acc += W_ij
+/// x_j` in the neighbours' order, `x = acc - delta`, a chunk at a time.
+fn average(x: &mut [f32], delta: &[f32], self_weight: f32, neighbours: &[(f32, &[u8])]) {
+    let mut acc = [0.0f32; LANE_CHUNK];
+    for c in (0..x.len()).step_by(LANE_CHUNK) {
+        let m = LANE_CHUNK.min(x.len() - c);
+        let (acc, xs, ds) = (&mut acc[..m], &mut x[c..c + m], &delta[c..c + m]);
+        for (a, &xi) in acc.iter_mut().zip(xs.iter()) {
+            *a = self_weight * xi;
+        }
+        for &(w, body) in neighbours {
+            for (a, v) in acc.iter_mut().zip(body[4 * c..4 * (c + m)].chunks_exact(4)) {
+                *a += w * f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
+            }
+        }
+        for ((xi, &a), &d) in xs.iter_mut().zip(acc.iter()).zip(ds) {
+            *xi = a - d;
+        }
+    }
+}
+
+/// `(W_ij, the f32 body of j's frame)` per neighbour, in inbox order.
+type Bodies<'a> = Vec<(f32, &'a [u8])>;
 
 /// Coordinates the block update accumulates at a time, on the stack.
 const LANE_CHUNK: usize = 256;
@@ -144,24 +195,8 @@ impl Blockwise for NaiveQuantized {
             let start = repro_codec::frame::HEADER_LEN + 4 * at;
             neighbours.push((w, &bytes[start..start + 4 * len]));
         }
-        // receive's arithmetic: acc = W_ii x, acc += W_ij x_j in inbox
-        // order, x = acc - delta
-        let mut acc = [0.0f32; LANE_CHUNK];
-        for c in (0..len).step_by(LANE_CHUNK) {
-            let m = LANE_CHUNK.min(len - c);
-            let (acc, xs, ds) = (&mut acc[..m], &mut x[c..c + m], &delta[c..c + m]);
-            for (a, &xi) in acc.iter_mut().zip(xs.iter()) {
-                *a = self.row.self_weight * xi;
-            }
-            for &(w, body) in &neighbours {
-                for (a, v) in acc.iter_mut().zip(body[4 * c..4 * (c + m)].chunks_exact(4)) {
-                    *a += w * f32::from_le_bytes([v[0], v[1], v[2], v[3]]);
-                }
-            }
-            for ((xi, &a), &d) in xs.iter_mut().zip(acc.iter()).zip(ds) {
-                *xi = a - d;
-            }
-        }
+        // receive's arithmetic
+        average(x, delta, self.row.self_weight, &neighbours);
         if let Some(next) = next {
             FullPrecision::put(next, at, x);
         }
@@ -181,5 +216,50 @@ impl Blockwise for NaiveQuantized {
             _ => false,
         };
         Ok((Received::default(), sent))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// D-PSGD's one-pass receive is the decode-then-average it replaced,
+    /// bit for bit: `acc = W_ii x`, `acc += W_ij x_j` in inbox order, `x =
+    /// acc - delta`, over a length that is no multiple of the chunk.
+    #[test]
+    fn the_one_pass_average_is_decode_then_axpy_bit_for_bit() {
+        let (n, d) = (4, 3 * LANE_CHUNK + 17);
+        let topology = Topology::ring(n).unwrap();
+        let value = |i: usize, j: usize| ((i * 31 + j * 7) % 23) as f32 * 0.37 - 3.1;
+        let x0: Vec<f32> = (0..d).map(|j| value(0, j)).collect();
+        let delta: Vec<f32> = (0..d).map(|j| value(9, j) * 1e-3).collect();
+        let full = FullPrecision::default();
+        let frames: Vec<(usize, Vec<u8>)> = [1, 3]
+            .into_iter()
+            .map(|from| {
+                let model: Vec<f32> = (0..d).map(|j| value(from, j)).collect();
+                let mut frame = Vec::new();
+                full.encode(&model, 0, from as u32, &mut frame).unwrap();
+                (from, frame)
+            })
+            .collect();
+        let inbox: Vec<(usize, &[u8])> = frames.iter().map(|(j, f)| (*j, f.as_slice())).collect();
+        let mut worker = NaiveQuantized::new(0, &topology, Compressor::Full(full), &x0);
+        worker.receive(0, &delta, &inbox).unwrap();
+        // the old way: decode each frame whole, then average
+        let row = Row::of(&topology, 0);
+        let mut acc: Vec<f32> = x0.iter().map(|&x| row.self_weight * x).collect();
+        let mut decoded = vec![0.0; d];
+        for &(from, bytes) in &inbox {
+            full.decode(bytes, &mut decoded).unwrap();
+            axpy(&mut acc, row.weight(from).unwrap(), &decoded);
+        }
+        let expected: Vec<u32> = acc
+            .iter()
+            .zip(&delta)
+            .map(|(a, dl)| (a - dl).to_bits())
+            .collect();
+        let got: Vec<u32> = worker.model().iter().map(|x| x.to_bits()).collect();
+        assert_eq!(got, expected);
     }
 }

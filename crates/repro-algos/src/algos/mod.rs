@@ -200,6 +200,7 @@ pub fn moniqua_config(k: &Knobs) -> Result<MoniquaConfig, AlgoError> {
         },
         modulus: k.modulus,
         b_theta: k.b_theta,
+        fused: k.fused,
         hash: k.hash.sent(),
         leave_out_mismatched: k.hash == repro_runlog::HashMode::Act,
         ..MoniquaConfig::default()

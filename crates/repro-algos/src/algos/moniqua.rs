@@ -49,6 +49,9 @@ pub struct Moniqua {
     next: Prefetch,
     /// The iteration in progress a block at a time (see [`Blockwise`]).
     blocks: Option<BlockUpdate>,
+    /// On the baselines' passes (`fused: false`): the local biased term of
+    /// the last frame sent, which the fused update recomputes instead.
+    own: Option<Vec<f32>>,
 }
 
 impl Moniqua {
@@ -72,6 +75,7 @@ impl Moniqua {
             warmup: None,
             next: Prefetch::NONE,
             blocks: None,
+            own: (!config.fused).then(|| vec![0.0; x0.len()]),
         })
     }
 }
@@ -85,8 +89,9 @@ impl Worker for Moniqua {
         if self.warmup.is_some() {
             FullPrecision::default().encode(&self.x, k, self.row.rank as u32, out)?;
         } else {
+            let own = self.own.as_deref_mut();
             self.codec
-                .encode(&self.x, k, self.row.rank as u32, None, out)?;
+                .encode(&self.x, k, self.row.rank as u32, own, out)?;
         }
         Ok(())
     }
@@ -104,6 +109,9 @@ impl Worker for Moniqua {
         check_len("delta", self.x.len(), delta.len())?;
         if self.warmup.is_some() {
             return self.receive_full_precision(delta, inbox);
+        }
+        if self.own.is_some() {
+            return self.receive_in_passes(delta, inbox);
         }
         let mut neighbours = self.neighbours(inbox)?;
         let sender = self.row.rank as u32;
@@ -158,11 +166,15 @@ impl Worker for Moniqua {
     }
 
     fn blockwise(&mut self) -> Option<&mut dyn Blockwise> {
+        // the fused update only: the passes are whole-vector by design
+        if self.own.is_some() {
+            return None;
+        }
         Some(self)
     }
 
     fn extra_memory(&self) -> usize {
-        0
+        self.own.as_ref().map_or(0, |own| 4 * own.len())
     }
 
     fn prefetch_next(&mut self, next: Prefetch) {
@@ -339,6 +351,50 @@ impl Moniqua {
     }
 }
 
+impl Moniqua {
+    /// The update on the baselines' passes: `acc = -(sum_j w_j) x^_i` from
+    /// the local term kept at `send`; each neighbour recovered into a
+    /// buffer, then `acc += w_j x^_j`; then `x += acc - delta`. The fused
+    /// `mix`'s arithmetic in the same order, so the same bits, in separate
+    /// passes over memory. A neighbour whose recovery fails the hash is
+    /// taken back out where the codec leaves it out.
+    fn receive_in_passes(
+        &mut self,
+        delta: &[f32],
+        inbox: &[(usize, &[u8])],
+    ) -> Result<Received, AlgoError> {
+        let own = self.own.as_deref().unwrap_or_default();
+        check_len("local biased term", self.x.len(), own.len())?;
+        let mut total = 0.0f32;
+        for &(from, _) in inbox {
+            total += self.row.weight(from)?;
+        }
+        scratch::with_vectors(self.x.len(), |[acc, decoded]| {
+            for (a, &o) in acc.iter_mut().zip(own) {
+                *a = -total * o;
+            }
+            let mut received = Received::default();
+            for &(from, bytes) in inbox {
+                let w = self.row.weight(from)?;
+                let d = self
+                    .codec
+                    .decode(bytes, &self.x, DecodeTarget::Out(decoded))?;
+                received.record(d.verification);
+                if d.verification == Verification::Mismatch && self.codec.leaves_out_mismatched() {
+                    // as if it had not sent: its weight back on the local term
+                    axpy(acc, w, own);
+                    continue;
+                }
+                axpy(acc, w, decoded);
+            }
+            for ((x, &a), &d) in self.x.iter_mut().zip(acc.iter()).zip(delta) {
+                *x += a - d;
+            }
+            Ok(received)
+        })
+    }
+}
+
 /// `acc += sum_j W_ij x^_j` over the neighbours' Moniqua frames, recovered
 /// against `local`. A frame whose recovery fails the hash is taken back out
 /// and its neighbour left out of the average (counted, never used). Returns
@@ -378,4 +434,63 @@ pub(crate) fn accumulate_verified(
         total += w;
     }
     Ok((total, received))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moniqua on the baselines' passes (`fused: false`) computes the fused
+    /// update's arithmetic in the same order: the same bits, at 1, 2 and 8
+    /// bits, with and without the hash, a slack gamma below 1, and a length
+    /// that is no multiple of a chunk.
+    #[test]
+    fn the_passes_give_the_fused_update_bit_for_bit() {
+        let (n, d) = (4, 4099);
+        let topology = Topology::ring(n).unwrap();
+        let model = |i: usize| -> Vec<f32> {
+            (0..d)
+                .map(|j| ((i * 131 + j * 17) % 97) as f32 * 1e-3 + 0.01 * i as f32 - 0.05)
+                .collect()
+        };
+        let delta: Vec<f32> = (0..d).map(|j| (j % 13) as f32 * 1e-4).collect();
+        for (bits, modulus, hash) in [(1, Some(0.5), false), (2, None, true), (8, None, false)] {
+            let config = |fused| MoniquaConfig {
+                bits,
+                theta: 0.5,
+                modulus,
+                hash,
+                fused,
+                ..MoniquaConfig::default()
+            };
+            let k = 3;
+            let frames: Vec<(usize, Vec<u8>)> = [1, 3]
+                .into_iter()
+                .map(|from| {
+                    let mut w =
+                        Moniqua::new(from, &topology, &config(true), 7, 0.4, &model(from)).unwrap();
+                    let mut frame = Vec::new();
+                    w.send(k, &delta, &mut frame).unwrap();
+                    (from, frame)
+                })
+                .collect();
+            let inbox: Vec<(usize, &[u8])> =
+                frames.iter().map(|(j, f)| (*j, f.as_slice())).collect();
+            let mut updated = Vec::new();
+            for fused in [true, false] {
+                let mut w = Moniqua::new(0, &topology, &config(fused), 7, 0.4, &model(0)).unwrap();
+                let mut frame = Vec::new();
+                w.send(k, &delta, &mut frame).unwrap();
+                let received = w.receive(k, &delta, &inbox).unwrap();
+                assert_eq!(received.verified, if hash { 2 } else { 0 });
+                assert_eq!(w.extra_memory(), if fused { 0 } else { 4 * d });
+                updated.push(w.model().iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            }
+            assert_ne!(
+                updated[0],
+                model(0).iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+            );
+            assert_eq!(updated[0], updated[1], "bits {bits}, hash {hash}");
+        }
+    }
 }
