@@ -100,10 +100,7 @@ impl NaiveQuantized {
 
     /// `(W_ij, the f32 body of j's frame)` for every frame of `inbox`, when
     /// the frames are full precision and uncompressed; `None` otherwise.
-    fn bodies<'a>(
-        &self,
-        inbox: &[(usize, &'a [u8])],
-    ) -> Result<Option<Bodies<'a>>, AlgoError> {
+    fn bodies<'a>(&self, inbox: &[(usize, &'a [u8])]) -> Result<Option<Bodies<'a>>, AlgoError> {
         let Some(full) = self.full() else {
             return Ok(None);
         };
