@@ -1850,6 +1850,11 @@ fn dry_run(
             "point": r.point,
             "params": serde_json::from_str::<serde_json::Value>(&plan::canonical_params(&r.params))
                 .unwrap_or_default(),
+            // a limit, not a parameter (left out of `params` and the id)
+            "timeout_s": match &r.params {
+                plan::Params::Train(c) => Some(c.timeout_s),
+                plan::Params::Sim(_) => None,
+            },
             "network": r.network.as_ref().map(|c| c.label.clone()),
             "refused": refused.contains_key(&r.id),
         })
