@@ -449,7 +449,7 @@ fn every_shipped_manifest_is_valid() {
     ] {
         assert!(text.contains(name), "{name} missing from {text}");
     }
-    assert!(text.contains("cpu: 120 runs, about 16 s"), "{text}");
+    assert!(text.contains("cpu: 120 runs, about 7 s"), "{text}");
     assert!(text.contains("cpu (default): 56 runs"), "{text}");
     // a tuned experiment's search counts too
     assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
