@@ -2,7 +2,7 @@
 # Sets up the machine (idempotent) and runs the main job on its default:
 # `repro run`, the `quickstart` experiment (Moniqua against its baselines at
 # 1 bit on Fashion-MNIST, 8 in-process workers, then Theorem 1 in the
-# simulator; about 12 minutes), into a run directory of its own,
+# simulator; about 5 minutes), into a run directory of its own,
 # runs/quickstart/cpu/<time>/. It ends with `repro verify`'s answer: does
 # this run reproduce the committed record, results/quickstart/? Extra
 # arguments go to `repro run`, e.g. `bash ci/main.sh figure1`. The trainer
