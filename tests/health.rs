@@ -102,10 +102,11 @@ claims:
 }
 
 /// Moniqua with a modulus far below the models' distance: most recovered
-/// coordinates wrap around it (counted against the true models), and the
-/// run is unbounded.
+/// coordinates wrap around it (counted against the true models). Its
+/// premise failed (`premise: wrapped`, said beside the outcome); its
+/// health is its outcome, which wrapping alone does not decide.
 #[test]
-fn a_wrapped_moniqua_is_unbounded() {
+fn a_wrapped_moniqua_is_named_by_its_premise() {
     let root = project(
         "wrap",
         "name: wrap
@@ -128,18 +129,23 @@ claims:
         let wrapped = number(r, "wrap_rate");
         if r["theta"] == "0.02" {
             assert!(wrapped > 0.5, "{r:?}");
-            assert_eq!(r["health"], "unbounded", "{r:?}");
+            assert_eq!(r["premise"], "wrapped", "{r:?}");
+            assert!(
+                r["premise_note"].contains("wrapped around the modulus"),
+                "{r:?}"
+            );
+            assert_ne!(r["health"], "unbounded", "{r:?}");
         } else {
             assert_eq!(wrapped, 0.0, "{r:?}");
-            assert_eq!(r["health"], "ok", "{r:?}");
+            assert_eq!((&*r["health"], &*r["premise"]), ("ok", "held"), "{r:?}");
         }
     }
     assert!(
-        table.contains("(n=2); 2 unbounded |") && !table.contains("| 0.02 | 2 unbounded |"),
+        table.contains("premise: 2 of 2 wrapped past the modulus |"),
         "{table}"
     );
     assert!(
-        claims.contains("0.02: 2 of 2 runs failed (2 unbounded), counted"),
+        claims.contains("0.02: premise: 2 of 2 wrapped past the modulus"),
         "{claims}"
     );
     let _ = std::fs::remove_dir_all(&root);
@@ -276,7 +282,7 @@ fn design_checks_warn_at_plan_time() {
 /// Tuning equal in substance: D-PSGD's best step size is the largest it
 /// tried (flagged at the edge; `tune.extend` tries one step beyond and
 /// takes it), and CHOCO at step 2.5 or 3 blows up in every configuration:
-/// reported with no viable configuration, and given no final runs.
+/// reported with no configuration trained, and given no final runs.
 #[test]
 fn tuning_flags_edges_and_runs_no_method_without_a_valid_choice() {
     let manifest = |extend: bool| {
@@ -326,11 +332,11 @@ claims:
         "{tuning}"
     );
     assert!(
-        tuning.contains("- algorithm=d-psgd: 2 of 2 viable (runs: 4 ok)"),
+        tuning.contains("- algorithm=d-psgd: 2 of 2 (runs: 4 ok)"),
         "{tuning}"
     );
     assert!(
-        tuning.contains("- algorithm=choco: 0 of 2 viable (runs: 4 exploded): no configuration trained, so this setting has no final runs"),
+        tuning.contains("- algorithm=choco: 0 of 2 (runs: 4 exploded): no configuration trained, so this setting has no final runs"),
         "{tuning}"
     );
     // tuning runs are judged as the grid's are
@@ -358,7 +364,7 @@ claims:
         "{tuning}"
     );
     assert!(
-        tuning.contains("- algorithm=d-psgd: lr=0.25 (one step beyond the space) was chosen; the optimum may lie further out"),
+        tuning.contains("- warning: algorithm=d-psgd: lr=0.25 (one step beyond the space) was chosen, at the edge after `extend`: the optimum may lie further out"),
         "{tuning}"
     );
     assert!(runs.iter().all(|r| r["config"] == "lr=0.25"), "{runs:?}");

@@ -753,7 +753,7 @@ fn tune_first(
     }
     for g in selection.unviable() {
         crate::util::progress::note(&format!(
-            "warning: tuning found no valid configuration for {}: it gets no final runs (tuning.md)",
+            "warning: tuning found no working configuration for {}: it gets no final runs (tuning.md)",
             g.iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
@@ -776,9 +776,11 @@ fn warn_design<'a>(plans: impl Iterator<Item = (&'a String, &'a Vec<PlannedRun>)
     }
 }
 
-/// `tune.extend`: runs each edge choice's step beyond the space into the
-/// tuning directory and chooses again. The new selection, the runs that
-/// failed, and the steps the plan refused; `None` when interrupted.
+/// The second wave of the tuning (`tune.confirm`'s finalists on their
+/// seeds, `tune.extend`'s steps beyond an edge on every tuning seed) into
+/// the tuning directory, and the choice made again over all the runs. The
+/// new selection, the runs that failed, and the steps the plan refused;
+/// `None` when interrupted.
 fn extend_tuning(
     x: Job<'_>,
     spec: &manifest::TuneSpec,
@@ -786,28 +788,41 @@ fn extend_tuning(
     first: tune::Selection,
     launcher: &Launcher,
 ) -> Result<Option<(tune::Selection, usize, Vec<String>)>> {
-    if !spec.extend {
-        return Ok(Some((first, 0, Vec::new())));
-    }
-    let (extra, refused) = tune::extension_runs(x.m, spec, x.scale, x.backend, &first);
+    let (extra, refused) = tune::second_wave(x.m, spec, x.scale, x.backend, &first);
     if extra.is_empty() {
         return Ok(Some((first, 0, refused)));
     }
     crate::util::progress::note(&format!(
-        "tuning: {} choices at the edge of their space; trying one step beyond ({} runs)",
+        "tuning: a second look at {} configurations ({} runs): {}",
         extra
             .iter()
-            .filter_map(|r| r.point.get(plan::CONFIG_KEY))
+            .filter_map(|r| {
+                let mut g = r.point.clone();
+                g.remove(plan::SEED_KEY);
+                Some(g).filter(|g| g.contains_key(plan::CONFIG_KEY))
+            })
             .collect::<std::collections::BTreeSet<_>>()
             .len(),
-        extra.len()
+        extra.len(),
+        match &spec.confirm {
+            Some(c) => format!(
+                "the best {} of each setting on more seeds{}",
+                c.best,
+                if spec.extend {
+                    ", and the steps beyond an edge"
+                } else {
+                    ""
+                }
+            ),
+            None => "the steps beyond an edge".into(),
+        }
     ));
     let dir = x.out.join(Entry::TuningDir.name());
     let more = execute(
         Job { out: &dir, ..x },
         &extra,
         launcher.clone(),
-        "tuning beyond the edge",
+        "tuning, second look",
     )?;
     if crate::util::signals::interrupted() {
         return Ok(None);

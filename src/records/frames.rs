@@ -132,6 +132,15 @@ pub(crate) fn number(frame: &DataFrame, name: &str) -> Expr {
     }
 }
 
+/// Column `name` of `frame` as text, or null where the frame has no such
+/// text column (a record written before the column existed).
+pub(crate) fn text(frame: &DataFrame, name: &str) -> Expr {
+    match frame.column(name).map(|c| c.dtype().clone()) {
+        Ok(DataType::String) => col(name),
+        _ => lit(polars::prelude::Null {}).cast(DataType::String),
+    }
+}
+
 /// Each run's health word: its `health` cell, else (a record never
 /// judged) what its status implies (`Health::of_status`).
 pub(crate) fn health() -> Expr {

@@ -29,20 +29,17 @@ pub(crate) enum Health {
     Collapsed,
     /// No gossip: a run of workers that never (or too rarely) exchanged.
     Silent,
-    /// Moniqua outside Lemma 2's bound: too many coordinates wrapped.
-    Unbounded,
     /// Interrupted, timed out, failed or refused: no result.
     Unfinished,
 }
 
 impl Health {
-    pub(crate) const ALL: [Health; 7] = [
+    pub(crate) const ALL: [Health; 6] = [
         Self::Ok,
         Self::Diverged,
         Self::Exploded,
         Self::Collapsed,
         Self::Silent,
-        Self::Unbounded,
         Self::Unfinished,
     ];
 
@@ -54,7 +51,6 @@ impl Health {
             Self::Exploded => "exploded",
             Self::Collapsed => "collapsed",
             Self::Silent => "silent",
-            Self::Unbounded => "unbounded",
             Self::Unfinished => "unfinished",
         }
     }
@@ -68,9 +64,7 @@ impl Health {
     pub(crate) fn kind(self) -> Kind {
         match self {
             Self::Ok => Kind::Ok,
-            Self::Diverged | Self::Exploded | Self::Collapsed | Self::Unbounded => {
-                Kind::MethodFailed
-            }
+            Self::Diverged | Self::Exploded | Self::Collapsed => Kind::MethodFailed,
             Self::Silent | Self::Unfinished => Kind::NotTested,
         }
     }
@@ -93,7 +87,7 @@ impl Health {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum Kind {
     Ok,
-    /// The method failed: diverged, exploded, collapsed or unbounded.
+    /// The method failed: diverged, exploded or collapsed.
     MethodFailed,
     /// The experiment did not test the method: silent or unfinished.
     NotTested,
@@ -254,8 +248,9 @@ fn period(algorithm: &str, period: u64) -> u64 {
 
 /// The one rule: a run's health from its record's `cells` (see
 /// [`Health`]). The first that applies wins, in this order: unfinished,
-/// diverged, exploded, collapsed, silent, unbounded; else ok. A number
-/// the record lacks is not judged.
+/// diverged, exploded, collapsed, silent; else ok. A number the record
+/// lacks is not judged. Health names outcomes only: whether Moniqua's
+/// premise held is [`premise`]'s, beside it.
 pub(crate) fn judge(params: &Params, cells: &BTreeMap<String, Cell>, spec: &HealthSpec) -> Verdict {
     let run = Run::of(params);
     let number = |k: &str| cells.get(k).and_then(Cell::number);
@@ -282,17 +277,68 @@ pub(crate) fn judge(params: &Params, cells: &BTreeMap<String, Cell>, spec: &Heal
     if let Some(v) = silence(&run, cells, spec) {
         return v;
     }
-    if let Some(w) = number("wrap_rate").filter(|&w| w > spec.max_wrap_rate) {
-        return Verdict::of(
-            Health::Unbounded,
+    Verdict::of(Health::Ok, String::new())
+}
+
+/// Whether Moniqua's premise held in a run: that its workers' models
+/// stayed within the modulus of each other, so a recovery rarely wraps
+/// (Lemma 2). runs.csv's `premise`. A premise that failed is not an
+/// outcome: a run that wrapped may still train, and its outcome is its
+/// health and its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Premise {
+    /// At most `health.max_wrap_rate` of the recovered coordinates wrapped.
+    Held,
+    /// More than that share wrapped around the modulus.
+    Wrapped,
+}
+
+impl Premise {
+    /// The word runs.csv's `premise` holds.
+    pub(crate) fn text(self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Wrapped => "wrapped",
+        }
+    }
+
+    /// The premise `text` spells, if any.
+    pub(crate) fn parse(text: &str) -> Option<Self> {
+        [Self::Held, Self::Wrapped]
+            .into_iter()
+            .find(|p| p.text() == text)
+    }
+}
+
+/// Whether the premise of a run's method held, and why not (see
+/// [`Premise`]); `None` for a run that measures no wrapping (every
+/// method but Moniqua, or a record without `wrap_rate`).
+pub(crate) fn premise(
+    cells: &BTreeMap<String, Cell>,
+    spec: &HealthSpec,
+) -> Option<(Premise, String)> {
+    let w = cells.get("wrap_rate").and_then(Cell::number)?;
+    Some(if w > spec.max_wrap_rate {
+        (
+            Premise::Wrapped,
             format!(
                 "{} of the coordinates recovered wrapped around the modulus (more than {})",
                 percent(w),
                 percent(spec.max_wrap_rate)
             ),
-        );
+        )
+    } else {
+        (Premise::Held, String::new())
+    })
+}
+
+/// Runs whose premise failed, as a table cell or a note adds it: "2 of 8
+/// wrapped past the modulus"; empty when none did.
+pub(crate) fn premise_text(wrapped: usize, runs: usize) -> String {
+    if wrapped == 0 {
+        return String::new();
     }
-    Verdict::of(Health::Ok, String::new())
+    format!("premise: {wrapped} of {runs} wrapped past the modulus")
 }
 
 /// The loss the run ended with: `last_loss`, else (a record written before
@@ -469,7 +515,8 @@ mod tests {
         assert_eq!(with("model_norm", n(1e-6)), Health::Collapsed);
         assert_eq!(with("bytes", Cell::Count(0)), Health::Silent);
         assert_eq!(with("exchange_share", n(0.0056)), Health::Silent);
-        assert_eq!(with("wrap_rate", n(0.035)), Health::Unbounded);
+        // wrapping is Moniqua's premise failing, not an outcome
+        assert_eq!(with("wrap_rate", n(0.035)), Health::Ok);
         assert_eq!(
             with("status", Cell::Text("diverged".into())),
             Health::Diverged
@@ -547,7 +594,6 @@ mod tests {
                 Kind::MethodFailed,
                 Kind::MethodFailed,
                 Kind::NotTested,
-                Kind::MethodFailed,
                 Kind::NotTested
             ]
         );
@@ -555,7 +601,7 @@ mod tests {
             |h: Health, v: Option<f64>| counted(Some(h), v, "avg_test_accuracy", Some(0.1), true);
         assert_eq!(acc(Ok, Some(0.8)), Counted::Value(0.8));
         assert_eq!(acc(Ok, None), Counted::LeftOut("without a value"));
-        assert_eq!(acc(Unbounded, Some(0.5)), Counted::Value(0.5));
+        assert_eq!(acc(Collapsed, Some(0.11)), Counted::Value(0.11));
         assert_eq!(acc(Diverged, None), Counted::Worst(0.1));
         assert_eq!(acc(Diverged, Some(f64::NAN)), Counted::Worst(0.1));
         assert_eq!(acc(Exploded, Some(0.3)), Counted::Value(0.3));
@@ -565,6 +611,28 @@ mod tests {
         let loss = counted(Some(Diverged), None, "final_loss", Some(0.1), false);
         assert_eq!(loss, Counted::Worst(f64::INFINITY));
         assert_eq!(worst("val_accuracy", None, true), f64::NEG_INFINITY);
+    }
+
+    /// Wrapping past the modulus is the premise's word, beside health:
+    /// a run that wrapped and trained is ok with its premise failed.
+    #[test]
+    fn the_premise_is_judged_beside_health() {
+        let spec = HealthSpec::default();
+        let at = |w: f64| premise(&cells(&[("wrap_rate", n(w))]), &spec);
+        assert_eq!(at(0.0).unwrap().0, Premise::Held);
+        assert_eq!(at(0.01).unwrap().0, Premise::Held);
+        let (p, why) = at(0.035).unwrap();
+        assert_eq!(p, Premise::Wrapped);
+        assert!(why.contains("3.5% of the coordinates"), "{why}");
+        assert_eq!(premise(&cells(&[]), &spec), None);
+        for p in [Premise::Held, Premise::Wrapped] {
+            assert_eq!(Premise::parse(p.text()), Some(p));
+        }
+        assert_eq!(premise_text(0, 8), "");
+        assert_eq!(
+            premise_text(2, 8),
+            "premise: 2 of 8 wrapped past the modulus"
+        );
     }
 
     #[test]

@@ -184,7 +184,7 @@ impl Metric {
 /// Every metric, in runs.csv's column order (the curves that are no
 /// column sit beside their kin). A new metric is one entry here, and a
 /// field of [`Summary`] where it comes from the run's logs.
-pub(crate) const REGISTRY: [Metric; 67] = {
+pub(crate) const REGISTRY: [Metric; 69] = {
     use Kind::{Count, Fixed, Sci, Text};
     use Metric as M;
     [
@@ -192,6 +192,8 @@ pub(crate) const REGISTRY: [Metric; 67] = {
         M::column("health", Text, From::Judged),
         M::column("health_note", Text, From::Judged),
         M::column("health_kind", Text, From::Judged),
+        M::column("premise", Text, From::Judged),
+        M::column("premise_note", Text, From::Judged),
         M::column("chance_accuracy", Sci, From::Judged)
             .within(Range::Fraction)
             .accuracy(),

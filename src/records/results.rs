@@ -94,6 +94,11 @@ impl RunRecord {
             .or_else(|| self.status().map(Health::of_status))
     }
 
+    /// Whether its method's premise held (`premise`), where judged.
+    pub(crate) fn premise(&self) -> Option<health::Premise> {
+        health::Premise::parse(self.metrics.get("premise").map_or("", Cell::text))
+    }
+
     /// The record with its `health` judged from its other cells by the one
     /// rule ([`health::judge`]).
     pub(crate) fn judged(mut self, params: &crate::spec::plan::Params, spec: &HealthSpec) -> Self {
@@ -106,6 +111,11 @@ impl RunRecord {
             "health_kind".into(),
             Cell::Text(verdict.health.kind().text().into()),
         );
+        let (premise, why) = health::premise(&self.metrics, spec)
+            .map_or(("", String::new()), |(p, why)| (p.text(), why));
+        self.metrics
+            .insert("premise".into(), Cell::Text(premise.into()));
+        self.metrics.insert("premise_note".into(), Cell::Text(why));
         let chance = health::chance(params);
         self.metrics
             .insert("chance_accuracy".into(), Cell::Number(chance));
@@ -629,7 +639,9 @@ pub(crate) mod tests {
                 .filter_map(|m| {
                     let v = match *m {
                         // not judged: its status stands for it
-                        "health" | "health_note" | "health_kind" => return None,
+                        "health" | "health_note" | "health_kind" | "premise" | "premise_note" => {
+                            return None;
+                        }
                         "status" => status.to_string(),
                         "final_loss" => loss.to_string(),
                         _ => "0".to_string(),

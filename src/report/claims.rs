@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::records::curves::{CurvePoint, RunCurve};
-use crate::records::health::{Counted, Health, Kind as HealthKind, counts_text};
+use crate::records::health::{
+    Counted, Health, Kind as HealthKind, Premise, counts_text, premise_text,
+};
 use crate::records::metrics::{CURVE_METRICS, Kind as Column, METRICS, kind};
 use crate::records::results::by_health;
 use crate::records::results::{RunRecord, csv_text};
@@ -494,6 +496,9 @@ struct Side {
     failed: BTreeMap<Health, usize>,
     /// Of those, the ones without a finite value, counted at the worst.
     at_worst: Vec<f64>,
+    /// Runs counted whose method's premise failed (wrapped past the
+    /// modulus), whatever their health.
+    wrapped: usize,
 }
 
 impl Side {
@@ -522,6 +527,12 @@ impl Side {
                 ));
             }
             said.push(line);
+        }
+        if self.wrapped > 0 {
+            said.push(format!(
+                "{name}: {}",
+                premise_text(self.wrapped, self.values.len())
+            ));
         }
         if !self.left_out.is_empty() {
             let parts: Vec<String> = self
@@ -740,6 +751,9 @@ fn side(c: &Claim<'_>, runs: &[&RunRecord], itt: bool) -> Side {
                 if matches!(counted, Counted::Worst(_)) {
                     s.at_worst.push(x);
                 }
+                if r.premise() == Some(Premise::Wrapped) {
+                    s.wrapped += 1;
+                }
                 s.values.push((seed_of(r), x * c.scale));
             }
             Counted::LeftOut(why) => *s.left_out.entry(why.to_string()).or_default() += 1,
@@ -873,8 +887,9 @@ fn divergence(
 }
 
 /// A side's failures of the method and the runs that tested it: every
-/// failure counts (diverged, exploded, collapsed, unbounded), a run that did not
-/// test the method is left out; both named in `notes`.
+/// failure counts (diverged, exploded, collapsed: outcomes, never a failed
+/// premise), a run that did not test the method is left out; both named
+/// in `notes`.
 fn failures(name: &str, runs: &[&RunRecord], notes: &mut Vec<String>) -> (u64, u64) {
     let by = by_health(runs.iter().copied());
     let of_kind = |kind: HealthKind| -> BTreeMap<Health, usize> {
@@ -900,6 +915,20 @@ fn failures(name: &str, runs: &[&RunRecord], notes: &mut Vec<String>) -> (u64, u
         notes.push(format!(
             "{name}: {} did not test the method, left out",
             counts_text(&untested)
+        ));
+    }
+    let wrapped = runs
+        .iter()
+        .filter(|r| {
+            r.health()
+                .is_some_and(|h| h.kind() != HealthKind::NotTested)
+        })
+        .filter(|r| r.premise() == Some(Premise::Wrapped))
+        .count();
+    if wrapped > 0 {
+        notes.push(format!(
+            "{name}: {} (not failures: the outcome is the run's health)",
+            premise_text(wrapped, k + ok)
         ));
     }
     (k as u64, (k + ok) as u64)
@@ -985,6 +1014,9 @@ fn reach_side(
                 *s.failed.entry(h).or_default() += 1;
             }
             _ => {}
+        }
+        if r.premise() == Some(Premise::Wrapped) {
+            s.wrapped += 1;
         }
         let points = by_id.get(r.run_id.as_str()).copied().unwrap_or(&[]);
         let points = crate::report::plot::smoothed(points, reach.smooth);
@@ -1196,7 +1228,7 @@ fn method(verdicts: &[Verdict]) -> String {
             .join("/")
     };
     format!(
-        "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, exploded, collapsed, unbounded) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
+        "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, exploded, collapsed) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
          A paired t-test where both sides ran the same seeds, Welch's t-test otherwise; exact tests for failure counts (every failure of the method counts). \
          Intervals are {}% t intervals of the method minus the baseline. \
          Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few runs, *no configuration trained* when every configuration a side's tuning tried failed; \
@@ -1544,11 +1576,11 @@ mod tests {
         );
     }
 
-    /// The audit's case: one of the method's seeds is unbounded. It keeps
-    /// n equal to its seeds, the comparison stays paired, and its worst
-    /// seed pulls the mean down; left out, the verdict would flip.
+    /// The audit's case: one of the method's seeds failed (exploded). It
+    /// keeps n equal to its seeds, the comparison stays paired, and its
+    /// worst seed pulls the mean down; left out, the verdict would flip.
     #[test]
-    fn an_unbounded_seed_keeps_the_pairing() {
+    fn a_failed_seed_keeps_the_pairing() {
         let acc = |alg: &str, values: &[f64]| -> Vec<RunRecord> {
             values
                 .iter()
@@ -1568,7 +1600,7 @@ mod tests {
         };
         let mut rows = acc("moniqua", &[0.86, 0.87, 0.50, 0.86, 0.87, 0.86]);
         rows.extend(acc("choco", &[0.85, 0.86, 0.84, 0.85, 0.86, 0.85]));
-        let rows = judged(rows, &[2], Health::Unbounded);
+        let rows = judged(rows, &[2], Health::Exploded);
         let v = verdicts(
             "[{better: moniqua, than: choco, metric: avg_test_accuracy}]",
             &rows,
@@ -1579,7 +1611,7 @@ mod tests {
         assert_eq!(v[0].ok_only, Some(Outcome::Supported), "{:?}", v[0]);
         assert!(
             v[0].note
-                .contains("moniqua: 1 of 6 runs failed (1 unbounded), counted")
+                .contains("moniqua: 1 of 6 runs failed (1 exploded), counted")
         );
         // a diverged run without an accuracy counts at chance
         let mut rows = acc("moniqua", &[0.86, 0.87, 0.85]);
@@ -1726,10 +1758,12 @@ mod tests {
             &[0, 1],
             Health::Collapsed,
         );
-        let rows_unbounded = judged(
-            runs("ecd", &["0.1", "0.1", "0.5"], "completed"),
-            &[2],
-            Health::Unbounded,
+        // a run that wrapped past the modulus and trained: its premise
+        // failed, its outcome did not
+        let mut rows_wrapped = runs("ecd", &["0.1", "0.1", "0.5"], "completed");
+        rows_wrapped[2].metrics.insert(
+            "premise".into(),
+            crate::records::metrics::Cell::Text("wrapped".into()),
         );
         rows.extend(runs("d-psgd", &["0.8", "0.82", "0.81"], "completed"));
         let v = verdicts(
@@ -1752,10 +1786,11 @@ mod tests {
             "{}",
             v[1].note
         );
-        let v = verdicts("[{diverges: ecd}]", &rows_unbounded);
-        assert_eq!(v[0].method_value, Some(1.0 / 3.0));
+        let v = verdicts("[{diverges: ecd}]", &rows_wrapped);
+        assert_eq!(v[0].method_value, Some(0.0));
         assert!(
-            v[0].note.contains("ecd: 1 of 3 failed: 1 unbounded"),
+            v[0].note
+                .contains("ecd: premise: 1 of 3 wrapped past the modulus (not failures"),
             "{}",
             v[0].note
         );

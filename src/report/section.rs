@@ -110,9 +110,18 @@ fn without_heading(md: &str) -> String {
     }
 }
 
-/// "18 ok, 3 silent": the runs by health, valid ones first.
+/// "18 ok, 3 silent": the runs by health, valid ones first; then the
+/// runs whose premise failed, where any did.
 fn health_counts(rows: &[RunRecord]) -> String {
-    counts_text(&crate::records::results::by_health(rows))
+    let counts = counts_text(&crate::records::results::by_health(rows));
+    let wrapped = rows
+        .iter()
+        .filter(|r| r.premise() == Some(crate::records::health::Premise::Wrapped))
+        .count();
+    match crate::records::health::premise_text(wrapped, rows.len()) {
+        p if p.is_empty() => counts,
+        p => format!("{counts}; {p}"),
+    }
 }
 
 /// The runs that are not valid results, one sentence per setting (the
@@ -159,7 +168,7 @@ fn findings(rows: &[RunRecord]) -> String {
         "Every run is a valid result (health `ok`).\n".into()
     } else {
         format!(
-            "A run whose method failed (diverged, exploded, collapsed, unbounded) counts against it in the table's values and the claims; a run that did not test the method (silent, unfinished) is left out of both (docs/usage.md says how health is judged).\n\n{}",
+            "A run whose method failed (diverged, exploded, collapsed) counts against it in the table's values and the claims; a run that did not test the method (silent, unfinished) is left out of both; a run whose premise failed (Moniqua wrapped past its modulus: `premise: wrapped`) is named beside its outcome, which its health gives (docs/usage.md says how health is judged).\n\n{}",
             lines.concat()
         )
     }

@@ -10,7 +10,7 @@ use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
 use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
-use crate::records::health::{Health, counts_text};
+use crate::records::health::{Health, Premise, counts_text, premise_text};
 use crate::records::metrics::METRICS;
 use crate::records::results::{csv_rows, csv_text};
 use crate::spec::manifest::TableSpec;
@@ -1046,6 +1046,12 @@ pub(crate) fn cell_aggregates(df: &DataFrame, metric: &str, factor: f64) -> Vec<
             .cast(DataType::Float64)
             .sum()
             .alias("__failed"),
+        frames::text(df, "premise")
+            .eq(lit(Premise::Wrapped.text()))
+            .fill_null(lit(false))
+            .cast(DataType::Float64)
+            .sum()
+            .alias("__premise_wrapped"),
         // a run refused at plan time: the memory it would have needed
         frames::number(df, "memory_mb")
             .filter(col("status").eq(lit(RunStatus::Refused.text())))
@@ -1148,6 +1154,9 @@ pub(crate) struct CellStats {
     /// The most memory a refused run would have needed (MB).
     pub refused_mb: Option<f64>,
     pub by_health: BTreeMap<Health, usize>,
+    /// Runs whose method's premise failed (`premise` wrapped), whatever
+    /// their health.
+    pub wrapped: usize,
     /// Every run that tested the method ([`frames::counted`]).
     pub counted: Sample,
     /// The valid runs (health `ok`) with a value.
@@ -1176,6 +1185,7 @@ impl CellStats {
             failed: count("__failed")?,
             refused_mb: frames::number_at(groups, "__refused_mb", i)?,
             by_health,
+            wrapped: count("__premise_wrapped")?,
             counted: sample("__")?,
             ok: sample("__ok_")?,
         })
@@ -1186,6 +1196,15 @@ impl CellStats {
     /// valid runs' figure beside it and the runs counted by health;
     /// "refused" or "failed" when no run has a result.
     pub(crate) fn text(&self) -> String {
+        let premise = premise_text(self.wrapped, self.runs);
+        match self.outcome_text() {
+            text if premise.is_empty() => text,
+            text => format!("{text}; {premise}"),
+        }
+    }
+
+    /// [`Self::text`] without the premise.
+    fn outcome_text(&self) -> String {
         let ok = self.by_health[&Health::Ok];
         if ok == self.runs {
             return self.counted.text();

@@ -16,13 +16,15 @@ use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::records::results_dir::Entry;
 use crate::report::table::{number, short};
-use crate::spec::manifest::{Backend, HealthSpec, Manifest, TuneSpec};
+use crate::spec::manifest::{Axis, Backend, HealthSpec, Manifest, TuneSpec};
 use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 
-/// The configurations method `method` is tried in: the cartesian product
-/// of its space (a config's label is its `key=value` pairs), cut to the
-/// budget by a fixed pseudo-random choice (the order of the labels'
-/// hashes); "untuned" alone for a method without a space.
+/// The configurations method `method` is tried in (a config's label is
+/// its `key=value` pairs): with a range in its space, `budget` points
+/// drawn by the Halton sequence ([`sampled`]); a grid of values alone,
+/// its cartesian product cut to the budget by a fixed pseudo-random
+/// choice (the order of the labels' hashes); "untuned" alone for a method
+/// without a space.
 pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
     let mut configs = configs_unbudgeted(spec, method);
     if configs.len() > spec.budget {
@@ -33,7 +35,8 @@ pub(crate) fn configs(spec: &TuneSpec, method: &str) -> Vec<Config> {
     configs
 }
 
-/// Every configuration of `method`'s space ("untuned" alone without one).
+/// Every configuration of `method`'s space ("untuned" alone without one):
+/// a grid's whole cartesian product, or a range's draws.
 fn configs_unbudgeted(spec: &TuneSpec, method: &str) -> Vec<Config> {
     let Some(space) = spec.space.get(method) else {
         return vec![Config {
@@ -41,12 +44,15 @@ fn configs_unbudgeted(spec: &TuneSpec, method: &str) -> Vec<Config> {
             set: Mapping::new(),
         }];
     };
+    if space.values().any(|a| matches!(a, Axis::Range(_))) {
+        return sampled(space, spec.budget);
+    }
     let mut all: Vec<Vec<(String, Value)>> = vec![Vec::new()];
-    for (k, values) in space {
+    for (k, axis) in space {
         all = all
             .into_iter()
             .flat_map(|c| {
-                values.iter().map(move |v| {
+                axis.values().iter().map(move |v| {
                     let mut c = c.clone();
                     c.push((k.clone(), v.clone()));
                     c
@@ -54,19 +60,73 @@ fn configs_unbudgeted(spec: &TuneSpec, method: &str) -> Vec<Config> {
             })
             .collect();
     }
-    all.into_iter()
-        .map(|pairs| Config {
-            label: pairs
-                .iter()
-                .map(|(k, v)| format!("{k}={}", plan::text(v)))
-                .collect::<Vec<_>>()
-                .join(" "),
-            set: pairs
-                .into_iter()
-                .map(|(k, v)| (Value::String(k), v))
-                .collect(),
-        })
-        .collect()
+    all.into_iter().map(config_of).collect()
+}
+
+/// The configuration of `pairs`, labelled by them in order.
+fn config_of(pairs: Vec<(String, Value)>) -> Config {
+    Config {
+        label: pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", plan::text(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        set: pairs
+            .into_iter()
+            .map(|(k, v)| (Value::String(k), v))
+            .collect(),
+    }
+}
+
+/// The first primes: the Halton sequence's base for each axis of a
+/// space, in the space's order.
+const HALTON_BASES: [u64; 8] = [2, 3, 5, 7, 11, 13, 17, 19];
+
+/// The most axes a space with a range may have.
+pub(crate) const MAX_AXES: usize = HALTON_BASES.len();
+
+/// Point `index` (from 1) of the Halton sequence in base `base`: the
+/// radical inverse of `index`, a share in (0, 1).
+pub(crate) fn halton(index: u64, base: u64) -> f64 {
+    let (mut share, mut inverse, mut i) = (1.0, 0.0, index);
+    while i > 0 {
+        share /= base as f64;
+        inverse += share * (i % base) as f64;
+        i /= base;
+    }
+    inverse
+}
+
+/// `n` configurations of a space with a range: points 1..=n of the
+/// Halton sequence, one prime base per axis in the space's order, each
+/// share mapped onto its axis (a range in its scale, a list of values by
+/// index). Deterministic, and the same points for every method: equal
+/// coverage for equal budgets. Two draws that round to the same label are
+/// kept once.
+fn sampled(space: &std::collections::BTreeMap<String, Axis>, n: usize) -> Vec<Config> {
+    let mut out: Vec<Config> = Vec::new();
+    for i in 1..=n as u64 {
+        let pairs: Vec<(String, Value)> = space
+            .iter()
+            .zip(HALTON_BASES)
+            .map(|((k, axis), base)| {
+                let u = halton(i, base);
+                let v = match axis {
+                    Axis::Range(r) => Value::from(r.at(u)),
+                    Axis::Values(values) => {
+                        let at = ((u * values.len() as f64) as usize).min(values.len() - 1);
+                        values[at].clone()
+                    }
+                };
+                (k.clone(), v)
+            })
+            .collect();
+        let c = config_of(pairs);
+        if !out.iter().any(|o| o.label == c.label) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Whether a larger value of the spec's metric is better.
@@ -108,6 +168,7 @@ pub(crate) fn check(
     }
     check_grid(spec, points)?;
     check_space(spec, points)?;
+    check_confirm(spec, points)?;
     check_split(spec, backend)
 }
 
@@ -188,17 +249,89 @@ fn check_space(
             );
         }
     }
-    if let Some((method, param)) = spec
-        .space
-        .iter()
-        .flat_map(|(m, s)| s.iter().map(move |(k, v)| (m, k, v)))
-        .find(|(_, _, v)| v.is_empty())
-        .map(|(m, k, _)| (m, k))
-    {
+    for (method, space) in &spec.space {
+        for (param, axis) in space {
+            let problem = match axis {
+                Axis::Values(v) if v.is_empty() => Some("no values to try".to_string()),
+                Axis::Values(_) => None,
+                Axis::Range(r) => r.problem(),
+            };
+            if let Some(p) = problem {
+                return err(&format!("space.{method}.{param}"), p);
+            }
+        }
+        let ranged = space.values().any(|a| matches!(a, Axis::Range(_)));
+        if ranged && space.len() > MAX_AXES {
+            return err(
+                &format!("space.{method}"),
+                format!(
+                    "{} axes: a space with a range takes at most {MAX_AXES}",
+                    space.len()
+                ),
+            );
+        }
+        let needed = MIN_PER_AXIS * space.len();
+        if ranged && spec.budget < needed {
+            return err(
+                "budget",
+                format!(
+                    "{method}'s range space has {} tuned values, which take at least {needed} configurations ({MIN_PER_AXIS} a value); the budget is {}",
+                    space.len(),
+                    spec.budget
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The fewest configurations a space with a range draws per tuned value.
+pub(crate) const MIN_PER_AXIS: usize = 6;
+
+/// `tune.confirm`: a few of each setting's best, on seeds of its own.
+fn check_confirm(
+    spec: &TuneSpec,
+    points: &[BTreeMap<String, String>],
+) -> Result<(), (String, String)> {
+    if !(0.0..1.0).contains(&spec.chance_margin) {
         return err(
-            &format!("space.{method}.{param}"),
-            "no values to try".into(),
+            "chance_margin",
+            format!(
+                "{} is not a share of accuracy in [0, 1)",
+                spec.chance_margin
+            ),
         );
+    }
+    let Some(c) = &spec.confirm else {
+        return Ok(());
+    };
+    if c.best == 0 {
+        return err("confirm.best", "confirm at least one configuration".into());
+    }
+    if c.seeds.is_empty() {
+        return err(
+            "confirm.seeds",
+            "give at least one seed to confirm on".into(),
+        );
+    }
+    let first: Vec<String> = spec.seeds.iter().map(plan::text).collect();
+    let finals: Vec<&str> = points
+        .iter()
+        .filter_map(|p| p.get(SEED_KEY).map(String::as_str))
+        .collect();
+    for s in c.seeds.iter().map(plan::text) {
+        if first.contains(&s) {
+            return err(
+                "confirm.seeds",
+                format!("seed {s} is also in tune.seeds: a second look needs seeds of its own"),
+            );
+        }
+        if finals.contains(&s.as_str()) {
+            return err(
+                "confirm.seeds",
+                format!("seed {s} is also a final seed: a seed used to choose must not report"),
+            );
+        }
     }
     Ok(())
 }
@@ -309,8 +442,9 @@ pub(crate) fn final_runs(
 }
 
 /// The whole search as `recorded` holds it: the tuning runs (with the
-/// extension the first choice asks for, under `tune.extend`), the choice
-/// among them, and the steps beyond the space the plan refused.
+/// second wave the first choice asks for: `tune.confirm`'s finalists on
+/// their seeds, and under `tune.extend` the steps beyond an edge), the
+/// choice among them, and the steps beyond the space the plan refused.
 pub(crate) fn search(
     m: &Manifest,
     spec: &TuneSpec,
@@ -320,10 +454,10 @@ pub(crate) fn search(
 ) -> Result<(Vec<PlannedRun>, Selection, Vec<String>)> {
     let mut tuning = tuning_runs(m, spec, scale, backend, Limits::default())?;
     let first = select_planned(spec, &tuning, recorded, &m.health);
-    if !spec.extend {
-        return Ok((tuning, first, Vec::new()));
+    let (extra, refused) = second_wave(m, spec, scale, backend, &first);
+    if extra.is_empty() {
+        return Ok((tuning, first, refused));
     }
-    let (extra, refused) = extension_runs(m, spec, scale, backend, &first);
     tuning.extend(extra);
     let selection = select_planned(spec, &tuning, recorded, &m.health);
     Ok((tuning, selection, refused))
@@ -355,11 +489,18 @@ fn numeric(v: &Value) -> Option<f64> {
     v.as_f64().or_else(|| v.as_i64().map(|i| i as f64))
 }
 
-/// Where `config` of `method` sits at the edge of its space: each numeric
-/// axis of two or more values whose chosen value is its smallest or its
-/// largest, with the value one step beyond (geometric for positive
-/// values, else arithmetic; whole numbers stay whole). Zero, the bound of
-/// an axis of non-negative values, is no edge.
+/// How far beyond a range's bound `tune.extend` steps: this share of
+/// the range's span (in its scale).
+const BEYOND_RANGE: f64 = 0.25;
+
+/// Where `config` of `method` sits at the edge of its space, with the
+/// value one step beyond, per numeric axis. A grid axis of two or more
+/// values: the chosen value is its smallest or largest, and the step is
+/// one grid step (geometric for positive values, else arithmetic; whole
+/// numbers stay whole); zero, the bound of an axis of non-negative
+/// values, is no edge. A range: the chosen value is the smallest or
+/// largest drawn, and the step lands a quarter of the range's span
+/// beyond its bound.
 fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Value)> {
     let Some(space) = spec.space.get(method) else {
         return Vec::new();
@@ -369,56 +510,90 @@ fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Val
         .filter_map(|kv| kv.split_once('='))
         .collect();
     let mut out = Vec::new();
-    for (axis, values) in space {
-        let mut nums: Vec<f64> = values.iter().filter_map(numeric).collect();
-        if nums.len() != values.len() || nums.len() < 2 {
-            continue;
-        }
-        nums.sort_by(f64::total_cmp);
-        nums.dedup();
+    for (axis, a) in space {
         let Some(at) = chosen
             .get(axis.as_str())
             .and_then(|t| t.parse::<f64>().ok())
         else {
             continue;
         };
-        // zero bounds an axis of non-negative values (an unscaled
-        // compressor, no momentum): nothing lies beyond it
-        if at == 0.0 && nums[0] >= 0.0 {
-            continue;
+        let found = match a {
+            Axis::Values(values) => grid_edge(values, at),
+            Axis::Range(r) => {
+                let drawn: Vec<f64> = configs(spec, method)
+                    .iter()
+                    .filter_map(|c| c.set.get(axis.as_str()).and_then(numeric))
+                    .collect();
+                let lowest = drawn.iter().copied().fold(f64::INFINITY, f64::min);
+                let highest = drawn.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                if lowest == highest {
+                    None
+                } else if at == lowest {
+                    Some((
+                        Value::from(at),
+                        Value::from(r.beyond(r.range[0], BEYOND_RANGE)),
+                    ))
+                } else if at == highest {
+                    Some((
+                        Value::from(at),
+                        Value::from(r.beyond(r.range[1], BEYOND_RANGE)),
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some((edge, beyond)) = found {
+            out.push((axis.clone(), edge, beyond));
         }
-        let (edge, inner) = if at == nums[0] {
-            (nums[0], nums[1])
-        } else if at == nums[nums.len() - 1] {
-            (nums[nums.len() - 1], nums[nums.len() - 2])
-        } else {
-            continue;
-        };
-        let mut beyond = if nums[0] > 0.0 {
-            edge * (edge / inner)
-        } else {
-            edge + (edge - inner)
-        };
-        let whole = values.iter().all(|v| v.as_i64().is_some());
-        beyond = if whole {
-            beyond.round()
-        } else {
-            // four significant digits: 0.08, not 0.08000000000000002
-            format!("{beyond:.3e}").parse().unwrap_or(beyond)
-        };
-        let value = if whole {
-            Value::from(beyond as i64)
-        } else {
-            Value::from(beyond)
-        };
-        let edge_value = values
-            .iter()
-            .find(|v| numeric(v) == Some(edge))
-            .cloned()
-            .unwrap_or(Value::from(edge));
-        out.push((axis.clone(), edge_value, value));
     }
     out
+}
+
+/// A grid axis's edge at the chosen value `at`, and the value one step
+/// beyond it (see [`edges`]).
+fn grid_edge(values: &[Value], at: f64) -> Option<(Value, Value)> {
+    let mut nums: Vec<f64> = values.iter().filter_map(numeric).collect();
+    if nums.len() != values.len() || nums.len() < 2 {
+        return None;
+    }
+    nums.sort_by(f64::total_cmp);
+    nums.dedup();
+    // zero bounds an axis of non-negative values (an unscaled
+    // compressor, no momentum): nothing lies beyond it
+    if nums.len() < 2 || (at == 0.0 && nums[0] >= 0.0) {
+        return None;
+    }
+    let (edge, inner) = if at == nums[0] {
+        (nums[0], nums[1])
+    } else if at == nums[nums.len() - 1] {
+        (nums[nums.len() - 1], nums[nums.len() - 2])
+    } else {
+        return None;
+    };
+    let mut beyond = if nums[0] > 0.0 {
+        edge * (edge / inner)
+    } else {
+        edge + (edge - inner)
+    };
+    let whole = values.iter().all(|v| v.as_i64().is_some());
+    beyond = if whole {
+        beyond.round()
+    } else {
+        // four significant digits: 0.08, not 0.08000000000000002
+        format!("{beyond:.3e}").parse().unwrap_or(beyond)
+    };
+    let value = if whole {
+        Value::from(beyond as i64)
+    } else {
+        Value::from(beyond)
+    };
+    let edge_value = values
+        .iter()
+        .find(|v| numeric(v) == Some(edge))
+        .cloned()
+        .unwrap_or(Value::from(edge));
+    Some((edge_value, value))
 }
 
 /// The configuration `config` of `method` with `axis` set to `value`.
@@ -442,12 +617,15 @@ fn replaced(
     Some(Config { label, set })
 }
 
-/// The runs `tune.extend` adds after the first choice: for each group
-/// whose choice sits at the edge of a numeric axis, that configuration
-/// with the axis one step beyond, on the tuning seeds. A step the plan
-/// refuses (a value the algorithm does not accept) is left out and said
-/// in the second part.
-pub(crate) fn extension_runs(
+/// The runs the first choice `first` adds, and the steps beyond the
+/// space the plan refused (said in words). `tune.confirm`: the best
+/// `best` configurations of each setting (that trained at all) on the
+/// confirm seeds. `tune.extend`: for each setting whose first choice sits
+/// at the edge of a numeric axis, that configuration with the axis one
+/// step beyond, on every tuning seed (the first and the confirm ones), so
+/// a step beyond is judged on as many seeds as the finalists, never on
+/// one seed's luck.
+pub(crate) fn second_wave(
     m: &Manifest,
     spec: &TuneSpec,
     scale: &str,
@@ -455,6 +633,33 @@ pub(crate) fn extension_runs(
     first: &Selection,
 ) -> (Vec<PlannedRun>, Vec<String>) {
     let (mut runs, mut refused) = (Vec::new(), Vec::new());
+    let confirm_seeds: Vec<Value> = spec
+        .confirm
+        .as_ref()
+        .map(|c| c.seeds.clone())
+        .unwrap_or_default();
+    if let Some(c) = &spec.confirm {
+        let finalists = first.finalists(c.best);
+        let planned =
+            plan::expand_configured(m, scale, backend, Limits::default(), Some(&c.seeds), &|p| {
+                let g = group(p);
+                let method = p.get(&spec.key).map_or("", String::as_str);
+                Some(
+                    configs(spec, method)
+                        .into_iter()
+                        .filter(|c| finalists.iter().any(|(fg, fc)| *fg == g && *fc == c.label))
+                        .collect(),
+                )
+            });
+        match planned {
+            Ok(r) => runs.extend(r),
+            Err(e) => refused.push(format!("the confirm runs: {e}")),
+        }
+    }
+    if !spec.extend {
+        return (runs, refused);
+    }
+    let every_seed: Vec<Value> = spec.seeds.iter().chain(&confirm_seeds).cloned().collect();
     for t in first.tried.iter().filter(|t| t.chosen && t.score.is_some()) {
         let method = t.group.get(&spec.key).map_or("", String::as_str);
         for (axis, _, beyond) in edges(spec, method, &t.config) {
@@ -466,7 +671,7 @@ pub(crate) fn extension_runs(
                 scale,
                 backend,
                 Limits::default(),
-                Some(&spec.seeds),
+                Some(&every_seed),
                 &|p| {
                     Some(if group(p) == t.group {
                         vec![c.clone()]
@@ -508,16 +713,36 @@ pub(crate) struct Tried {
     pub runs: usize,
     /// The runs by health.
     pub health: BTreeMap<Health, usize>,
+    /// Whether it ran on `tune.confirm`'s seeds too (a finalist, or a
+    /// step beyond the edge): the choice is made among these where any
+    /// did.
+    pub confirmed: bool,
     pub chosen: bool,
 }
 
 impl Tried {
-    /// Whether the configuration is viable: at least one of its runs
-    /// trained (health ok), and it has a score. A configuration whose
-    /// every run failed is never chosen: the method did not train in it.
-    pub(crate) fn viable(&self) -> bool {
-        self.health.get(&Health::Ok).is_some_and(|n| *n > 0) && self.score.is_some()
+    /// Its runs whose method failed (diverged, exploded, collapsed).
+    pub(crate) fn failed(&self) -> usize {
+        self.health
+            .iter()
+            .filter(|(h, _)| h.kind() == crate::records::health::Kind::MethodFailed)
+            .map(|(_, n)| n)
+            .sum()
     }
+
+    /// Whether at least one of its runs trained (health ok).
+    pub(crate) fn trained(&self) -> bool {
+        self.health.get(&Health::Ok).is_some_and(|n| *n > 0)
+    }
+}
+
+/// Why a setting got no final runs.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NoChoice {
+    /// Every run of every configuration failed.
+    NoneTrained,
+    /// The best score is within `tune.chance_margin` of chance.
+    AtChance { best: f64, chance: f64 },
 }
 
 /// The search's outcome: every configuration's score, and the chosen one
@@ -525,9 +750,61 @@ impl Tried {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Selection {
     pub tried: Vec<Tried>,
+    /// The settings that found no working configuration, and why.
+    pub none: Vec<(BTreeMap<String, String>, NoChoice)>,
+    /// Whether a larger score is better.
+    pub higher: bool,
 }
 
 impl Selection {
+    /// The groups in the order the search first met them.
+    pub(crate) fn groups(&self) -> Vec<&BTreeMap<String, String>> {
+        let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
+        for t in &self.tried {
+            if !groups.contains(&&t.group) {
+                groups.push(&t.group);
+            }
+        }
+        groups
+    }
+
+    /// The configurations of group `g` with a score, best first: by score,
+    /// ties to fewer failed runs, then in the order tried.
+    pub(crate) fn ranked(&self, g: &BTreeMap<String, String>, higher: bool) -> Vec<&Tried> {
+        let mut of: Vec<&Tried> = self
+            .tried
+            .iter()
+            .filter(|t| &t.group == g && t.score.is_some())
+            .collect();
+        of.sort_by(|a, b| {
+            let (sa, sb) = (a.score.unwrap_or(0.0), b.score.unwrap_or(0.0));
+            let by_score = if higher {
+                sb.total_cmp(&sa)
+            } else {
+                sa.total_cmp(&sb)
+            };
+            by_score.then(a.failed().cmp(&b.failed()))
+        });
+        of
+    }
+
+    /// Each group's best `k` by the scores so far (the sort of
+    /// [`Self::ranked`]), in groups where some run trained: `tune.confirm`'s
+    /// finalists, as (group, configuration).
+    pub(crate) fn finalists(&self, k: usize) -> Vec<(BTreeMap<String, String>, String)> {
+        let mut out = Vec::new();
+        for g in self.groups() {
+            if !self.tried.iter().any(|t| &t.group == g && t.trained()) {
+                continue;
+            }
+            let higher = self.higher;
+            for t in self.ranked(g, higher).into_iter().take(k) {
+                out.push((g.clone(), t.config.clone()));
+            }
+        }
+        out
+    }
+
     /// The configuration chosen for the group of `point`: a method without
     /// a space runs untuned; a group whose configurations all failed to be
     /// valid gets none (no final runs); `None` when the search never tried
@@ -563,18 +840,9 @@ impl Selection {
         )
     }
 
-    /// The groups whose every configuration was invalid: no final runs.
+    /// The groups that found no working configuration: no final runs.
     pub(crate) fn unviable(&self) -> Vec<&BTreeMap<String, String>> {
-        let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
-        for t in &self.tried {
-            if !groups.contains(&&t.group) {
-                groups.push(&t.group);
-            }
-        }
-        groups
-            .into_iter()
-            .filter(|g| !self.tried.iter().any(|t| &t.group == *g && t.chosen))
-            .collect()
+        self.none.iter().map(|(g, _)| g).collect()
     }
 }
 
@@ -616,17 +884,27 @@ pub(crate) fn select_planned(
     )
 }
 
-/// Chooses each group's configuration from the tuning runs: the best mean
-/// of the metric over the tuning seeds by intention to treat (a failed
-/// run counts with what it achieved, a run that did not test the method
-/// is left out) among the viable configurations (at least one run ok). A
-/// group with none viable gets no choice. Ties keep the first.
+/// Chooses each group's configuration from the tuning runs: the best
+/// mean of the metric over its tuning seeds by intention to treat (a
+/// failed run counts with what it achieved, a run that did not test the
+/// method is left out), whatever its runs' health; ties go to fewer
+/// failed runs, then to the first tried. Where some configurations ran on
+/// `tune.confirm`'s seeds, the choice is among those, over all their
+/// seeds. A group gets no choice when no run of it trained, or when its
+/// best score on an accuracy is within `tune.chance_margin` of chance.
 pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
     let higher = higher(spec);
-    // (group, config) -> (the scored values, the runs by health)
+    let confirm_seeds: Vec<String> = spec
+        .confirm
+        .iter()
+        .flat_map(|c| c.seeds.iter().map(plan::text))
+        .collect();
+    // (group, config) -> (the scored values, the runs by health, confirmed)
     type Key = (BTreeMap<String, String>, String);
-    let mut by: BTreeMap<Key, (Vec<f64>, BTreeMap<Health, usize>)> = BTreeMap::new();
+    type Acc = (Vec<f64>, BTreeMap<Health, usize>, bool);
+    let mut by: BTreeMap<Key, Acc> = BTreeMap::new();
     let mut order: Vec<Key> = Vec::new();
+    let mut chance: BTreeMap<BTreeMap<String, String>, f64> = BTreeMap::new();
     for r in rows {
         let Some(config) = r.point.get(CONFIG_KEY) else {
             continue;
@@ -635,17 +913,26 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         if !by.contains_key(&k) {
             order.push(k.clone());
         }
+        if let Some(c) = r.chance() {
+            chance.insert(k.0.clone(), c);
+        }
         let e = by.entry(k).or_default();
         let health = r.health().unwrap_or(Health::Unfinished);
         *e.1.entry(health).or_default() += 1;
+        if r.point
+            .get(SEED_KEY)
+            .is_some_and(|s| confirm_seeds.contains(s))
+        {
+            e.2 = true;
+        }
         if let Some(v) = r.counted(&spec.metric, higher).number() {
             e.0.push(v);
         }
     }
-    let mut tried: Vec<Tried> = order
+    let tried: Vec<Tried> = order
         .iter()
         .map(|k| {
-            let (values, health) = &by[k];
+            let (values, health, confirmed) = &by[k];
             let runs: usize = health.values().sum();
             let score =
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
@@ -656,30 +943,53 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
                 scored: values.len(),
                 runs,
                 health: health.clone(),
+                confirmed: *confirmed,
                 chosen: false,
             }
         })
         .collect();
-    let better = |a: f64, b: f64| if higher { a > b } else { a < b };
-    let groups: Vec<BTreeMap<String, String>> = {
-        let mut g: Vec<_> = tried.iter().map(|t| t.group.clone()).collect();
-        g.dedup();
-        g
+    let mut s = Selection {
+        tried,
+        none: Vec::new(),
+        higher,
     };
-    for g in groups {
-        let mut best: Option<(usize, f64)> = None;
-        for (i, t) in tried.iter().enumerate().filter(|(_, t)| t.group == g) {
-            if let Some(s) = t.score.filter(|_| t.viable())
-                && best.is_none_or(|(_, b)| better(s, b))
-            {
-                best = Some((i, s));
-            }
+    let accuracy = crate::records::metrics::is_accuracy(&spec.metric);
+    for g in s.groups().into_iter().cloned().collect::<Vec<_>>() {
+        if !s.tried.iter().any(|t| t.group == g && t.trained()) {
+            s.none.push((g, NoChoice::NoneTrained));
+            continue;
         }
-        if let Some((b, _)) = best {
-            tried[b].chosen = true;
+        let any_confirmed = s.tried.iter().any(|t| t.group == g && t.confirmed);
+        let best = s
+            .ranked(&g, higher)
+            .into_iter()
+            .find(|t| t.confirmed || !any_confirmed)
+            .map(|t| (t.config.clone(), t.score.unwrap_or(f64::NAN)));
+        let Some((config, score)) = best else {
+            s.none.push((g, NoChoice::NoneTrained));
+            continue;
+        };
+        if let Some(c) = chance.get(&g).filter(|_| accuracy)
+            && score <= c + spec.chance_margin
+        {
+            s.none.push((
+                g,
+                NoChoice::AtChance {
+                    best: score,
+                    chance: *c,
+                },
+            ));
+            continue;
+        }
+        if let Some(t) = s
+            .tried
+            .iter_mut()
+            .find(|t| t.group == g && t.config == config)
+        {
+            t.chosen = true;
         }
     }
-    Selection { tried }
+    s
 }
 
 fn group_text(g: &BTreeMap<String, String>) -> String {
@@ -713,10 +1023,11 @@ pub(crate) fn markdown(
     let seeds: Vec<String> = spec.seeds.iter().map(plan::text).collect();
     let mut out = format!("# Tuning: {}\n\n", m.title);
     out.push_str(&format!(
-        "Protocol: each method tried up to {} configurations (the same budget for every method) from its search space; \
+        "Protocol: each method tried {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
-         the mean over the tuning seeds by intention to treat: a run whose method failed (diverged, exploded, collapsed, unbounded) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. A configuration is viable when at least one of its runs trained (health `ok`); one whose every run failed is never chosen. \
-         The best of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
+         the mean over its tuning seeds by intention to treat: a run whose method failed (diverged, exploded, collapsed) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. \
+         The best score is chosen whatever its runs' health (ties go to fewer failed runs); a setting where no run trained, or whose best {} is within {} of chance, found no working configuration and has no final runs.{} \
+         The choice of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
         spec.budget,
         seeds.join(", "),
         final_seeds.join(", "),
@@ -729,23 +1040,33 @@ pub(crate) fn markdown(
             ),
             None => String::new(),
         },
+        spec.metric,
+        short(spec.chance_margin),
+        match &spec.confirm {
+            Some(c) => format!(
+                " The best {} of each method and setting by that score then ran on the further seeds [{}], and the choice was made among them over all their seeds.",
+                c.best,
+                c.seeds.iter().map(plan::text).collect::<Vec<_>>().join(", ")
+            ),
+            None => String::new(),
+        },
     ));
     out.push_str(&spaces(spec));
     out.push_str("- every other method: untuned (its manifest settings)\n\n");
     if spec.extend {
         out.push_str(
-            "`tune.extend`: a choice at the edge of a numeric axis was tried once more one step beyond it (geometric for positive values), the same rule for every method, and the choice made again.\n\n",
+            "`tune.extend`: a first choice at the edge of a numeric axis was tried once more one step beyond it (a grid step, geometric for positive values; a quarter of a range's span beyond its bound), on every tuning seed, the same rule for every method, and the choice made again.\n\n",
         );
     }
     out.push_str(&format!(
-        "| setting | configuration | {} (mean) | runs scored | health | chosen |\n|---|---|---|---|---|---|\n",
+        "| setting | configuration | {} (mean) | runs scored | health | second look | chosen |\n|---|---|---|---|---|---|---|\n",
         spec.metric
     ));
     for t in &s.tried {
         let method = t.group.get(&spec.key).map_or("", String::as_str);
         let beyond = !configs(spec, method).iter().any(|c| c.label == t.config);
         out.push_str(&format!(
-            "| {} | {}{} | {} | {}/{} | {} | {} |\n",
+            "| {} | {}{} | {} | {}/{} | {} | {} | {} |\n",
             group_text(&t.group),
             t.config,
             if beyond { " (beyond the space)" } else { "" },
@@ -753,6 +1074,7 @@ pub(crate) fn markdown(
             t.scored,
             t.runs,
             counts_text(&t.health),
+            if t.confirmed { "yes" } else { "" },
             if t.chosen { "**yes**" } else { "" }
         ));
     }
@@ -760,95 +1082,118 @@ pub(crate) fn markdown(
     out
 }
 
-/// tuning.md's list of the search spaces, what each holds and how much
-/// of it the budget tried.
+/// tuning.md's list of the search spaces, what each holds and how many
+/// configurations the budget tried; unequal effort is said.
 fn spaces(spec: &TuneSpec) -> String {
     let mut out = String::from("Search spaces:\n\n");
+    let mut tried = BTreeMap::new();
     for (method, space) in &spec.space {
-        let n: usize = space.values().map(Vec::len).product();
+        let ranged = space.values().any(|a| matches!(a, Axis::Range(_)));
+        let n = configs(spec, method).len();
+        tried.insert(method.clone(), n);
         let params: Vec<String> = space
             .iter()
-            .map(|(k, v)| {
-                format!(
-                    "{k} in [{}]",
-                    v.iter().map(plan::text).collect::<Vec<_>>().join(", ")
-                )
-            })
+            .map(|(k, a)| format!("{k} in {}", a.text()))
+            .collect();
+        let whole: usize = space.values().map(|a| a.values().len()).product();
+        out.push_str(&format!(
+            "- {method}: {} ({n} configurations{})\n",
+            params.join(", "),
+            if ranged {
+                ", drawn by the Halton sequence".to_string()
+            } else if whole > spec.budget {
+                format!(" of {whole}, chosen by a fixed hash of their labels")
+            } else if whole < spec.budget {
+                "; the whole space, under the budget".to_string()
+            } else {
+                String::new()
+            }
+        ));
+    }
+    let fewest = tried.values().min().copied().unwrap_or(0);
+    let most = tried.values().max().copied().unwrap_or(0);
+    if fewest < most {
+        let under: Vec<String> = tried
+            .iter()
+            .filter(|(_, n)| **n < most)
+            .map(|(m, n)| format!("{m} {n}"))
             .collect();
         out.push_str(&format!(
-            "- {method}: {} ({n} configurations; {} tried{})\n",
-            params.join(", "),
-            n.min(spec.budget),
-            if n > spec.budget {
-                ", chosen by a fixed hash of their labels"
-            } else if n < spec.budget {
-                "; the whole space, under the budget"
-            } else {
-                ""
-            }
+            "- warning: unequal effort: {} tried fewer than {most} configurations (a grid smaller than the budget; a range draws the whole budget)\n",
+            under.join(", ")
         ));
     }
     out
 }
 
 /// What tuning.md says below its table: per setting, how many
-/// configurations were viable (no final runs without one), and the
-/// choices at the edge of their space.
+/// configurations trained and whether a working one was found (no final
+/// runs without one), and the warnings: choices at the edge of their
+/// space, and settings whose best is at chance.
 pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> String {
-    let mut out = String::from("\nViable configurations (at least one run ok), by setting:\n\n");
-    let mut groups: Vec<&BTreeMap<String, String>> = Vec::new();
-    for t in &s.tried {
-        if !groups.contains(&&t.group) {
-            groups.push(&t.group);
-        }
-    }
-    for g in &groups {
-        let of: Vec<&Tried> = s.tried.iter().filter(|t| &t.group == *g).collect();
-        let viable = of.iter().filter(|t| t.viable()).count();
+    let mut out =
+        String::from("\nConfigurations in which some run trained (health ok), by setting:\n\n");
+    for g in s.groups() {
+        let of: Vec<&Tried> = s.tried.iter().filter(|t| t.group == *g).collect();
+        let trained = of.iter().filter(|t| t.trained()).count();
         let mut health: BTreeMap<Health, usize> = BTreeMap::new();
         for t in &of {
             for (h, n) in &t.health {
                 *health.entry(*h).or_default() += n;
             }
         }
+        let none = s.none.iter().find(|(ng, _)| ng == g).map(|(_, why)| why);
         out.push_str(&format!(
-            "- {}: {viable} of {} viable (runs: {}){}\n",
+            "- {}: {trained} of {} (runs: {}){}\n",
             group_text(g),
             of.len(),
             counts_text(&health),
-            if viable == 0 {
-                ": no configuration trained, so this setting has no final runs"
-            } else {
-                ""
+            match none {
+                Some(NoChoice::NoneTrained) =>
+                    ": no configuration trained, so this setting has no final runs".to_string(),
+                Some(NoChoice::AtChance { .. }) =>
+                    ": no working configuration found (below), so this setting has no final runs"
+                        .to_string(),
+                None => String::new(),
             }
         ));
     }
-    let mut edge_lines = Vec::new();
+    let mut warnings = Vec::new();
+    for (g, why) in &s.none {
+        if let NoChoice::AtChance { best, chance } = why {
+            warnings.push(format!(
+                "- warning: {}: no working configuration found: the best {} is {}, within {} of chance ({}); its comparisons read as for a method that did not train\n",
+                group_text(g),
+                spec.metric,
+                number(*best),
+                short(spec.chance_margin),
+                number(*chance)
+            ));
+        }
+    }
     for t in s.tried.iter().filter(|t| t.chosen) {
         let method = t.group.get(&spec.key).map_or("", String::as_str);
         if !configs(spec, method).iter().any(|c| c.label == t.config) {
-            edge_lines.push(format!(
-                "- {}: {} (one step beyond the space) was chosen; the optimum may lie further out\n",
+            warnings.push(format!(
+                "- warning: {}: {} (one step beyond the space) was chosen, at the edge after `extend`: the optimum may lie further out; widen the space\n",
                 group_text(&t.group),
                 t.config
             ));
             continue;
         }
         for (axis, edge, beyond) in edges(spec, method, &t.config) {
-            let tried_beyond = s.tried.iter().any(|u| {
-                u.group == t.group
-                    && u.config
-                        .split(' ')
-                        .any(|kv| kv == format!("{axis}={}", plan::text(&beyond)))
-            });
             let step = format!("{axis}={}", plan::text(&beyond));
+            let tried_beyond = s
+                .tried
+                .iter()
+                .any(|u| u.group == t.group && u.config.split(' ').any(|kv| kv == step));
             // a refusal reads "{group} {config}: why"
             let refused_beyond = refused.iter().any(|r| {
                 r.strip_prefix(&format!("{} ", group_text(&t.group)))
                     .and_then(|r| r.split_once(": "))
                     .is_some_and(|(config, _)| config.split(' ').any(|kv| kv == step))
             });
-            edge_lines.push(format!(
+            warnings.push(format!(
                 "- {}: {axis}={} is at the edge of its space{}\n",
                 group_text(&t.group),
                 plan::text(&edge),
@@ -857,14 +1202,14 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
                 } else if refused_beyond {
                     format!("; the step beyond it, {step}, was refused (below)")
                 } else {
-                    format!("; the optimum may lie beyond it (next step: {axis}={}; `tune.extend: true` tries it)", plan::text(&beyond))
+                    format!("; the optimum may lie beyond it (next step: {step}; `tune.extend: true` tries it)")
                 }
             ));
         }
     }
-    if !edge_lines.is_empty() {
-        out.push_str("\nChoices at the edge of the search space:\n\n");
-        out.extend(edge_lines);
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings, and choices at the edge of the search space:\n\n");
+        out.extend(warnings);
     }
     if !refused.is_empty() {
         out.push_str("\nSteps beyond the space the plan refused:\n\n");
@@ -891,6 +1236,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
             "runs_scored".into(),
             "runs".into(),
             "health".into(),
+            "confirmed".into(),
             "chosen".into(),
         ])
         .collect();
@@ -903,6 +1249,7 @@ pub(crate) fn csv(spec: &TuneSpec, s: &Selection) -> Result<String> {
                 t.scored.to_string(),
                 t.runs.to_string(),
                 counts_text(&t.health),
+                t.confirmed.to_string(),
                 t.chosen.to_string(),
             ])
             .collect::<Vec<_>>()
@@ -1032,9 +1379,21 @@ mod tests {
         }
     }
 
+    fn chosen(sel: &Selection) -> Vec<(&str, &str)> {
+        sel.tried
+            .iter()
+            .filter(|t| t.chosen)
+            .map(|t| (t.group["algorithm"].as_str(), t.config.as_str()))
+            .collect()
+    }
+
+    fn with_health(mut r: RunRecord, health: &str) -> RunRecord {
+        r.metrics.insert("health".into(), Cell::Text(health.into()));
+        r
+    }
+
     /// The best mean over the tuning seeds wins, a failed run counted with
-    /// what it achieved (chance accuracy without a value); a configuration
-    /// whose every run failed is never chosen.
+    /// what it achieved (chance accuracy without a value).
     #[test]
     fn selection_is_by_the_validation_mean() {
         let s =
@@ -1050,41 +1409,18 @@ mod tests {
             run("choco", "g=1", "9", "completed", Some(0.70)),
         ];
         let sel = select(&s, &rows);
-        let chosen: Vec<(&str, &str)> = sel
-            .tried
-            .iter()
-            .filter(|t| t.chosen)
-            .map(|t| (t.group["algorithm"].as_str(), t.config.as_str()))
-            .collect();
-        assert_eq!(chosen, [("moniqua", "g=3"), ("choco", "g=1")]);
+        assert_eq!(chosen(&sel), [("moniqua", "g=3"), ("choco", "g=1")]);
         let g2 = sel.tried.iter().find(|t| t.config == "g=2").unwrap();
         // 0.90 and the diverged run at chance: (0.9 + 0.1) / 2
-        assert_eq!((g2.scored, g2.runs), (2, 2));
+        assert_eq!((g2.scored, g2.runs, g2.failed()), (2, 2, 1));
         assert!((g2.score.unwrap() - 0.5).abs() < 1e-12, "{g2:?}");
-        assert!(g2.viable());
         assert_eq!(counts_text(&g2.health), "1 ok, 1 diverged");
-        // a failed run with a value counts with it: g=4 wins on 0.95 and
-        // an unbounded 0.91, though one of its runs is not ok
-        let mut rows = rows.clone();
-        rows.push(run("moniqua", "g=4", "8", "completed", Some(0.95)));
-        let mut wrapped = run("moniqua", "g=4", "9", "completed", Some(0.91));
-        wrapped
-            .metrics
-            .insert("health".into(), Cell::Text("unbounded".into()));
-        rows.push(wrapped);
-        let sel = select(&s, &rows);
-        let chosen = sel
-            .tried
-            .iter()
-            .find(|t| t.chosen && t.group["algorithm"] == "moniqua")
-            .unwrap();
-        assert_eq!(chosen.config, "g=4", "{sel:?}");
         // a silent run did not test the method: left out of the score
-        let mut silent = run("choco", "g=1", "10", "completed", Some(0.1));
-        silent
-            .metrics
-            .insert("health".into(), Cell::Text("silent".into()));
-        rows.push(silent);
+        let mut rows = rows.clone();
+        rows.push(with_health(
+            run("choco", "g=1", "10", "completed", Some(0.1)),
+            "silent",
+        ));
         let sel = select(&s, &rows);
         let choco = sel
             .tried
@@ -1092,18 +1428,6 @@ mod tests {
             .find(|t| t.group["algorithm"] == "choco")
             .unwrap();
         assert_eq!((choco.score, choco.scored, choco.runs), (Some(0.7), 2, 3));
-        // a run that completed but is not a valid result counts against
-        // its configuration; a setting with no viable one gets no choice
-        let mut collapsed = run("choco", "g=1", "8", "completed", Some(0.95));
-        collapsed
-            .metrics
-            .insert("health".into(), Cell::Text("collapsed".into()));
-        let sel = select(&s, &[collapsed, run("choco", "g=2", "8", "diverged", None)]);
-        assert!(
-            sel.tried.iter().all(|t| !t.chosen && !t.viable()),
-            "{sel:?}"
-        );
-        assert_eq!(sel.unviable().len(), 1);
         // lower is better for a loss
         let loss = spec("{metric: val_loss, budget: 3, seeds: [8], validation: 0.1, space: {}}");
         let rows: Vec<RunRecord> = [("a", 0.5), ("b", 0.2), ("c", 0.9)]
@@ -1116,6 +1440,226 @@ mod tests {
             .collect();
         let sel = select(&loss, &rows);
         assert_eq!(sel.tried.iter().find(|t| t.chosen).unwrap().config, "b");
+    }
+
+    /// The audit's case: the best-scoring configuration has runs that are
+    /// not ok, and it is chosen all the same (no veto by health). Equal
+    /// scores go to fewer failed runs. A setting where no run trained gets
+    /// no choice.
+    #[test]
+    fn the_best_score_is_chosen_whatever_its_health() {
+        let s =
+            spec("{metric: val_accuracy, budget: 3, seeds: [8, 9], validation: 0.1, space: {}}");
+        let rows = vec![
+            // B 0.4, gamma 0.5 in v4: the best mean, one run failed
+            run("moniqua", "b=0.4", "8", "completed", Some(0.62)),
+            with_health(
+                run("moniqua", "b=0.4", "9", "completed", Some(0.25)),
+                "exploded",
+            ),
+            // B 8, gamma 5e-3: every run ok, a lower mean
+            run("moniqua", "b=8", "8", "completed", Some(0.16)),
+            run("moniqua", "b=8", "9", "completed", Some(0.14)),
+        ];
+        let sel = select(&s, &rows);
+        assert_eq!(chosen(&sel), [("moniqua", "b=0.4")], "{sel:?}");
+        // a tie: the one with fewer failed runs, though tried later
+        let tie = vec![
+            run("choco", "a", "8", "completed", Some(0.9)),
+            with_health(run("choco", "a", "9", "completed", Some(0.5)), "exploded"),
+            run("choco", "b", "8", "completed", Some(0.7)),
+            run("choco", "b", "9", "completed", Some(0.7)),
+        ];
+        assert_eq!(chosen(&select(&s, &tie)), [("choco", "b")]);
+        // no run trained: no choice, and the setting says why
+        let none = vec![
+            with_health(run("ecd", "a", "8", "completed", Some(0.3)), "collapsed"),
+            run("ecd", "b", "8", "diverged", None),
+        ];
+        let sel = select(&s, &none);
+        assert!(chosen(&sel).is_empty());
+        assert_eq!(sel.none.len(), 1);
+        assert_eq!(sel.none[0].1, NoChoice::NoneTrained);
+        assert_eq!(sel.unviable().len(), 1);
+    }
+
+    /// A setting whose best score is within `tune.chance_margin` of chance
+    /// found no working configuration: no choice, and tuning.md warns. A
+    /// setting that trains is left alone.
+    #[test]
+    fn a_best_score_at_chance_is_no_working_configuration() {
+        let s =
+            spec("{metric: val_accuracy, budget: 3, seeds: [8, 9], validation: 0.1, space: {}}");
+        let mut rows = vec![
+            run("moniqua", "b=160", "8", "completed", Some(0.13)),
+            run("moniqua", "b=160", "9", "completed", Some(0.14)),
+            run("moniqua", "b=8", "8", "completed", Some(0.11)),
+        ];
+        let sel = select(&s, &rows);
+        assert!(chosen(&sel).is_empty(), "{sel:?}");
+        assert!(matches!(
+            sel.none[0].1,
+            NoChoice::AtChance { best, chance } if (best - 0.135).abs() < 1e-12 && chance == 0.1
+        ));
+        let said = findings(&s, &sel, &[]);
+        assert!(
+            said.contains("warning: algorithm=moniqua bits=1: no working configuration found: the best val_accuracy is 0.1350, within 0.05 of chance (0.1000)"),
+            "{said}"
+        );
+        // a configuration that trains: chosen, and no warning
+        rows.push(run("moniqua", "b=2", "8", "completed", Some(0.82)));
+        let sel = select(&s, &rows);
+        assert_eq!(chosen(&sel), [("moniqua", "b=2")]);
+        assert!(
+            !findings(&s, &sel, &[]).contains("no working configuration"),
+            "{sel:?}"
+        );
+        // a loss has no chance level: never judged so
+        let loss = spec("{metric: val_loss, budget: 3, seeds: [8], validation: 0.1, space: {}}");
+        let mut r = run("moniqua", "a", "8", "completed", None);
+        r.metrics.insert("val_loss".into(), Cell::Number(Some(0.1)));
+        assert_eq!(chosen(&select(&loss, &[r])), [("moniqua", "a")]);
+    }
+
+    /// Halton's radical inverse, against its first values by hand.
+    #[test]
+    fn the_halton_sequence() {
+        let base2: Vec<f64> = (1..=4).map(|i| halton(i, 2)).collect();
+        assert_eq!(base2, [0.5, 0.25, 0.75, 0.125]);
+        let base3: Vec<f64> = (1..=4).map(|i| halton(i, 3)).collect();
+        for (got, want) in base3
+            .iter()
+            .zip([1.0 / 3.0, 2.0 / 3.0, 1.0 / 9.0, 4.0 / 9.0])
+        {
+            assert!((got - want).abs() < 1e-15, "{base3:?}");
+        }
+    }
+
+    const MONIQUA_RANGES: &str = "{metric: val_accuracy, budget: 12, seeds: [8, 9], validation: 0.1,
+        space: {moniqua: {modulus: {range: [0.05, 20], stated: 8.0}, gamma: {range: [0.002, 1], stated: 0.005}},
+                choco: {gamma: {range: [0.01, 1]}, compressor_scale: [0, 1]}}}";
+
+    /// A range draws exactly the budget, the same points for every run of
+    /// the tool, spread over the whole range in its scale; a list axis
+    /// beside a range is drawn from by index, both values taken.
+    #[test]
+    fn a_range_draws_the_budget_evenly() {
+        let s = spec(MONIQUA_RANGES);
+        let m = configs(&s, "moniqua");
+        assert_eq!(m.len(), 12);
+        assert_eq!(m, configs(&s, "moniqua"), "deterministic");
+        let axis = |cs: &[Config], k: &str| -> Vec<f64> {
+            cs.iter()
+                .map(|c| numeric(c.set.get(k).unwrap()).unwrap())
+                .collect()
+        };
+        // gamma is the first axis (base 2): log-even over [0.002, 1]
+        let gamma = axis(&m, "gamma");
+        assert!(gamma.iter().all(|g| (0.002..=1.0).contains(g)), "{gamma:?}");
+        let below = |x: f64| gamma.iter().filter(|g| **g < x).count();
+        // half the draws below the log-midpoint 0.0447
+        assert_eq!(below(0.0447), 6, "{gamma:?}");
+        assert_eq!(m[0].label, "gamma=0.0447 modulus=0.368", "{:?}", m[0]);
+        let c = configs(&s, "choco");
+        assert_eq!(c.len(), 12);
+        let scales = axis(&c, "compressor_scale");
+        assert_eq!(
+            scales.iter().filter(|v| **v == 0.0).count(),
+            6,
+            "{scales:?}"
+        );
+    }
+
+    /// The v4 failure: Moniqua's working region at 1 bit (B 0.5-2, gamma
+    /// 0.05-0.2 in the sensitivity sweep) lies between the grid's values,
+    /// so the grid never tries it; the range does, and the choice lands
+    /// in it on a score that peaks there.
+    #[test]
+    fn a_working_region_between_grid_values_is_found_by_the_range() {
+        let works = |b: f64, g: f64| (0.3..=3.0).contains(&b) && (0.02..=0.3).contains(&g);
+        let score = |b: f64, g: f64| if works(b, g) { 0.83 } else { 0.15 };
+        let grid = spec(
+            "{metric: val_accuracy, budget: 6, seeds: [8], validation: 0.1,
+              space: {moniqua: {modulus: [0.02, 0.4, 8.0], gamma: [0.005, 0.5]}}}",
+        );
+        let ranged = spec(MONIQUA_RANGES);
+        let rows = |s: &TuneSpec| -> Vec<RunRecord> {
+            configs(s, "moniqua")
+                .iter()
+                .map(|c| {
+                    let b = numeric(c.set.get("modulus").unwrap()).unwrap();
+                    let g = numeric(c.set.get("gamma").unwrap()).unwrap();
+                    run("moniqua", &c.label, "8", "completed", Some(score(b, g)))
+                })
+                .collect()
+        };
+        let in_region = |label: &str| {
+            let kv: BTreeMap<&str, f64> = label
+                .split(' ')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, v)| (k, v.parse().unwrap()))
+                .collect();
+            works(kv["modulus"], kv["gamma"])
+        };
+        assert!(
+            !configs(&grid, "moniqua")
+                .iter()
+                .any(|c| in_region(&c.label))
+        );
+        // the grid's best is at chance: no working configuration
+        assert!(chosen(&select(&grid, &rows(&grid))).is_empty());
+        let sel = select(&ranged, &rows(&ranged));
+        let picked = chosen(&sel);
+        assert_eq!(picked.len(), 1, "{sel:?}");
+        assert!(in_region(picked[0].1), "{picked:?}");
+    }
+
+    /// `tune.confirm`: the best few run on more seeds and the choice is
+    /// made among them over all their seeds; a step beyond the edge that
+    /// won on one lucky seed does not win over five.
+    #[test]
+    fn extend_on_one_lucky_seed_is_not_taken() {
+        let s = spec(
+            "{metric: val_accuracy, budget: 3, seeds: [8, 9], validation: 0.1, extend: true,
+              confirm: {best: 2, seeds: [10, 11, 12]}, space: {}}",
+        );
+        let mut rows = vec![
+            run("moniqua", "a", "8", "completed", Some(0.80)),
+            run("moniqua", "a", "9", "completed", Some(0.80)),
+            run("moniqua", "b", "8", "completed", Some(0.79)),
+            run("moniqua", "b", "9", "completed", Some(0.79)),
+            run("moniqua", "c", "8", "completed", Some(0.60)),
+            run("moniqua", "c", "9", "completed", Some(0.60)),
+        ];
+        let first = select(&s, &rows);
+        assert_eq!(first.finalists(2).len(), 2);
+        assert_eq!(first.finalists(2)[1].1, "b");
+        // the second look: a and b on three more seeds; the step beyond,
+        // e, on all five, lucky on one of them
+        for (c, values) in [
+            ("a", [0.78, 0.78, 0.78]),
+            ("b", [0.80, 0.80, 0.80]),
+            ("e", [0.95, 0.70, 0.70]),
+        ] {
+            for (seed, v) in ["10", "11", "12"].iter().zip(values) {
+                rows.push(run("moniqua", c, seed, "completed", Some(v)));
+            }
+        }
+        rows.push(run("moniqua", "e", "8", "completed", Some(0.70)));
+        rows.push(run("moniqua", "e", "9", "completed", Some(0.70)));
+        let sel = select(&s, &rows);
+        // b: 0.794 over five seeds; a: 0.788; e: 0.75; c, never
+        // confirmed, is out of the running
+        assert_eq!(chosen(&sel), [("moniqua", "b")], "{sel:?}");
+        let e = sel.tried.iter().find(|t| t.config == "e").unwrap();
+        assert!(e.confirmed && e.scored == 5);
+        // one seed alone would have taken the step beyond
+        let one_seed: Vec<RunRecord> = rows
+            .iter()
+            .filter(|r| r.point["seed"] == "10")
+            .cloned()
+            .collect();
+        assert_eq!(chosen(&select(&s, &one_seed)), [("moniqua", "e")]);
     }
 
     /// A choice at an edge whose step beyond the plan refused says so; one

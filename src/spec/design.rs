@@ -97,7 +97,7 @@ fn unbounded_moniqua(run: &PlannedRun) -> Option<String> {
     };
     (delta >= 0.5).then(|| {
         format!(
-            "{algorithm} at {} bit with {} rounding: delta = {delta}, so Lemma 2 bounds no recovery (B_theta = 2 theta / (1 - 2 delta) is infinite). {modulus}; the wrapped coordinates are measured (wrap_rate; health `unbounded`)",
+            "{algorithm} at {} bit with {} rounding: delta = {delta}, so Lemma 2 bounds no recovery (B_theta = 2 theta / (1 - 2 delta) is infinite). {modulus}; the wrapped coordinates are measured (wrap_rate; `premise: wrapped` beside health)",
             knobs.bits, knobs.rounding
         )
     })

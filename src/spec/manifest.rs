@@ -322,8 +322,9 @@ pub(crate) struct HealthSpec {
     /// the iterations at which its algorithm exchanges (every one; every
     /// `period`-th for PSGD and PQASGD).
     pub min_exchange_share: f64,
-    /// Moniqua is unbounded when more than this share of the coordinates
-    /// its workers recovered wrapped around the modulus (`wrap_rate`).
+    /// Moniqua's premise failed (`premise: wrapped`, beside health) when
+    /// more than this share of the coordinates its workers recovered
+    /// wrapped around the modulus (`wrap_rate`).
     pub max_wrap_rate: f64,
 }
 
@@ -374,10 +375,11 @@ impl HealthSpec {
     }
 }
 
-/// The tuning protocol: for every method (a value of grid key `key`), up
-/// to `budget` configurations from its `space` run on the `seeds` (never
-/// the grid's), scored by `metric` on the validation split; the best is
-/// then run on the grid's seeds. Methods without a space run untuned.
+/// The tuning protocol: for every method (a value of grid key `key`),
+/// `budget` configurations from its `space` run on the `seeds` (never the
+/// grid's), scored by `metric` on the validation split; the best few run
+/// on the `confirm` seeds as well, and the best over all its seeds then
+/// runs on the grid's seeds. Methods without a space run untuned.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TuneSpec {
@@ -387,7 +389,9 @@ pub(crate) struct TuneSpec {
     /// Whether a larger metric is better (default: accuracies are).
     #[serde(default)]
     pub higher_is_better: Option<bool>,
-    /// Configurations tried per method: the same for every method.
+    /// Configurations tried per method: the same for every method. A
+    /// space with a range draws exactly this many; a grid of values is
+    /// cut to it.
     pub budget: usize,
     /// The tuning seeds, disjoint from the grid's `seed` values.
     pub seeds: Vec<Value>,
@@ -395,8 +399,8 @@ pub(crate) struct TuneSpec {
     /// runs), in every tuning and final run alike.
     #[serde(default)]
     pub validation: Option<f64>,
-    /// Method -> parameter -> the values to try.
-    pub space: BTreeMap<String, BTreeMap<String, Vec<Value>>>,
+    /// Method -> parameter -> its values to try, or a range to draw from.
+    pub space: BTreeMap<String, BTreeMap<String, Axis>>,
     /// The grid key naming the methods.
     #[serde(default = "default_claim_key")]
     pub key: String,
@@ -405,6 +409,165 @@ pub(crate) struct TuneSpec {
     /// choice made again.
     #[serde(default)]
     pub extend: bool,
+    /// The second look: the best few configurations of each method and
+    /// setting (and any step beyond the edge) run on more seeds, and the
+    /// choice is made over all of their seeds.
+    #[serde(default)]
+    pub confirm: Option<ConfirmSpec>,
+    /// A method whose best score is within this much of chance accuracy
+    /// (a share: 0.05 is five points) found no working configuration: it
+    /// gets no final runs, and its claims say so. Accuracy metrics only.
+    #[serde(default = "default_chance_margin")]
+    pub chance_margin: f64,
+}
+
+fn default_chance_margin() -> f64 {
+    0.05
+}
+
+/// `tune.confirm`: how many configurations of each method and setting
+/// run again, and on which further seeds.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ConfirmSpec {
+    /// The best this many by the first seeds' score.
+    pub best: usize,
+    /// The further tuning seeds: neither the first ones nor the grid's.
+    pub seeds: Vec<Value>,
+}
+
+/// One tuned parameter of a method's space: a list of values (a grid
+/// axis), or a range to draw values from.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "Value")]
+pub(crate) enum Axis {
+    Values(Vec<Value>),
+    Range(RangeAxis),
+}
+
+impl TryFrom<Value> for Axis {
+    type Error = String;
+
+    fn try_from(v: Value) -> Result<Self, String> {
+        match v {
+            Value::Sequence(values) => Ok(Axis::Values(values)),
+            Value::Mapping(_) => yaml_serde::from_value::<RangeAxis>(v)
+                .map(Axis::Range)
+                .map_err(|e| {
+                    format!(
+                        "{e}; a range reads {{range: [low, high], scale: log or linear, stated: the paper's value}}"
+                    )
+                }),
+            other => Err(format!(
+                "{} is neither a list of values nor a range {{range: [low, high]}}",
+                crate::spec::plan::text(&other)
+            )),
+        }
+    }
+}
+
+/// `{range: [lo, hi], scale: log, stated: 0.005}`: values drawn from
+/// `[lo, hi]`, evenly in `scale`; `stated` is the value the method's
+/// paper gives, which the range must contain.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RangeAxis {
+    pub range: [f64; 2],
+    #[serde(default)]
+    pub scale: AxisScale,
+    #[serde(default)]
+    pub stated: Option<f64>,
+}
+
+/// How a range is spanned: evenly in the logarithm (a step size, a
+/// modulus, a learning rate) or in the value itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum AxisScale {
+    #[default]
+    Log,
+    Linear,
+}
+
+impl RangeAxis {
+    /// The value a share `u` in [0, 1] of the range gives, to three
+    /// significant digits (its label spells it whole).
+    pub(crate) fn at(&self, u: f64) -> f64 {
+        let [lo, hi] = self.range;
+        let v = match self.scale {
+            AxisScale::Log => (lo.ln() + u * (hi.ln() - lo.ln())).exp(),
+            AxisScale::Linear => lo + u * (hi - lo),
+        };
+        format!("{v:.2e}").parse().unwrap_or(v)
+    }
+
+    /// The value `share` of the range's span beyond `bound` (one of its
+    /// ends), on the side away from the range, to three digits.
+    pub(crate) fn beyond(&self, bound: f64, share: f64) -> f64 {
+        let [lo, hi] = self.range;
+        let outward = if bound <= lo { -share } else { share };
+        let v = match self.scale {
+            AxisScale::Log => bound * (hi / lo).powf(outward),
+            AxisScale::Linear => bound + outward * (hi - lo),
+        };
+        format!("{v:.2e}").parse().unwrap_or(v)
+    }
+
+    /// What is wrong with the range, if anything.
+    pub(crate) fn problem(&self) -> Option<String> {
+        let [lo, hi] = self.range;
+        if !(lo.is_finite() && hi.is_finite() && lo < hi) {
+            return Some(format!(
+                "[{lo}, {hi}] is not a range: give [low, high], low below high"
+            ));
+        }
+        if self.scale == AxisScale::Log && lo <= 0.0 {
+            return Some(format!(
+                "a log-scale range must be positive, not [{lo}, {hi}]; use `scale: linear` to include 0 or less"
+            ));
+        }
+        match self.stated {
+            Some(v) if !(lo..=hi).contains(&v) => Some(format!(
+                "the stated value {v} lies outside [{lo}, {hi}]: a range must reach where the method's paper puts it"
+            )),
+            _ => None,
+        }
+    }
+}
+
+impl Axis {
+    /// The values of a grid axis (none for a range).
+    pub(crate) fn values(&self) -> &[Value] {
+        match self {
+            Axis::Values(v) => v,
+            Axis::Range(_) => &[],
+        }
+    }
+
+    /// The axis as tuning.md spells it: "[0.1, 0.2]" or "log range
+    /// [0.001, 1] (stated 0.005)".
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Axis::Values(v) => format!(
+                "[{}]",
+                v.iter()
+                    .map(crate::spec::plan::text)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Axis::Range(r) => format!(
+                "{} range [{}, {}]{}",
+                match r.scale {
+                    AxisScale::Log => "log",
+                    AxisScale::Linear => "linear",
+                },
+                r.range[0],
+                r.range[1],
+                r.stated
+                    .map_or_else(String::new, |v| format!(" (the paper's value {v})"))
+            ),
+        }
+    }
 }
 
 /// A claim about the results, as a manifest writes it. Exactly one of
