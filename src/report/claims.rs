@@ -446,7 +446,7 @@ impl Outcome {
             Outcome::NotSupported => "not supported",
             Outcome::Contradicted => "contradicted",
             Outcome::NotTestable => "not testable",
-            Outcome::NoConfiguration => "no configuration trained",
+            Outcome::NoConfiguration => "no working configuration",
         }
     }
 }
@@ -685,8 +685,9 @@ fn test(
     v
 }
 
-/// A side of a claim without final runs whose every tuning run failed
-/// (its method trained in no configuration) takes those tuning runs in
+/// A side of a claim without final runs whose tuning found no working
+/// configuration (`tuning` holds only such settings' runs: no run
+/// trained, or the best score was at chance) takes those tuning runs in
 /// their place; what was substituted, in words.
 fn untrained_sides<'r>(
     c: &Claim<'_>,
@@ -701,16 +702,23 @@ fn untrained_sides<'r>(
         }
         let s = c.selection(by_baseline);
         let tried: Vec<&RunRecord> = tuning.iter().filter(|r| matches(&r.point, &s)).collect();
-        let failed =
-            |r: &&RunRecord| r.health().map(Health::kind) == Some(HealthKind::MethodFailed);
-        if tried.is_empty() || !tried.iter().all(failed) {
+        if tried.is_empty() {
             continue;
         }
-        said.push(format!(
-            "{who}: no configuration trained, every one of its {} tuning runs failed ({})",
-            tried.len(),
-            counts_text(&by_health(tried.iter().copied()))
-        ));
+        let failed =
+            |r: &&RunRecord| r.health().map(Health::kind) == Some(HealthKind::MethodFailed);
+        let counts = counts_text(&by_health(tried.iter().copied()));
+        said.push(if tried.iter().all(failed) {
+            format!(
+                "{who}: no configuration trained, every one of its {} tuning runs failed ({counts})",
+                tried.len()
+            )
+        } else {
+            format!(
+                "{who}: no working configuration found, its best tuning score within `tune.chance_margin` of chance ({} tuning runs: {counts})",
+                tried.len()
+            )
+        });
         *side = tried;
     }
     said
@@ -1231,7 +1239,7 @@ fn method(verdicts: &[Verdict]) -> String {
         "Each claim is tested by intention to treat on every recorded run that tested the method: a run whose method failed (diverged, exploded, collapsed) counts with its recorded value, or at the worst value the metric can take where it has none (chance accuracy; last in a rank test); a run that did not test the method (silent, unfinished) is left out, and the notes name both. \
          A paired t-test where both sides ran the same seeds, Welch's t-test otherwise; exact tests for failure counts (every failure of the method counts). \
          Intervals are {}% t intervals of the method minus the baseline. \
-         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few runs, *no configuration trained* when every configuration a side's tuning tried failed; \
+         Verdicts at level {}: *supported* when the interval (or exact test) rules out the opposite, *contradicted* when it rules out the claim, *not supported* otherwise, *not testable* with too few runs, *no working configuration* when a side's tuning found none (no run trained, or the best score within `tune.chance_margin` of chance); \
          `within` claims are supported when the whole interval lies inside the margin (two one-sided tests). \
          Beside each p: Holm's adjustment over the family of this experiment's claims (one section of the reproduction report: each section answers one question of the paper, and its verdict below follows the adjusted results), the rank test of the same comparison (Wilcoxon signed-rank when paired, Mann-Whitney otherwise; exact), the exact permutation test of the means (where it takes at most 2^20 arrangements), *fragile* when leaving out one seed changes the verdict, and the verdict over the valid runs alone (*ok only*).\n\n",
         say(&|l| (1.0 - l) * 100.0),
@@ -1679,13 +1687,40 @@ mod tests {
             v[0].note
         );
         assert_eq!(v[1].outcome, Outcome::NoConfiguration, "{:?}", v[1]);
-        assert_eq!(v[1].outcome.word(), "no configuration trained");
+        assert_eq!(v[1].outcome.word(), "no working configuration");
         assert_eq!(v[2].n_method, 3);
         assert_eq!(v[3].outcome, Outcome::NotTestable);
         assert!(
             v[3].note.contains("no recorded runs of dcd"),
             "{}",
             v[3].note
+        );
+        // a method whose tuning runs trained, at chance: no working
+        // configuration; its comparison reads so, and says why
+        let at_chance: Vec<RunRecord> = ["100", "101"]
+            .iter()
+            .map(|seed| {
+                let mut r = row("choco", seed, "2.2", "completed");
+                r.point.insert("config".into(), "gamma=0.1".into());
+                r
+            })
+            .collect();
+        let v = evaluate(
+            &claims("[{better: moniqua, than: choco, metric: final_loss}]"),
+            &table(),
+            &rows,
+            &at_chance,
+            &mut no_curves,
+            1,
+        )
+        .unwrap();
+        assert_eq!(v[0].outcome, Outcome::NoConfiguration, "{:?}", v[0]);
+        assert!(
+            v[0].note.contains(
+                "choco: no working configuration found, its best tuning score within `tune.chance_margin` of chance (2 tuning runs: 2 ok)"
+            ),
+            "{}",
+            v[0].note
         );
         // without the tuning runs, nothing can be said of ecd
         let v = evaluate(&specs, &table(), &rows, &[], &mut no_curves, 1).unwrap();

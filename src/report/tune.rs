@@ -463,10 +463,10 @@ pub(crate) fn search(
     Ok((tuning, selection, refused))
 }
 
-/// The tuning runs recorded in `out/tuning/runs.csv` that belong to
-/// `m`'s search at `scale` on `backend`, health judged (none without a
-/// search or a record): what a claim decides from when a method's every
-/// configuration failed.
+/// The tuning runs recorded in `out/tuning/runs.csv` of the settings
+/// whose search at `scale` on `backend` found no working configuration,
+/// health judged (none without a search or a record): what a claim
+/// decides from when a method has no final runs.
 pub(crate) fn recorded_tuning(
     m: &Manifest,
     scale: &str,
@@ -478,10 +478,14 @@ pub(crate) fn recorded_tuning(
         return Ok(Vec::new());
     };
     let recorded = crate::records::results::read_csv(&csv)?;
-    let (tuning, ..) = search(m, spec, scale, backend, &recorded)?;
-    Ok(crate::records::results::planned(
-        &recorded, &tuning, &m.health,
-    ))
+    let (tuning, selection, _) = search(m, spec, scale, backend, &recorded)?;
+    let none = selection.unviable();
+    Ok(
+        crate::records::results::planned(&recorded, &tuning, &m.health)
+            .into_iter()
+            .filter(|r| none.contains(&&group(&r.point)))
+            .collect(),
+    )
 }
 
 /// A value of a numeric axis, as a number.
