@@ -47,6 +47,9 @@ fn paper_scales_rehearse_on_generated_cifar10() {
                 "tune.budget=1",
                 "tune.seeds=[100]",
                 "tune.extend=false",
+                "tune.confirm=null",
+                // two steps train nothing: no setting is judged at chance
+                "tune.chance_margin=-1",
                 // the tuning's validation split, cut as the others' below
                 "tune.validation=0.002",
                 // the other methods' spaces and claims name grid values

@@ -726,19 +726,20 @@ fn tune_first(
         return Ok(None);
     }
     let selection = tune::select_planned(spec, tuning, &done.merged, &m.health);
-    let Some((selection, more_failed, refused)) =
-        extend_tuning(x, spec, tuning, selection, launcher)?
+    let Some((selection, more_failed, refused, (all, merged))) =
+        extend_tuning(x, spec, tuning, selection, launcher, done.merged.clone())?
     else {
         return Ok(None);
     };
     let failed = done.failed + more_failed;
-    crate::util::atomic::write(
-        &out.join(Entry::Tuning.name()),
-        tune::markdown(m, spec, &tune::final_seeds(grid), &selection, &refused),
-    )?;
-    crate::util::atomic::write(
-        &out.join(Entry::TuningCsv.name()),
-        tune::csv(spec, &selection)?,
+    tune::write_outputs(
+        m,
+        spec,
+        out,
+        &tune::final_seeds(grid),
+        &selection,
+        &refused,
+        &results::planned(&merged, &all, &m.health),
     )?;
     for t in selection.tried.iter().filter(|t| t.chosen) {
         crate::util::progress::note(&format!(
@@ -787,10 +788,11 @@ fn extend_tuning(
     tuning: &[PlannedRun],
     first: tune::Selection,
     launcher: &Launcher,
-) -> Result<Option<(tune::Selection, usize, Vec<String>)>> {
+    merged: Vec<RunRecord>,
+) -> Result<Option<SecondLook>> {
     let (extra, refused) = tune::second_wave(x.m, spec, x.scale, x.backend, &first);
     if extra.is_empty() {
-        return Ok(Some((first, 0, refused)));
+        return Ok(Some((first, 0, refused, (tuning.to_vec(), merged))));
     }
     crate::util::progress::note(&format!(
         "tuning: a second look at {} configurations ({} runs): {}",
@@ -829,8 +831,17 @@ fn extend_tuning(
     }
     let all: Vec<PlannedRun> = tuning.iter().chain(&extra).cloned().collect();
     let selection = tune::select_planned(spec, &all, &more.merged, &x.m.health);
-    Ok(Some((selection, more.failed, refused)))
+    Ok(Some((selection, more.failed, refused, (all, more.merged))))
 }
+
+/// The tuning after its second look: the choice, the runs that failed,
+/// the steps the plan refused, and the whole search's plan and records.
+type SecondLook = (
+    tune::Selection,
+    usize,
+    Vec<String>,
+    (Vec<PlannedRun>, Vec<RunRecord>),
+);
 
 /// Under sudo, ranks run as the invoking user; a launch whose ranks would
 /// run as root instead is refused unless `--allow-root-ranks`.

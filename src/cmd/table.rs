@@ -117,13 +117,15 @@ fn rejudge(r: &Recorded) -> Result<Vec<RunRecord>> {
     let recorded = results::read_csv(&dir.join(Entry::Runs.name()))?;
     let (tuning, selection, refused) = tune::search(m, spec, &r.scale, r.backend, &recorded)?;
     rejudge_dir(&dir, &tuning, &m.health)?;
-    crate::util::atomic::write(
-        &r.out.join(Entry::Tuning.name()),
-        tune::markdown(m, spec, &tune::final_seeds(&r.plan), &selection, &refused),
+    let judged = results::planned(&recorded, &tuning, &m.health);
+    tune::write_outputs(
+        m,
+        spec,
+        &r.out,
+        &tune::final_seeds(&r.plan),
+        &selection,
+        &refused,
+        &judged,
     )?;
-    crate::util::atomic::write(
-        &r.out.join(Entry::TuningCsv.name()),
-        tune::csv(spec, &selection)?,
-    )?;
-    Ok(results::planned(&recorded, &tuning, &m.health))
+    Ok(tune::unworking(&selection, judged))
 }

@@ -51,8 +51,23 @@ fn markdown(text: &str, shift: usize) -> String {
         HeadingLevel::try_from(n).unwrap_or(HeadingLevel::H6)
     };
     let mut out = String::new();
+    // an image the tool linked is a file of the directory: a relative
+    // path without a scheme; any other shows its alt text alone
+    let mut unsafe_image = false;
     let events = Parser::new_ext(text, Options::ENABLE_TABLES).map(|e| match e {
         Event::Html(h) | Event::InlineHtml(h) => Event::Text(h),
+        Event::Start(Tag::Image { dest_url, .. })
+            if dest_url.contains(':')
+                || dest_url.starts_with('/')
+                || dest_url.split('/').any(|p| p == "..") =>
+        {
+            unsafe_image = true;
+            Event::Start(Tag::Emphasis)
+        }
+        Event::End(TagEnd::Image) if unsafe_image => {
+            unsafe_image = false;
+            Event::End(TagEnd::Emphasis)
+        }
         Event::Start(Tag::Heading {
             level,
             id,
@@ -574,6 +589,22 @@ mod tests {
         assert!(!page.contains("<script>"), "{page}");
         assert!(!page.contains("<img"), "{page}");
         assert!(page.contains("&lt;script&gt;"), "{page}");
+        // a tuning figure the tool linked shows; an image elsewhere does not
+        let page = markdown("![s](tuning-figures/bits-1.svg)\n", 0);
+        assert!(
+            page.contains("<img src=\"tuning-figures/bits-1.svg\""),
+            "{page}"
+        );
+        for away in [
+            "javascript:alert(1)",
+            "/etc/x.svg",
+            "../x.svg",
+            "http://x/y.svg",
+        ] {
+            let page = markdown(&format!("![alt]({away})\n"), 0);
+            assert!(!page.contains("<img"), "{away}: {page}");
+            assert!(page.contains("<em>alt</em>"), "{away}: {page}");
+        }
     }
 
     #[test]

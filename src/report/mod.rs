@@ -15,4 +15,5 @@ pub mod stats;
 pub(crate) mod subset;
 pub(crate) mod table;
 pub(crate) mod tune;
+pub(crate) mod tune_figure;
 pub(crate) mod verify;

@@ -855,7 +855,7 @@ fn column_label(key: &str) -> String {
 
 /// An axis label: at most four significant digits, no float noise
 /// (`0.7`, not `0.70000000001`).
-fn tick(v: f64) -> String {
+pub(crate) fn tick(v: f64) -> String {
     if v.is_finite() && v != 0.0 && !(1e-3..1e5).contains(&v.abs()) {
         return format!("{v:.1e}");
     }
@@ -916,7 +916,7 @@ impl ImageFormat {
 /// is in src/assets/DejaVuSans.LICENSE).
 static FONT: &[u8] = include_bytes!("assets/DejaVuSans.ttf");
 
-fn register_font() -> Result<()> {
+pub(crate) fn register_font() -> Result<()> {
     static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     let ok = *REGISTERED.get_or_init(|| {
         plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_ok()

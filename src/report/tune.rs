@@ -16,7 +16,7 @@ use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::records::results_dir::Entry;
 use crate::report::table::{number, short};
-use crate::spec::manifest::{Axis, Backend, HealthSpec, Manifest, TuneSpec};
+use crate::spec::manifest::{Axis, AxisScale, Backend, HealthSpec, Manifest, TuneSpec};
 use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 
 /// The configurations method `method` is tried in (a config's label is
@@ -479,13 +479,19 @@ pub(crate) fn recorded_tuning(
     };
     let recorded = crate::records::results::read_csv(&csv)?;
     let (tuning, selection, _) = search(m, spec, scale, backend, &recorded)?;
-    let none = selection.unviable();
-    Ok(
-        crate::records::results::planned(&recorded, &tuning, &m.health)
-            .into_iter()
-            .filter(|r| none.contains(&&group(&r.point)))
-            .collect(),
-    )
+    Ok(unworking(
+        &selection,
+        crate::records::results::planned(&recorded, &tuning, &m.health),
+    ))
+}
+
+/// The runs of `rows` in the settings where the search `s` found no
+/// working configuration: what a claim decides from in their place.
+pub(crate) fn unworking(s: &Selection, rows: Vec<RunRecord>) -> Vec<RunRecord> {
+    let none = s.unviable();
+    rows.into_iter()
+        .filter(|r| none.contains(&&group(&r.point)))
+        .collect()
 }
 
 /// A value of a numeric axis, as a number.
@@ -897,6 +903,55 @@ pub(crate) fn select_planned(
 /// seeds. A group gets no choice when no run of it trained, or when its
 /// best score on an accuracy is within `tune.chance_margin` of chance.
 pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
+    let (tried, chance) = tally(spec, rows);
+    let mut s = Selection {
+        tried,
+        none: Vec::new(),
+        higher: higher(spec),
+    };
+    let accuracy = crate::records::metrics::is_accuracy(&spec.metric);
+    for g in s.groups().into_iter().cloned().collect::<Vec<_>>() {
+        if !s.tried.iter().any(|t| t.group == g && t.trained()) {
+            s.none.push((g, NoChoice::NoneTrained));
+            continue;
+        }
+        let any_confirmed = s.tried.iter().any(|t| t.group == g && t.confirmed);
+        let best = s
+            .ranked(&g, s.higher)
+            .into_iter()
+            .find(|t| t.confirmed || !any_confirmed)
+            .map(|t| (t.config.clone(), t.score.unwrap_or(f64::NAN)));
+        let Some((config, score)) = best else {
+            s.none.push((g, NoChoice::NoneTrained));
+            continue;
+        };
+        if let Some(c) = chance.get(&g).filter(|_| accuracy)
+            && score <= c + spec.chance_margin
+        {
+            let why = NoChoice::AtChance {
+                best: score,
+                chance: *c,
+            };
+            s.none.push((g, why));
+            continue;
+        }
+        if let Some(t) = s
+            .tried
+            .iter_mut()
+            .find(|t| t.group == g && t.config == config)
+        {
+            t.chosen = true;
+        }
+    }
+    s
+}
+
+/// Each configuration's score and runs by health, in the order the rows
+/// first name them (none chosen yet), and each group's chance accuracy.
+type Tally = (Vec<Tried>, BTreeMap<BTreeMap<String, String>, f64>);
+
+/// The rows counted per (group, configuration): see [`Tally`].
+fn tally(spec: &TuneSpec, rows: &[RunRecord]) -> Tally {
     let higher = higher(spec);
     let confirm_seeds: Vec<String> = spec
         .confirm
@@ -921,8 +976,8 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
             chance.insert(k.0.clone(), c);
         }
         let e = by.entry(k).or_default();
-        let health = r.health().unwrap_or(Health::Unfinished);
-        *e.1.entry(health).or_default() += 1;
+        *e.1.entry(r.health().unwrap_or(Health::Unfinished))
+            .or_default() += 1;
         if r.point
             .get(SEED_KEY)
             .is_some_and(|s| confirm_seeds.contains(s))
@@ -933,11 +988,10 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
             e.0.push(v);
         }
     }
-    let tried: Vec<Tried> = order
+    let tried = order
         .iter()
         .map(|k| {
             let (values, health, confirmed) = &by[k];
-            let runs: usize = health.values().sum();
             let score =
                 (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64);
             Tried {
@@ -945,55 +999,14 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
                 config: k.1.clone(),
                 score,
                 scored: values.len(),
-                runs,
+                runs: health.values().sum(),
                 health: health.clone(),
                 confirmed: *confirmed,
                 chosen: false,
             }
         })
         .collect();
-    let mut s = Selection {
-        tried,
-        none: Vec::new(),
-        higher,
-    };
-    let accuracy = crate::records::metrics::is_accuracy(&spec.metric);
-    for g in s.groups().into_iter().cloned().collect::<Vec<_>>() {
-        if !s.tried.iter().any(|t| t.group == g && t.trained()) {
-            s.none.push((g, NoChoice::NoneTrained));
-            continue;
-        }
-        let any_confirmed = s.tried.iter().any(|t| t.group == g && t.confirmed);
-        let best = s
-            .ranked(&g, higher)
-            .into_iter()
-            .find(|t| t.confirmed || !any_confirmed)
-            .map(|t| (t.config.clone(), t.score.unwrap_or(f64::NAN)));
-        let Some((config, score)) = best else {
-            s.none.push((g, NoChoice::NoneTrained));
-            continue;
-        };
-        if let Some(c) = chance.get(&g).filter(|_| accuracy)
-            && score <= c + spec.chance_margin
-        {
-            s.none.push((
-                g,
-                NoChoice::AtChance {
-                    best: score,
-                    chance: *c,
-                },
-            ));
-            continue;
-        }
-        if let Some(t) = s
-            .tried
-            .iter_mut()
-            .find(|t| t.group == g && t.config == config)
-        {
-            t.chosen = true;
-        }
-    }
-    s
+    (tried, chance)
 }
 
 fn group_text(g: &BTreeMap<String, String>) -> String {
@@ -1015,18 +1028,11 @@ pub(crate) fn final_seeds(grid: &[PlannedRun]) -> Vec<String> {
     seeds
 }
 
-/// tuning.md: the protocol in words, every configuration's score and the
-/// choices.
-pub(crate) fn markdown(
-    m: &Manifest,
-    spec: &TuneSpec,
-    final_seeds: &[String],
-    s: &Selection,
-    refused: &[String],
-) -> String {
+/// tuning.md's paragraph on the protocol: seeds, score, choice, second
+/// look.
+fn protocol(spec: &TuneSpec, final_seeds: &[String]) -> String {
     let seeds: Vec<String> = spec.seeds.iter().map(plan::text).collect();
-    let mut out = format!("# Tuning: {}\n\n", m.title);
-    out.push_str(&format!(
+    format!(
         "Protocol: each method tried {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
          the mean over its tuning seeds by intention to treat: a run whose method failed (diverged, exploded, collapsed) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. \
@@ -1050,11 +1056,29 @@ pub(crate) fn markdown(
             Some(c) => format!(
                 " The best {} of each method and setting by that score then ran on the further seeds [{}], and the choice was made among them over all their seeds.",
                 c.best,
-                c.seeds.iter().map(plan::text).collect::<Vec<_>>().join(", ")
+                c.seeds
+                    .iter()
+                    .map(plan::text)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None => String::new(),
         },
-    ));
+    )
+}
+
+/// tuning.md: the protocol in words, every configuration's score and the
+/// choices.
+pub(crate) fn markdown(
+    m: &Manifest,
+    spec: &TuneSpec,
+    final_seeds: &[String],
+    s: &Selection,
+    refused: &[String],
+    figures: &[(String, std::path::PathBuf)],
+) -> String {
+    let mut out = format!("# Tuning: {}\n\n", m.title);
+    out.push_str(&protocol(spec, final_seeds));
     out.push_str(&spaces(spec));
     out.push_str("- every other method: untuned (its manifest settings)\n\n");
     if spec.extend {
@@ -1082,8 +1106,120 @@ pub(crate) fn markdown(
             if t.chosen { "**yes**" } else { "" }
         ));
     }
+    if !figures.is_empty() {
+        out.push_str(&format!(
+            "\nWhat the search saw, per setting: `{}` over each tuned value (the other values as drawn), each run a dot by health (a failed run, counted, a cross), a run that wrapped past the modulus ringed, each configuration's mean a bar, the choice circled, chance a grey line.\n\n",
+            spec.metric
+        ));
+        for (setting, path) in figures {
+            out.push_str(&format!(
+                "![{setting}]({})\n\n",
+                path.to_string_lossy().replace('\\', "/")
+            ));
+        }
+    }
     out.push_str(&findings(spec, s, refused));
     out
+}
+
+/// The figures' view of each setting of the search: every run of `rows`
+/// (the search's runs, judged) that belongs to it, each configuration's
+/// mean, and the choice, over each numeric tuned value.
+pub(crate) fn views(
+    spec: &TuneSpec,
+    s: &Selection,
+    rows: &[RunRecord],
+) -> Vec<crate::report::tune_figure::SearchView> {
+    use crate::report::tune_figure::{ConfigPoint, RunPoint, SearchView};
+    let accuracy = crate::records::metrics::is_accuracy(&spec.metric);
+    let scale = if accuracy { 100.0 } else { 1.0 };
+    let values = |label: &str| -> BTreeMap<String, f64> {
+        label
+            .split(' ')
+            .filter_map(|kv| kv.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse::<f64>().ok()?)))
+            .collect()
+    };
+    let mut out = Vec::new();
+    for g in s.groups() {
+        let method = g.get(&spec.key).map_or("", String::as_str);
+        let Some(space) = spec.space.get(method) else {
+            continue;
+        };
+        let axes: Vec<(String, bool)> = space
+            .iter()
+            .filter_map(|(k, a)| match a {
+                Axis::Range(r) => Some((k.clone(), r.scale == AxisScale::Log)),
+                Axis::Values(v) => {
+                    let nums: Vec<f64> = v.iter().filter_map(numeric).collect();
+                    let lo = nums.iter().copied().fold(f64::INFINITY, f64::min);
+                    let hi = nums.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                    (nums.len() == v.len() && !nums.is_empty())
+                        .then(|| (k.clone(), lo > 0.0 && hi >= 10.0 * lo))
+                }
+            })
+            .collect();
+        let mut chance = None;
+        let runs: Vec<RunPoint> = rows
+            .iter()
+            .filter(|r| group(&r.point) == *g)
+            .filter_map(|r| {
+                chance = chance.or(r.chance().filter(|_| accuracy).map(|c| c * scale));
+                let value = r.counted(&spec.metric, s.higher).number()?;
+                Some(RunPoint {
+                    at: values(r.point.get(CONFIG_KEY)?),
+                    value: value * scale,
+                    health: r.health().unwrap_or(Health::Unfinished),
+                    premise: r.premise(),
+                })
+            })
+            .collect();
+        let configs = s
+            .tried
+            .iter()
+            .filter(|t| t.group == *g)
+            .filter_map(|t| {
+                Some(ConfigPoint {
+                    at: values(&t.config),
+                    mean: t.score? * scale,
+                    chosen: t.chosen,
+                })
+            })
+            .collect();
+        out.push(SearchView {
+            setting: group_text(g),
+            y_label: if accuracy {
+                format!("{} (%)", spec.metric)
+            } else {
+                spec.metric.clone()
+            },
+            axes,
+            runs,
+            configs,
+            chance,
+        });
+    }
+    out
+}
+
+/// Writes what a search chose and saw into `out`: its figures
+/// (`tuning-figures/`), tuning.md and tuning.csv. `rows` are the
+/// search's runs, judged.
+pub(crate) fn write_outputs(
+    m: &Manifest,
+    spec: &TuneSpec,
+    out: &std::path::Path,
+    final_seeds: &[String],
+    s: &Selection,
+    refused: &[String],
+    rows: &[RunRecord],
+) -> Result<()> {
+    let figures = crate::report::tune_figure::write(out, &views(spec, s, rows))?;
+    crate::util::atomic::write(
+        &out.join(Entry::Tuning.name()),
+        markdown(m, spec, final_seeds, s, refused, &figures),
+    )?;
+    crate::util::atomic::write(&out.join(Entry::TuningCsv.name()), csv(spec, s)?)
 }
 
 /// tuning.md's list of the search spaces, what each holds and how many
@@ -1162,6 +1298,23 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
             }
         ));
     }
+    let warnings = warnings(spec, s, refused);
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings, and choices at the edge of the search space:\n\n");
+        out.extend(warnings);
+    }
+    if !refused.is_empty() {
+        out.push_str("\nSteps beyond the space the plan refused:\n\n");
+        for r in refused {
+            out.push_str(&format!("- {r}\n"));
+        }
+    }
+    out
+}
+
+/// tuning.md's warnings: settings at chance, choices beyond the space
+/// after `extend`, and choices at the edge of a numeric axis.
+fn warnings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> Vec<String> {
     let mut warnings = Vec::new();
     for (g, why) in &s.none {
         if let NoChoice::AtChance { best, chance } = why {
@@ -1211,17 +1364,7 @@ pub(crate) fn findings(spec: &TuneSpec, s: &Selection, refused: &[String]) -> St
             ));
         }
     }
-    if !warnings.is_empty() {
-        out.push_str("\nWarnings, and choices at the edge of the search space:\n\n");
-        out.extend(warnings);
-    }
-    if !refused.is_empty() {
-        out.push_str("\nSteps beyond the space the plan refused:\n\n");
-        for r in refused {
-            out.push_str(&format!("- {r}\n"));
-        }
-    }
-    out
+    warnings
 }
 
 /// tuning.csv: one line per configuration and setting.

@@ -416,7 +416,8 @@ pub(crate) struct TuneSpec {
     pub confirm: Option<ConfirmSpec>,
     /// A method whose best score is within this much of chance accuracy
     /// (a share: 0.05 is five points) found no working configuration: it
-    /// gets no final runs, and its claims say so. Accuracy metrics only.
+    /// gets no final runs, and its claims say so. Accuracy metrics only;
+    /// -1 judges no setting so (a rehearsal of a few steps).
     #[serde(default = "default_chance_margin")]
     pub chance_margin: f64,
 }
@@ -460,7 +461,7 @@ impl TryFrom<Value> for Axis {
                 }),
             other => Err(format!(
                 "{} is neither a list of values nor a range {{range: [low, high]}}",
-                crate::spec::plan::text(&other)
+                text(&other)
             )),
         }
     }
@@ -487,6 +488,17 @@ pub(crate) enum AxisScale {
     #[default]
     Log,
     Linear,
+}
+
+/// A YAML scalar as a grid point holds it (a string as itself).
+pub(crate) fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => yaml_serde::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
 }
 
 impl RangeAxis {
@@ -548,13 +560,7 @@ impl Axis {
     /// [0.001, 1] (stated 0.005)".
     pub(crate) fn text(&self) -> String {
         match self {
-            Axis::Values(v) => format!(
-                "[{}]",
-                v.iter()
-                    .map(crate::spec::plan::text)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Axis::Values(v) => format!("[{}]", v.iter().map(text).collect::<Vec<_>>().join(", ")),
             Axis::Range(r) => format!(
                 "{} range [{}, {}]{}",
                 match r.scale {

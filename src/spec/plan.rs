@@ -148,16 +148,7 @@ pub(crate) struct PlannedRun {
 /// (claims, and a table's differences to its reference row).
 pub(crate) const SEED_KEY: &str = "seed";
 
-/// A YAML scalar as a grid point holds it (a string as itself).
-pub(crate) fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => yaml_serde::to_string(other)
-            .unwrap_or_default()
-            .trim()
-            .to_string(),
-    }
-}
+pub(crate) use crate::spec::manifest::text;
 
 /// The version of the run-id scheme. Bump it when a parameter's meaning or
 /// a default changes, so an old id never names a different run.
