@@ -620,7 +620,7 @@ fn write_records(x: Job<'_>, done: &Executed, runs: &[PlannedRun]) -> Result<Vec
     let figures = write_results(
         m,
         out,
-        (&results::planned(&merged, runs, &m.health), &tuning),
+        (&results::planned(&merged, runs, &m.health), tuning.as_ref()),
         backend,
         !cfg.json && !quiet,
     )?;

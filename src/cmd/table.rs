@@ -47,7 +47,7 @@ pub(crate) fn table(args: &TableArgs) -> Result<()> {
     let r = recorded::recorded(&args.experiment, &args.out, &args.plan.choice())?;
     let tuning = rejudge(&r)?;
     let table = write_table(&r.manifest, &r.out, &RunsFrame::new(&r.rows)?)?;
-    let claims = write_claims(&r.manifest, &r.out, &r.rows, &tuning)?;
+    let claims = write_claims(&r.manifest, &r.out, &r.rows, tuning.as_ref())?;
     crate::util::sudo::give(&r.out);
     print!(
         "{}",
@@ -104,15 +104,15 @@ fn rejudge_dir(
 /// and for a tuned experiment tuning/runs.csv, tuning.md and tuning.csv):
 /// a committed result is re-judged without rerunning. The tuning runs of
 /// the search, judged (as `tune::recorded_tuning` reads them).
-fn rejudge(r: &Recorded) -> Result<Vec<RunRecord>> {
+fn rejudge(r: &Recorded) -> Result<Option<tune::TuningRecord>> {
     let m = &r.manifest;
     rejudge_dir(&r.out, &r.plan, &m.health)?;
     let Some(spec) = &m.tune else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let dir = r.out.join(Entry::TuningDir.name());
     if !dir.join(Entry::Runs.name()).is_file() {
-        return Ok(Vec::new());
+        return Ok(None);
     }
     let recorded = results::read_csv(&dir.join(Entry::Runs.name()))?;
     let (tuning, selection, refused) = tune::search(m, spec, &r.scale, r.backend, &recorded)?;
@@ -127,5 +127,5 @@ fn rejudge(r: &Recorded) -> Result<Vec<RunRecord>> {
         &refused,
         &judged,
     )?;
-    Ok(tune::unworking(&selection, judged))
+    Ok(Some(tune::TuningRecord::new(spec, selection, judged)))
 }

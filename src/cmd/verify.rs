@@ -126,7 +126,7 @@ pub(crate) fn checks(yours: &Path, against: &Path) -> Result<Vec<Check>> {
 /// The verdicts of a side's claims, as `repro table` would give them.
 fn verdicts(r: &Recorded) -> Result<Vec<crate::report::claims::Verdict>> {
     let tuning = crate::report::tune::recorded_tuning(&r.manifest, &r.scale, r.backend, &r.out)?;
-    crate::report::outputs::verdicts(&r.manifest, &r.out, &r.rows, &tuning)
+    crate::report::outputs::verdicts(&r.manifest, &r.out, &r.rows, tuning.as_ref())
 }
 
 /// After `repro run` into a run directory: the summary line against the

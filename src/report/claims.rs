@@ -18,6 +18,7 @@ use crate::records::results::by_health;
 use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
 use crate::report::table::{number, short};
+use crate::report::tune::TuningRecord;
 use crate::spec::manifest::{ClaimSpec, TableSpec};
 use crate::spec::plan::{self, SEED_KEY};
 
@@ -480,6 +481,10 @@ pub(crate) struct Verdict {
     /// Whether the verdict changes when one seed's runs are left out
     /// (two-sample claims; `None`: not checked).
     pub fragile: Option<bool>,
+    /// The claim's direction on the tuning runs changes with the
+    /// configuration of a side (see [`protocol_check`]): the protocol,
+    /// not only the method, decides it.
+    pub protocol_sensitive: bool,
     pub level: f64,
     pub outcome: Outcome,
     /// What else a reader needs: runs left out, why nothing was tested.
@@ -599,15 +604,20 @@ pub(crate) fn evaluate(
     specs: &[ClaimSpec],
     table: &TableSpec,
     rows: &[RunRecord],
-    tuning: &[RunRecord],
+    tuning: Option<&TuningRecord>,
     curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
     smooth: usize,
 ) -> Result<Vec<Verdict>> {
     let mut out = Vec::new();
+    let unworking = tuning.map(TuningRecord::unworking).unwrap_or_default();
     for (i, spec) in specs.iter().enumerate() {
         let claim = Claim::resolve(spec, table)
             .map_err(|(k, m)| anyhow::anyhow!("claims[{i}].{k}: {m}"))?;
-        out.push(test(&claim, rows, tuning, curves, smooth));
+        let mut v = test(&claim, rows, &unworking, curves, smooth);
+        if let Some(t) = tuning {
+            protocol_check(&claim, rows, t, &mut v);
+        }
+        out.push(v);
     }
     let adjusted = stats::holm(&out.iter().map(|v| v.p).collect::<Vec<_>>());
     for (v, p) in out.iter_mut().zip(adjusted) {
@@ -648,6 +658,7 @@ fn test(
         level: c.spec.level,
         outcome: Outcome::NotTestable,
         note: String::new(),
+        protocol_sensitive: false,
     };
     let (mut mine, mut theirs) = (runs(false), runs(true));
     let base = c.baseline.clone().unwrap_or_default();
@@ -683,6 +694,97 @@ fn test(
         add_note(&mut v.note, &said);
     }
     v
+}
+
+/// The metric each comparison claim of `specs` tests (`better`, `within`:
+/// its `metric`; `faster_to`: the curve it times), once each, in order:
+/// what a report holds against the tuning's metric.
+pub(crate) fn compared_metrics(specs: &[ClaimSpec], table: &TableSpec) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for spec in specs {
+        let Ok(c) = Claim::resolve(spec, table) else {
+            continue;
+        };
+        let m = match &c.kind {
+            Kind::Better | Kind::Within(_) => c.metric.clone(),
+            Kind::FasterTo { metric, .. } => Some(metric.clone()),
+            Kind::Diverges { .. } => None,
+        };
+        if let Some(m) = m.filter(|m| !out.contains(m)) {
+            out.push(m);
+        }
+    }
+    out
+}
+
+/// Whether the tuning protocol, not only the method, decides a `better`
+/// or `within` claim: its direction on the tuning runs, on the claim's
+/// own metric, for each pair of the best configurations of each side (a
+/// side without a search at its final runs' mean). Diagnostic only:
+/// nothing is chosen on it. Where the direction changes with the
+/// configuration, the verdict is marked protocol-sensitive and its note
+/// says in how many pairs the claim holds.
+fn protocol_check(c: &Claim<'_>, rows: &[RunRecord], t: &TuningRecord, v: &mut Verdict) {
+    if !matches!(c.kind, Kind::Better | Kind::Within(_)) || c.baseline.is_none() {
+        return;
+    }
+    let metric = c.metric.as_deref().unwrap_or_default();
+    let mean = |runs: &[&RunRecord]| -> Option<f64> {
+        let xs: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.counted(metric, c.higher).number())
+            .filter(|x| x.is_finite())
+            .collect();
+        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64 * c.scale)
+    };
+    let side = |by_baseline: bool| -> (Vec<f64>, bool) {
+        let s = c.selection(by_baseline);
+        let best = t.best_of(&|r| matches(&r.point, &s));
+        if best.is_empty() {
+            let finals: Vec<&RunRecord> = rows.iter().filter(|r| matches(&r.point, &s)).collect();
+            return (mean(&finals).into_iter().collect(), false);
+        }
+        let means = best.iter().filter_map(|(_, runs)| mean(runs)).collect();
+        (means, true)
+    };
+    let ((mine, tuned_mine), (theirs, tuned_theirs)) = (side(false), side(true));
+    if !(tuned_mine || tuned_theirs) {
+        return;
+    }
+    let holds = |m: f64, b: f64| match c.kind {
+        Kind::Within(margin) => (m - b).abs() <= margin,
+        _ if c.higher => m > b,
+        _ => m < b,
+    };
+    let pairs: Vec<bool> = mine
+        .iter()
+        .flat_map(|m| theirs.iter().map(move |b| holds(*m, *b)))
+        .collect();
+    let k = pairs.iter().filter(|h| **h).count();
+    if pairs.len() < 2 || k == 0 || k == pairs.len() {
+        return;
+    }
+    v.protocol_sensitive = true;
+    let described = |n: usize, tuned: bool, who: &str| {
+        if tuned {
+            format!("the best {n} configurations of {who}")
+        } else {
+            format!("{who}'s final runs")
+        }
+    };
+    add_note(
+        &mut v.note,
+        &format!(
+            "protocol-sensitive: on the tuning runs' {metric} (diagnostic only: nothing was chosen on it), over {} against {}, the claim holds in {k} of {} pairs",
+            described(mine.len(), tuned_mine, &c.method),
+            described(
+                theirs.len(),
+                tuned_theirs,
+                c.baseline.as_deref().unwrap_or_default()
+            ),
+            pairs.len()
+        ),
+    );
 }
 
 /// A side of a claim without final runs whose tuning found no working
@@ -1269,7 +1371,7 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
             format!("{} ({})", v.claim, i + 1)
         };
         s.push_str(&format!(
-            "| {claim} | {} | {n} | {} | {} | {effect} | {} | {} | {} | {} | {} | {} | **{}** |\n",
+            "| {claim} | {} | {n} | {} | {} | {effect} | {} | {} | {} | {} | {} | {} | **{}**{} |\n",
             if v.test.is_empty() { "-" } else { &v.test },
             cell(v.method_value),
             cell(v.baseline_value),
@@ -1287,7 +1389,12 @@ pub(crate) fn markdown(title: &str, verdicts: &[Verdict]) -> String {
                 Some(o) => format!("*{}*", o.word()),
                 None => "-".into(),
             },
-            v.outcome.word()
+            v.outcome.word(),
+            if v.protocol_sensitive {
+                " *protocol-sensitive*"
+            } else {
+                ""
+            }
         ));
     }
     let (word, held, of) = family_verdict(verdicts);
@@ -1342,6 +1449,7 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
         "ok_only",
         "level",
         "verdict",
+        "protocol_sensitive",
         "note",
     ]
     .map(String::from)
@@ -1368,6 +1476,7 @@ pub(crate) fn csv(verdicts: &[Verdict]) -> Result<String> {
             v.ok_only.map_or_else(String::new, |o| o.word().to_string()),
             v.level.to_string(),
             v.outcome.word().to_string(),
+            v.protocol_sensitive.to_string(),
             v.note.clone(),
         ]
     });
@@ -1402,7 +1511,7 @@ mod tests {
     }
 
     fn verdicts(yaml: &str, rows: &[RunRecord]) -> Vec<Verdict> {
-        evaluate(&claims(yaml), &table(), rows, &[], &mut no_curves, 1).unwrap()
+        evaluate(&claims(yaml), &table(), rows, None, &mut no_curves, 1).unwrap()
     }
 
     #[test]
@@ -1648,6 +1757,114 @@ mod tests {
         );
     }
 
+    /// A run of `alg` with these cells (and a `config` where given).
+    fn scored(alg: &str, config: Option<&str>, seed: &str, cells: &[(&str, f64)]) -> RunRecord {
+        let mut r = row(alg, seed, "1.0", "completed");
+        if let Some(c) = config {
+            r.point.insert("config".into(), c.into());
+        }
+        for (k, v) in cells {
+            r.metrics
+                .insert((*k).into(), crate::records::metrics::Cell::Number(Some(*v)));
+        }
+        r
+    }
+
+    /// Tuning runs of `alg`: per configuration its validation accuracy
+    /// (which the search ranks by) and its test accuracy (which the claim
+    /// reads), on seeds 100 and 101.
+    fn tuned(alg: &str, configs: &[(&str, f64, f64)]) -> Vec<RunRecord> {
+        configs
+            .iter()
+            .flat_map(|(c, val, test)| {
+                ["100", "101"].map(|seed| {
+                    scored(
+                        alg,
+                        Some(c),
+                        seed,
+                        &[("val_accuracy", *val), ("avg_test_accuracy", *test)],
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// A claim whose direction on the tuning runs changes with the
+    /// configuration is marked protocol-sensitive, with how many pairs of
+    /// the sides' best configurations it holds in; a claim stable over
+    /// them is not, and neither is one about untuned methods.
+    #[test]
+    fn a_claim_the_protocol_decides_is_marked() {
+        let finals: Vec<RunRecord> = ["moniqua", "choco"]
+            .iter()
+            .flat_map(|alg| {
+                (0..4).map(move |seed| {
+                    let acc = if *alg == "moniqua" { 0.86 } else { 0.84 };
+                    scored(
+                        alg,
+                        None,
+                        &seed.to_string(),
+                        &[("avg_test_accuracy", acc + 0.001 * seed as f64)],
+                    )
+                })
+            })
+            .collect();
+        let spec = claims("[{better: moniqua, than: choco, metric: avg_test_accuracy}]");
+        let verdict = |tuning: Vec<RunRecord>| {
+            evaluate(
+                &spec,
+                &table(),
+                &finals,
+                Some(&searched(tuning)),
+                &mut no_curves,
+                1,
+            )
+            .unwrap()
+            .remove(0)
+        };
+        // moniqua's second-best configuration trails choco's best
+        let mut sensitive = tuned(
+            "moniqua",
+            &[("a", 0.86, 0.86), ("b", 0.85, 0.80), ("c", 0.5, 0.5)],
+        );
+        sensitive.extend(tuned("choco", &[("x", 0.84, 0.83), ("y", 0.83, 0.82)]));
+        let v = verdict(sensitive);
+        assert_eq!(v.outcome, Outcome::Supported, "{v:?}");
+        assert!(v.protocol_sensitive, "{v:?}");
+        assert!(
+            v.note.contains("protocol-sensitive: on the tuning runs' avg_test_accuracy (diagnostic only: nothing was chosen on it), over the best 3 configurations of moniqua against the best 2 configurations of choco, the claim holds in 2 of 6 pairs"),
+            "{}",
+            v.note
+        );
+        let md = markdown("t", &[v]);
+        assert!(md.contains("**supported** *protocol-sensitive* |"), "{md}");
+        // every one of moniqua's best is ahead of every one of choco's
+        let mut stable = tuned(
+            "moniqua",
+            &[("a", 0.86, 0.86), ("b", 0.85, 0.85), ("c", 0.5, 0.845)],
+        );
+        stable.extend(tuned("choco", &[("x", 0.84, 0.83), ("y", 0.83, 0.82)]));
+        let v = verdict(stable);
+        assert!(!v.protocol_sensitive, "{v:?}");
+        assert!(!v.note.contains("protocol"), "{}", v.note);
+        // no search at all: nothing to check
+        let v = evaluate(&spec, &table(), &finals, None, &mut no_curves, 1)
+            .unwrap()
+            .remove(0);
+        assert!(!v.protocol_sensitive);
+    }
+
+    /// A search over `runs` (tuning runs with a `config` key) by
+    /// validation accuracy, as claims read a recorded one.
+    fn searched(runs: Vec<RunRecord>) -> TuningRecord {
+        let spec: crate::spec::manifest::TuneSpec = yaml_serde::from_str(
+            "{metric: val_accuracy, budget: 3, seeds: [100, 101], validation: 0.1, space: {}}",
+        )
+        .unwrap();
+        let selection = crate::report::tune::select(&spec, &runs);
+        TuningRecord::new(&spec, selection, runs)
+    }
+
     /// A method whose every tuning configuration failed has no final runs:
     /// its failure claims are decided from its tuning runs, and a
     /// comparison with it says no configuration trained.
@@ -1670,7 +1887,15 @@ mod tests {
         let specs = claims(
             "[{diverges: ecd}, {better: moniqua, than: ecd, metric: final_loss}, {diverges: moniqua}, {diverges: dcd}]",
         );
-        let v = evaluate(&specs, &table(), &rows, &tuning, &mut no_curves, 1).unwrap();
+        let v = evaluate(
+            &specs,
+            &table(),
+            &rows,
+            Some(&searched(tuning)),
+            &mut no_curves,
+            1,
+        )
+        .unwrap();
         // 6 of 6 diverged: p = 1/64 against a rate of one half
         assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
         assert_eq!(v[0].n_method, 6);
@@ -1702,6 +1927,10 @@ mod tests {
             .map(|seed| {
                 let mut r = row("choco", seed, "2.2", "completed");
                 r.point.insert("config".into(), "gamma=0.1".into());
+                for (k, v) in [("val_accuracy", 0.11), ("chance_accuracy", 0.1)] {
+                    r.metrics
+                        .insert(k.into(), crate::records::metrics::Cell::Number(Some(v)));
+                }
                 r
             })
             .collect();
@@ -1709,7 +1938,7 @@ mod tests {
             &claims("[{better: moniqua, than: choco, metric: final_loss}]"),
             &table(),
             &rows,
-            &at_chance,
+            Some(&searched(at_chance)),
             &mut no_curves,
             1,
         )
@@ -1723,7 +1952,7 @@ mod tests {
             v[0].note
         );
         // without the tuning runs, nothing can be said of ecd
-        let v = evaluate(&specs, &table(), &rows, &[], &mut no_curves, 1).unwrap();
+        let v = evaluate(&specs, &table(), &rows, None, &mut no_curves, 1).unwrap();
         assert_eq!(v[0].outcome, Outcome::NotTestable);
     }
 
@@ -1921,10 +2150,10 @@ mod tests {
                 .collect())
         };
         let specs = claims("[{faster_to: {train_loss: 0.8}, method: moniqua, than: d-psgd}]");
-        let raw = evaluate(&specs, &table(), &rows, &[], &mut curves, 1).unwrap();
+        let raw = evaluate(&specs, &table(), &rows, None, &mut curves, 1).unwrap();
         assert_eq!(raw[0].method_value, Some(3.0), "{:?}", raw[0]);
         assert_eq!(raw[0].outcome, Outcome::Supported, "{:?}", raw[0]);
-        let smooth = evaluate(&specs, &table(), &rows, &[], &mut curves, 5).unwrap();
+        let smooth = evaluate(&specs, &table(), &rows, None, &mut curves, 5).unwrap();
         assert_ne!(smooth[0].outcome, Outcome::Supported, "{:?}", smooth[0]);
         assert!(
             smooth[0].note.contains("never reached it"),
@@ -1971,7 +2200,7 @@ mod tests {
               {faster_to: {train_loss: 3}, method: d-psgd, than: moniqua, by: bytes},
               {faster_to: {train_loss: -12}, method: moniqua, than: d-psgd}]",
         );
-        let v = evaluate(&specs, &table(), &rows, &[], &mut curves, 1).unwrap();
+        let v = evaluate(&specs, &table(), &rows, None, &mut curves, 1).unwrap();
         assert_eq!(v[0].test, "paired t");
         assert_eq!(v[0].outcome, Outcome::Supported, "{:?}", v[0]);
         // moniqua reaches 3 at 5, 5, 5 s (value 10 - k - 2.x <= 3), d-psgd at 7
@@ -1987,7 +2216,7 @@ mod tests {
             v[2].note
         );
         // without curves, nothing is tested
-        let v = evaluate(&specs[..1], &table(), &rows, &[], &mut no_curves, 1).unwrap();
+        let v = evaluate(&specs[..1], &table(), &rows, None, &mut no_curves, 1).unwrap();
         assert_eq!(v[0].outcome, Outcome::NotTestable);
         assert!(v[0].note.contains("no curves here"));
     }

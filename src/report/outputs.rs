@@ -20,7 +20,7 @@ use crate::spec::manifest;
 pub(crate) fn write_results(
     m: &manifest::Manifest,
     out: &std::path::Path,
-    (rows, tuning): (&[RunRecord], &[RunRecord]),
+    (rows, tuning): (&[RunRecord], Option<&crate::report::tune::TuningRecord>),
     backend: manifest::Backend,
     print: bool,
 ) -> Result<Vec<PathBuf>> {
@@ -76,7 +76,7 @@ pub(crate) fn write_claims(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
-    tuning: &[RunRecord],
+    tuning: Option<&crate::report::tune::TuningRecord>,
 ) -> Result<Option<String>> {
     if m.claims.is_empty() {
         return Ok(None);
@@ -94,7 +94,7 @@ pub(crate) fn verdicts(
     m: &manifest::Manifest,
     out: &std::path::Path,
     rows: &[RunRecord],
-    tuning: &[RunRecord],
+    tuning: Option<&crate::report::tune::TuningRecord>,
 ) -> Result<Vec<claims::Verdict>> {
     claims::evaluate(
         &m.claims,

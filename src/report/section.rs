@@ -76,12 +76,15 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
             &m.claims,
             &m.table,
             rows,
-            &tune::recorded_tuning(m, src.scale, src.backend, src.out)?,
+            tune::recorded_tuning(m, src.scale, src.backend, src.out)?.as_ref(),
             &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
             m.figure.as_ref().map_or(1, |f| f.smooth),
         )?;
         s.push_str("\n**Claims.** ");
         s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
+        if let Some(spec) = &m.tune {
+            s.push_str(&tuning_and_claims(m, spec, &verdicts));
+        }
     }
     if let Some(spec) = &m.tune {
         let csv = src
@@ -96,9 +99,202 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         let (_, selection, refused) = tune::search(m, spec, src.scale, src.backend, &recorded)?;
         s.push_str("\n**Tuning** (tuning.md has every configuration).");
         s.push_str(&tune::findings(spec, &selection, &refused));
+        if let Some(w) = &spec.compare_with {
+            s.push_str(&against_sweep(m, spec, w, &selection, rows)?);
+        }
     }
     s.push_str(&format!("\n{}\n", end(&m.name)));
     Ok(s)
+}
+
+/// What a tuned experiment's section says of its claims and its tuning:
+/// the metric the tuning chose on beside the ones its claims test, and
+/// which claims the protocol decides (protocol-sensitive).
+fn tuning_and_claims(
+    m: &crate::spec::manifest::Manifest,
+    spec: &crate::spec::manifest::TuneSpec,
+    verdicts: &[claims::Verdict],
+) -> String {
+    let tested = claims::compared_metrics(&m.claims, &m.table);
+    let other: Vec<String> = tested
+        .iter()
+        .filter(|t| **t != spec.metric)
+        .map(|t| format!("`{t}`"))
+        .collect();
+    let mut s = String::from("\n**Tuning and claims.** ");
+    if other.is_empty() {
+        s.push_str(&format!(
+            "The tuning chose on `{}`, the metric the claims compare.",
+            spec.metric
+        ));
+    } else {
+        s.push_str(&format!(
+            "The tuning chose on `{}`; the claims compare {}: a choice made on the one need not be the best on the other.",
+            spec.metric,
+            other.join(", ")
+        ));
+    }
+    let sensitive: Vec<String> = verdicts
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.protocol_sensitive)
+        .map(|(i, _)| (i + 1).to_string())
+        .collect();
+    s.push_str(if sensitive.is_empty() {
+        " No `better` or `within` claim changes direction over the best configurations of its sides on the tuning runs."
+    } else {
+        " Protocol-sensitive (their direction on the tuning runs changes with the configuration, so the tuning protocol, not only the method, decides them): "
+    });
+    if !sensitive.is_empty() {
+        s.push_str(&format!("claims {}.", sensitive.join(", ")));
+    }
+    if tested
+        .iter()
+        .any(|t| crate::records::metrics::CURVE_METRICS.contains(&t.as_str()))
+        && m.claims.iter().any(|c| c.faster_to.is_some())
+    {
+        s.push_str(" Time-to-target claims are not checked on the tuning runs.");
+    }
+    s.push('\n');
+    s
+}
+
+/// `tune.compare_with`: each tuned choice of the compared method beside
+/// the best cell of the sweep over the same setting, in the table's
+/// value, each a mean with its 95% t interval; a gap wider than both
+/// intervals is flagged (the tuning missed where the sweep trains, or
+/// the sweep missed the choice).
+fn against_sweep(
+    m: &Manifest,
+    spec: &crate::spec::manifest::TuneSpec,
+    w: &crate::spec::manifest::CompareWith,
+    selection: &tune::Selection,
+    rows: &[RunRecord],
+) -> Result<String> {
+    let sweep = crate::report::recorded::recorded(
+        &w.experiment,
+        &None,
+        &crate::report::recorded::PlanChoice::default(),
+    )?;
+    let metric = m.table.value.as_str();
+    let higher = table::higher_is_better(metric);
+    let summary = |runs: &[&RunRecord]| {
+        let xs: Vec<f64> = runs
+            .iter()
+            .filter_map(|r| r.counted(metric, higher).number())
+            .filter(|x| x.is_finite())
+            .map(|x| x * m.table.scale.unwrap_or(1.0))
+            .collect();
+        crate::report::stats::mean_ci(&xs, 0.05)
+    };
+    let mut s = format!(
+        "\n**Against the sweep** (`{}`, the same setting with {} fixed by hand), in `{metric}`:\n\n",
+        w.experiment, w.method
+    );
+    let chosen = selection
+        .tried
+        .iter()
+        .filter(|t| t.chosen && t.group.get(&spec.key) == Some(&w.method));
+    let mut compared = 0;
+    for t in chosen {
+        compared += 1;
+        let mine: Vec<&RunRecord> = rows
+            .iter()
+            .filter(|r| t.group.iter().all(|(k, v)| r.point.get(k) == Some(v)))
+            .collect();
+        let cells = sweep_cells(&sweep.rows, &t.group);
+        let best = cells
+            .iter()
+            .map(|(cell, runs)| (cell.as_str(), summary(runs)))
+            .filter(|(_, c)| c.mean.is_finite())
+            .max_by(|a, b| {
+                let o = a.1.mean.total_cmp(&b.1.mean);
+                if higher { o } else { o.reverse() }
+            });
+        s.push_str(&beside_sweep(t, &summary(&mine), best));
+    }
+    if compared == 0 {
+        s.push_str(&format!(
+            "- no setting of {} has a tuned choice with final runs recorded\n",
+            w.method
+        ));
+    }
+    Ok(s)
+}
+
+/// One line of [`against_sweep`]: the choice `t`'s final mean `chosen`
+/// beside the sweep's best cell, and whether the gap is wider than both
+/// intervals.
+fn beside_sweep(
+    t: &tune::Tried,
+    chosen: &crate::report::stats::MeanCi,
+    best: Option<(&str, crate::report::stats::MeanCi)>,
+) -> String {
+    let text = |c: &crate::report::stats::MeanCi| {
+        format!(
+            "{} ± {} (n={})",
+            table::number(c.mean),
+            table::number(c.half),
+            c.n
+        )
+    };
+    let setting = t
+        .group
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let Some((cell, b)) = best.filter(|_| chosen.n > 0) else {
+        return format!(
+            "- {setting}: {}\n",
+            if chosen.n == 0 {
+                "no final runs of the choice recorded"
+            } else {
+                "no cell of the sweep matches this setting"
+            }
+        );
+    };
+    let gap = (chosen.mean - b.mean).abs();
+    let verdict = if gap > chosen.half.max(0.0) + b.half.max(0.0) {
+        format!(
+            "**a gap of {} is wider than the intervals**: the tuning and the sweep disagree",
+            table::number(gap)
+        )
+    } else {
+        "within the intervals".to_string()
+    };
+    format!(
+        "- {setting}: the tuned choice ({}) {} in its final runs; the sweep's best cell ({cell}) {}: {verdict}\n",
+        t.config,
+        text(chosen),
+        text(&b),
+    )
+}
+
+/// The cells of a sweep's runs `rows` over the setting `group`: its runs
+/// that agree with every key of the setting the sweep also has, by their
+/// other keys but the seed ("gamma=0.2 modulus=0.5").
+fn sweep_cells<'r>(
+    rows: &'r [RunRecord],
+    group: &BTreeMap<String, String>,
+) -> BTreeMap<String, Vec<&'r RunRecord>> {
+    let mut cells: BTreeMap<String, Vec<&RunRecord>> = BTreeMap::new();
+    for r in rows {
+        if !group
+            .iter()
+            .all(|(k, v)| r.point.get(k).is_none_or(|x| x == v))
+        {
+            continue;
+        }
+        let cell: Vec<String> = r
+            .point
+            .iter()
+            .filter(|(k, _)| *k != SEED_KEY && !group.contains_key(*k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        cells.entry(cell.join(" ")).or_default().push(r);
+    }
+    cells
 }
 
 /// A Markdown document without its first `# ` heading line (and the blank

@@ -302,6 +302,27 @@ fn check_confirm(
             ),
         );
     }
+    if let Some(w) = &spec.compare_with {
+        if !spec.space.contains_key(&w.method) {
+            return err(
+                "compare_with.method",
+                format!("`{}` has no search space to compare", w.method),
+            );
+        }
+        let plain = !w.experiment.is_empty()
+            && w.experiment
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !plain {
+            return err(
+                "compare_with.experiment",
+                format!(
+                    "`{}` is not an experiment's name (letters, digits, - and _; `repro list` shows them)",
+                    w.experiment
+                ),
+            );
+        }
+    }
     let Some(c) = &spec.confirm else {
         return Ok(());
     };
@@ -463,26 +484,80 @@ pub(crate) fn search(
     Ok((tuning, selection, refused))
 }
 
-/// The tuning runs recorded in `out/tuning/runs.csv` of the settings
-/// whose search at `scale` on `backend` found no working configuration,
-/// health judged (none without a search or a record): what a claim
-/// decides from when a method has no final runs.
+/// A recorded search as claims read it: the choice and every tuning run,
+/// judged.
+#[derive(Debug, Clone)]
+pub(crate) struct TuningRecord {
+    pub selection: Selection,
+    pub runs: Vec<RunRecord>,
+    /// How many configurations of each side a protocol check compares:
+    /// `tune.confirm.best`, else 3.
+    pub best: usize,
+}
+
+impl TuningRecord {
+    /// A search recorded as `rows` (its runs, judged) chose `selection`.
+    pub(crate) fn new(spec: &TuneSpec, selection: Selection, rows: Vec<RunRecord>) -> Self {
+        TuningRecord {
+            selection,
+            runs: rows,
+            best: spec.confirm.as_ref().map_or(3, |c| c.best),
+        }
+    }
+
+    /// The runs of the settings that found no working configuration:
+    /// what a claim decides from in their place.
+    pub(crate) fn unworking(&self) -> Vec<RunRecord> {
+        unworking(&self.selection, self.runs.clone())
+    }
+
+    /// The best `self.best` configurations of the one setting whose runs
+    /// `wanted` selects, by the search's score, each with its runs; empty
+    /// when the runs span no setting or several.
+    pub(crate) fn best_of(
+        &self,
+        wanted: &dyn Fn(&RunRecord) -> bool,
+    ) -> Vec<(String, Vec<&RunRecord>)> {
+        let runs: Vec<&RunRecord> = self.runs.iter().filter(|r| wanted(r)).collect();
+        let mut groups: Vec<BTreeMap<String, String>> =
+            runs.iter().map(|r| group(&r.point)).collect();
+        groups.sort();
+        groups.dedup();
+        let [g] = groups.as_slice() else {
+            return Vec::new();
+        };
+        self.selection
+            .ranked(g, self.selection.higher)
+            .into_iter()
+            .take(self.best)
+            .map(|t| {
+                let of: Vec<&RunRecord> = runs
+                    .iter()
+                    .filter(|r| r.point.get(CONFIG_KEY) == Some(&t.config))
+                    .copied()
+                    .collect();
+                (t.config.clone(), of)
+            })
+            .collect()
+    }
+}
+
+/// The search recorded in `out/tuning/runs.csv` for `m` at `scale` on
+/// `backend` (none without a search or a record): what claims read.
 pub(crate) fn recorded_tuning(
     m: &Manifest,
     scale: &str,
     backend: Backend,
     out: &std::path::Path,
-) -> Result<Vec<RunRecord>> {
+) -> Result<Option<TuningRecord>> {
     let csv = out.join(Entry::TuningDir.name()).join(Entry::Runs.name());
     let Some(spec) = m.tune.as_ref().filter(|_| csv.is_file()) else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     let recorded = crate::records::results::read_csv(&csv)?;
     let (tuning, selection, _) = search(m, spec, scale, backend, &recorded)?;
-    Ok(unworking(
-        &selection,
-        crate::records::results::planned(&recorded, &tuning, &m.health),
-    ))
+    let judged = crate::records::results::planned(&recorded, &tuning, &m.health);
+    Ok(Some(TuningRecord::new(spec, selection, judged)))
 }
 
 /// The runs of `rows` in the settings where the search `s` found no
@@ -1036,7 +1111,7 @@ fn protocol(spec: &TuneSpec, final_seeds: &[String]) -> String {
         "Protocol: each method tried {} configurations (the same budget for every method) from its search space; \
          each ran on the tuning seeds [{}], which the final runs (seeds [{}]) never use, and was scored by `{}` ({} is better){}, \
          the mean over its tuning seeds by intention to treat: a run whose method failed (diverged, exploded, collapsed) counts with what it achieved (its value, or the worst the metric can take where it has none: chance accuracy, or last), a run that did not test the method (silent, unfinished) is left out. \
-         The best score is chosen whatever its runs' health (ties go to fewer failed runs); a setting where no run trained, or whose best {} is within {} of chance, found no working configuration and has no final runs.{} \
+         The best score is chosen whatever its runs' health (ties go to fewer failed runs); a setting where no run trained{}, found no working configuration and has no final runs.{} \
          The choice of each method and setting ran on the final seeds. The test set chose nothing.\n\n",
         spec.budget,
         seeds.join(", "),
@@ -1050,8 +1125,15 @@ fn protocol(spec: &TuneSpec, final_seeds: &[String]) -> String {
             ),
             None => String::new(),
         },
-        spec.metric,
-        short(spec.chance_margin),
+        if crate::records::metrics::is_accuracy(&spec.metric) && spec.chance_margin >= 0.0 {
+            format!(
+                ", or whose best {} is within {} of chance",
+                spec.metric,
+                short(spec.chance_margin)
+            )
+        } else {
+            String::new()
+        },
         match &spec.confirm {
             Some(c) => format!(
                 " The best {} of each method and setting by that score then ran on the further seeds [{}], and the choice was made among them over all their seeds.",

@@ -420,6 +420,21 @@ pub(crate) struct TuneSpec {
     /// -1 judges no setting so (a rehearsal of a few steps).
     #[serde(default = "default_chance_margin")]
     pub chance_margin: f64,
+    /// A sweep of the same setting to hold the tuned choice against: the
+    /// report sets the choice's final mean beside the sweep's best cell.
+    #[serde(default)]
+    pub compare_with: Option<CompareWith>,
+}
+
+/// `tune.compare_with`: an experiment that sweeps one tuned method's
+/// values over the same setting (`{experiment: moniqua-sensitivity,
+/// method: moniqua}`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CompareWith {
+    pub experiment: String,
+    /// The value of `tune.key` the sweep ran.
+    pub method: String,
 }
 
 fn default_chance_margin() -> f64 {
