@@ -3001,3 +3001,34 @@ fn each_reading_of_b_theta_records_the_modulus_it_ran_with() {
     }
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// `tuned_in` names an experiment of the project with a `tune:` section;
+/// anything else is refused at plan time, naming the key. Figure 1's
+/// section then says which metric chose its settings.
+#[test]
+fn tuned_in_names_a_tuned_experiment() {
+    for (value, says) in [
+        ("table3", "no experiment `table3`"),
+        ("../x", "not an experiment's name"),
+        ("smoke", "has no `tune:` section"),
+    ] {
+        let set = format!("tuned_in={value}");
+        let o = repro(&[
+            "run",
+            "figure1",
+            "--scale",
+            "cpu",
+            "--dry-run",
+            "--set",
+            &set,
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{value}: {err}");
+        assert!(
+            err.contains("`tuned_in`") && err.contains(says),
+            "{value}: {err}"
+        );
+    }
+    let o = repro(&["run", "figure1", "--scale", "cpu", "--dry-run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

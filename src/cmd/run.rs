@@ -1272,6 +1272,20 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
     })
 }
 
+/// A manifest's `tuned_in`: the name of an experiment of the project
+/// with a `tune:` section; what is wrong, if anything.
+fn check_tuned_in(name: &str) -> std::result::Result<(), String> {
+    if !crate::spec::manifest::plain_name(name) {
+        return Err("not an experiment's name (letters, digits, - and _)".into());
+    }
+    let path = crate::spec::manifest::locate(name).map_err(|e| e.to_string())?;
+    let tuner = crate::spec::manifest::load(&path, &[]).map_err(|e| e.to_string())?;
+    match tuner.tune {
+        Some(_) => Ok(()),
+        None => Err(format!("{} has no `tune:` section", path.display())),
+    }
+}
+
 /// The manifest's table and figure name metrics and grid keys that exist.
 fn check_specs(
     m: &manifest::Manifest,
@@ -1288,6 +1302,16 @@ fn check_specs(
                 message,
             }
         })?;
+    }
+    if let Some(name) = &m.tuned_in
+        && let Err(e) = check_tuned_in(name)
+    {
+        return Err(crate::spec::errors::DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "tuned_in".into(),
+            message: format!("`{name}`: {e}"),
+        }
+        .into());
     }
     // a tuned experiment's runs carry their configuration as a grid key
     let mut keys: Vec<String> = runs

@@ -83,7 +83,16 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         s.push_str("\n**Claims.** ");
         s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
         if let Some(spec) = &m.tune {
-            s.push_str(&tuning_and_claims(m, spec, &verdicts));
+            s.push_str(&tuning_and_claims(m, spec, &verdicts, None));
+        } else if let Some(name) = m
+            .tuned_in
+            .as_ref()
+            .filter(|n| crate::spec::manifest::plain_name(n))
+        {
+            let tuner = crate::spec::manifest::load(&crate::spec::manifest::locate(name)?, &[])?;
+            if let Some(spec) = &tuner.tune {
+                s.push_str(&tuning_and_claims(m, spec, &verdicts, Some(name)));
+            }
         }
     }
     if let Some(spec) = &m.tune {
@@ -114,6 +123,7 @@ fn tuning_and_claims(
     m: &crate::spec::manifest::Manifest,
     spec: &crate::spec::manifest::TuneSpec,
     verdicts: &[claims::Verdict],
+    tuned_in: Option<&str>,
 ) -> String {
     let tested = claims::compared_metrics(&m.claims, &m.table);
     let other: Vec<String> = tested
@@ -122,17 +132,25 @@ fn tuning_and_claims(
         .map(|t| format!("`{t}`"))
         .collect();
     let mut s = String::from("\n**Tuning and claims.** ");
+    let who = match tuned_in {
+        Some(name) => format!("The settings were chosen in `{name}`, whose tuning chose"),
+        None => "The tuning chose".to_string(),
+    };
     if other.is_empty() {
         s.push_str(&format!(
-            "The tuning chose on `{}`, the metric the claims compare.",
+            "{who} on `{}`, the metric the claims compare.",
             spec.metric
         ));
     } else {
         s.push_str(&format!(
-            "The tuning chose on `{}`; the claims compare {}: a choice made on the one need not be the best on the other.",
+            "{who} on `{}`; the claims compare {}: a choice made on the one need not be the best on the other.",
             spec.metric,
             other.join(", ")
         ));
+    }
+    if tuned_in.is_some() {
+        s.push_str(" Whether the protocol decided a claim is not checked across experiments.\n");
+        return s;
     }
     let sensitive: Vec<String> = verdicts
         .iter()

@@ -309,11 +309,7 @@ fn check_confirm(
                 format!("`{}` has no search space to compare", w.method),
             );
         }
-        let plain = !w.experiment.is_empty()
-            && w.experiment
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !plain {
+        if !crate::spec::manifest::plain_name(&w.experiment) {
             return err(
                 "compare_with.experiment",
                 format!(
@@ -1572,6 +1568,70 @@ mod tests {
                 "no values",
             ),
         ];
+        let ranged = "{metric: val_accuracy, budget: 12, seeds: [9], validation: 0.1, confirm: {best: 3, seeds: [10, 11]}, compare_with: {experiment: sweep, method: moniqua}, space: {moniqua: {gamma: {range: [0.002, 1.0], stated: 0.005}, modulus: {range: [0.02, 20.0]}}}}";
+        assert!(check(&spec(ranged), Backend::Mpi, &points()).is_ok());
+        let cases = cases.into_iter().chain([
+            (
+                ranged.replace("stated: 0.005", "stated: 0.001"),
+                Backend::Mpi,
+                "tune.space.moniqua.gamma",
+                "lies outside [0.002, 1]",
+            ),
+            (
+                ranged.replace("[0.02, 20.0]", "[0.0, 20.0]"),
+                Backend::Mpi,
+                "tune.space.moniqua.modulus",
+                "must be positive",
+            ),
+            (
+                ranged.replace("[0.02, 20.0]", "[20.0, 0.02]"),
+                Backend::Mpi,
+                "tune.space.moniqua.modulus",
+                "is not a range",
+            ),
+            (
+                ranged.replace("budget: 12", "budget: 11"),
+                Backend::Mpi,
+                "tune.budget",
+                "at least 12 configurations",
+            ),
+            (
+                ranged.replace("seeds: [10, 11]", "seeds: [9, 11]"),
+                Backend::Mpi,
+                "tune.confirm.seeds",
+                "also in tune.seeds",
+            ),
+            (
+                ranged.replace("seeds: [10, 11]", "seeds: [1]"),
+                Backend::Mpi,
+                "tune.confirm.seeds",
+                "also a final seed",
+            ),
+            (
+                ranged.replace("best: 3", "best: 0"),
+                Backend::Mpi,
+                "tune.confirm.best",
+                "at least one",
+            ),
+            (
+                ranged.replace("method: moniqua}", "method: choco}"),
+                Backend::Mpi,
+                "tune.compare_with.method",
+                "no search space",
+            ),
+            (
+                ranged.replace("experiment: sweep", "experiment: ../etc/x"),
+                Backend::Mpi,
+                "tune.compare_with.experiment",
+                "not an experiment's name",
+            ),
+            (
+                ranged.replace("validation: 0.1,", "validation: 0.1, chance_margin: 1.5,"),
+                Backend::Mpi,
+                "tune.chance_margin",
+                "not a share",
+            ),
+        ]);
         for (yaml, backend, path, says) in cases {
             let (p, m) = check(&spec(&yaml), backend, &points()).unwrap_err();
             assert_eq!(p, path, "{yaml}: {m}");

@@ -182,6 +182,11 @@ pub(crate) struct Manifest {
     /// chosen on a validation metric and tuning seeds (`tuning.md`).
     #[serde(default)]
     pub tune: Option<TuneSpec>,
+    /// The experiment whose tuning chose this one's settings (its `cases`
+    /// copy the choices): the report holds that tuning's metric against
+    /// this one's claims.
+    #[serde(default)]
+    pub tuned_in: Option<String>,
     /// The thresholds of the rule that judges whether a run is a valid
     /// result (runs.csv's `health`; `records::health`).
     #[serde(default)]
@@ -249,8 +254,9 @@ impl Manifest {
 
 /// The manifest keys that only present the runs (read them, never decide
 /// them): changing one leaves the runs current.
-pub(crate) const PRESENTATION: [&str; 12] = [
+pub(crate) const PRESENTATION: [&str; 13] = [
     "title",
+    "tuned_in",
     "verify",
     "health",
     "source",
@@ -681,6 +687,15 @@ pub(crate) struct Case {
 
 fn default_backend() -> Backend {
     Backend::Sim
+}
+
+/// Whether `name` is an experiment's name, not a path: letters, digits,
+/// `-` and `_` (what a manifest may name another experiment by).
+pub(crate) fn plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 /// Finds an experiment by name in the project's `experiments/` (see

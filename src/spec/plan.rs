@@ -1252,6 +1252,7 @@ mod tests {
             figure: None,
             claims: Vec::new(),
             tune: None,
+            tuned_in: None,
             health: Default::default(),
             verify: Default::default(),
             cost: BTreeMap::new(),
