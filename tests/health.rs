@@ -440,3 +440,41 @@ table: { rows: [algorithm], value: final_loss }
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A time-to-target claim the tuning decides: D-PSGD's step is chosen on
+/// the final loss, and the chosen step reaches the train-loss target after
+/// CHOCO, while two of the three best steps reach it before. The claim is
+/// marked protocol-sensitive from the tuning runs' curves.
+#[test]
+fn a_time_claim_the_tuning_decides_is_marked() {
+    let root = project(
+        "ft",
+        "name: ft
+title: time to a target after tuning
+source: tests/health.rs
+backend: sim
+scales:
+  smoke: { iterations: 60 }
+grid:
+  algorithm: [d-psgd, choco]
+  seed: [0, 1]
+params: { objective: quadratic, workers: 4, dim: 16, lr: 0.05, bits: 8, gamma: 0.5, log_every: 1 }
+tune:
+  metric: final_loss
+  budget: 6
+  seeds: [100, 101]
+  space:
+    d-psgd: { lr: { range: [0.02, 0.2] } }
+table: { rows: [algorithm], value: final_loss }
+claims:
+  - { faster_to: { train_loss: 0.65 }, method: d-psgd, than: choco, by: iteration }
+",
+    );
+    let (_, _, claims) = run(&root, "ft");
+    assert!(claims.contains("*protocol-sensitive* |"), "{claims}");
+    assert!(
+        claims.contains("protocol-sensitive: on the tuning runs' iteration to the train_loss target (diagnostic only: nothing was chosen on it), over the best 3 configurations of d-psgd against choco's final runs, the claim holds in 2 of 3 pairs"),
+        "{claims}"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

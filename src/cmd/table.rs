@@ -127,5 +127,7 @@ fn rejudge(r: &Recorded) -> Result<Option<tune::TuningRecord>> {
         &refused,
         &judged,
     )?;
-    Ok(Some(tune::TuningRecord::new(spec, selection, judged)))
+    Ok(Some(
+        tune::TuningRecord::new(spec, selection, judged).in_dir(dir),
+    ))
 }

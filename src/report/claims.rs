@@ -615,7 +615,7 @@ pub(crate) fn evaluate(
             .map_err(|(k, m)| anyhow::anyhow!("claims[{i}].{k}: {m}"))?;
         let mut v = test(&claim, rows, &unworking, curves, smooth);
         if let Some(t) = tuning {
-            protocol_check(&claim, rows, t, &mut v);
+            protocol_check(&claim, rows, t, &mut v, (curves, smooth));
         }
         out.push(v);
     }
@@ -717,34 +717,39 @@ pub(crate) fn compared_metrics(specs: &[ClaimSpec], table: &TableSpec) -> Vec<St
     out
 }
 
-/// Whether the tuning protocol, not only the method, decides a `better`
-/// or `within` claim: its direction on the tuning runs, on the claim's
-/// own metric, for each pair of the best configurations of each side (a
-/// side without a search at its final runs' mean). Diagnostic only:
-/// nothing is chosen on it. Where the direction changes with the
-/// configuration, the verdict is marked protocol-sensitive and its note
-/// says in how many pairs the claim holds.
-fn protocol_check(c: &Claim<'_>, rows: &[RunRecord], t: &TuningRecord, v: &mut Verdict) {
-    if !matches!(c.kind, Kind::Better | Kind::Within(_)) || c.baseline.is_none() {
+/// Whether the tuning protocol, not only the method, decides a `better`,
+/// `within` or `faster_to` claim: its direction on the tuning runs, on
+/// the claim's own metric (a time to the target from the tuning runs'
+/// curves), for each pair of the best configurations of each side (a
+/// side without a search at its final runs). Diagnostic only: nothing is
+/// chosen on it. Where the direction changes with the configuration, the
+/// verdict is marked protocol-sensitive and its note says in how many
+/// pairs the claim holds.
+fn protocol_check(
+    c: &Claim<'_>,
+    rows: &[RunRecord],
+    t: &TuningRecord,
+    v: &mut Verdict,
+    (curves, smooth): (Curves<'_>, usize),
+) {
+    if matches!(c.kind, Kind::Diverges { .. }) || c.baseline.is_none() {
         return;
     }
-    let metric = c.metric.as_deref().unwrap_or_default();
-    let mean = |runs: &[&RunRecord]| -> Option<f64> {
-        let xs: Vec<f64> = runs
-            .iter()
-            .filter_map(|r| r.counted(metric, c.higher).number())
-            .filter(|x| x.is_finite())
-            .collect();
-        (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64 * c.scale)
+    let Some(score) = side_score(c, t, curves, smooth) else {
+        add_note(
+            &mut v.note,
+            "whether the protocol decided it was not checked: the tuning runs' curves are not recorded (their raw/ logs)",
+        );
+        return;
     };
     let side = |by_baseline: bool| -> (Vec<f64>, bool) {
         let s = c.selection(by_baseline);
         let best = t.best_of(&|r| matches(&r.point, &s));
         if best.is_empty() {
             let finals: Vec<&RunRecord> = rows.iter().filter(|r| matches(&r.point, &s)).collect();
-            return (mean(&finals).into_iter().collect(), false);
+            return (score(&finals).into_iter().collect(), false);
         }
-        let means = best.iter().filter_map(|(_, runs)| mean(runs)).collect();
+        let means = best.iter().filter_map(|(_, runs)| score(runs)).collect();
         (means, true)
     };
     let ((mine, tuned_mine), (theirs, tuned_theirs)) = (side(false), side(true));
@@ -753,6 +758,7 @@ fn protocol_check(c: &Claim<'_>, rows: &[RunRecord], t: &TuningRecord, v: &mut V
     }
     let holds = |m: f64, b: f64| match c.kind {
         Kind::Within(margin) => (m - b).abs() <= margin,
+        Kind::FasterTo { .. } => m < b,
         _ if c.higher => m > b,
         _ => m < b,
     };
@@ -772,10 +778,14 @@ fn protocol_check(c: &Claim<'_>, rows: &[RunRecord], t: &TuningRecord, v: &mut V
             format!("{who}'s final runs")
         }
     };
+    let what = match &c.kind {
+        Kind::FasterTo { metric, by, .. } => format!("{by} to the {metric} target"),
+        _ => c.metric.clone().unwrap_or_default(),
+    };
     add_note(
         &mut v.note,
         &format!(
-            "protocol-sensitive: on the tuning runs' {metric} (diagnostic only: nothing was chosen on it), over {} against {}, the claim holds in {k} of {} pairs",
+            "protocol-sensitive: on the tuning runs' {what} (diagnostic only: nothing was chosen on it), over {} against {}, the claim holds in {k} of {} pairs",
             described(mine.len(), tuned_mine, &c.method),
             described(
                 theirs.len(),
@@ -785,6 +795,71 @@ fn protocol_check(c: &Claim<'_>, rows: &[RunRecord], t: &TuningRecord, v: &mut V
             pairs.len()
         ),
     );
+}
+
+/// Where a claim reads its runs' curves of a metric.
+type Curves<'c> = &'c mut dyn FnMut(&str) -> Result<Vec<RunCurve>>;
+
+/// A side's score from its runs (see [`side_score`]).
+type Score<'a> = Box<dyn Fn(&[&RunRecord]) -> Option<f64> + 'a>;
+
+/// A side's score for [`protocol_check`]: the mean of the claim's metric
+/// over runs by intention to treat, scaled; for a `faster_to` claim the
+/// mean time to its target (a run that never got there at its last
+/// point), from the final runs' and the tuning runs' curves. `None` for
+/// a `faster_to` claim whose tuning runs left no curves.
+fn side_score<'a>(
+    c: &'a Claim<'_>,
+    t: &TuningRecord,
+    curves: &mut dyn FnMut(&str) -> Result<Vec<RunCurve>>,
+    smooth: usize,
+) -> Option<Score<'a>> {
+    let mean = |xs: Vec<f64>| (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64);
+    let Kind::FasterTo { metric, target, by } = &c.kind else {
+        let metric = c.metric.clone().unwrap_or_default();
+        return Some(Box::new(move |runs: &[&RunRecord]| {
+            let xs = runs
+                .iter()
+                .filter_map(|r| r.counted(&metric, c.higher).number())
+                .filter(|x| x.is_finite())
+                .map(|x| x * c.scale)
+                .collect();
+            mean(xs)
+        }));
+    };
+    let tuned = t
+        .dir
+        .as_ref()
+        .and_then(|d| {
+            crate::records::curves::load_curves(
+                &d.join(crate::records::results_dir::Entry::Raw.name()),
+                &t.runs,
+                metric,
+            )
+            .ok()
+        })
+        .filter(|c| !c.is_empty())?;
+    let finals = curves(metric).unwrap_or_default();
+    let by_id: BTreeMap<String, Vec<CurvePoint>> = tuned
+        .into_iter()
+        .chain(finals)
+        .map(|(r, p)| (r.run_id, p))
+        .collect();
+    let (target, by, metric) = (*target, by.clone(), metric.clone());
+    Some(Box::new(move |runs: &[&RunRecord]| {
+        let ids: BTreeMap<&str, &[CurvePoint]> = by_id
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_slice()))
+            .collect();
+        let reach = Reach {
+            metric: &metric,
+            target,
+            by: &by,
+            smooth,
+        };
+        let (s, _) = reach_side(c, runs, &ids, &reach);
+        mean(s.numbers())
+    }))
 }
 
 /// A side of a claim without final runs whose tuning found no working

@@ -489,6 +489,9 @@ pub(crate) struct TuningRecord {
     /// How many configurations of each side a protocol check compares:
     /// `tune.confirm.best`, else 3.
     pub best: usize,
+    /// The tuning directory, whose raw/ logs hold the runs' curves where
+    /// they were kept (a time-to-target check reads them).
+    pub dir: Option<std::path::PathBuf>,
 }
 
 impl TuningRecord {
@@ -498,7 +501,14 @@ impl TuningRecord {
             selection,
             runs: rows,
             best: spec.confirm.as_ref().map_or(3, |c| c.best),
+            dir: None,
         }
+    }
+
+    /// The record with its runs' logs under `dir` (the tuning directory).
+    pub(crate) fn in_dir(mut self, dir: std::path::PathBuf) -> Self {
+        self.dir = Some(dir);
+        self
     }
 
     /// The runs of the settings that found no working configuration:
@@ -553,7 +563,8 @@ pub(crate) fn recorded_tuning(
     let recorded = crate::records::results::read_csv(&csv)?;
     let (tuning, selection, _) = search(m, spec, scale, backend, &recorded)?;
     let judged = crate::records::results::planned(&recorded, &tuning, &m.health);
-    Ok(Some(TuningRecord::new(spec, selection, judged)))
+    let dir = out.join(Entry::TuningDir.name());
+    Ok(Some(TuningRecord::new(spec, selection, judged).in_dir(dir)))
 }
 
 /// The runs of `rows` in the settings where the search `s` found no
