@@ -345,9 +345,10 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    // the tuning first (gamma, B, the learning rate and the compressor
-    // scale, as at cpu scale), then three seeds of the grid
-    assert!(text.contains("tuning: 168 runs"), "{text}");
+    // the tuning's first look (twelve configurations of each of seven
+    // methods at two bit widths, on two seeds, as at cpu scale), then
+    // three seeds of the grid
+    assert!(text.contains("tuning: 336 runs"), "{text}");
     assert!(text.contains("the grid's 66 runs"), "{text}");
     for p in [
         "model=\"resnet20\"",
@@ -452,7 +453,10 @@ fn every_shipped_manifest_is_valid() {
     assert!(text.contains("cpu: 120 runs, about 7 s"), "{text}");
     assert!(text.contains("cpu (default): 56 runs"), "{text}");
     // a tuned experiment's search counts too
-    assert!(text.contains("smoke: 9 runs after 8 tuning runs"), "{text}");
+    assert!(
+        text.contains("smoke: 9 runs after 12 tuning runs"),
+        "{text}"
+    );
 }
 
 /// The conventions of a CLI: completion scripts for three shells and man

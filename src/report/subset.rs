@@ -56,6 +56,12 @@ pub(crate) fn narrow(
         for v in &gone {
             t.space.remove(v);
         }
+        if let Some(w) = t.compare_with.take_if(|w| gone.contains(&w.method)) {
+            notes.push(format!(
+                "tune.compare_with: dropped ({} is left out)",
+                w.method
+            ));
+        }
         if !gone.is_empty() {
             notes.push(format!(
                 "tune.space: dropped {} (`--set grid.{}` leaves them out)",

@@ -293,11 +293,11 @@ fn check_confirm(
     spec: &TuneSpec,
     points: &[BTreeMap<String, String>],
 ) -> Result<(), (String, String)> {
-    if !(0.0..1.0).contains(&spec.chance_margin) {
+    if !(-1.0..1.0).contains(&spec.chance_margin) {
         return err(
             "chance_margin",
             format!(
-                "{} is not a share of accuracy in [0, 1)",
+                "{} is not a share of accuracy in [-1, 1) (-1 judges no setting at chance)",
                 spec.chance_margin
             ),
         );
