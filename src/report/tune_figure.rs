@@ -124,6 +124,7 @@ fn draw<DB: DrawingBackend>(
         .titled(&format!("tuning: {}", v.setting), ("sans-serif", 18))
         .map_err(e)?;
     let areas = root.split_evenly((1, v.axes.len().max(1)));
+    let (v, log_y) = on_log_y(v);
     let values: Vec<f64> = v
         .runs
         .iter()
@@ -134,9 +135,37 @@ fn draw<DB: DrawingBackend>(
         .collect();
     let y = bounds(&values);
     for ((axis, log), area) in v.axes.iter().zip(&areas) {
-        draw_axis(area, v, axis, *log, y)?;
+        draw_axis(area, &v, axis, (*log, log_y), y)?;
     }
     root.present().map_err(e)
+}
+
+/// The view with its scores in log10 where they are all positive and
+/// span more than two decades (a loss that blew up beside ones that did
+/// not), and whether they are.
+fn on_log_y(v: &SearchView) -> (SearchView, bool) {
+    let ys: Vec<f64> = v
+        .runs
+        .iter()
+        .map(|r| r.value)
+        .chain(v.configs.iter().map(|c| c.mean))
+        .filter(|y| y.is_finite())
+        .collect();
+    let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut out = v.clone();
+    if !(lo > 0.0 && hi > 100.0 * lo) {
+        return (out, false);
+    }
+    for r in &mut out.runs {
+        r.value = r.value.log10();
+    }
+    for c in &mut out.configs {
+        c.mean = c.mean.log10();
+    }
+    out.chance = out.chance.filter(|c| *c > 0.0).map(f64::log10);
+    out.y_label = format!("{} (log scale)", v.y_label);
+    (out, true)
 }
 
 /// One panel: the search over one tuned value.
@@ -144,7 +173,7 @@ fn draw_axis<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     v: &SearchView,
     axis: &str,
-    log: bool,
+    (log, log_y): (bool, bool),
     (y_lo, y_hi): (f64, f64),
 ) -> std::result::Result<(), String> {
     let e = |e: plotters::drawing::DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
@@ -179,7 +208,13 @@ fn draw_axis<DB: DrawingBackend>(
                 crate::report::plot::tick(*x)
             }
         })
-        .y_label_formatter(&|y| crate::report::plot::tick(*y))
+        .y_label_formatter(&|y| {
+            if log_y {
+                crate::report::plot::tick(10f64.powf(*y))
+            } else {
+                crate::report::plot::tick(*y)
+            }
+        })
         .label_style(("sans-serif", 12))
         .draw()
         .map_err(e)?;
@@ -400,6 +435,14 @@ mod tests {
                 "{word}"
             );
         }
+        // scores over many decades are drawn on a log scale
+        let mut wide = view();
+        wide.chance = None;
+        wide.runs[1].value = 1e60;
+        let (logged, log_y) = on_log_y(&wide);
+        assert!(log_y && logged.y_label.ends_with("(log scale)"));
+        assert_eq!(logged.runs[1].value, 60.0);
+        assert!(!on_log_y(&view()).1);
         // a search without a view leaves no folder behind
         assert!(write(&out, &[]).unwrap().is_empty());
         assert!(!out.join(DIR).exists());
