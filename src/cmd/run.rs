@@ -745,20 +745,13 @@ fn tune_first(
         crate::util::progress::note(&format!(
             "tuning chose {} for {}",
             t.config,
-            t.group
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            tune::group_text(&t.group)
         ));
     }
     for g in selection.unviable() {
         crate::util::progress::note(&format!(
             "warning: tuning found no working configuration for {}: it gets no final runs (tuning.md)",
-            g.iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" ")
+            tune::group_text(g)
         ));
     }
     let runs = plan::expand_configured(m, scale, backend, cfg.limits, None, &|p| {

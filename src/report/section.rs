@@ -252,12 +252,7 @@ fn beside_sweep(
             c.n
         )
     };
-    let setting = t
-        .group
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let setting = tune::group_text(&t.group);
     let Some((cell, b)) = best.filter(|_| chosen.n > 0) else {
         return format!(
             "- {setting}: {}\n",

@@ -514,7 +514,12 @@ impl TuningRecord {
     /// The runs of the settings that found no working configuration:
     /// what a claim decides from in their place.
     pub(crate) fn unworking(&self) -> Vec<RunRecord> {
-        unworking(&self.selection, self.runs.clone())
+        let none = self.selection.unviable();
+        self.runs
+            .iter()
+            .filter(|r| none.contains(&&group(&r.point)))
+            .cloned()
+            .collect()
     }
 
     /// The best `self.best` configurations of the one setting whose runs
@@ -533,7 +538,7 @@ impl TuningRecord {
             return Vec::new();
         };
         self.selection
-            .ranked(g, self.selection.higher)
+            .ranked(g)
             .into_iter()
             .take(self.best)
             .map(|t| {
@@ -565,15 +570,6 @@ pub(crate) fn recorded_tuning(
     let judged = crate::records::results::planned(&recorded, &tuning, &m.health);
     let dir = out.join(Entry::TuningDir.name());
     Ok(Some(TuningRecord::new(spec, selection, judged).in_dir(dir)))
-}
-
-/// The runs of `rows` in the settings where the search `s` found no
-/// working configuration: what a claim decides from in their place.
-pub(crate) fn unworking(s: &Selection, rows: Vec<RunRecord>) -> Vec<RunRecord> {
-    let none = s.unviable();
-    rows.into_iter()
-        .filter(|r| none.contains(&&group(&r.point)))
-        .collect()
 }
 
 /// A value of a numeric axis, as a number.
@@ -618,21 +614,13 @@ fn edges(spec: &TuneSpec, method: &str, config: &str) -> Vec<(String, Value, Val
                     .collect();
                 let lowest = drawn.iter().copied().fold(f64::INFINITY, f64::min);
                 let highest = drawn.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                if lowest == highest {
-                    None
-                } else if at == lowest {
-                    Some((
-                        Value::from(at),
-                        Value::from(r.beyond(r.range[0], BEYOND_RANGE)),
-                    ))
-                } else if at == highest {
-                    Some((
-                        Value::from(at),
-                        Value::from(r.beyond(r.range[1], BEYOND_RANGE)),
-                    ))
-                } else {
-                    None
-                }
+                let bound = match at {
+                    _ if lowest == highest => None,
+                    _ if at == lowest => Some(r.range[0]),
+                    _ if at == highest => Some(r.range[1]),
+                    _ => None,
+                };
+                bound.map(|b| (Value::from(at), Value::from(r.beyond(b, BEYOND_RANGE))))
             }
         };
         if let Some((edge, beyond)) = found {
@@ -862,7 +850,7 @@ impl Selection {
 
     /// The configurations of group `g` with a score, best first: by score,
     /// ties to fewer failed runs, then in the order tried.
-    pub(crate) fn ranked(&self, g: &BTreeMap<String, String>, higher: bool) -> Vec<&Tried> {
+    pub(crate) fn ranked(&self, g: &BTreeMap<String, String>) -> Vec<&Tried> {
         let mut of: Vec<&Tried> = self
             .tried
             .iter()
@@ -870,7 +858,7 @@ impl Selection {
             .collect();
         of.sort_by(|a, b| {
             let (sa, sb) = (a.score.unwrap_or(0.0), b.score.unwrap_or(0.0));
-            let by_score = if higher {
+            let by_score = if self.higher {
                 sb.total_cmp(&sa)
             } else {
                 sa.total_cmp(&sb)
@@ -889,8 +877,7 @@ impl Selection {
             if !self.tried.iter().any(|t| &t.group == g && t.trained()) {
                 continue;
             }
-            let higher = self.higher;
-            for t in self.ranked(g, higher).into_iter().take(k) {
+            for t in self.ranked(g).into_iter().take(k) {
                 out.push((g.clone(), t.config.clone()));
             }
         }
@@ -999,7 +986,7 @@ pub(crate) fn select(spec: &TuneSpec, rows: &[RunRecord]) -> Selection {
         }
         let any_confirmed = s.tried.iter().any(|t| t.group == g && t.confirmed);
         let best = s
-            .ranked(&g, s.higher)
+            .ranked(&g)
             .into_iter()
             .find(|t| t.confirmed || !any_confirmed)
             .map(|t| (t.config.clone(), t.score.unwrap_or(f64::NAN)));
@@ -1091,7 +1078,8 @@ fn tally(spec: &TuneSpec, rows: &[RunRecord]) -> Tally {
     (tried, chance)
 }
 
-fn group_text(g: &BTreeMap<String, String>) -> String {
+/// A setting as `key=value` pairs: "bits=1 method=moniqua".
+pub(crate) fn group_text(g: &BTreeMap<String, String>) -> String {
     g.iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
