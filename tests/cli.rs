@@ -718,7 +718,14 @@ fn a_simulator_run_measures_its_peak_memory() {
         }
         assert_eq!(r["status"], "completed", "{what}: {stderr}");
         assert!(number(r, "iteration_s") > 0.0 && number(r, "stream_s") > 0.0);
-        assert!(number(r, "stream_ratio") > 1.0, "{what}: {r:?}");
+        // the ratio of two timings, so the test checks how it is made and
+        // never how large it is: a loaded host can read the models slower
+        // than it runs an iteration (CI once saw 0.69)
+        let ratio = number(r, "iteration_s") / number(r, "stream_s");
+        assert!(
+            (number(r, "stream_ratio") - ratio).abs() <= 1e-6 * ratio,
+            "{what}: {r:?}"
+        );
         assert_eq!(number(r, "coordinates"), 32.0 * 200_000.0);
         let ratio = number(r, "peak_over_memory");
         assert!(
