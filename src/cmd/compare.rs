@@ -45,7 +45,8 @@ pub(crate) struct CompareArgs {
     /// Markdown (cells as a table prints them) or the tidy CSV.
     #[arg(long, value_enum, default_value = "md")]
     pub format: TableFormat,
-    /// Also write the tidy CSV to this file.
+    /// Also write the tidy CSV to this file (a new file or a regular one;
+    /// `-`: the CSV alone, to standard output).
     #[arg(long, value_name = "FILE")]
     pub to: Option<PathBuf>,
 }
@@ -102,8 +103,17 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
 /// their experiment and scale, keeps those `--where` selects, and prints
 /// the metric grouped by `--by` (and writes the tidy CSV to `--to`).
 pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
+    if let Some(f) = args.factor
+        && !(f.is_finite() && f != 0.0)
+    {
+        bail!("--factor {f}: a factor is a finite number other than 0 (e.g. 100 for percent)");
+    }
+    let to_stdout = args.to.as_deref() == Some(Path::new("-"));
+    if let Some(to) = args.to.as_ref().filter(|_| !to_stdout) {
+        crate::util::atomic::check_target(to)?;
+    }
     let selected = selections(args)?;
-    let dirs = directories(args)?;
+    let dirs = once_each(directories(args)?)?;
     let mut all = RunsFrame::concat(&read_all(args, &dirs)?)?;
     select(&mut all, args, &selected)?;
     let source = dirs
@@ -120,16 +130,43 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<()> {
         crate::report::table::factor(args.factor, &args.value),
     )?;
     let csv = table.csv()?;
+    // a value read from a file reaches the terminal escaped
+    let shown = crate::util::text::terminal;
+    if to_stdout {
+        print!("{}", shown(&csv));
+        return Ok(());
+    }
     if let Some(to) = &args.to {
         crate::util::atomic::write(to, csv.clone())
             .with_context(|| format!("could not write {}", to.display()))?;
     }
     match args.format {
-        TableFormat::Md => print!("{}", table.markdown()),
-        TableFormat::Latex => print!("{}", table.latex()),
-        TableFormat::Csv => print!("{csv}"),
+        TableFormat::Md => print!("{}", shown(&table.markdown())),
+        TableFormat::Latex => print!("{}", shown(&table.latex())),
+        TableFormat::Csv => print!("{}", shown(&csv)),
     }
     Ok(())
+}
+
+/// The directories to read, each once: a directory named twice (or by
+/// two paths) would count its runs twice.
+fn once_each(dirs: Vec<PathBuf>) -> Result<Vec<PathBuf>> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for d in dirs {
+        let real =
+            std::fs::canonicalize(&d).with_context(|| format!("could not read {}", d.display()))?;
+        if seen.contains(&real) {
+            crate::util::progress::note(&format!(
+                "note: {} is named twice; its runs are read once",
+                d.display()
+            ));
+            continue;
+        }
+        seen.push(real);
+        out.push(d);
+    }
+    Ok(out)
 }
 
 /// `--where KEY=VALUE`, each as its key and value.
@@ -172,6 +209,7 @@ fn read_all(args: &CompareArgs, dirs: &[PathBuf]) -> Result<Vec<RunsFrame>> {
             .unwrap_or_default();
         frames_read.push(RunsFrame::from_parquet(&df, &name, &scale)?);
     }
+    check_distinct_runs(dirs, &frames_read)?;
     if !older.is_empty() {
         crate::util::progress::note(&format!(
             "note: {} of {} files were written by an older build, without the experiment, scale and health columns: their experiment is their folder's name, their scale provenance.json's, and a run counts as valid by its status alone (rerun them to have each judged): {}",
@@ -181,6 +219,40 @@ fn read_all(args: &CompareArgs, dirs: &[PathBuf]) -> Result<Vec<RunsFrame>> {
         ));
     }
     Ok(frames_read)
+}
+
+/// Refuses runs counted twice: a run id in two of the files, or twice in
+/// one (two directories holding copies of the same runs would double n).
+fn check_distinct_runs(dirs: &[PathBuf], frames_read: &[RunsFrame]) -> Result<()> {
+    let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (i, f) in frames_read.iter().enumerate() {
+        let ids =
+            f.df.column("run_id")
+                .context("a runs.parquet without run ids")?;
+        let names =
+            f.df.column("experiment")
+                .context("runs without their experiment")?;
+        let (ids, names) = (
+            ids.str().context("run ids are text")?,
+            names.str().context("experiment names are text")?,
+        );
+        for (id, name) in ids.iter().zip(names.iter()) {
+            let (Some(id), name) = (id, name.unwrap_or("")) else {
+                continue;
+            };
+            // a run is its experiment's run id
+            if let Some(j) = seen.insert(format!("{name}\u{0}{id}"), i) {
+                bail!(
+                    "run `{}` is in {} and in {}: each run is counted once; compare directories \
+                     that hold different runs",
+                    crate::util::text::shown(id),
+                    dirs[j].join(Entry::RunsParquet.name()).display(),
+                    dirs[i].join(Entry::RunsParquet.name()).display()
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Keeps the runs `--where` selects, after checking that every `--by` and

@@ -5,7 +5,9 @@
 //! 2 bad usage (unknown command or option); 3 an experiment finished but
 //! some of its runs failed or were refused (see runs.csv); 4 `repro
 //! verify` found a cell that differs from the record's or a claim whose
-//! verdict flipped; 130 stopped by
+//! verdict flipped; 5 `repro verify` could not tell (no cell differs, but
+//! not every cell of the record reproduced: inconclusive, too few runs,
+//! or not run); 130 stopped by
 //! Ctrl-C or SIGTERM (after terminating the running job and removing its
 //! network); 141 (a shell's 128 + SIGPIPE) when stdout was closed early,
 //! as in `repro list | head -1`. Whenever an error is printed the code is
@@ -78,7 +80,8 @@ enum Command {
     /// Whether a run reproduces the record: each cell of the table against
     /// the record's (a Welch interval and an equivalence test against a
     /// margin), each claim's verdict beside the record's. Exit code 4 when
-    /// a cell differs or a verdict flipped.
+    /// a cell differs or a verdict flipped, 5 when it could not tell (a
+    /// cell inconclusive, with too few runs, or not run).
     Verify(verify::VerifyArgs),
     /// Draw an experiment's figure (SVG and PNG) from its runs' logs.
     Plot(plot::PlotArgs),
@@ -226,8 +229,12 @@ pub fn main() -> ExitCode {
         Command::Export(args) => export::export(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Plot(args) => plot::plot(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Verify(args) => match verify::verify(&args) {
-            Ok(false) => return ExitCode::from(4),
-            ok_or_error => ok_or_error.map(|_| run::Outcome::AllSucceeded),
+            Ok(crate::report::verify::Answer::Reproduces) => Ok(run::Outcome::AllSucceeded),
+            Ok(crate::report::verify::Answer::Differs) => return ExitCode::from(4),
+            Ok(
+                crate::report::verify::Answer::CouldNotTell | crate::report::verify::Answer::NotRun,
+            ) => return ExitCode::from(5),
+            Err(e) => Err(e),
         },
         Command::List(args) => list::list(&args).map(|()| run::Outcome::AllSucceeded),
         Command::Show(args) => show::show(&args).map(|()| run::Outcome::AllSucceeded),

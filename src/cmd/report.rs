@@ -69,6 +69,7 @@ fn markdown(args: &ReportArgs, experiment: &str) -> Result<()> {
     match &args.into {
         None => print!("{text}"),
         Some(file) => {
+            crate::util::atomic::check_target(file)?;
             let doc = std::fs::read_to_string(file)
                 .with_context(|| format!("could not read {}", file.display()))?;
             let updated = section::replace(&doc, &m.name, &text)

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::records::results_dir::ResultsDir;
 use crate::report::recorded::{self, PlanChoice, Recorded};
-use crate::report::verify::{self, Check};
+use crate::report::verify::{self, Answer, Check};
 use crate::spec::{manifest, project};
 
 /// Options of `repro verify`.
@@ -32,9 +32,9 @@ pub(crate) struct VerifyArgs {
 }
 
 /// `repro verify`: prints each experiment's cells and claims against the
-/// record's (the `then` experiments too), then the summary line. False
-/// when a cell differs or a verdict flipped (exit code 4).
-pub(crate) fn verify(args: &VerifyArgs) -> Result<bool> {
+/// record's (the `then` experiments too), then the summary line, and
+/// returns what the evidence says (exit codes 0, 4 and 5).
+pub(crate) fn verify(args: &VerifyArgs) -> Result<Answer> {
     let yours = run_dir(args)?;
     let against = match &args.against {
         Some(a) => a.clone(),
@@ -46,11 +46,11 @@ pub(crate) fn verify(args: &VerifyArgs) -> Result<bool> {
     let checks = checks(&yours, &against)?;
     if !args.brief {
         for c in &checks {
-            println!("{}", c.markdown());
+            println!("{}", crate::util::text::terminal(&c.markdown()));
         }
     }
-    println!("{}", verify::summary(&checks));
-    Ok(checks.iter().all(Check::reproduces))
+    println!("{}", crate::util::text::terminal(&verify::summary(&checks)));
+    Ok(Answer::of(&checks))
 }
 
 /// The run directory `args` names: a directory, or the newest run of an
@@ -94,6 +94,9 @@ fn read(dir: &Path) -> Result<Recorded> {
 
 /// `yours` against `against`, and each `then` experiment that both hold.
 pub(crate) fn checks(yours: &Path, against: &Path) -> Result<Vec<Check>> {
+    for dir in [yours, against] {
+        crate::util::atomic::check_not_written(dir, "verify it")?;
+    }
     if !verify::has_results(against) {
         bail!(
             "{} holds no results to compare with (no runs.csv)",
@@ -141,8 +144,8 @@ pub(crate) fn after_run(out: &Path, name: &str, scale: &str) {
     match checks(out, &record) {
         Ok(c) => println!(
             "{} (`repro verify {}` shows every cell and claim)",
-            verify::summary(&c),
-            out.display()
+            crate::util::text::terminal(&verify::summary(&c)),
+            crate::util::text::shown(&out.display().to_string())
         ),
         Err(e) => crate::util::progress::note(&format!(
             "note: could not compare with the record {}: {e:#}",

@@ -543,8 +543,9 @@ pub(crate) fn metadata(rows: &[RunRecord]) -> Vec<(String, String)> {
 
 /// The key-value metadata of a Parquet file (the Arrow schema left out).
 pub(crate) fn read_metadata(path: &Path) -> Result<Vec<(String, String)>> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+    let file = crate::util::read::open(path, crate::util::read::MAX_PARQUET)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("could not open {}", path.display()))?;
     let mut reader = ParquetReader::new(file);
     let meta = reader
         .get_metadata()
@@ -560,8 +561,9 @@ pub(crate) fn read_metadata(path: &Path) -> Result<Vec<(String, String)>> {
 
 /// Reads a Parquet file back into a frame.
 pub(crate) fn read_parquet(path: &Path) -> Result<DataFrame> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("could not open {}", path.display()))?;
+    let file = crate::util::read::open(path, crate::util::read::MAX_PARQUET)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("could not open {}", path.display()))?;
     ParquetReader::new(file)
         .finish()
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))

@@ -279,7 +279,7 @@ pub(crate) fn with_first_losses(
     if rows.iter().all(|r| r.metrics.contains_key("first_loss")) || !curves_csv.is_file() {
         return Ok(rows);
     }
-    let text = std::fs::read_to_string(curves_csv)
+    let text = crate::util::read::text(curves_csv, crate::util::read::MAX_CSV)
         .with_context(|| format!("could not read {}", curves_csv.display()))?;
     let table = csv_rows(&text)?;
     let Some(header) = table.first() else {
@@ -472,7 +472,7 @@ pub(crate) fn record_attempts(dir: &Path, attempts: &[RunRecord]) -> Result<()> 
         return Ok(());
     }
     let path = dir.join(Entry::Attempts.name());
-    let mut rows = match std::fs::read_to_string(&path) {
+    let mut rows = match crate::util::read::text(&path, crate::util::read::MAX_CSV) {
         Ok(text) => csv_rows(&text)?,
         Err(_) => vec![
             ["run_id", "point", "status", "error", "recorded_unix_s"]
@@ -533,7 +533,7 @@ pub(crate) fn write_csv(path: &Path, rows: &[RunRecord]) -> Result<()> {
 fn read_text(path: &Path) -> Result<String> {
     // as the invoking user under sudo: a link they planted reads nothing
     // they could not read
-    match crate::util::sudo::as_invoker(|| std::fs::read_to_string(path)) {
+    match crate::util::read::text(path, crate::util::read::MAX_CSV) {
         Ok(t) => Ok(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(e).with_context(|| {
             format!(
@@ -547,7 +547,7 @@ fn read_text(path: &Path) -> Result<String> {
                 path.display()
             )
         }),
-        Err(e) => Err(e).with_context(|| {
+        Err(e) => Err(anyhow::anyhow!("{e}")).with_context(|| {
             format!(
                 "could not read {}: it is not a runs.csv repro wrote (restore it, or move it away)",
                 path.display()
@@ -556,7 +556,11 @@ fn read_text(path: &Path) -> Result<String> {
     }
 }
 
-/// Reads runs.csv back.
+/// Reads runs.csv back, checked as it is read: every record has the
+/// header's fields, a number column holds numbers (or `NaN`, `inf`), an
+/// id or grid value holds no control character, and a run id appears
+/// once. A run id written twice with the same cells is counted once, with
+/// a note; twice with different cells is refused, naming both records.
 pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
     let text = read_text(path)?;
     let mut lines = csv_rows(&text)
@@ -577,48 +581,127 @@ pub(crate) fn read_csv(path: &Path) -> Result<Vec<RunRecord>> {
         );
     };
     let grid = &header[1..first_metric];
-    lines
-        .enumerate()
-        .map(|(i, f)| {
-            if f.len() != header.len() {
+    let mut rows: Vec<RunRecord> = Vec::new();
+    let mut seen: BTreeMap<String, (usize, Vec<String>)> = BTreeMap::new();
+    let mut repeated = 0;
+    for (i, f) in lines.enumerate() {
+        let record = i + 2;
+        check_record(path, &header, first_metric, record, &f)?;
+        if let Some((first, cells)) = seen.get(&f[0]) {
+            if *cells != f {
                 bail!(
-                    "{} record {}: {} fields, expected {}",
+                    "{} records run `{}` twice with different results (records {first} and \
+                     {record}): one run has one result; remove the one that is wrong",
                     path.display(),
-                    i + 2,
-                    f.len(),
-                    header.len()
+                    crate::util::text::shown(&f[0])
                 );
             }
-            let cell = |name: &str| {
-                header[first_metric..]
-                    .iter()
-                    .position(|h| h == name)
-                    .map(|j| f[first_metric + j].clone())
-                    .unwrap_or_default()
-            };
-            // a key the row's run did not have is written empty (rows of
-            // an older grid beside a newer one): not a key of its point
-            let point: BTreeMap<String, String> = grid
-                .iter()
-                .cloned()
-                .zip(f[1..first_metric].iter().cloned())
-                .filter(|(_, v)| !v.is_empty())
-                .collect();
-            let mut metrics: BTreeMap<String, Cell> = columns()
-                .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
-                .collect();
-            if !header.iter().any(|h| h == "latency_s") {
-                // written before the condition had columns: from its label
-                let label = point.get("network").map_or("", String::as_str);
-                metrics.extend(condition_cells(Condition::from_label(label).as_ref()));
-            }
-            Ok(RunRecord {
-                run_id: f[0].clone(),
-                point,
-                metrics,
-            })
-        })
-        .collect()
+            repeated += 1;
+            continue;
+        }
+        seen.insert(f[0].clone(), (record, f.clone()));
+        rows.push(record_of(&header, first_metric, grid, f));
+    }
+    if repeated > 0 {
+        crate::util::progress::note(&format!(
+            "note: {} repeats {repeated} record(s) cell for cell; each run is counted once",
+            path.display()
+        ));
+    }
+    Ok(rows)
+}
+
+/// Refuses a runs.csv record that is not one a run writes: its field
+/// count, a control character in its id or grid values, text in a number
+/// column.
+fn check_record(
+    path: &Path,
+    header: &[String],
+    first_metric: usize,
+    record: usize,
+    f: &[String],
+) -> Result<()> {
+    if f.len() != header.len() {
+        bail!(
+            "{} record {record}: {} fields, expected {}",
+            path.display(),
+            f.len(),
+            header.len()
+        );
+    }
+    if let Some(j) = (0..first_metric).find(|&j| crate::util::text::has_control(&f[j])) {
+        bail!(
+            "{} record {record}: `{}` is `{}`, with a control character; an id or grid value \
+             is one printable line",
+            path.display(),
+            header[j],
+            crate::util::text::shown(&f[j])
+        );
+    }
+    for (name, v) in header.iter().zip(f).skip(first_metric) {
+        // a column this build knows, as it writes it (an unknown one,
+        // from a newer build, is not read)
+        let numeric = columns().any(|c| c == name)
+            && !matches!(
+                crate::records::metrics::kind(name),
+                crate::records::metrics::Kind::Text
+            );
+        if numeric && !v.is_empty() && v.parse::<f64>().is_err() {
+            bail!(
+                "{} record {record}: `{name}` is `{}`, not a number",
+                path.display(),
+                crate::util::text::shown(v)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One checked runs.csv record as a run's record.
+fn record_of(header: &[String], first_metric: usize, grid: &[String], f: Vec<String>) -> RunRecord {
+    let cell = |name: &str| {
+        header[first_metric..]
+            .iter()
+            .position(|h| h == name)
+            .map(|j| f[first_metric + j].clone())
+            .unwrap_or_default()
+    };
+    // a key the row's run did not have is written empty (rows of an older
+    // grid beside a newer one): not a key of its point
+    let point: BTreeMap<String, String> = grid
+        .iter()
+        .cloned()
+        .zip(f[1..first_metric].iter().cloned())
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let mut metrics: BTreeMap<String, Cell> = columns()
+        .filter_map(|m| Some((m.to_string(), Cell::parse(m, &cell(m))?)))
+        .collect();
+    if !header.iter().any(|h| h == "latency_s") {
+        // written before the condition had columns: from its label
+        let label = point.get("network").map_or("", String::as_str);
+        metrics.extend(condition_cells(Condition::from_label(label).as_ref()));
+    }
+    RunRecord {
+        run_id: f[0].clone(),
+        point,
+        metrics,
+    }
+}
+
+/// The columns of a runs.csv that `needed` names and it lacks: a table's
+/// metric or grouping key removed is said, never read as missing values.
+pub(crate) fn missing_columns(path: &Path, needed: &[&str]) -> Result<Vec<String>> {
+    let text = read_text(path)?;
+    let header = csv_rows(text.lines().next().unwrap_or(""))?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    Ok(needed
+        .iter()
+        .filter(|n| !header.iter().any(|h| h == *n))
+        .map(|n| n.to_string())
+        .collect())
 }
 
 #[cfg(test)]
@@ -658,14 +741,60 @@ pub(crate) mod tests {
             row("moniqua", "0", "1.0", "completed"),
             row("moniqua", "1", "3.0", "completed"),
             row("dcd,x", "0", "NaN", "diverged"),
-            // a field with a newline, quotes and a comma reads back whole
-            row("two\nlines, \"quoted\"", "2", "0.5", "completed"),
+            // a field with quotes and a comma reads back whole
+            row("one \"quoted\", x", "2", "0.5", "completed"),
         ];
+        let mut rows = rows;
+        // an error's text may have lines
+        rows[2]
+            .metrics
+            .insert("error".into(), Cell::Text("two\nlines, \"quoted\"".into()));
         let path = std::env::temp_dir().join(format!("repro-runs-{}.csv", std::process::id()));
         write_csv(&path, &rows).unwrap();
         let back = read_csv(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
         assert_eq!(back, rows);
+        // the same run twice, cell for cell: counted once
+        let mut twice = rows.clone();
+        twice.push(rows[0].clone());
+        write_csv(&path, &twice).unwrap();
+        assert_eq!(read_csv(&path).unwrap(), rows);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A runs.csv record no run writes is refused, naming its record and
+    /// column: the same id with other results, a control character in a
+    /// grid value (a NUL in `algorithm`), text in a number column.
+    #[test]
+    fn a_record_no_run_writes_is_refused_where_it_is() {
+        let path = std::env::temp_dir().join(format!("repro-runs-bad-{}.csv", std::process::id()));
+        let refused = |rows: &[RunRecord]| {
+            write_csv(&path, rows).unwrap();
+            format!("{:#}", read_csv(&path).unwrap_err())
+        };
+        let a = row("moniqua", "0", "1.0", "completed");
+        let mut b = row("moniqua", "0", "2.0", "completed");
+        b.run_id = a.run_id.clone();
+        let e = refused(&[a.clone(), b]);
+        assert!(
+            e.contains("twice with different results (records 2 and 3)"),
+            "{e}"
+        );
+        let mut nul = row("moniqua", "1", "1.0", "completed");
+        nul.point.insert("algorithm".into(), "moni\0qua".into());
+        let e = refused(&[a.clone(), nul]);
+        assert!(
+            e.contains("record 3: `algorithm` is `moni\\u{0}qua`"),
+            "{e}"
+        );
+        let mut text = row("moniqua", "1", "1.0", "completed");
+        text.metrics
+            .insert("final_loss".into(), Cell::Text("lots".into()));
+        let e = refused(&[a, text]);
+        assert!(
+            e.contains("record 3: `final_loss` is `lots`, not a number"),
+            "{e}"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

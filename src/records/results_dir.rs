@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::spec::manifest::Backend;
@@ -155,15 +155,25 @@ impl ResultsDir {
     /// written before provenance was recorded, or a combined figure's).
     pub(crate) fn provenance(&self) -> Result<Option<Provenance>> {
         let path = self.provenance_path();
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::util::read::text(&path, crate::util::read::MAX_JSON) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+            Err(e) => bail!("could not read {}: {e}", path.display()),
         };
-        serde_json::from_str(&text).map(Some).with_context(|| {
-            format!(
-                "{} is not a provenance record: rewrite it with `repro table` on this directory, or remove it",
-                path.display()
+        // serde's message names the line and column, never the text
+        serde_json::from_str(&text).map(Some).map_err(|e| {
+            anyhow::anyhow!(
+                "{} is not a provenance record ({}, line {} column {}): rewrite it with \
+                     `repro table` on this directory, or remove it",
+                path.display(),
+                match e.classify() {
+                    serde_json::error::Category::Io => "unreadable",
+                    serde_json::error::Category::Syntax => "not JSON",
+                    serde_json::error::Category::Data => "a field of the wrong type or missing",
+                    serde_json::error::Category::Eof => "cut short",
+                },
+                e.line(),
+                e.column()
             )
         })
     }

@@ -77,6 +77,7 @@ pub(crate) fn recorded(
             (scale, out)
         }
     };
+    crate::util::atomic::check_not_written(&out, "read it")?;
     let dir = ResultsDir::new(&out);
     // the runs' ids depend on the backend they ran on
     let backend = plan
@@ -93,6 +94,7 @@ pub(crate) fn recorded(
         }
     }
     let rows = results::read_csv(&dir.runs_csv())?;
+    check_columns(&m, &dir.runs_csv(), &rows)?;
     let rows = results::with_first_losses(rows, &dir.curves_csv())?;
     let runs = crate::report::tune::recorded_plan(&m, &scale, backend, &out)?;
     let planned = results::planned(&rows, &runs, &m.health);
@@ -115,6 +117,35 @@ pub(crate) fn recorded(
     })
 }
 
+/// Refuses a runs.csv without the column of the table's metric or of one
+/// of its grouping keys: a column removed is named, never read as values
+/// missing ("not run").
+fn check_columns(m: &manifest::Manifest, csv: &Path, rows: &[RunRecord]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let t = &m.table;
+    let needed: Vec<&str> = std::iter::once(t.value.as_str())
+        .chain(t.rows.iter().map(String::as_str))
+        .chain(t.cols.as_deref())
+        .collect();
+    let missing = results::missing_columns(csv, &needed)?;
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{} has no column {}, which the table of `{}` reads: it is not the runs.csv this \
+             experiment wrote (restore it, or rerun)",
+            csv.display(),
+            missing
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            m.name
+        );
+    }
+    Ok(())
+}
+
 /// A results directory named where an experiment is expected (`repro
 /// table runs/quickstart/cpu/latest`): the experiment its provenance.json
 /// names, and `plan` with the overrides it ran with where `plan` gives
@@ -127,13 +158,57 @@ pub(crate) fn results_dir_plan(
         return Ok(None);
     }
     let Some(p) = ResultsDir::new(dir).provenance()? else {
-        return Ok(None);
+        if manifest::plain_name(&dir.to_string_lossy()) {
+            // a folder here named as an experiment is: the experiment
+            return Ok(None);
+        }
+        crate::util::atomic::check_not_written(dir, "read it")?;
+        anyhow::bail!(
+            "{} is a directory without a provenance.json: not a results directory `repro run` \
+             wrote (name a run directory, e.g. runs/quickstart/cpu/latest, or an experiment)",
+            dir.display()
+        );
     };
+    let file = ResultsDir::new(dir).provenance_path();
+    // a record names its experiment; it never brings a manifest of its own
+    if p.experiment.is_empty() {
+        anyhow::bail!(
+            "{} names no experiment: it is not a provenance record repro wrote (rewrite it with \
+             `repro table EXPERIMENT --out {}`)",
+            file.display(),
+            dir.display()
+        );
+    }
+    if !manifest::plain_name(&p.experiment) {
+        anyhow::bail!(
+            "{} names the experiment `{}`, which is not an experiment's name (letters, digits, \
+             `-`, `_`): a record names one of the project's manifests, never a path",
+            file.display(),
+            crate::util::text::shown(&p.experiment)
+        );
+    }
+    if let Some(o) = p.overrides.iter().find(|o| judges(o)) {
+        anyhow::bail!(
+            "{} records the override `{}`, which changes how results are judged: verify and \
+             the claims judge by the manifest's own margins and levels (remove it, or write the \
+             margin into the manifest)",
+            file.display(),
+            crate::util::text::shown(o)
+        );
+    }
     let mut plan = plan.clone();
     if plan.overrides.is_empty() {
         plan.overrides = p.overrides;
     }
     Ok(Some((p.experiment, plan)))
+}
+
+/// Whether an override `KEY=VALUE` changes how results are judged
+/// (`verify.margin`, anything under `verify`): a record's overrides
+/// choose what ran, never the bar it is held to.
+pub(crate) fn judges(setting: &str) -> bool {
+    let key = setting.split_once('=').map_or(setting, |(k, _)| k).trim();
+    key == "verify" || key.starts_with("verify.")
 }
 
 /// [`results_dir_plan`] of `experiment` where no `--out` is given.

@@ -12,18 +12,33 @@ use statrs::function::factorial::ln_binomial;
 /// The two-sided `1 - level` quantile of Student's t with `df` degrees of
 /// freedom: the `t*` of a `1 - level` confidence interval.
 pub fn t_star(df: f64, level: f64) -> f64 {
+    if df.is_nan() {
+        return f64::NAN;
+    }
     t_dist(df).inverse_cdf(1.0 - level / 2.0)
 }
 
-/// P(T > t) for Student's t with `df` degrees of freedom.
+/// P(T > t) for Student's t with `df` degrees of freedom; NaN when `t`
+/// or `df` is NaN, 0 or 1 at an infinite `t`.
 pub fn t_upper(t: f64, df: f64) -> f64 {
+    if t.is_nan() || df.is_nan() {
+        return f64::NAN;
+    }
+    if t.is_infinite() {
+        return if t > 0.0 { 0.0 } else { 1.0 };
+    }
     t_dist(df).sf(t)
 }
 
 fn t_dist(df: f64) -> StudentsT {
-    // df > 0 by construction of every caller (n >= 2)
-    StudentsT::new(0.0, 1.0, df.max(f64::MIN_POSITIVE)).expect("a valid t distribution")
+    // df > 0 by construction of every caller (n >= 2); an overflowed df is
+    // the normal distribution's, near enough (statrs would panic on it)
+    let df = if df.is_finite() { df } else { MAX_DF };
+    StudentsT::new(0.0, 1.0, df.clamp(f64::MIN_POSITIVE, MAX_DF)).expect("a valid t distribution")
 }
+
+/// The degrees of freedom past which Student's t is taken as the normal.
+const MAX_DF: f64 = 1e9;
 
 /// Whether a p-value is below `level`. A p-value equal to the level up
 /// to rounding (1/20 from an exact test, computed through logarithms) is
@@ -44,7 +59,15 @@ pub fn mean_sd(xs: &[f64]) -> (f64, f64, usize) {
     } else {
         f64::NAN
     };
-    (mean, sd, n)
+    if (mean.is_finite() && (n < 2 || sd.is_finite())) || !xs.iter().all(|x| x.is_finite()) {
+        return (mean, sd, n);
+    }
+    // finite values whose sum or squares overflow (1e308): the same
+    // statistics of the values scaled down by the largest, scaled back
+    let big = xs.iter().fold(0.0_f64, |m, x| m.max(x.abs()));
+    let scaled: Vec<f64> = xs.iter().map(|x| x / big).collect();
+    let (m, s, _) = mean_sd(&scaled);
+    (m * big, s * big, n)
 }
 
 /// A mean with its t interval.
@@ -222,10 +245,12 @@ pub fn difference(a: &[(String, f64)], b: &[(String, f64)]) -> Option<Difference
     if a.iter().chain(b).any(|(_, v)| !v.is_finite()) {
         return None;
     }
-    match sides(a, b) {
+    let d = match sides(a, b) {
         Sides::Paired(va, vb) => paired(&va, &vb),
         Sides::Independent(va, vb) => welch(&va, &vb),
-    }
+    }?;
+    // values so large their difference overflows test nothing
+    (d.effect.is_finite() && d.se.is_finite()).then_some(d)
 }
 
 /// P(X >= k) for X ~ Binomial(n, p), summed exactly.
@@ -506,6 +531,68 @@ pub fn holm(ps: &[Option<f64>]) -> Vec<Option<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// No value a record can hold panics a test or an interval: huge,
+    /// tiny, infinite or NaN, on either side, paired or not. A p-value is
+    /// NaN or in [0, 1]; a mean of finite values is finite.
+    mod any_input {
+        use proptest::prelude::*;
+
+        use super::*;
+
+        fn value() -> impl Strategy<Value = f64> {
+            prop_oneof![
+                Just(1e308),
+                Just(-1e308),
+                Just(f64::MAX),
+                Just(f64::MIN_POSITIVE),
+                Just(f64::INFINITY),
+                Just(f64::NEG_INFINITY),
+                Just(f64::NAN),
+                Just(0.0),
+                -1e3..1e3_f64,
+                any::<f64>(),
+            ]
+        }
+
+        fn seeded(xs: &[f64]) -> Seeded {
+            xs.iter()
+                .enumerate()
+                .map(|(i, x)| (i.to_string(), *x))
+                .collect()
+        }
+
+        proptest! {
+            #[test]
+            fn statistics_never_panic(
+                a in proptest::collection::vec(value(), 0..12),
+                b in proptest::collection::vec(value(), 0..12),
+                margin in value(),
+            ) {
+                let (mean, _, n) = mean_sd(&a);
+                if n > 0 && a.iter().all(|x| x.is_finite()) {
+                    prop_assert!(mean.is_finite(), "{a:?}: {mean}");
+                }
+                let _ = mean_ci(&a, 0.05);
+                for d in [difference(&seeded(&a), &seeded(&b)), welch(&a, &b)].into_iter().flatten() {
+                    for p in [d.p_two_sided(), d.p_equivalent(margin), d.p_at_most(margin)] {
+                        prop_assert!(p.is_nan() || (0.0..=1.0).contains(&p), "{p}");
+                    }
+                    let _ = d.interval(0.05);
+                }
+            }
+        }
+
+        #[test]
+        fn ten_values_of_1e308_have_their_mean() {
+            let (mean, sd, n) = mean_sd(&[1e308; 10]);
+            assert_eq!((mean, sd, n), (1e308, 0.0, 10));
+            // the review's case: t_upper at an overflowed t and df
+            assert_eq!(t_upper(f64::INFINITY, 3.0), 0.0);
+            assert!(t_upper(1.0, f64::NAN).is_nan());
+            assert!(t_upper(1.0, f64::INFINITY) > 0.15);
+        }
+    }
 
     /// Hollander and Wolfe's examples (Nonparametric Statistical Methods,
     /// 3rd ed.: the depression scores, Example 3.1; the permeability

@@ -921,10 +921,18 @@ impl Table {
                 " The columns after the cells are means over the valid runs alone.\n"
             );
         }
-        let _ = writeln!(out, "| {} |", self.header.join(" | "));
+        // a value with `|` or a line break cannot forge a cell or a row
+        let line = |cells: &[String]| {
+            cells
+                .iter()
+                .map(|c| crate::util::text::markdown_cell(c))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        let _ = writeln!(out, "| {} |", line(&self.header));
         let _ = writeln!(out, "|{}", "---|".repeat(self.header.len()));
         for r in &self.rows {
-            let _ = writeln!(out, "| {} |", r.join(" | "));
+            let _ = writeln!(out, "| {} |", line(r));
         }
         if !self.best.is_empty() {
             let _ = writeln!(
@@ -1060,8 +1068,8 @@ pub(crate) fn cell_aggregates(df: &DataFrame, metric: &str, factor: f64) -> Vec<
     ]);
     for (values, prefix) in [(counted, "__"), (ok, "__ok_")] {
         aggs.extend([
-            values.clone().mean().alias(format!("{prefix}mean")),
-            values.clone().std(1).alias(format!("{prefix}sd")),
+            unoverflowed(&values, |v| v.mean()).alias(format!("{prefix}mean")),
+            unoverflowed(&values, |v| v.std(1)).alias(format!("{prefix}sd")),
             values
                 .count()
                 .cast(DataType::Float64)
@@ -1069,6 +1077,26 @@ pub(crate) fn cell_aggregates(df: &DataFrame, metric: &str, factor: f64) -> Vec<
         ]);
     }
     aggs
+}
+
+/// `stat` of `values` (a mean or sd), taken on the values scaled down by
+/// the largest where finite values overflow it (ten of 1e308 have the
+/// mean 1e308, not ∞); values with an infinity keep their infinite mean.
+fn unoverflowed(values: &Expr, stat: impl Fn(Expr) -> Expr) -> Expr {
+    let plain = stat(values.clone());
+    let (hi, lo) = (values.clone().max(), lit(0.0) - values.clone().min());
+    let big = polars::prelude::when(hi.clone().gt_eq(lo.clone()))
+        .then(hi)
+        .otherwise(lo);
+    let scaled = stat(values.clone() / big.clone()) * big;
+    polars::prelude::when(
+        plain
+            .clone()
+            .is_finite()
+            .or(values.clone().is_finite().all(true).not()),
+    )
+    .then(plain)
+    .otherwise(scaled)
 }
 
 /// The columns [`CellStats::tidy`] fills, in order: a cell's runs; the

@@ -36,6 +36,8 @@ pub(crate) enum Word {
     Differs,
     /// Neither shown.
     Inconclusive,
+    /// A side has fewer than two counted runs: no spread to test by.
+    TooFew,
     /// The record has the cell; the rerun did not run it.
     NotRun,
     /// The rerun has the cell; the record does not.
@@ -48,6 +50,7 @@ impl Word {
             Word::Reproduced => "reproduced",
             Word::Differs => "differs",
             Word::Inconclusive => "inconclusive",
+            Word::TooFew => "too few runs",
             Word::NotRun => "not run",
             Word::NotRecorded => "not recorded",
         }
@@ -179,10 +182,15 @@ fn judge(cell: String, yours: Side<'_>, record: Side<'_>, margin: f64) -> CellCh
         };
         return c;
     };
+    if a.len() < 2 || b.len() < 2 {
+        // one run a side has no spread to test by, even digit for digit
+        c.word = Word::TooFew;
+        return c;
+    }
     let Some(d) = stats::difference(a, b) else {
-        // too few runs a side (or an unbounded failure): no spread to
-        // judge by, unless digit for digit
-        if !a.is_empty() && a == b {
+        // a value that is not finite (an unbounded failure): only the
+        // same runs, value for value, reproduce it
+        if a == b {
             c.word = Word::Reproduced;
         }
         return c;
@@ -285,24 +293,48 @@ impl Check {
         (n, both.filter(|c| c.flipped()).count())
     }
 
-    /// Whether the rerun reproduces the record: no cell differs and no
-    /// verdict flipped.
-    pub(crate) fn reproduces(&self) -> bool {
-        self.count(Word::Differs) == 0 && self.verdicts().1 == 0
+    /// What the evidence says: [`Answer`].
+    pub(crate) fn answer(&self) -> Answer {
+        if self.count(Word::Differs) > 0 || self.verdicts().1 > 0 {
+            return Answer::Differs;
+        }
+        let recorded = self.cells.iter().filter(|c| c.record.is_some()).count();
+        let compared = self
+            .cells
+            .iter()
+            .filter(|c| c.record.is_some() && c.yours.is_some())
+            .count();
+        if compared == 0 {
+            return Answer::NotRun;
+        }
+        let claims_tested = self
+            .claims
+            .iter()
+            .all(|c| c.record.is_none() || c.yours.is_some());
+        if self.count(Word::Reproduced) == recorded && claims_tested {
+            Answer::Reproduces
+        } else {
+            Answer::CouldNotTell
+        }
     }
 
     /// The Markdown report: the cells, the claims, then the summary line.
     pub(crate) fn markdown(&self) -> String {
+        let md = crate::util::text::markdown_cell;
         let mut s = format!(
             "# {} at scale `{}`: {} against the record {}\n\n",
-            self.experiment, self.scale, self.yours, self.record
+            md(&self.experiment),
+            md(&self.scale),
+            md(&self.yours),
+            md(&self.record)
         );
         s.push_str(&format!(
             "Cells: `{}` by intention to treat, as the table shows them (mean ± 95% t half-width, n). \
              Difference: yours minus the record's, its 95% t interval, paired by seed where both \
              ran the same seeds (Welch otherwise). *reproduced*: two one-sided t-tests at 0.05 put the difference inside ± the margin (its 90% interval lies \
              within it); *differs*: not equivalent, and the 95% interval excludes 0; \
-             *inconclusive*: neither.\n\n",
+             *inconclusive*: neither; *too few runs*: under two runs a side, no spread to test \
+             by.\n\n",
             self.value
         ));
         s.push_str(
@@ -325,7 +357,7 @@ impl Check {
             );
             s.push_str(&format!(
                 "| {} | {} | {} | {diff} | ±{} | {} | **{}** |\n",
-                c.cell,
+                md(&c.cell),
                 side(&c.yours),
                 side(&c.record),
                 table::number(c.margin),
@@ -345,7 +377,7 @@ impl Check {
                 };
                 s.push_str(&format!(
                     "| {} | {} | {} | {what} |\n",
-                    c.claim,
+                    md(&c.claim),
                     w(c.yours),
                     w(c.record)
                 ));
@@ -355,9 +387,49 @@ impl Check {
     }
 }
 
+/// What a rerun's evidence says of the record, over every experiment
+/// checked; each has its own exit code (`cmd::mod`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Every cell of the record reproduced (equivalent within its
+    /// margin) and every claim the record tests has the same verdict.
+    Reproduces,
+    /// A cell differs or a verdict flipped.
+    Differs,
+    /// Nothing differs, but not every cell reproduced: inconclusive, too
+    /// few runs, or not run; or a claim the rerun did not test.
+    CouldNotTell,
+    /// The rerun holds none of the record's cells.
+    NotRun,
+}
+
+impl Answer {
+    /// Over several experiments: the worst of their answers.
+    pub(crate) fn of(checks: &[Check]) -> Answer {
+        let answers: Vec<Answer> = checks.iter().map(Check::answer).collect();
+        [Answer::Differs, Answer::NotRun, Answer::CouldNotTell]
+            .into_iter()
+            .find(|a| answers.contains(a))
+            .unwrap_or(if answers.is_empty() {
+                Answer::NotRun
+            } else {
+                Answer::Reproduces
+            })
+    }
+
+    fn head(self) -> &'static str {
+        match self {
+            Answer::Reproduces => "your run reproduces the record",
+            Answer::Differs => "your run does NOT reproduce the record",
+            Answer::CouldNotTell => "could not tell whether your run reproduces the record",
+            Answer::NotRun => "nothing compared: your run holds none of the record's cells",
+        }
+    }
+}
+
 /// The one-line answer over every experiment checked: "your run
-/// reproduces the record: 7 of 7 verdicts the same, 6 of 7 cells
-/// equivalent, 1 inconclusive, 0 differ".
+/// reproduces the record: 7 of 7 verdicts the same, 7 of 7 cells
+/// equivalent, 0 inconclusive, 0 differ".
 pub(crate) fn summary(checks: &[Check]) -> String {
     let sum = |f: &dyn Fn(&Check) -> usize| checks.iter().map(f).sum::<usize>();
     let cells = sum(&|c| {
@@ -374,16 +446,27 @@ pub(crate) fn summary(checks: &[Check]) -> String {
         sum(&|c| c.count(Word::Inconclusive)),
     );
     let not_run = sum(&|c| c.count(Word::NotRun));
-    let head = if checks.iter().all(Check::reproduces) {
-        "your run reproduces the record"
-    } else {
-        "your run does NOT reproduce the record"
-    };
+    let too_few = sum(&|c| c.count(Word::TooFew));
+    let untested = sum(&|c| {
+        c.claims
+            .iter()
+            .filter(|x| x.record.is_some() && x.yours.is_none())
+            .count()
+    });
     let mut s = format!(
-        "{head}: {} of {verdicts} verdicts the same, {same} of {cells} cells equivalent, \
+        "{}: {} of {verdicts} verdicts the same, {same} of {cells} cells equivalent, \
          {unsure} inconclusive, {differ} differ",
+        Answer::of(checks).head(),
         verdicts - flipped
     );
+    if too_few > 0 {
+        s.push_str(&format!(
+            ", {too_few} with too few runs to test (fewer than 2 a side)"
+        ));
+    }
+    if untested > 0 {
+        s.push_str(&format!(", {untested} claims of the record not tested"));
+    }
     if flipped > 0 {
         s.push_str(&format!(", {flipped} verdicts flipped"));
     }
@@ -458,9 +541,10 @@ mod tests {
             judge("c".into(), Some((a.0, &a.1)), Some((b.0, &b.1)), 1.0).word,
             Word::Inconclusive
         );
-        // one run a side: only digit for digit reproduces
-        assert_eq!(word(&[82.0], &[82.0]), Word::Reproduced);
-        assert_eq!(word(&[82.1], &[82.0]), Word::Inconclusive);
+        // one run a side: too few to test, even digit for digit
+        assert_eq!(word(&[82.0], &[82.0]), Word::TooFew);
+        assert_eq!(word(&[82.1], &[82.0]), Word::TooFew);
+        assert_eq!(word(&[82.1, 80.0], &[82.0]), Word::TooFew);
         // a side without the cell
         let x = cell(&[1.0, 2.0]);
         assert_eq!(
@@ -470,6 +554,87 @@ mod tests {
         assert_eq!(
             judge("c".into(), Some((x.0, &x.1)), None, 1.0).word,
             Word::NotRecorded
+        );
+    }
+
+    /// The answer follows the evidence: "reproduces" only when every
+    /// cell of the record reproduced and every claim was tested the same.
+    #[test]
+    fn the_answer_is_what_the_evidence_says() {
+        let x = cell(&[1.0, 2.0]);
+        let at = |word: Word, yours: bool| CellCheck {
+            cell: "c".into(),
+            yours: yours.then_some(x.0),
+            record: Some(x.0),
+            difference: None,
+            margin: 1.0,
+            p_equivalent: None,
+            word,
+        };
+        let claim = |yours| ClaimCheck {
+            claim: "k".into(),
+            yours,
+            record: Some(Outcome::Supported),
+        };
+        let of = |cells: Vec<CellCheck>, claims: Vec<ClaimCheck>| {
+            Answer::of(&[Check {
+                experiment: "e".into(),
+                scale: "cpu".into(),
+                yours: "y".into(),
+                record: "r".into(),
+                value: "v".into(),
+                cells,
+                claims,
+            }])
+        };
+        let same = || vec![claim(Some(Outcome::Supported))];
+        assert_eq!(
+            of(vec![at(Word::Reproduced, true)], same()),
+            Answer::Reproduces
+        );
+        // a header-only runs.csv: none of the record's cells, nothing passes
+        assert_eq!(
+            of(vec![at(Word::NotRun, false)], vec![claim(None)]),
+            Answer::NotRun
+        );
+        for unsure in [Word::Inconclusive, Word::TooFew] {
+            assert_eq!(
+                of(vec![at(Word::Reproduced, true), at(unsure, true)], same()),
+                Answer::CouldNotTell
+            );
+        }
+        assert_eq!(
+            of(
+                vec![at(Word::Reproduced, true), at(Word::NotRun, false)],
+                same()
+            ),
+            Answer::CouldNotTell
+        );
+        // a claim of the record the rerun did not test
+        assert_eq!(
+            of(vec![at(Word::Reproduced, true)], vec![claim(None)]),
+            Answer::CouldNotTell
+        );
+        assert_eq!(
+            of(
+                vec![at(Word::Inconclusive, true), at(Word::Differs, true)],
+                same()
+            ),
+            Answer::Differs
+        );
+        assert_eq!(
+            of(
+                vec![at(Word::Reproduced, true)],
+                vec![claim(Some(Outcome::NotSupported))]
+            ),
+            Answer::Differs
+        );
+        // a cell only the rerun has does not stand in the way
+        let mut extra = at(Word::NotRecorded, true);
+        extra.record = None;
+        assert_eq!(
+            of(vec![at(Word::Reproduced, true), extra], same()),
+            Answer::Reproduces
         );
     }
 

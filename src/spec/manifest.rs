@@ -1176,7 +1176,7 @@ fn command_line_wins(tree: &mut Value, arg: &str) -> Result<(), DriverError> {
 pub(crate) fn is_printable(text: &str) -> bool {
     !text
         .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
+        .any(|c| crate::util::text::is_control(c) && c != '\n' && c != '\t')
 }
 
 impl Manifest {
@@ -1232,15 +1232,15 @@ pub(crate) fn apply_override(tree: &mut Value, arg: &str) -> Result<(), DriverEr
     let bad = || DriverError::BadOverride {
         arg: crate::util::text::shown(arg),
     };
-    let (key, raw) = arg.split_once('=').ok_or_else(bad)?;
-    if crate::util::text::has_control(key) {
+    if crate::util::text::has_control(arg) {
         return Err(DriverError::Override {
             message: format!(
-                "--set `{}`: the key holds a control character; keys are plain text",
-                crate::util::text::shown(key)
+                "--set `{}` holds a control character; a key and its value are plain text",
+                crate::util::text::shown(arg)
             ),
         });
     }
+    let (key, raw) = arg.split_once('=').ok_or_else(bad)?;
     if key.is_empty() || key.split('.').any(str::is_empty) {
         return Err(bad());
     }

@@ -91,6 +91,37 @@ pub(crate) fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     finish(&tmp, path, written)
 }
 
+/// Refuses `path` as a file a command writes where the user named it
+/// (`--to`, `--into`): where something is already there, it must be a
+/// regular file. A rename over a device (`/dev/full`), a FIFO, a
+/// directory or a link would replace it with a file, or write where
+/// the link leads.
+pub(crate) fn check_target(path: &Path) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    anyhow::bail!(
+        "{} is {what}: repro writes only to a new path or over a regular file (name another \
+         file, or `-` for standard output where the option takes it)",
+        path.display()
+    )
+}
+
 /// Creates `dir` and its missing parents, under sudo as the invoking
 /// user (so each one created is theirs, and only where they may write).
 pub(crate) fn create_dir_all(dir: &Path) -> Result<()> {
@@ -236,36 +267,18 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
                 return Ok(held);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                let pid = holder.lines().next().unwrap_or("").trim();
-                let started = holder
-                    .lines()
-                    .nth(2)
-                    .and_then(|s| s.trim().parse::<u64>().ok());
-                let machine = holder.lines().nth(3).unwrap_or("").trim();
-                let elsewhere = machine
-                    .split_once(' ')
-                    .is_some_and(|(_, boot)| boot != crate::util::process::boot_id());
-                if elsewhere {
-                    anyhow::bail!(
-                        "{} is locked by a repro on {machine} (pid {pid}: {}), which cannot be \
-                         checked from here; wait for it, or remove {} once it has ended",
+                match holder(dir) {
+                    Some(Holder::Elsewhere(what)) => anyhow::bail!(
+                        "{} is locked by a repro on {what}, which cannot be checked from here; \
+                         wait for it, or remove {} once it has ended",
                         dir.display(),
-                        holder.lines().nth(1).unwrap_or("").trim(),
                         path.display()
-                    );
-                }
-                let alive = match (pid.parse::<u32>(), started) {
-                    (Ok(p), Some(s)) => crate::util::process::start_time(p) == Some(s),
-                    (Ok(p), None) => crate::util::process::start_time(p).is_some(),
-                    _ => false,
-                };
-                if alive {
-                    anyhow::bail!(
-                        "{} is in use by another repro (pid {pid}: {}); wait for it to finish, or pass another --out",
+                    ),
+                    Some(Holder::Here(what)) => anyhow::bail!(
+                        "{} is in use by another repro ({what}); wait for it to finish, or pass another --out",
                         dir.display(),
-                        holder.lines().nth(1).unwrap_or("").trim()
-                    );
+                    ),
+                    None => {}
                 }
                 // its process is gone: a stale lock
                 let _ = crate::util::sudo::as_invoker(|| std::fs::remove_file(&path));
@@ -279,6 +292,54 @@ pub(crate) fn lock(dir: &Path) -> Result<DirLock> {
         "could not lock {}: another process keeps taking it",
         dir.display()
     )
+}
+
+/// Who holds a results directory's lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// A live process on this machine: "pid 123: repro run ...".
+    Here(String),
+    /// A process on another machine (a shared file system), which cannot
+    /// be checked from here: "host boot (pid 123: repro run ...)".
+    Elsewhere(String),
+}
+
+/// Who is writing `dir` now ([`lock`] held by a live process), if anyone.
+/// A lock whose process is gone holds nothing. Readers ask it before
+/// reading records a run is still writing.
+pub(crate) fn holder(dir: &Path) -> Option<Holder> {
+    let text = std::fs::read_to_string(dir.join(".lock")).ok()?;
+    let line = |i: usize| text.lines().nth(i).unwrap_or("").trim();
+    let (pid, command) = (line(0), crate::util::text::shown(line(1)));
+    let started = line(2).parse::<u64>().ok();
+    let machine = line(3);
+    if machine
+        .split_once(' ')
+        .is_some_and(|(_, boot)| boot != crate::util::process::boot_id())
+    {
+        return Some(Holder::Elsewhere(format!(
+            "{machine} (pid {pid}: {command})"
+        )));
+    }
+    let alive = match (pid.parse::<u32>(), started) {
+        (Ok(p), Some(s)) => crate::util::process::start_time(p) == Some(s),
+        (Ok(p), None) => crate::util::process::start_time(p).is_some(),
+        _ => false,
+    };
+    alive.then(|| Holder::Here(format!("pid {pid}: {command}")))
+}
+
+/// Refuses to read `dir` while a run writes it: its records are not yet
+/// whole (`what` says what the reader would have done).
+pub(crate) fn check_not_written(dir: &Path, what: &str) -> Result<()> {
+    let mine = format!("pid {}:", std::process::id());
+    match holder(dir).filter(|h| !matches!(h, Holder::Here(w) if w.starts_with(&mine))) {
+        Some(Holder::Here(h) | Holder::Elsewhere(h)) => anyhow::bail!(
+            "{} is being written by a repro run ({h}): {what} once it has ended",
+            dir.display()
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Puts `dir` (one level, not recursive) back in order after a writer that

@@ -3,6 +3,7 @@
 pub(crate) mod atomic;
 pub(crate) mod process;
 pub(crate) mod progress;
+pub(crate) mod read;
 pub(crate) mod signals;
 pub(crate) mod sudo;
 pub(crate) mod text;
