@@ -88,7 +88,15 @@ fn directories(args: &CompareArgs) -> Result<Vec<PathBuf>> {
                 let m = manifest::load(&manifest::locate(e)?, &[])?;
                 m.default_out(&crate::report::recorded::read_scale(&m, &args.scale))
             };
-            if !dir.join(Entry::RunsParquet.name()).is_file() {
+            let parquet = dir.join(Entry::RunsParquet.name());
+            if parquet.exists() && !parquet.is_file() {
+                bail!(
+                    "{} is not a regular file (a FIFO, a device or a directory): it is not a \
+                     runs.parquet repro wrote",
+                    parquet.display()
+                );
+            }
+            if !parquet.is_file() {
                 bail!(
                     "{} has no runs.parquet: run `{e}` first (or name a results directory)",
                     dir.display()

@@ -238,9 +238,12 @@ enum Destination {
     Given(PathBuf),
     /// `--record`: results/<name>/.
     Record(PathBuf),
-    /// A run directory under runs/<name>/<scale>/: a new one, or with
-    /// `--resume` the newest.
+    /// A run directory under runs/<name>/<scale>/: a new one (claimed),
+    /// or with `--resume` the newest.
     Run(PathBuf),
+    /// A new run directory's name, not yet made ([`Destination::claim`];
+    /// a dry run never makes it).
+    Fresh(PathBuf),
 }
 
 impl Destination {
@@ -273,12 +276,21 @@ impl Destination {
             let dir = std::fs::canonicalize(&latest).unwrap_or(latest);
             return Ok(Self::Run(relative(&dir)));
         }
-        Ok(Self::Run(project::new_run_dir(&m.name, scale)))
+        Ok(Self::Fresh(project::new_run_dir(&m.name, scale)))
+    }
+
+    /// A fresh run directory made, once the plan holds: its own, even
+    /// where another run started in the same second.
+    fn claim(self, m: &manifest::Manifest, scale: &str) -> Result<Self> {
+        match self {
+            Self::Fresh(_) => Ok(Self::Run(crate::spec::project::claim_run_dir(&m.name, scale)?)),
+            other => Ok(other),
+        }
     }
 
     fn path(&self) -> &std::path::Path {
         match self {
-            Self::Given(p) | Self::Record(p) | Self::Run(p) => p,
+            Self::Given(p) | Self::Record(p) | Self::Run(p) | Self::Fresh(p) => p,
         }
     }
 }
@@ -332,6 +344,13 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let mut m = manifest::load(&path, &overrides)?;
     let scale = m.run_scale(&args.scale);
     let dest = Destination::of(args, &m, &scale)?;
+    let backend = args.backend.unwrap_or(m.backend);
+    let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
+    let dest = if cfg.dry_run {
+        dest
+    } else {
+        dest.claim(&m, &scale)?
+    };
     let out = dest.path().to_path_buf();
     if let (Destination::Run(_), false) = (&dest, cfg.dry_run) {
         crate::util::progress::note(&format!(
@@ -340,8 +359,6 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             m.name
         ));
     }
-    let backend = args.backend.unwrap_or(m.backend);
-    let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
     let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
     for n in crate::report::subset::narrow(&mut m, &overrides, &points) {
         crate::util::progress::note(&format!("note: {n}"));
@@ -366,6 +383,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
         &path,
         runs,
     );
+    if ran.is_err() && matches!(dest, Destination::Run(_)) {
+        // a run directory claimed for runs that never started: gone again
+        // (remove_dir leaves one that holds anything)
+        let _ = crate::util::sudo::as_invoker(|| std::fs::remove_dir(&out));
+    }
     crate::util::sudo::give(&out);
     if matches!(dest, Destination::Run(_)) && out.is_dir() {
         crate::spec::project::link_latest(&out)

@@ -173,6 +173,83 @@ fn slurm_time(seconds: u64) -> String {
     )
 }
 
+/// Refuses a value that goes into a script (an `#SBATCH` line or the
+/// command line) when it holds a control character: a line break ends an
+/// `#SBATCH` comment, and what follows it would run.
+fn script_value(what: &str, value: &str) -> Result<()> {
+    if crate::util::text::has_control(value) {
+        bail!(
+            "{what} `{}` holds a control character (a line break, an escape); a value written \
+             into the job's script is one line of plain text",
+            crate::util::text::shown(value)
+        );
+    }
+    Ok(())
+}
+
+/// `--time` as Slurm reads it: minutes, minutes:seconds,
+/// hours:minutes:seconds, days-hours, days-hours:minutes or
+/// days-hours:minutes:seconds; every part digits.
+fn slurm_time_arg(t: &str) -> Result<String> {
+    let digits = |s: &str| !s.is_empty() && s.len() <= 6 && s.bytes().all(|b| b.is_ascii_digit());
+    let (days, rest) = match t.split_once('-') {
+        Some((d, r)) => (Some(d), r),
+        None => (None, t),
+    };
+    let parts: Vec<&str> = rest.split(':').collect();
+    let ok = days.is_none_or(digits) && parts.len() <= 3 && parts.iter().all(|p| digits(p));
+    if !ok {
+        bail!(
+            "--time `{}` is not a Slurm time: write MINUTES, MINUTES:SECONDS, HH:MM:SS, \
+             DAYS-HH, DAYS-HH:MM or DAYS-HH:MM:SS (e.g. 12:00:00, 2-00:00:00)",
+            crate::util::text::shown(t)
+        );
+    }
+    Ok(t.to_string())
+}
+
+/// Refuses `--partition` unless it is partition names: letters, digits,
+/// `-`, `_`, `.`, comma-separated.
+fn partition_arg(p: &str) -> Result<()> {
+    let name = |n: &str| {
+        !n.is_empty()
+            && n
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    if !p.split(',').all(name) {
+        bail!(
+            "--partition `{}` is not a partition's name (letters, digits, `-`, `_`, `.`; several \
+             comma-separated)",
+            crate::util::text::shown(p)
+        );
+    }
+    Ok(())
+}
+
+/// Checks every value `repro submit` writes into a script, before any
+/// script is written.
+fn check_script_values(args: &SubmitArgs, out: &Path) -> Result<()> {
+    if let Some(t) = &args.time {
+        slurm_time_arg(t)?;
+    }
+    if let Some(p) = &args.partition {
+        partition_arg(p)?;
+    }
+    script_value("the experiment", &args.experiment)?;
+    for o in &args.overrides {
+        script_value("--set", o)?;
+    }
+    if let Some(i) = &args.interface {
+        script_value("--interface", i)?;
+    }
+    script_value("--out", &out.display().to_string())?;
+    let cwd = std::env::current_dir().context("no working directory")?;
+    script_value("the working directory", &cwd.display().to_string())?;
+    let exe = std::env::current_exe().context("could not locate the repro executable")?;
+    script_value("the repro executable's path", &exe.display().to_string())
+}
+
 /// A word as a shell reads it back whole: single-quoted where it needs it.
 fn quoted(word: &str) -> String {
     if !word.is_empty()
@@ -210,6 +287,7 @@ impl Script<'_> {
     /// [`LONG_JOB_S`]).
     fn time(&self) -> (String, String) {
         if let Some(t) = &self.args.time {
+            // checked by `check_script_values`
             return (t.clone(), "--time".into());
         }
         if self.res.seconds > LONG_JOB_S {
@@ -461,6 +539,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
         return resubmit(dir, args.dry_run);
     }
     let sub = plan_submission(args)?;
+    check_script_values(args, &sub.out)?;
     let script = |res: &Resources, chunks: Option<usize>| {
         Script {
             args,
@@ -648,6 +727,36 @@ fn resubmit(dir: &Path, dry_run: bool) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Values that reach a script: `--time` only in Slurm's formats,
+    /// `--partition` only names, nothing with a line break.
+    #[test]
+    fn values_for_a_script_are_refused_unless_plain() {
+        for t in ["90", "90:30", "12:00:00", "2-00", "2-12:30", "2-12:30:00"] {
+            assert_eq!(slurm_time_arg(t).unwrap(), t);
+        }
+        for t in [
+            "01:00:00\ntouch pwned",
+            "1:2:3:4",
+            "$(touch pwned)",
+            "",
+            "1-",
+            "-1",
+            "12:00:00 #",
+        ] {
+            let e = slurm_time_arg(t).unwrap_err().to_string();
+            assert!(e.contains("is not a Slurm time"), "{t}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+        partition_arg("debug").unwrap();
+        partition_arg("gpu,gpu-long").unwrap();
+        for p in ["debug\ntouch pwned #", "a b", "x;y", "'q'", "", "a,,b"] {
+            assert!(partition_arg(p).is_err(), "{p}");
+        }
+        assert!(script_value("--out", "/tmp/a\nb").is_err());
+        assert!(script_value("--out", "/tmp/\u{202e}x").is_err());
+        script_value("--out", "/tmp/it's $(here)").unwrap();
+    }
 
     #[test]
     fn times_and_words_read_as_slurm_and_the_shell_expect() {

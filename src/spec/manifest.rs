@@ -965,8 +965,22 @@ fn resolve_extends(
             base_path.display()
         )));
     }
+    if std::fs::symlink_metadata(&base_path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(error(format!(
+            "`{name}`: {} is a symbolic link; `extends` takes a manifest file beside this one, \
+             never a link to elsewhere",
+            base_path.display()
+        )));
+    }
     chain.push(base_path.clone());
-    let base_tree = resolve_extends(&base_path, parse_tree(&base_path)?, chain)?;
+    let parsed = parse_tree(&base_path)?;
+    if !matches!(parsed, Value::Mapping(_)) {
+        return Err(error(format!(
+            "`{name}`: {} is empty or not a mapping of keys; it is not a manifest",
+            base_path.display()
+        )));
+    }
+    let base_tree = resolve_extends(&base_path, parsed, chain)?;
     Ok(merge_over(base_tree, Value::Mapping(top)))
 }
 

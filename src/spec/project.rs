@@ -92,6 +92,35 @@ pub(crate) fn new_run_dir(name: &str, scale: &str) -> PathBuf {
     dir
 }
 
+/// Creates a new run directory for `name` at `scale` and returns it:
+/// [`new_run_dir`]'s name, made with `mkdir` (which fails where it
+/// exists), so two runs started in the same second each get their own
+/// (`-2` for the second).
+pub(crate) fn claim_run_dir(name: &str, scale: &str) -> anyhow::Result<PathBuf> {
+    use anyhow::Context as _;
+    let base = runs_dir(name, scale);
+    crate::util::atomic::create_dir_all(&base)?;
+    let stamp = crate::util::time::stamp(crate::util::time::now_unix_s());
+    for k in 1..10_000 {
+        let dir = if k == 1 {
+            base.join(&stamp)
+        } else {
+            base.join(format!("{stamp}-{k}"))
+        };
+        match crate::util::sudo::as_invoker(|| std::fs::create_dir(&dir)) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(e).with_context(|| format!("could not create {}", dir.display()));
+            }
+        }
+    }
+    anyhow::bail!(
+        "could not create a new run directory under {}: 10,000 of this second exist",
+        base.display()
+    )
+}
+
 /// Points `runs/<name>/<scale>/latest` at `dir` (one of its
 /// directories), replacing the link in one step.
 pub(crate) fn link_latest(dir: &Path) -> std::io::Result<()> {
