@@ -2741,6 +2741,112 @@ fn a_damaged_cifar_batch_is_refused_by_the_dry_run() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// What `repro submit` writes into a script cannot run anything: a line
+/// break in --time, --partition, --out or --set is refused before any
+/// script is written; quotes, `$(...)` and backquotes in --out and --set
+/// reach the job's `repro run` whole. Each generated script (the job
+/// array's and the job's) is run by bash with a recorder in place of
+/// repro, and nothing else runs.
+#[test]
+fn hostile_values_never_run_in_a_submitted_script() {
+    let dir = temp_out("submit-hostile");
+    std::fs::create_dir_all(&dir).unwrap();
+    let pwned = dir.join("PWNED");
+    let p = pwned.to_str().unwrap();
+    for (flag, value, why) in [
+        (
+            "--time",
+            format!("01:00:00\ntouch {p}"),
+            "is not a Slurm time",
+        ),
+        (
+            "--partition",
+            format!("debug\ntouch {p} #"),
+            "is not a partition's name",
+        ),
+        (
+            "--out",
+            format!("{}/x\ntouch {p}", dir.display()),
+            "holds a control character",
+        ),
+        (
+            "--set",
+            format!("title=x\ntouch {p}"),
+            "holds a control character",
+        ),
+        ("--time", format!("$(touch {p})"), "is not a Slurm time"),
+    ] {
+        let o = repro(&["submit", "mpi-smoke", flag, &value, "--dry-run"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{flag}: {err}");
+        assert!(err.contains(why), "{flag}: {err}");
+        assert!(o.stdout.is_empty(), "{flag}: a script was printed");
+    }
+    let out = dir.join(format!("it's $(touch {p}) `touch {p}`;x"));
+    let set = format!("title=it's $(touch {p}) `touch {p}`");
+    let o = repro(&[
+        "submit",
+        "mpi-smoke",
+        "--out",
+        out.to_str().unwrap(),
+        "--set",
+        &set,
+        "--time",
+        "2-00:00:00",
+        "--partition",
+        "gpu,debug",
+        "--array",
+        "2",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed = String::from_utf8_lossy(&o.stdout).to_string();
+    let recorder = dir.join("recorder");
+    let said = dir.join("said");
+    std::fs::write(
+        &recorder,
+        format!(
+            "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '{}'\n",
+            said.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let scripts: Vec<&str> = printed.split("\n#!/bin/bash\n").collect();
+    assert_eq!(scripts.len(), 2, "{printed}");
+    for script in scripts {
+        // the job's repro is the first word of its run line
+        let line = script
+            .lines()
+            .find(|l| l.contains(" run mpi-smoke "))
+            .unwrap_or_else(|| panic!("no run line in {script}"));
+        let exe = line.split(' ').next().unwrap();
+        let script = script.replace(exe, recorder.to_str().unwrap());
+        std::fs::create_dir_all(out.join("chunks")).unwrap();
+        let o = Command::new("bash")
+            .arg("-c")
+            .arg(script.trim_start_matches("#!/bin/bash\n"))
+            .env("SLURM_JOB_ID", "7")
+            .env("SLURM_ARRAY_JOB_ID", "6")
+            .env("SLURM_ARRAY_TASK_ID", "1")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    assert!(!pwned.exists(), "a value in the script ran");
+    let args = std::fs::read_to_string(&said).unwrap();
+    let args: Vec<&str> = args.lines().collect();
+    assert!(args.contains(&set.as_str()), "{args:?}");
+    assert!(args.contains(&out.to_str().unwrap()), "{args:?}");
+    assert!(
+        args.contains(&format!("{}/chunks/1", out.display()).as_str()),
+        "{args:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `repro submit --dry-run` prints the batch script a cluster user would
 /// submit: the tasks and the time come from the plan, tuning runs
 /// included (the most workers of a run; twice the manifest's estimate

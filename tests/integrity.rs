@@ -660,3 +660,243 @@ fn a_missing_runs_csv_never_lets_runs_parquet_be_overwritten() {
     assert_eq!(std::fs::read(out.join("runs.parquet")).unwrap(), before);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `%XX` decoded: the corpus writes a newline as `%0A`.
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(v);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// runs.csv as its header and records.
+fn read_records(path: &std::path::Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(path)
+        .unwrap();
+    let mut rows: Vec<Vec<String>> = r
+        .records()
+        .map(|x| x.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    let header = rows.remove(0);
+    (header, rows)
+}
+
+fn write_records(path: &std::path::Path, header: &[String], rows: &[Vec<String>]) {
+    let mut w = csv::Writer::from_path(path).unwrap();
+    w.write_record(header).unwrap();
+    for r in rows {
+        w.write_record(r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// Applies one corpus mutation to the copy `dir`.
+fn mutate(dir: &std::path::Path, mutation: &str) {
+    let parts: Vec<String> = mutation.splitn(4, ':').map(percent_decoded).collect();
+    let runs = dir.join("runs.csv");
+    let (mut header, mut rows) = read_records(&runs);
+    let col = |header: &[String], name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| panic!("no column {name}"))
+    };
+    let row = |k: &str| k.parse::<usize>().unwrap() - 1;
+    match parts[0].as_str() {
+        "none" => return,
+        "header-only" => rows.clear(),
+        "scale-col" => {
+            let (j, f) = (col(&header, &parts[1]), parts[2].parse::<f64>().unwrap());
+            for r in &mut rows {
+                r[j] = format!("{:e}", r[j].parse::<f64>().unwrap() * f);
+            }
+        }
+        "set-col" => {
+            let j = col(&header, &parts[1]);
+            for r in &mut rows {
+                r[j] = parts[2].clone();
+            }
+        }
+        "set-cell" => {
+            let j = col(&header, &parts[1]);
+            rows[row(&parts[2])][j] = parts[3].clone();
+        }
+        "drop-col" => {
+            let j = col(&header, &parts[1]);
+            header.remove(j);
+            for r in &mut rows {
+                r.remove(j);
+            }
+        }
+        "dup-row" => rows.push(rows[row(&parts[1])].clone()),
+        "dup-row-changed" => {
+            let mut r = rows[row(&parts[1])].clone();
+            let j = col(&header, &parts[2]);
+            r[j] = parts[3].clone();
+            rows.push(r);
+        }
+        "keep-where" => {
+            let j = col(&header, &parts[1]);
+            rows.retain(|r| r[j] == parts[2]);
+        }
+        "prov" => {
+            let p = dir.join("provenance.json");
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            let rest = mutation.split_once(':').unwrap().1;
+            let (field, json) = rest.split_once(':').unwrap();
+            v[field] = serde_json::from_str(json).unwrap();
+            std::fs::write(&p, v.to_string()).unwrap();
+            return;
+        }
+        "prov-raw" => {
+            let text = mutation.split_once(':').unwrap().1;
+            std::fs::write(dir.join("provenance.json"), text).unwrap();
+            return;
+        }
+        "link" => {
+            let at = dir.join(&parts[1]);
+            let _ = std::fs::remove_file(&at);
+            std::os::unix::fs::symlink(&parts[2], &at).unwrap();
+            return;
+        }
+        "fifo" => {
+            let at = dir.join(&parts[1]);
+            std::fs::remove_file(&at).unwrap();
+            assert!(Command::new("mkfifo").arg(&at).status().unwrap().success());
+            return;
+        }
+        "sparse" => {
+            let f = std::fs::File::create(dir.join(&parts[1])).unwrap();
+            f.set_len(parts[2].parse().unwrap()).unwrap();
+            return;
+        }
+        "lock" => {
+            // held by this test process, alive while the command runs
+            let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+            let after = &stat[stat.rfind(')').unwrap() + 1..];
+            let started = after.split_whitespace().nth(19).unwrap();
+            let lock = format!("{}\nrepro run quickstart\n{started}\n", std::process::id());
+            std::fs::write(dir.join(".lock"), lock).unwrap();
+            return;
+        }
+        other => panic!("unknown mutation {other}"),
+    }
+    write_records(&runs, &header, &rows);
+}
+
+/// The review's tries of hostile records and flags (tests/hostile-records.txt):
+/// each a copy of the quickstart record changed one way, then one
+/// command. Each is answered by what it holds: the exit code and the
+/// message the corpus names, never a panic, a hang, a device replaced
+/// or a file's content printed.
+#[test]
+fn hostile_records_are_answered_by_what_they_hold() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let record = here.join("results/quickstart");
+    let corpus = std::fs::read_to_string(here.join("tests/hostile-records.txt")).unwrap();
+    let (mut tried, mut failures) = (0, Vec::new());
+    for line in corpus
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
+        let line = line.trim_end();
+        let line = line.strip_suffix(" |").unwrap_or(line);
+        let f: Vec<&str> = line.split(" | ").map(str::trim).collect();
+        assert!(f.len() >= 5, "a try has 5 or 6 fields: {line}");
+        let (name, mutation, command, exit, expect) = (f[0], f[1], f[2], f[3], f[4]);
+        let copy = temp_out(&format!("hostile-{name}"));
+        std::fs::create_dir_all(&copy).unwrap();
+        for e in std::fs::read_dir(&record).unwrap().flatten() {
+            if e.path().is_file() {
+                std::fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+            }
+        }
+        mutate(&copy, mutation);
+        let args: Vec<String> = command
+            .split_whitespace()
+            .map(|w| {
+                percent_decoded(
+                    &w.replace("COPY", copy.to_str().unwrap())
+                        .replace("RECORD", record.to_str().unwrap()),
+                )
+            })
+            .collect();
+        let mut child = common::repro_cmd(&args.iter().map(String::as_str).collect::<Vec<_>>())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // a hang is a failure, not a stuck test
+        let started = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > std::time::Duration::from_secs(120) {
+                let _ = child.kill();
+                panic!("{name}: still running after 120 s");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let code = o.status.code().map_or("signal".into(), |c| c.to_string());
+        let mut wrong = Vec::new();
+        if code != exit {
+            wrong.push(format!("exit {code}, not {exit}"));
+        }
+        if said.contains("panicked") {
+            wrong.push("a panic".into());
+        }
+        if !said.contains(expect) {
+            wrong.push(format!("no `{expect}`"));
+        }
+        if let Some(never) = f.get(5).filter(|n| !n.is_empty())
+            && said.contains(never)
+        {
+            wrong.push(format!("`{never}` said"));
+        }
+        if said.contains('\u{1b}') || said.contains('\u{0}') {
+            wrong.push("a control character reached the terminal".into());
+        }
+        if !wrong.is_empty() {
+            let tail: String = said
+                .chars()
+                .rev()
+                .take(1500)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            failures.push(format!("{name}: {}\n{tail}", wrong.join("; ")));
+        }
+        let _ = std::fs::remove_dir_all(&copy);
+        tried += 1;
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(tried >= 40, "only {tried} tries");
+    // /dev/full is still the device it was
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(
+        std::fs::metadata("/dev/full")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+}

@@ -283,7 +283,9 @@ impl Destination {
     /// where another run started in the same second.
     fn claim(self, m: &manifest::Manifest, scale: &str) -> Result<Self> {
         match self {
-            Self::Fresh(_) => Ok(Self::Run(crate::spec::project::claim_run_dir(&m.name, scale)?)),
+            Self::Fresh(_) => Ok(Self::Run(crate::spec::project::claim_run_dir(
+                &m.name, scale,
+            )?)),
             other => Ok(other),
         }
     }

@@ -213,8 +213,7 @@ fn slurm_time_arg(t: &str) -> Result<String> {
 fn partition_arg(p: &str) -> Result<()> {
     let name = |n: &str| {
         !n.is_empty()
-            && n
-                .chars()
+            && n.chars()
                 .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
     };
     if !p.split(',').all(name) {

@@ -1407,6 +1407,25 @@ mod tests {
         assert!(build_table("T", "S", &bad, &frame, None).is_err());
     }
 
+    /// Finite values whose sum overflows have their mean and sd (ten of
+    /// 1e308: 1e308, not ∞); a `|` in a value cannot open a cell.
+    #[test]
+    fn huge_values_keep_their_mean_and_cells_stay_cells() {
+        let rows: Vec<_> = (0..10)
+            .map(|i| row("a|b", &i.to_string(), "1e308", "completed"))
+            .collect();
+        let t = build_table(
+            "T",
+            "S",
+            &by_algorithm(Vec::new()),
+            &RunsFrame::new(&rows).unwrap(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(t.rows[0][1], format!("{} ± 0 (n=10)", number(1e308)));
+        assert!(t.markdown().contains("| a\\|b | "), "{}", t.markdown());
+    }
+
     #[test]
     fn an_extra_column_relative_to_a_reference_row() {
         let mut rows = vec![

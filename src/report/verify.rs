@@ -81,9 +81,20 @@ pub(crate) struct ClaimCheck {
 }
 
 impl ClaimCheck {
-    /// Both sides tested it and their verdicts differ.
+    /// Both sides tested it and their verdicts differ. A claim the rerun
+    /// could not test (too few runs) has not flipped: it is untested.
     pub(crate) fn flipped(&self) -> bool {
-        matches!((self.yours, self.record), (Some(a), Some(b)) if a != b)
+        matches!((self.yours, self.record), (Some(a), Some(b)) if a != b) && !self.untested()
+    }
+
+    /// The record tested it and the rerun did not (not run, or not
+    /// testable on its runs).
+    pub(crate) fn untested(&self) -> bool {
+        match (self.yours, self.record) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(y), Some(r)) => y == Outcome::NotTestable && r != Outcome::NotTestable,
+        }
     }
 }
 
@@ -295,9 +306,6 @@ impl Check {
 
     /// What the evidence says: [`Answer`].
     pub(crate) fn answer(&self) -> Answer {
-        if self.count(Word::Differs) > 0 || self.verdicts().1 > 0 {
-            return Answer::Differs;
-        }
         let recorded = self.cells.iter().filter(|c| c.record.is_some()).count();
         let compared = self
             .cells
@@ -305,12 +313,13 @@ impl Check {
             .filter(|c| c.record.is_some() && c.yours.is_some())
             .count();
         if compared == 0 {
+            // no cell to stand on: a claim's verdict on no runs says nothing
             return Answer::NotRun;
         }
-        let claims_tested = self
-            .claims
-            .iter()
-            .all(|c| c.record.is_none() || c.yours.is_some());
+        if self.count(Word::Differs) > 0 || self.verdicts().1 > 0 {
+            return Answer::Differs;
+        }
+        let claims_tested = !self.claims.iter().any(ClaimCheck::untested);
         if self.count(Word::Reproduced) == recorded && claims_tested {
             Answer::Reproduces
         } else {
@@ -372,6 +381,7 @@ impl Check {
                 let what = match (c.yours, c.record) {
                     (None, _) => "not run",
                     (_, None) => "not recorded",
+                    _ if c.untested() => "not tested",
                     _ if c.flipped() => "**flipped**",
                     _ => "same",
                 };
@@ -447,12 +457,7 @@ pub(crate) fn summary(checks: &[Check]) -> String {
     );
     let not_run = sum(&|c| c.count(Word::NotRun));
     let too_few = sum(&|c| c.count(Word::TooFew));
-    let untested = sum(&|c| {
-        c.claims
-            .iter()
-            .filter(|x| x.record.is_some() && x.yours.is_none())
-            .count()
-    });
+    let untested = sum(&|c| c.claims.iter().filter(|x| x.untested()).count());
     let mut s = format!(
         "{}: {} of {verdicts} verdicts the same, {same} of {cells} cells equivalent, \
          {unsure} inconclusive, {differ} differ",

@@ -1420,6 +1420,21 @@ mod tests {
         write("a", "extends: b\nname: a\n");
         let b = write("b", "extends: a\nname: b\n");
         assert!(message(&b).contains("b -> a -> b"), "{}", message(&b));
+        // a link beside it, and a file that is not a mapping, are named
+        std::os::unix::fs::symlink(dir.join("base.yaml"), dir.join("linked.yaml")).unwrap();
+        let via = write("via", "extends: linked\nname: via\n");
+        assert!(
+            message(&via).contains("is a symbolic link"),
+            "{}",
+            message(&via)
+        );
+        write("blank", "");
+        let on_blank = write("onblank", "extends: blank\nname: onblank\n");
+        assert!(
+            message(&on_blank).contains("is empty or not a mapping of keys"),
+            "{}",
+            message(&on_blank)
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -162,6 +162,20 @@ mod tests {
         assert!(none.ends_with("runs/smoke/smoke/latest"), "{none:?}");
     }
 
+    /// Two runs started in the same second each claim a directory of
+    /// their own: mkdir decides, not a look first.
+    #[test]
+    fn two_runs_in_one_second_claim_two_directories() {
+        let name = format!("unit-claim-{}", std::process::id());
+        let (a, b) = (
+            claim_run_dir(&name, "smoke").unwrap(),
+            claim_run_dir(&name, "smoke").unwrap(),
+        );
+        assert_ne!(a, b);
+        assert!(a.is_dir() && b.is_dir());
+        let _ = std::fs::remove_dir_all(runs_dir(&name, "smoke").parent().unwrap());
+    }
+
     #[test]
     fn new_run_directories_never_reuse_a_name_and_latest_follows() {
         let base = std::env::temp_dir().join(format!("repro-project-{}", std::process::id()));
