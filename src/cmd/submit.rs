@@ -537,8 +537,13 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     if let Some(dir) = &args.resume {
         return resubmit(dir, args.dry_run);
     }
-    let sub = plan_submission(args)?;
+    let mut sub = plan_submission(args)?;
     check_script_values(args, &sub.out)?;
+    if args.out.is_none() && !args.dry_run {
+        // made with mkdir: two submissions in one second get two
+        let dir = crate::spec::project::claim_run_dir(&sub.m.name, &sub.scale)?;
+        sub.out = std::fs::canonicalize(&dir).unwrap_or(dir);
+    }
     let script = |res: &Resources, chunks: Option<usize>| {
         Script {
             args,
