@@ -10,7 +10,9 @@
 # `repro` is linked into a directory on the PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/setup.sh
+# what running needs, no more: the tests' tools (nextest, Chromium, Slurm,
+# the exporters' readers) come with `bash ci/test.sh`
+REPRO_SETUP="${REPRO_SETUP:-run}" bash ci/setup.sh
 setup_s=$SECONDS
 # shellcheck disable=SC1091
 source "${REPRO_HOME:-$HOME/.cache/repro}/env.sh"

@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# Idempotent setup of everything `repro` needs on a fresh Debian machine.
+# Idempotent setup of everything `repro` needs on a fresh Debian machine,
+# in two parts: what running experiments needs (ci/main.sh asks for this
+# part alone, REPRO_SETUP=run), and what only the tests need (ci/test.sh
+# asks for both, the default). Each part installs only what is missing and
+# says what it installs and why.
 #
-#   bash ci/setup.sh                       # system packages, torch venv, env file
+#   bash ci/setup.sh                       # both parts: what ci/test.sh needs
+#   REPRO_SETUP=run bash ci/setup.sh       # running only: what ci/main.sh needs
 #   REPRO_TORCH=2.11.0 bash ci/setup.sh    # the same, for libtorch 2.11
 #
 # What it does (each step is skipped when already done):
-#   1. apt packages: OpenMPI (mpi crate), libclang (bindgen), iproute2 + ethtool
-#      (network shaping), iptables (a test puts a firewall in a namespace),
-#      the Fashion-MNIST dataset package, python3-venv, and Chromium with a
-#      font (a test renders the report pages headless; env.sh names it in
-#      REPRO_BROWSER).
+#   1. apt packages. For running: OpenMPI (mpi crate), libclang (bindgen),
+#      pkg-config, iproute2 + ethtool + procps (network shaping), the
+#      Fashion-MNIST dataset package, python3-venv. For the tests only:
+#      iptables (a test puts a firewall in a namespace), strace, Chromium
+#      with a font (a test renders the report pages headless; env.sh names
+#      it in REPRO_BROWSER), Slurm's daemons and munge (a test runs a job
+#      under a real slurmctld).
 #   2. a Python virtualenv with torch==$REPRO_TORCH from PyPI; `tch` builds
 #      against it (LIBTORCH_USE_PYTORCH=1), and ci/torch_codec_bench.py uses it.
 #      With REPRO_LIBTORCH, no torch is installed: the build uses that one.
-#      Also pyarrow and pandas: a test reads our Parquet files back with them;
-#      mlflow-skinny and tensorboard: a test opens our exports with their
-#      own readers; matplotlib: a test runs the figure.py beside a figure.
+#      For the tests only: pyarrow and pandas (a test reads our Parquet
+#      files back with them); mlflow-skinny and tensorboard (a test opens
+#      our exports with their own readers); matplotlib (a test runs the
+#      figure.py beside a figure; repro draws its figures without Python).
 #   3. Cargo.lock pins the `tch` release of $REPRO_TORCH (a local change when
 #      it is not the default's: `git diff Cargo.lock` shows it).
-#   4. rustfmt + clippy components, and cargo-nextest (the test runner of
-#      ci/test.sh), built once from crates.io into ~/.cargo/bin (about 4
-#      minutes the first time).
+#   4. for the tests only: rustfmt + clippy components, and cargo-nextest
+#      (the test runner of ci/test.sh), built once from crates.io into
+#      ~/.cargo/bin (about 4 minutes the first time).
 #   5. writes $REPRO_HOME/env.sh, which the other scripts source:
 #      LIBTORCH_USE_PYTORCH or LIBTORCH, LD_LIBRARY_PATH (torch's lib/), PATH
 #      (the venv), REPRO_TORCH, CARGO_TARGET_DIR (a cache that survives
@@ -35,6 +43,9 @@
 #                   or an unzipped libtorch; its version is REPRO_TORCH's default
 #   REPRO_HOME      default ~/.cache/repro
 #   REPRO_SKIP_APT=1  no apt-get
+#   REPRO_SETUP=full  both parts (the default): what ci/test.sh needs
+#   REPRO_SETUP=run   what running needs: steps 1 to 5 without their test
+#                   parts (ci/main.sh)
 #   REPRO_SETUP=minimal  only what a build needs (steps 3 and 5, and step 2's
 #                   torch when REPRO_LIBTORCH is not given): the throwaway
 #                   environments of ci/torch-check.sh and ci/gpu-check.sh
@@ -48,10 +59,13 @@ TENSORBOARD_VERSION=2.21.0
 MATPLOTLIB_VERSION=3.11.2
 NEXTEST_VERSION=0.9.151
 MINIMAL=0
+# TESTS=1: the second part, what only the tests need
+TESTS=1
 case "${REPRO_SETUP:-full}" in
   full) ;;
-  minimal) MINIMAL=1 ;;
-  *) printf '[setup] REPRO_SETUP=%s: use full (the default) or minimal\n' "$REPRO_SETUP" >&2; exit 2 ;;
+  run) TESTS=0 ;;
+  minimal) MINIMAL=1 TESTS=0 ;;
+  *) printf '[setup] REPRO_SETUP=%s: use full (the default), run or minimal\n' "$REPRO_SETUP" >&2; exit 2 ;;
 esac
 REPRO_HOME="${REPRO_HOME:-$HOME/.cache/repro}"
 VENV="$REPRO_HOME/venv"
@@ -92,14 +106,21 @@ TCH_VERSION=$(awk -v t="$REPRO_TORCH" '!/^#/ && $1 == t { print $2 }' "$VERSIONS
   fail "REPRO_TORCH=$REPRO_TORCH is not a libtorch the trainer builds against; use one of: $known ($VERSIONS)"
 
 # --- 1. system packages -------------------------------------------------------
+# running: MPI, bindgen's libclang, shaping's tools, the data, the venv
 APT_PACKAGES=(
   libopenmpi-dev openmpi-bin libclang-dev pkg-config
-  iproute2 ethtool procps iptables strace
+  iproute2 ethtool procps
   dataset-fashion-mnist
   python3-venv
+)
+# the tests only: a firewall in a namespace, strace, the report pages in
+# a headless browser, a real Slurm
+APT_TEST_PACKAGES=(
+  iptables strace
   chromium fonts-dejavu-core
   slurmctld slurmd slurm-client munge
 )
+((TESTS)) && APT_PACKAGES+=("${APT_TEST_PACKAGES[@]}")
 if [[ "${REPRO_SKIP_APT:-0}" != 1 ]]; then
   missing=()
   for p in "${APT_PACKAGES[@]}"; do
@@ -136,13 +157,13 @@ else
   fi
   TORCH_LIB=$("$VENV/bin/python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 fi
-if ((MINIMAL)); then
-  log "minimal set-up: no pyarrow, pandas, mlflow, tensorboard or matplotlib"
+if ((TESTS == 0)); then
+  log "no pyarrow, pandas, mlflow, tensorboard or matplotlib: only the tests read with them (bash ci/setup.sh installs them)"
 elif ! "$VENV/bin/python" -c "import pyarrow, pandas; assert pyarrow.__version__ == '$PYARROW_VERSION'" 2>/dev/null; then
   log "installing pyarrow==$PYARROW_VERSION and pandas==$PANDAS_VERSION into $VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check "pyarrow==$PYARROW_VERSION" "pandas==$PANDAS_VERSION"
 fi
-if ((MINIMAL)); then
+if ((TESTS == 0)); then
   :
 elif ! "$VENV/bin/python" -c "import mlflow, tensorboard, matplotlib; assert mlflow.__version__ == '$MLFLOW_VERSION' and tensorboard.__version__ == '$TENSORBOARD_VERSION' and matplotlib.__version__ == '$MATPLOTLIB_VERSION'" 2>/dev/null; then
   log "installing mlflow-skinny==$MLFLOW_VERSION, tensorboard==$TENSORBOARD_VERSION and matplotlib==$MATPLOTLIB_VERSION into $VENV"
@@ -159,13 +180,13 @@ else
 fi
 
 # --- 4. rust components -------------------------------------------------------
-if ((MINIMAL)); then
+if ((TESTS == 0)); then
   :
 elif command -v rustup >/dev/null 2>&1; then
   rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
   rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 fi
-if ((MINIMAL == 0)); then
+if ((TESTS)); then
   have_nextest=$(cargo nextest --version 2>/dev/null | sed -n 's/^cargo-nextest \([^ ]*\).*/\1/p' || true)
   if [[ "$have_nextest" != "$NEXTEST_VERSION" ]]; then
     log "building cargo-nextest $NEXTEST_VERSION from crates.io (about 4 minutes, once)"
