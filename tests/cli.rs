@@ -1548,7 +1548,35 @@ fn status_marks_runs_of_another_commit_or_manifest_stale() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let said = status(&[]);
-    assert!(said.contains("14 current, 0 stale, 0 missing"), "{said}");
+    assert!(
+        said.contains("14 current, 0 stale, 0 missing; current"),
+        "{said}"
+    );
+    // runs judged by other judging code (a change to health, claims or
+    // tables only): current, re-judged by `repro table` without a rerun,
+    // and provenance.json names both builds
+    let prov = out.join("provenance.json");
+    let mut p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
+    assert_eq!(p["build"]["judge"], repro_build::BUILD.judge);
+    p["build"]["judge"] = "0123456789abcdef".into();
+    std::fs::write(&prov, p.to_string()).unwrap();
+    let said = status(&[]);
+    assert!(
+        said.contains("14 current, 0 stale, 0 missing; current runs, judged by other judging code (0123456789abcdef): `repro table smoke` re-judges them, no rerun"),
+        "{said}"
+    );
+    let o = repro(&["table", "smoke", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = status(&[]);
+    assert!(
+        said.contains("14 current, 0 stale, 0 missing; re-judged, current"),
+        "{said}"
+    );
+    let p: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
+    assert_eq!(p["build"]["judge"], "0123456789abcdef");
+    assert_eq!(p["judged_by"]["judge"], repro_build::BUILD.judge);
     // three runs from an older commit, one row gone
     let csv = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let mut lines: Vec<String> = csv.lines().map(str::to_string).collect();
@@ -1558,7 +1586,12 @@ fn status_marks_runs_of_another_commit_or_manifest_stale() {
     let gone = lines.remove(4);
     std::fs::write(out.join("runs.csv"), lines.join("\n") + "\n").unwrap();
     let said = status(&[]);
-    assert!(said.contains("10 current, 3 stale, 1 missing"), "{said}");
+    assert!(
+        said.contains(
+            "10 current, 3 stale, 1 missing; 4 runs to rerun (`repro run smoke --resume` runs them)"
+        ),
+        "{said}"
+    );
     assert_eq!(
         said.matches("stale: built from 0123456789ab").count(),
         3,

@@ -1,6 +1,7 @@
 //! `repro status`: every planned run of an experiment as current, stale or
 //! missing (`records::freshness` says which), or each experiment's counts.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
@@ -8,7 +9,7 @@ use clap::Args;
 
 use crate::records::freshness::{self, Freshness};
 use crate::records::results::{self, RunRecord};
-use crate::records::results_dir::ResultsDir;
+use crate::records::results_dir::{Provenance, ResultsDir};
 use crate::report::recorded::PlanChoice;
 use crate::spec::manifest::{self, Backend};
 use crate::spec::plan::{self, PlannedRun};
@@ -149,6 +150,39 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
     })
 }
 
+/// What a record needs, from its runs' states and who judged them: a
+/// rerun (stale or missing runs, by the code that computes a run or the
+/// manifest), a re-judging only (current runs judged by other judging
+/// code), or nothing ("current"; "re-judged, current" where `repro table`
+/// re-judged them with this build's judging code after they ran).
+pub(crate) fn needs(c: &BTreeMap<&str, usize>, p: Option<&Provenance>, name: &str) -> String {
+    let rerun = c["stale"] + c["missing"];
+    if rerun > 0 {
+        return format!("{rerun} runs to rerun (`repro run {name} --resume` runs them)");
+    }
+    let here = repro_build::BUILD.judge;
+    let Some(p) = p else {
+        return "current".into();
+    };
+    let judged = p.judged_by.as_ref().unwrap_or(&p.build);
+    if judged.judge != here || here == "unknown" {
+        return format!(
+            "current runs, judged by other judging code ({}): `repro table {name}` re-judges them, \
+             no rerun",
+            if judged.judge.is_empty() {
+                "unrecorded"
+            } else {
+                &judged.judge
+            }
+        );
+    }
+    if p.build.judge != here {
+        "re-judged, current".into()
+    } else {
+        "current".into()
+    }
+}
+
 /// `repro status EXPERIMENT`: each planned run's state.
 fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<()> {
     let path = manifest::locate(name)?;
@@ -182,6 +216,7 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             "scale": scale,
             "runs": runs,
             "counts": c,
+            "needs": needs(&c, ResultsDir::new(&out).provenance_or_none().as_ref(), &m.name),
             "recorded_not_planned": extra,
             "job": job.as_ref().map(|j| serde_json::json!({
                 "id": j.id,
@@ -202,7 +237,7 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
         println!("  {}  {:<40}  {f}", r.id, plan::describe(r));
     }
     println!(
-        "{} at scale `{scale}`: {} current, {} stale, {} missing{}",
+        "{} at scale `{scale}`: {} current, {} stale, {} missing{}; {}",
         m.name,
         c["current"],
         c["stale"],
@@ -211,7 +246,12 @@ fn status_of(name: &str, args: &StatusArgs, build: serde_json::Value) -> Result<
             format!("; {extra} recorded runs are not in this plan")
         } else {
             String::new()
-        }
+        },
+        needs(
+            &c,
+            ResultsDir::new(&out).provenance_or_none().as_ref(),
+            &m.name
+        )
     );
     print_jobs(&out, array.as_ref(), job.as_ref());
     Ok(())
@@ -259,19 +299,26 @@ fn status_of_all(args: &StatusArgs, build: serde_json::Value) -> Result<()> {
                 manifest: m,
                 scale,
                 states,
+                out,
                 ..
             }) => {
                 let words: Vec<Freshness> = states.into_iter().map(|(_, f)| f).collect();
                 let c = freshness::counts(&words);
+                let needs = needs(
+                    &c,
+                    ResultsDir::new(&out).provenance_or_none().as_ref(),
+                    &m.name,
+                );
                 if args.json {
                     experiments.push(serde_json::json!({
                         "experiment": m.name,
                         "scale": scale,
                         "counts": c,
+                        "needs": needs,
                     }));
                 } else {
                     println!(
-                        "{:<24} {:<6} {:>4} current {:>4} stale {:>4} missing",
+                        "{:<24} {:<6} {:>4} current {:>4} stale {:>4} missing  {needs}",
                         m.name, scale, c["current"], c["stale"], c["missing"]
                     );
                 }

@@ -48,6 +48,8 @@ pub(crate) fn table(args: &TableArgs) -> Result<()> {
     let tuning = rejudge(&r)?;
     let table = write_table(&r.manifest, &r.out, &RunsFrame::new(&r.rows)?)?;
     let claims = write_claims(&r.manifest, &r.out, &r.rows, tuning.as_ref())?;
+    // provenance.json names the build that judged, beside the one that ran
+    crate::records::results_dir::ResultsDir::new(&r.out).record_judged()?;
     crate::util::sudo::give(&r.out);
     print!(
         "{}",

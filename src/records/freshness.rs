@@ -185,6 +185,7 @@ pub(crate) fn write_provenance(
         command: now.command.clone(),
         overrides: overrides.to_vec(),
         build: BuildStamp::this(),
+        judged_by: None,
         host: repro_runlog::host_name(),
         launcher: launcher.to_string(),
         written_unix_s: written,

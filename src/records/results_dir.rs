@@ -192,6 +192,22 @@ impl ResultsDir {
         )
     }
 
+    /// Records that `repro table` re-judged its runs with this build's
+    /// judging code: provenance.json's `judged_by`, unless this build
+    /// already judged them.
+    pub(crate) fn record_judged(&self) -> Result<()> {
+        let Some(mut p) = self.provenance()? else {
+            return Ok(());
+        };
+        let this = BuildStamp::this();
+        let judged = p.judged_by.as_ref().unwrap_or(&p.build);
+        if judged.judge == this.judge && judged.git_commit == this.git_commit {
+            return Ok(());
+        }
+        p.judged_by = Some(this);
+        self.write_provenance(&p)
+    }
+
     /// The scale its provenance.json records, if any.
     pub(crate) fn recorded_scale(&self) -> Option<String> {
         self.provenance_or_none()
@@ -220,7 +236,11 @@ pub(crate) struct Provenance {
     /// The manifest keys the command line overrode (`--set`), so that a
     /// reader plans the same runs.
     pub overrides: Vec<String>,
+    /// The build that ran them (`repro run`).
     pub build: BuildStamp,
+    /// The build that last judged and rendered them, where `repro table`
+    /// re-judged them after the run (None: `build` did).
+    pub judged_by: Option<BuildStamp>,
     pub host: String,
     /// How the ranks started: `mpirun`, `srun --mpi=pmix in Slurm job 7`,
     /// ... (`none` for the simulator; empty before it was recorded).
@@ -342,6 +362,10 @@ pub(crate) struct BuildStamp {
     /// None where git was not there to say.
     pub git_dirty: Option<bool>,
     pub source: String,
+    /// The judge id: which judging code (health, tuning scores, claims,
+    /// tables, figures) it carried (`repro_build::Build::judge`; empty
+    /// before it was recorded).
+    pub judge: String,
     pub rustc: String,
     pub version: String,
 }
@@ -354,6 +378,7 @@ impl BuildStamp {
             git_commit: b.commit.to_string(),
             git_dirty: b.dirty,
             source: b.source.to_string(),
+            judge: b.judge.to_string(),
             rustc: b.rustc.to_string(),
             version: b.version.to_string(),
         }
@@ -388,6 +413,7 @@ mod tests {
             command: "repro run theorem1".into(),
             overrides: vec!["grid.seed=[0]".into()],
             build: BuildStamp::this(),
+            judged_by: None,
             host: "vm".into(),
             launcher: "in-process (threads, no MPI)".into(),
             written_unix_s: 1_795_799_542,

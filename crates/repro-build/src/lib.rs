@@ -5,17 +5,25 @@
 //! trainer both depend on this crate, so both say what built them; nothing
 //! else does, so an edit rebuilds only them.
 
+mod ids;
+pub use ids::{CODE, JUDGING, code_id, git, judging, pathspecs, text, with_changes};
+
 /// The build of this binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Build {
     /// `git rev-parse HEAD`, or `unknown` outside a git checkout.
     pub commit: &'static str,
     /// Git's object id of `commit`'s recursive listing of the code less
-    /// [`PRESENTATION`] (`git ls-tree -r HEAD src crates Cargo.toml
+    /// [`JUDGING`] (`git ls-tree -r HEAD src crates Cargo.toml
     /// Cargo.lock`, those paths' lines dropped, `| git hash-object
     /// --stdin`), `unknown` without git. Commits that change only results,
-    /// docs, manifests, tests or presentation keep it.
+    /// docs, manifests, tests or judging code keep it.
     pub code: &'static str,
+    /// The same of the [`JUDGING`] paths alone, with `+dirty.<hash>` where
+    /// they differ from `commit`: which code judged and rendered a
+    /// record's runs. A change to it re-judges records and never makes a
+    /// run stale.
+    pub judge: &'static str,
     /// Whether the code differed from `commit` (`None`: unknown).
     pub dirty: Option<bool>,
     /// The exact source: `code` when clean, `code+dirty.<hash of the
@@ -41,15 +49,11 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
-/// The driver's modules that only read recorded runs and render them
-/// (tables, figures, claims, the report), comma-separated: left out of the
-/// code id, so redrawing a figure with fixed code keeps its runs current.
-pub const PRESENTATION: &str = env!("REPRO_BUILD_PRESENTATION");
-
 /// This binary's build.
 pub const BUILD: Build = Build {
     commit: env!("REPRO_BUILD_COMMIT"),
     code: env!("REPRO_BUILD_CODE"),
+    judge: env!("REPRO_BUILD_JUDGE"),
     dirty: match env!("REPRO_BUILD_DIRTY").as_bytes() {
         b"true" => Some(true),
         b"false" => Some(false),
@@ -141,28 +145,122 @@ mod tests {
             ],
             b"",
         );
-        let shown: Vec<&str> = PRESENTATION.split(',').collect();
-        assert!(shown.contains(&"src/report/plot.rs") && shown.contains(&"src/report/table.rs"));
-        let is_shown = |path: &str| {
-            shown
-                .iter()
-                .any(|p| path == *p || path.starts_with(&format!("{p}/")))
-        };
-        let mut kept = String::new();
-        let mut dropped = 0;
+        let (mut kept, mut judged) = (String::new(), String::new());
         for line in String::from_utf8(listing).unwrap().lines() {
             let path = line.rsplit('\t').next().unwrap();
-            if is_shown(path) {
-                dropped += 1;
+            let into = if judging(path) {
+                &mut judged
             } else {
-                kept.push_str(line);
-                kept.push('\n');
-            }
+                &mut kept
+            };
+            into.push_str(line);
+            into.push('\n');
         }
-        assert!(dropped >= 5, "the presentation modules are in the tree");
+        assert!(
+            judged.contains("\tsrc/report/claims.rs\n")
+                && judged.contains("\tsrc/records/health.rs\n")
+        );
         assert!(kept.contains("\tsrc/cmd/run.rs\n") && kept.contains("\tCargo.lock\n"));
         assert!(kept.contains("\tcrates/repro-codec/src/moniqua.rs\n"));
         let id = git(&["hash-object", "--stdin"], kept.as_bytes());
         assert_eq!(String::from_utf8(id).unwrap().trim(), b.code);
+        let id = git(&["hash-object", "--stdin"], judged.as_bytes());
+        let id = String::from_utf8(id).unwrap();
+        assert!(b.judge.starts_with(id.trim()), "{} is not {id}", b.judge);
+    }
+
+    /// In a repository of its own: a commit that changes only a judging
+    /// module keeps the code id (the records' runs stay current) and
+    /// changes the judge id (they are re-judged); one that changes an
+    /// algorithm changes the code id (its runs are stale) and keeps the
+    /// judge id. An uncommitted change marks the id it falls under.
+    #[test]
+    fn a_judging_change_keeps_the_code_id_and_an_algorithm_change_does_not() {
+        let root = std::env::temp_dir().join(format!("repro-build-ids-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |path: &str, text: &str| {
+            let p = root.join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        let commit = || {
+            let ok = |args: &[&str]| {
+                let o = std::process::Command::new("git")
+                    .args(["-c", "user.name=t", "-c", "user.email=t@t", "-C"])
+                    .arg(&root)
+                    .args(args)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "git {args:?}");
+            };
+            ok(&["add", "-A"]);
+            ok(&["commit", "-q", "-m", "x"]);
+        };
+        write("src/records/health.rs", "// health\n");
+        write("src/report/claims.rs", "// claims\n");
+        write("crates/repro-algos/src/moniqua.rs", "// moniqua\n");
+        write("Cargo.toml", "[workspace]\n");
+        write("Cargo.lock", "");
+        assert!(git(&root, &["init", "-q"]).is_some());
+        commit();
+        let ids = || {
+            (
+                code_id(&root, false).unwrap(),
+                code_id(&root, true).unwrap(),
+            )
+        };
+        let (code0, judge0) = ids();
+        write("src/records/health.rs", "// health, a new rule\n");
+        let judge_dirty = with_changes(&root, judge0.clone(), &JUDGING.map(String::from));
+        assert!(
+            judge_dirty.starts_with(&format!("{judge0}+dirty.")),
+            "{judge_dirty}"
+        );
+        assert_eq!(with_changes(&root, code0.clone(), &pathspecs()), code0);
+        commit();
+        let (code1, judge1) = ids();
+        assert_eq!(code1, code0, "a judging change made the runs stale");
+        assert_ne!(judge1, judge0, "a judging change was not seen");
+        write(
+            "crates/repro-algos/src/moniqua.rs",
+            "// moniqua, another step\n",
+        );
+        commit();
+        let (code2, judge2) = ids();
+        assert_ne!(code2, code1, "an algorithm change left the runs current");
+        assert_eq!(judge2, judge1);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// What judges and renders recorded runs is judging code; what
+    /// computes a run (trainer, algorithms, codec, launch, what a run
+    /// records) is code.
+    #[test]
+    fn judging_code_is_what_only_reads_recorded_runs() {
+        for p in [
+            "src/records/health.rs",
+            "src/report/tune.rs",
+            "src/report/claims.rs",
+            "src/report/stats.rs",
+            "src/report/plot.rs",
+            "src/cmd/table.rs",
+            "src/cmd/status.rs",
+        ] {
+            assert!(judging(p), "{p}");
+        }
+        for p in [
+            "crates/repro-algos/src/moniqua.rs",
+            "crates/repro-codec/src/moniqua.rs",
+            "crates/repro-trainer/src/main.rs",
+            "src/launch/sim.rs",
+            "src/records/results.rs",
+            "src/records/metrics.rs",
+            "src/cmd/run.rs",
+            "src/spec/plan.rs",
+            "src/reporting.rs",
+            "Cargo.lock",
+        ] {
+            assert!(!judging(p), "{p}");
+        }
     }
 }
