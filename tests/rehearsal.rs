@@ -16,9 +16,9 @@ use common::{csv_rows, repro_cmd, temp_out};
 /// evaluation's and validation split's sizes. Table 2's tuning is cut to
 /// one configuration of Moniqua's on one seed, Figure 1 runs at its fastest
 /// condition, and PQASGD's 16 workers become 8 (16 ResNet110 ranks do not
-/// fit this machine). 152 s alone in a debug build on this 2-core machine
-/// (477 s with two iterations, the full validation split and Figure 1 at
-/// 1 Mbit/s).
+/// fit this machine). 346 s alone in a debug build on this 2-core machine
+/// on 2026-12-07 (152 s when it was cut to one step; 477 s then with two
+/// iterations, the full validation split and Figure 1 at 1 Mbit/s).
 #[test]
 fn paper_scales_rehearse_on_generated_cifar10() {
     let data = temp_out("cifar10-like");
