@@ -348,6 +348,19 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     let dest = Destination::of(args, &m, &scale)?;
     let backend = args.backend.unwrap_or(m.backend);
     let runs = plan::expand_within(&m, &scale, backend, cfg.limits)?;
+    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
+    for n in crate::report::subset::narrow(&mut m, &overrides, &points) {
+        crate::util::progress::note(&format!("note: {n}"));
+    }
+    let m = plan::titled(&m, &scale)?;
+    // a chunk runs a share of this experiment only; `then` is the job's
+    // that resumes the directory above the chunks
+    let then = match cfg.chunk {
+        Some(_) => Vec::new(),
+        None => plan_then(&m, &path, &scale, cfg.limits)?,
+    };
+    warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
+    // a new run directory is made once every experiment is planned
     let dest = if cfg.dry_run {
         dest
     } else {
@@ -361,18 +374,6 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
             m.name
         ));
     }
-    let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
-    for n in crate::report::subset::narrow(&mut m, &overrides, &points) {
-        crate::util::progress::note(&format!("note: {n}"));
-    }
-    let m = plan::titled(&m, &scale)?;
-    // a chunk runs a share of this experiment only; `then` is the job's
-    // that resumes the directory above the chunks
-    let then = match cfg.chunk {
-        Some(_) => Vec::new(),
-        None => plan_then(&m, &path, &scale, cfg.limits)?,
-    };
-    warn_design(std::iter::once((&m.name, &runs)).chain(then.iter().map(|(_, c, r)| (&c.name, r))));
     let ran = run_experiment(
         Job {
             cfg: &cfg,
