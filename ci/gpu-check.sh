@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The trainer on a GPU machine, prepared here and run there in one call.
 #
-#   bash ci/gpu-check.sh pack [--torch VERSION] [--dir DIR]
+#   bash ci/gpu-check.sh pack [--torch VERSION] [--dir DIR] [--profile release|dev]
 #       On a CPU machine like ours (network to crates.io and PyPI): builds
 #       `repro` and `repro-train` for libtorch VERSION (default 2.11.0, the
 #       PyTorch of the lent GPU machines), from the committed HEAD (in the
@@ -10,7 +10,9 @@
 #       gzips them, and writes a bundle with
 #       the manifest (experiments/gpu-check.yaml), the PyTorch step
 #       reference (ci/gpu_step_bench.py) and this script to DIR (default
-#       scratch/gpu-check/bundle). It refuses a bundle over 60 MiB.
+#       scratch/gpu-check/bundle). It refuses a bundle over 60 MiB. The
+#       binaries are the release build; `--profile dev` packs the debug
+#       build instead (the one the tests built; a rehearsal's).
 #   bash BUNDLE/ci/gpu-check.sh run --out OUT [--rehearse]
 #       On the GPU machine (no network needed; PyTorch and OpenMPI present):
 #       libtorch and the device found, the data generated, then D-PSGD and
@@ -23,8 +25,10 @@
 #       torch-bench.jsonl, results.tar.gz. About 4 minutes on an H100.
 #       --rehearse runs the same on a CPU, at the manifest's `smoke` scale
 #       (seconds).
-#   bash ci/gpu-check.sh rehearse [--out OUT]
-#       pack for this machine's libtorch, then run --rehearse: what CI runs.
+#   bash ci/gpu-check.sh rehearse [--out OUT] [--profile release|dev]
+#       pack for this machine's libtorch, then run --rehearse: what CI runs
+#       (with `--profile dev`: the binaries the tests built, so CI compiles
+#       no release build; the release build is what `pack` sends to a GPU).
 #
 # Exit status: 0 the check ran and every run completed; 1 a step failed
 # (check.log says which); 2 bad usage or a missing prerequisite.
@@ -35,14 +39,21 @@ fail() { printf '[gpu-check] %s\n' "$*" >&2; exit "${2:-1}"; }
 MAX_BUNDLE_MIB=60
 
 pack() {
-  local torch="2.11.0" dir="" root
+  local torch="2.11.0" dir="" root profile=release
   while (($#)); do
     case "$1" in
       --torch) torch="$2"; shift 2 ;;
       --dir) dir="$2"; shift 2 ;;
+      --profile) profile="$2"; shift 2 ;;
       *) fail "pack: unknown argument $1" 2 ;;
     esac
   done
+  local built_dir
+  case "$profile" in
+    release) built_dir=release ;;
+    dev) built_dir=debug ;;
+    *) fail "pack: --profile $profile: use release or dev" 2 ;;
+  esac
   root="$(cd "$HERE/.." && pwd)"
   dir="${dir:-$root/scratch/gpu-check/bundle}"
   local home="${REPRO_HOME:-$HOME/.cache/repro}"
@@ -60,8 +71,8 @@ pack() {
     # release build, in its own target (the next pack reuses it)
     tree="$root"
     target="$CARGO_TARGET_DIR"
-    log "building repro and repro-train in the checkout (release; 8 to 12 minutes from an empty target)"
-    (cd "$tree" && cargo build --release --locked -p repro -p repro-trainer)
+    log "building repro and repro-train in the checkout ($profile profile; release: 8 to 12 minutes from an empty target)"
+    (cd "$tree" && cargo build --profile "$profile" --locked -p repro -p repro-trainer)
   else
     [[ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ]] ||
       log "the working tree has uncommitted changes: the bundle is built from HEAD without them"
@@ -93,7 +104,7 @@ pack() {
       env "${torch_env[@]}" REPRO_HOME="$scratch/home" REPRO_SETUP=minimal bash ci/setup.sh
       # shellcheck disable=SC1091
       source "$scratch/home/env.sh"
-      CARGO_TARGET_DIR="$target" cargo build --release --locked -p repro -p repro-trainer
+      CARGO_TARGET_DIR="$target" cargo build --profile "$profile" --locked -p repro -p repro-trainer
     )
   fi
   (
@@ -101,7 +112,7 @@ pack() {
     rm -rf "$dir"
     mkdir -p "$dir/bin" "$dir/experiments" "$dir/ci" "$dir/crates/repro-runlog/src"
     for b in repro repro-train; do
-      strip -o "$dir/bin/$b" "$target/release/$b"
+      strip -o "$dir/bin/$b" "$target/$built_dir/$b"
       gzip -9 "$dir/bin/$b"
     done
     cp experiments/gpu-check.yaml "$dir/experiments/"
@@ -111,6 +122,7 @@ pack() {
     {
       echo "bundle of ci/gpu-check.sh, packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
       echo "commit $(git rev-parse HEAD)"
+      echo "profile $profile"
       echo "libtorch $torch (tch $(awk '/^name = "tch"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock))"
       echo "run it: bash ci/gpu-check.sh run --out OUT"
     } >"$dir/BUNDLE"
@@ -239,12 +251,19 @@ case "${1:-}" in
   run) shift; run_check "$@" ;;
   rehearse)
     shift
-    out="${2:-}"
-    [[ "${1:-}" == "--out" && -n "$out" ]] || out=$(mktemp -d)
+    out="" profile=release
+    while (($#)); do
+      case "$1" in
+        --out) out="$2"; shift 2 ;;
+        --profile) profile="$2"; shift 2 ;;
+        *) fail "rehearse: unknown argument $1" 2 ;;
+      esac
+    done
+    [[ -n "$out" ]] || out=$(mktemp -d)
     root="$(cd "$HERE/.." && pwd)"
     default=$(awk '!/^#/ && NF >= 2 { print $1; exit }' "$root/crates/repro-trainer/libtorch-versions")
     bundle=$(mktemp -d)
-    pack --torch "$default" --dir "$bundle/bundle"
+    pack --torch "$default" --dir "$bundle/bundle" --profile "$profile"
     # shellcheck disable=SC1091
     source "${REPRO_HOME:-$HOME/.cache/repro}/env.sh"
     rc=0

@@ -4,15 +4,16 @@
 # cargo-nextest, .config/nextest.toml; doc tests by cargo test --doc), the
 # frame fuzz target (ci/fuzz.sh: built, corpus replayed, 5 million inputs),
 # the trainer compiled against every other libtorch it supports
-# (ci/torch-check.sh), and the GPU check's bundle built and rehearsed on
-# the CPU (ci/gpu-check.sh rehearse). The committed record's own checks
-# (tests/record.rs) run apart: their verdict is said, and fails nothing.
-# While the tests run, the release build the GPU check packs, the
-# libtorch checks (compile only), the record's checks and the fuzzing (a
-# fixed number of inputs) run beside them at low priority, in that order;
-# the GPU-check rehearsal starts after the tests, once the release build
-# is done. The MPI and network tests, one at a time, leave a core idle
-# for them.
+# (ci/torch-check.sh), and the GPU check's bundle packed from the binaries
+# the tests built and rehearsed on the CPU (ci/gpu-check.sh rehearse
+# --profile dev; no release build: on two cores from an empty target it
+# was 1,230 s of the work, and the critical path). The committed record's
+# own checks (tests/record.rs) run apart: their verdict is said, and fails
+# nothing. While the tests run, the libtorch checks (compile only), the
+# record's checks and the fuzzing (a fixed number of inputs) run beside
+# them at low priority, in that order; the GPU-check rehearsal starts
+# after the tests. The MPI and network tests, one at a time, leave a core
+# idle for them.
 # Every test runs even when one fails (--no-fail-fast); the last line counts
 # passed, failed and skipped tests. Tests that need root must run here
 # (REPRO_REQUIRE_ROOT_TESTS=1 makes them fail, not skip, without root); a
@@ -69,7 +70,7 @@ trap 'rm -rf "$log" "$skipped_log" "$beside"' EXIT
 # what runs beside the tests: compiling, reading the record and fuzzing
 # the codec only (no MPI job, no network, no timing), niced so that the
 # tests keep the CPU they use; each part writes `NAME|seconds|status` to
-# $beside/steps, and $beside/release.done says the release build is done
+# $beside/steps
 beside_tests() {
   # after nextest has listed its binaries (its cargo call takes the lock
   # this job's cargo calls take) and started the tests
@@ -77,14 +78,6 @@ beside_tests() {
   until grep -qE '^ +Starting [0-9]+ tests|^error' "$log" || ((SECONDS - t > 600)); do
     sleep 1
   done
-  t=$SECONDS
-  if [[ -z "$(git status --porcelain)" ]]; then
-    # what ci/gpu-check.sh pack builds in a clean checkout: it then finds
-    # it built
-    cargo build --release --locked -p repro -p repro-trainer
-    echo "release build (beside the tests)|$((SECONDS - t))|$?" >>"$beside/steps"
-  fi
-  touch "$beside/release.done"
   local version rc
   for version in $(awk '!/^#/ && NF >= 2 { print $1 }' crates/repro-trainer/libtorch-versions | tail -n +2); do
     t=$SECONDS
@@ -144,17 +137,11 @@ summary=$(awk -v skipped="$(grep -c . "$skipped_log" || true)" '
     printf "%d passed, %d failed, %d ignored, %d skipped", passed, failed, ignored, skipped
   }' "$log")
 sed 's/^/SKIPPED: /' "$skipped_log" >&2
-# the GPU check's bundle built and run on this CPU (ci/gpu-check.sh), once
-# the release build beside the tests is done (the fuzzing may go on)
-if [[ -n "$beside_pid" ]]; then
-  until [[ -e "$beside/release.done" ]] || ! kill -0 "$beside_pid" 2>/dev/null; do
-    sleep 1
-  done
-  step_done "waiting for the release build"
-fi
+# the GPU check's bundle, packed from the debug binaries the tests built,
+# run on this CPU (ci/gpu-check.sh; the fuzzing may go on beside it)
 if [[ $rc -eq 0 && $quick -eq 0 ]]; then
   set +e
-  bash ci/gpu-check.sh rehearse
+  bash ci/gpu-check.sh rehearse --profile dev
   gpu_rc=$?
   set -e
   [[ $gpu_rc -eq 0 ]] || summary="$summary; ci/gpu-check.sh rehearse failed"
