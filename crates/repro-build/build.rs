@@ -38,24 +38,14 @@ fn main() {
     let commit = git(&root, &["rev-parse", "HEAD"]).map(text);
     let code = commit.as_ref().and_then(|_| code_id(&root, false));
     let judge = commit.as_ref().and_then(|_| code_id(&root, true));
-    let judge = judge.map(|j| with_changes(&root, j, &JUDGING.map(String::from)));
+    let judge = judge.and_then(|j| with_changes(&root, j, &JUDGING.map(String::from)));
     // code that differs from the commit, new files that git does not ignore
     // included (a new module is code before it is added)
-    let specs = pathspecs();
-    let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
-    let dirty = code
+    let source = code
         .as_ref()
-        .and_then(|_| {
-            git(
-                &root,
-                &[&["status", "--porcelain", "--"][..], &specs[..]].concat(),
-            )
-        })
-        .map(|s| !s.is_empty());
-    let source = match (&code, dirty) {
-        (Some(c), Some(_)) => with_changes(&root, c.clone(), &pathspecs()),
-        _ => "unknown".to_string(),
-    };
+        .and_then(|c| with_changes(&root, c.clone(), &pathspecs()));
+    let dirty = source.as_ref().map(|s| s.contains("+dirty."));
+    let source = source.unwrap_or_else(|| "unknown".to_string());
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let rustc = Command::new(rustc)
         .arg("--version")

@@ -101,16 +101,16 @@ pub fn code_id(root: &Path, judge: bool) -> Option<String> {
 }
 
 /// `id` where the paths `specs` hold what the commit holds; else
-/// `id+dirty.<hash of their difference and their new files>`.
-pub fn with_changes(root: &Path, id: String, specs: &[String]) -> String {
+/// `id+dirty.<hash of their difference and their new files>`; None where
+/// git cannot say.
+pub fn with_changes(root: &Path, id: String, specs: &[String]) -> Option<String> {
     let specs: Vec<&str> = specs.iter().map(String::as_str).collect();
-    let changed = git(
+    let status = git(
         root,
         &[&["status", "--porcelain", "--"][..], &specs[..]].concat(),
-    )
-    .is_some_and(|s| !s.is_empty());
-    if !changed {
-        return id;
+    )?;
+    if status.is_empty() {
+        return Some(id);
     }
     let mut state = git(
         root,
@@ -133,5 +133,8 @@ pub fn with_changes(root: &Path, id: String, specs: &[String]) -> String {
         state.extend(std::fs::read(root.join(&name)).unwrap_or_default());
         state.push(0);
     }
-    format!("{id}+dirty.{:016x}", xxhash_rust::xxh3::xxh3_64(&state))
+    Some(format!(
+        "{id}+dirty.{:016x}",
+        xxhash_rust::xxh3::xxh3_64(&state)
+    ))
 }
