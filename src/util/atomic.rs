@@ -97,24 +97,13 @@ pub(crate) fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
 /// directory or a link would replace it with a file, or write where
 /// the link leads.
 pub(crate) fn check_target(path: &Path) -> Result<()> {
-    use std::os::unix::fs::FileTypeExt as _;
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return Ok(());
     };
-    let t = meta.file_type();
-    let what = if t.is_file() {
+    if meta.is_file() {
         return Ok(());
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    };
+    }
+    let what = crate::util::read::kind(&meta);
     anyhow::bail!(
         "{} is {what}: repro writes only to a new path or over a regular file (name another \
          file, or `-` for standard output where the option takes it)",

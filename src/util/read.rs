@@ -16,11 +16,14 @@ pub(crate) const MAX_JSON: u64 = 4 << 20;
 /// The largest runs.parquet or curves.parquet read.
 pub(crate) const MAX_PARQUET: u64 = 1 << 30;
 
-/// What a path is, in words, when it is not a regular file.
-fn kind(meta: &std::fs::Metadata) -> &'static str {
+/// What a path is, in words, when it is not a regular file (a link where
+/// `meta` is a link's own, `symlink_metadata`).
+pub(crate) fn kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     let t = meta.file_type();
-    if t.is_dir() {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
         "a directory"
     } else if t.is_fifo() {
         "a FIFO"
