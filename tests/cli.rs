@@ -108,7 +108,7 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let plan = stdout(&o);
     assert!(
         plan.contains("quickstart: ")
-            && plan.contains("at scale `cpu`, 56 runs (backend in-process)"),
+            && plan.contains("at scale `cpu`, 40 runs (backend in-process)"),
         "{plan}"
     );
     assert!(
@@ -154,14 +154,14 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
     let err = String::from_utf8_lossy(&o.stderr).to_string();
     assert!(o.status.success(), "{said}\n{err}");
     let runs = csv_rows(&out.join("runs.csv"));
-    assert_eq!(runs.len(), 21);
+    assert_eq!(runs.len(), 15);
     // the table beside the paper's Table 2, and the claims tested
     assert!(
-        said.contains("| method | bits=1 (measured) | bits=1 (paper: ResNet20 on CIFAR-10) |"),
+        said.contains("| method | bits=2 (measured) | bits=2 (paper: ResNet20 on CIFAR-10) |"),
         "{said}"
     );
     assert!(
-        said.contains("| moniqua | ") && said.contains("| 91.08 ± 0.19 |"),
+        said.contains("| moniqua | ") && said.contains("| 91.13 ± 0.12 |"),
         "{said}"
     );
     assert!(
@@ -169,7 +169,7 @@ fn quickstart_is_the_default_and_runs_end_to_end() {
         "{said}"
     );
     assert!(
-        said.contains("moniqua has a higher avg_test_accuracy than choco"),
+        said.contains("moniqua has a higher avg_test_accuracy than deepsqueeze"),
         "{said}"
     );
     assert!(out.join("claims.md").is_file() && out.join("figure.svg").is_file());
@@ -451,7 +451,7 @@ fn every_shipped_manifest_is_valid() {
         assert!(text.contains(name), "{name} missing from {text}");
     }
     assert!(text.contains("cpu: 120 runs, about 7 s"), "{text}");
-    assert!(text.contains("cpu (default): 56 runs"), "{text}");
+    assert!(text.contains("cpu (default): 40 runs"), "{text}");
     // a tuned experiment's search counts too
     assert!(
         text.contains("smoke: 9 runs after 12 tuning runs"),
@@ -2307,8 +2307,8 @@ fn show_prints_the_manifest_resolved() {
 }
 
 /// `repro verify` on the committed quickstart against itself: every cell
-/// reproduced, every verdict the same, exit 0. Against a copy whose choco
-/// runs lost 30 accuracy points: that cell differs, a claim's verdict
+/// reproduced, every verdict the same, exit 0. Against a copy whose
+/// Moniqua runs are at zero accuracy: that cell differs, a claim's verdict
 /// flips, and the exit code is 4.
 #[test]
 fn verify_names_a_shifted_cell_and_a_flipped_claim() {
@@ -2328,12 +2328,12 @@ fn verify_names_a_shifted_cell_and_a_flipped_claim() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(
-        stdout.contains("your run reproduces the record: 13 of 13 verdicts the same, 19 of 19 cells equivalent, 0 inconclusive, 0 differ"),
+        stdout.contains("your run reproduces the record: 10 of 10 verdicts the same, 17 of 17 cells equivalent, 0 inconclusive, 0 differ"),
         "{stdout}"
     );
-    // a copy (without its `then` experiment) with choco's runs shifted to
-    // zero accuracy: far enough to flip "moniqua above choco" whatever
-    // the record holds, unless Moniqua is already supported above CHOCO
+    // a copy (without its `then` experiment) with Moniqua's runs shifted
+    // to zero accuracy: far enough to flip "moniqua above deepsqueeze"
+    // whatever the record holds, unless it is already contradicted
     let copy = temp_out("verify-shifted");
     std::fs::create_dir_all(&copy).unwrap();
     for e in std::fs::read_dir(&record).unwrap().flatten() {
@@ -2357,7 +2357,7 @@ fn verify_names_a_shifted_cell_and_a_flipped_claim() {
     let mut n = 0;
     for line in lines {
         let mut f = fields(line);
-        if f[method] == "choco" {
+        if f[method] == "moniqua" {
             f[acc] = "0.0".to_string();
             n += 1;
         }
@@ -2386,15 +2386,16 @@ fn verify_names_a_shifted_cell_and_a_flipped_claim() {
             .to_string()
     };
     assert!(
-        row("| method=choco, bits=1 |").ends_with("| **differs** |"),
+        row("| method=moniqua, bits=2 |").ends_with("| **differs** |"),
         "{stdout}"
     );
     assert!(
-        row("| method=dcd, bits=1 |").ends_with("| **reproduced** |"),
+        row("| method=dcd, bits=2 |").ends_with("| **reproduced** |"),
         "{stdout}"
     );
     assert!(
-        row("| moniqua has a higher avg_test_accuracy than choco |").ends_with("| **flipped** |"),
+        row("| moniqua has a higher avg_test_accuracy than deepsqueeze |")
+            .ends_with("| **flipped** |"),
         "{stdout}"
     );
     assert!(

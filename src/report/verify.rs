@@ -107,6 +107,8 @@ pub(crate) struct Check {
     pub record: String,
     /// The cells' metric and how it is shown ("avg_test_accuracy (×100)").
     pub value: String,
+    /// How the cells' margins were set, in words.
+    pub margin: String,
     pub cells: Vec<CellCheck>,
     pub claims: Vec<ClaimCheck>,
 }
@@ -157,17 +159,52 @@ fn cells_of(r: &Recorded) -> Result<Vec<(String, CellStats, stats::Seeded)>> {
         .collect())
 }
 
-/// The margin of a cell whose record mean is `mean`: the manifest's, else
-/// one point of an accuracy in the table's units, else 5% of the mean.
-fn margin(r: &Recorded, mean: Option<f64>) -> f64 {
+/// The margin of a cell whose record is `record` (none for a cell only
+/// the rerun holds): the manifest's, else one point of an accuracy in the
+/// table's units, else 5% of the record's mean; and with `verify.spread`
+/// at least that multiple of the record's standard deviation across seeds.
+fn margin(r: &Recorded, record: Option<Sample>) -> f64 {
     let spec = &r.manifest.table;
-    if let Some(m) = r.manifest.verify.margin {
-        return m;
+    let mean = record.and_then(|s| s.mean);
+    let base = if let Some(m) = r.manifest.verify.margin {
+        m
+    } else if crate::records::metrics::is_accuracy(&spec.value) {
+        0.01 * table::factor(spec.scale, &spec.value)
+    } else {
+        0.05 * mean.filter(|m| m.is_finite()).unwrap_or(0.0).abs()
+    };
+    widened(base, r.manifest.verify.spread, record)
+}
+
+/// `base`, or `spread` times the record's standard deviation across seeds
+/// where that is wider (and finite).
+fn widened(base: f64, spread: Option<f64>, record: Option<Sample>) -> f64 {
+    spread
+        .zip(record.and_then(|s| s.sd))
+        .map(|(k, sd)| k * sd)
+        .filter(|m| m.is_finite())
+        .map_or(base, |m| m.max(base))
+}
+
+/// How the margins were set, in words, for the report's header.
+fn margin_rule(r: &Recorded) -> String {
+    let spec = &r.manifest.table;
+    let base = match r.manifest.verify.margin {
+        Some(m) => format!("±{} (the manifest's `verify.margin`)", table::number(m)),
+        None if crate::records::metrics::is_accuracy(&spec.value) => {
+            "±1 point of accuracy".to_string()
+        }
+        None => "±5% of the record's mean".to_string(),
+    };
+    match r.manifest.verify.spread {
+        Some(k) => format!(
+            "{base}, or {} times the record's standard deviation across seeds where that is \
+             wider (`verify.spread`: a cell whose seeds spread over several points is not held to \
+             less)",
+            table::number(k)
+        ),
+        None => base,
     }
-    if crate::records::metrics::is_accuracy(&spec.value) {
-        return 0.01 * table::factor(spec.scale, &spec.value);
-    }
-    0.05 * mean.filter(|m| m.is_finite()).unwrap_or(0.0).abs()
 }
 
 /// One side of a cell: its statistics as the table shows them, and its
@@ -239,7 +276,7 @@ pub(crate) fn check(
             label.clone(),
             y,
             Some((s.counted, v)),
-            margin(record, s.counted.mean),
+            margin(record, Some(s.counted)),
         ));
     }
     for (label, s, v) in mine
@@ -283,6 +320,7 @@ pub(crate) fn check(
         } else {
             format!("{} (×{factor})", spec.value)
         },
+        margin: margin_rule(record),
         cells,
         claims,
     })
@@ -343,8 +381,8 @@ impl Check {
              ran the same seeds (Welch otherwise). *reproduced*: two one-sided t-tests at 0.05 put the difference inside ± the margin (its 90% interval lies \
              within it); *differs*: not equivalent, and the 95% interval excludes 0; \
              *inconclusive*: neither; *too few runs*: under two runs a side, no spread to test \
-             by.\n\n",
-            self.value
+             by. The margin: {}.\n\n",
+            self.value, self.margin
         ));
         s.push_str(
             "| cell | yours | record | difference [95% CI] | margin | p (equivalent) | verdict |\n",
@@ -562,6 +600,26 @@ mod tests {
         );
     }
 
+    /// `verify.spread` widens a cell's margin to that multiple of the
+    /// record's seed-to-seed deviation, never narrows it, and a cell
+    /// without a spread keeps the base margin.
+    #[test]
+    fn the_spread_widens_the_margin_and_never_narrows_it() {
+        let sample = |sd: Option<f64>| {
+            Some(Sample {
+                n: 8,
+                mean: Some(80.0),
+                sd,
+            })
+        };
+        assert_eq!(widened(1.0, Some(0.5), sample(Some(2.8))), 1.4);
+        assert_eq!(widened(1.0, Some(0.5), sample(Some(1.0))), 1.0);
+        assert_eq!(widened(1.0, None, sample(Some(2.8))), 1.0);
+        assert_eq!(widened(1.0, Some(0.5), sample(None)), 1.0);
+        assert_eq!(widened(1.0, Some(0.5), None), 1.0);
+        assert_eq!(widened(1.0, Some(0.5), sample(Some(f64::INFINITY))), 1.0);
+    }
+
     /// The answer follows the evidence: "reproduces" only when every
     /// cell of the record reproduced and every claim was tested the same.
     #[test]
@@ -588,6 +646,7 @@ mod tests {
                 yours: "y".into(),
                 record: "r".into(),
                 value: "v".into(),
+                margin: "m".into(),
                 cells,
                 claims,
             }])

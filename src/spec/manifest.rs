@@ -210,6 +210,11 @@ pub(crate) struct VerifySpec {
     /// accuracy, else 5% of the record's mean.
     #[serde(default)]
     pub margin: Option<f64>,
+    /// A cell's margin is at least this multiple of the record's standard
+    /// deviation across seeds: a cell whose seeds spread over several
+    /// points cannot be held to one point. Default: none.
+    #[serde(default)]
+    pub spread: Option<f64>,
 }
 
 impl Manifest {
@@ -895,6 +900,17 @@ fn check_names(path: &Path, manifest: &Manifest) -> Result<(), DriverError> {
             path: path.to_path_buf(),
             key: "verify.margin".into(),
             message: format!("{m}: a margin in the table's units, 0 or more"),
+        });
+    }
+    if let Some(k) = manifest.verify.spread
+        && !(k.is_finite() && k > 0.0)
+    {
+        return Err(DriverError::Manifest {
+            path: path.to_path_buf(),
+            key: "verify.spread".into(),
+            message: format!(
+                "{k}: a multiple of the record's standard deviation across seeds, above 0"
+            ),
         });
     }
     if let Some(name) = manifest.then.iter().find(|n| !is_plain_name(n)) {
