@@ -755,8 +755,9 @@ mod tests {
 
     /// The generated batches have CIFAR-10's layout (the official sizes,
     /// labels 0-9 with every class present), and a class's images share
-    /// its pattern. `rehearsal::paper_scales_rehearse_on_generated_cifar10` trains
-    /// on them through the trainer's reader.
+    /// its pattern. The rehearsals (`rehearsal::table2_rehearses_at_paper_scale`
+    /// and one test per other paper scale) train on them through the
+    /// trainer's reader.
     #[test]
     fn generated_cifar10_has_the_official_layout() {
         let dir = std::env::temp_dir().join(format!("repro-cifar10-like-{}", std::process::id()));
