@@ -66,7 +66,7 @@ pack() {
   scratch=$(mktemp -d)
   # shellcheck disable=SC2064
   trap "rm -rf '$scratch'" EXIT
-  if [[ "$torch" == "$default" && -z "$(git -C "$root" status --porcelain)" ]]; then
+  if [[ "$torch" == "$default" && -z "$(git --no-optional-locks -C "$root" status --porcelain)" ]]; then
     # the checkout is HEAD and builds for this machine's libtorch: its own
     # release build, in its own target (the next pack reuses it)
     tree="$root"
@@ -74,7 +74,7 @@ pack() {
     log "building repro and repro-train in the checkout ($profile profile; release: 8 to 12 minutes from an empty target)"
     (cd "$tree" && cargo build --profile "$profile" --locked -p repro -p repro-trainer)
   else
-    [[ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ]] ||
+    [[ -z "$(git --no-optional-locks -C "$root" status --porcelain --untracked-files=no)" ]] ||
       log "the working tree has uncommitted changes: the bundle is built from HEAD without them"
     tree="$scratch/tree"
     git -C "$root" worktree add -q --detach "$tree" HEAD

@@ -12,7 +12,8 @@
 # trainer, MPI transport included, against them. A check compiles tch's C++
 # glue against the headers and type-checks our code against that tch; it
 # does not link, which would need the wheel's libraries and CUDA's.
-# ci/gpu-check.sh builds and links for real. About 3 minutes.
+# ci/gpu-check.sh builds and links for real. About 3 minutes (a first
+# check compiles the trainer's dependencies into a target of its own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION="${1:?usage: bash ci/torch-check.sh LIBTORCH_VERSION (a row of crates/repro-trainer/libtorch-versions)}"
@@ -53,8 +54,12 @@ REPRO_HOME="$scratch/home" REPRO_TORCH="$VERSION" REPRO_LIBTORCH="$scratch/libto
 tch=$(awk '/^name = "tch"$/ { getline; gsub(/[^0-9.]/, ""); print; exit }' Cargo.lock)
 log "cargo check of the trainer against libtorch $VERSION (tch $tch)"
 (
-  # the copy's environment, the shared target directory's compiled crates
-  target="$CARGO_TARGET_DIR"
+  # the copy's environment, in a target directory of its own: cargo names
+  # a path crate's build by its path inside the workspace, so the copy's
+  # crates would share the checkout's builds, and their build scripts,
+  # rerun here with the copy's paths, would rebuild and relink the
+  # checkout's test binaries while the tests run from them
+  target="${CARGO_TARGET_DIR:-$REPRO_HOME/target}-torch-check"
   # shellcheck disable=SC1091
   source "$scratch/home/env.sh"
   export CARGO_TARGET_DIR="$target"

@@ -23,8 +23,36 @@ include!("src/ids.rs");
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest.join("../..");
-    for tracked in CODE {
-        println!("cargo::rerun-if-changed={}", root.join(tracked).display());
+    // each file of the code git lists (tracked, or new and not ignored),
+    // never a folder: cargo would scan a folder's ignored files too (the
+    // fuzz target's build, a snapshot test's .snap.new) and rebuild every
+    // binary while tests run from them; without git, the folders
+    let listed = git(
+        &root,
+        &[
+            &[
+                "ls-files",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "--",
+            ][..],
+            &CODE[..],
+        ]
+        .concat(),
+    )
+    .map(text);
+    match &listed {
+        Some(files) if !files.is_empty() => {
+            for file in files.lines() {
+                println!("cargo::rerun-if-changed={}", root.join(file).display());
+            }
+        }
+        _ => {
+            for tracked in CODE {
+                println!("cargo::rerun-if-changed={}", root.join(tracked).display());
+            }
+        }
     }
     let git_dir = git(&root, &["rev-parse", "--absolute-git-dir"]).map(text);
     if let Some(dir) = &git_dir {
