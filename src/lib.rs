@@ -2,7 +2,7 @@
 //! each imports only from the folders before it:
 //!
 //! - `util`: files written whole, progress, signals, sudo, processes.
-//! - `spec`: manifests, conditions, data sets and the plan of runs.
+//! - `experiment`: manifests, conditions, data sets and the plan of runs.
 //! - `launch`: the backends, the shaped network, data preparation.
 //! - `records`: a run's log as a record: runs.csv, curves, frames.
 //! - `report`: tables, figures, claims, statistics, tuning, the HTML page.
@@ -11,10 +11,10 @@
 //! `main.rs` only calls [`main`]. The statistics are public for the tests.
 
 mod cmd;
+mod experiment;
 mod launch;
 mod records;
 pub mod report;
-mod spec;
 mod util;
 
 pub use cmd::main;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The folders of `src/`, in data-flow order.
-const STAGES: [&str; 6] = ["util", "spec", "launch", "records", "report", "cmd"];
+const STAGES: [&str; 6] = ["util", "experiment", "launch", "records", "report", "cmd"];
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -271,21 +271,23 @@ fn no_crate_has_an_import_circle() {
 /// The checks above can fail: a made-up later import and a made-up circle.
 #[test]
 fn the_checks_see_a_wrong_import() {
-    let modules: BTreeSet<String> = ["spec::plan", "report::table", "report"]
+    let modules: BTreeSet<String> = ["experiment::plan", "report::table", "report"]
         .map(String::from)
         .into();
     let deps = imports(
-        "use crate::report::table::Table;\nfn f() { crate::spec::plan::x() }",
+        "use crate::report::table::Table;\nfn f() { crate::experiment::plan::x() }",
         &modules,
     );
     assert_eq!(
         deps,
-        ["report::table", "spec::plan"].map(String::from).into()
+        ["report::table", "experiment::plan"]
+            .map(String::from)
+            .into()
     );
-    assert!(stage("report::table") > stage("spec::plan"));
+    assert!(stage("report::table") > stage("experiment::plan"));
     let g: BTreeMap<String, BTreeSet<String>> = [
-        ("spec::plan", vec!["launch::data"]),
-        ("launch::data", vec!["util::atomic", "spec::plan"]),
+        ("experiment::plan", vec!["launch::data"]),
+        ("launch::data", vec!["util::atomic", "experiment::plan"]),
         ("util::atomic", vec![]),
     ]
     .into_iter()

@@ -8,10 +8,10 @@ use clap::Args;
 use polars::prelude::{IntoLazy, lit};
 
 use crate::cmd::table::TableFormat;
+use crate::experiment::{manifest, project};
 use crate::records::frames::{self, RunsFrame};
 use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
-use crate::spec::{manifest, project};
 
 /// Options of `repro compare`.
 #[derive(Debug, Args)]

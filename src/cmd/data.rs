@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Subcommand};
 
+use crate::experiment::data::{Dataset, default_dir};
 use crate::launch::data::{Source, fetch};
-use crate::spec::data::{Dataset, default_dir};
 
 /// Options of `repro data`.
 #[derive(Debug, Args)]

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::experiment::condition::TcpCongestion;
 use crate::launch::net::exec::argv;
 use crate::launch::net::probe::{self, ProbeNs};
 use crate::launch::net::{Exec, System, TcpSettings};
-use crate::spec::condition::TcpCongestion;
 
 /// One line of the report.
 #[derive(Debug, Clone, PartialEq)]

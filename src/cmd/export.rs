@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use clap::{Args, ValueEnum};
 
+use crate::experiment::manifest;
 use crate::report::export::{self, Exported};
 use crate::report::recorded;
-use crate::spec::manifest;
 
 /// Which tool's files to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

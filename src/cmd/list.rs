@@ -5,10 +5,10 @@ use clap::Args;
 
 use std::collections::BTreeMap;
 
+use crate::experiment::condition::ShapingMode;
+use crate::experiment::manifest::{self, Backend};
+use crate::experiment::plan;
 use crate::report::tune;
-use crate::spec::condition::ShapingMode;
-use crate::spec::manifest::{self, Backend};
-use crate::spec::plan;
 
 /// Options of `repro list`.
 #[derive(Debug, Args)]
@@ -187,8 +187,10 @@ pub(crate) fn list(args: &ListArgs) -> Result<()> {
         let scales = scales_of(&m);
         invalid_text += scales.values().filter(|l| l.error.is_some()).count();
         // the title as the committed (else default) scale's tables show it
-        let m = match crate::spec::plan::titled(&m, &crate::report::recorded::read_scale(&m, &None))
-        {
+        let m = match crate::experiment::plan::titled(
+            &m,
+            &crate::report::recorded::read_scale(&m, &None),
+        ) {
             Ok(t) => t,
             Err(_) => m,
         };

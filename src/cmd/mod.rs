@@ -134,9 +134,9 @@ struct ManArgs {
 fn completions(args: &CompletionsArgs) -> anyhow::Result<()> {
     let mut names = Vec::new();
     let mut scales = std::collections::BTreeSet::new();
-    if let Ok(paths) = crate::spec::manifest::all_manifests() {
+    if let Ok(paths) = crate::experiment::manifest::all_manifests() {
         for p in paths {
-            if let Ok(m) = crate::spec::manifest::load(&p, &[]) {
+            if let Ok(m) = crate::experiment::manifest::load(&p, &[]) {
                 scales.extend(m.scales.keys().cloned());
                 names.push(m.name);
             }
@@ -208,7 +208,7 @@ pub fn main() -> ExitCode {
     crate::util::signals::default_sigpipe();
     let cli = Cli::parse();
     if let Some(dir) = &cli.project
-        && let Err(e) = crate::spec::project::set(dir)
+        && let Err(e) = crate::experiment::project::set(dir)
     {
         eprintln!("error: {}", crate::util::text::terminal(&e.to_string()));
         return ExitCode::from(1);

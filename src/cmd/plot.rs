@@ -7,10 +7,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::cmd::status;
+use crate::experiment::manifest;
 use crate::report::outputs::{draw_figure, figure, figure_panels};
 use crate::report::plot::ImageFormat;
 use crate::report::recorded;
-use crate::spec::manifest;
 
 /// Options of `repro plot`.
 #[derive(Debug, Args)]
@@ -75,7 +75,9 @@ fn combined(args: &PlotArgs, name: &str, formats: &[ImageFormat]) -> Result<()> 
     }
     let dir = match &args.out {
         Some(o) => o.clone(),
-        None => crate::spec::project::root()?.join("results").join(name),
+        None => crate::experiment::project::root()?
+            .join("results")
+            .join(name),
     };
     crate::util::atomic::create_dir_all(&dir)?;
     let title = args.title.clone().unwrap_or_else(|| titles.join(" | "));

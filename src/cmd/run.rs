@@ -7,6 +7,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 
+use crate::experiment::condition::{Condition, ShapingMode};
+use crate::experiment::manifest::{self, Backend};
+use crate::experiment::plan::{self, PlannedRun};
 use crate::launch::net::HostNet;
 use crate::launch::summary::{RunStatus, Summary};
 use crate::launch::train::{Launcher, Method, NetContext};
@@ -19,13 +22,10 @@ use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
 use crate::report::outputs::write_results;
 use crate::report::{claims, plot, table, tune};
-use crate::spec::condition::{Condition, ShapingMode};
-use crate::spec::manifest::{self, Backend};
-use crate::spec::plan::{self, PlannedRun};
 use crate::util::progress::Progress;
 use repro_runlog::Invocation;
 
-use crate::spec::project::DEFAULT_EXPERIMENT;
+use crate::experiment::project::DEFAULT_EXPERIMENT;
 
 /// Options of `repro run`.
 #[derive(Debug, Clone, Args)]
@@ -251,7 +251,7 @@ impl Destination {
     /// committed scale only); with `--resume` the newest run directory;
     /// else a new one.
     fn of(args: &RunArgs, m: &manifest::Manifest, scale: &str) -> Result<Self> {
-        use crate::spec::project;
+        use crate::experiment::project;
         if let Some(out) = &args.out {
             return Ok(Self::Given(out.clone()));
         }
@@ -283,7 +283,7 @@ impl Destination {
     /// where another run started in the same second.
     fn claim(self, m: &manifest::Manifest, scale: &str) -> Result<Self> {
         match self {
-            Self::Fresh(_) => Ok(Self::Run(crate::spec::project::claim_run_dir(
+            Self::Fresh(_) => Ok(Self::Run(crate::experiment::project::claim_run_dir(
                 &m.name, scale,
             )?)),
             other => Ok(other),
@@ -393,7 +393,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<Outcome> {
     }
     crate::util::sudo::give(&out);
     if matches!(dest, Destination::Run(_)) && out.is_dir() {
-        crate::spec::project::link_latest(&out)
+        crate::experiment::project::link_latest(&out)
             .with_context(|| format!("could not link {} as the latest run", out.display()))?;
     }
     let (outcome, mut summary) = ran?;
@@ -785,11 +785,11 @@ fn tune_first(
     Ok(Some((runs, failed)))
 }
 
-/// The design warnings of each experiment's plan (`spec::design`), said
+/// The design warnings of each experiment's plan (`experiment::design`), said
 /// before anything runs.
 fn warn_design<'a>(plans: impl Iterator<Item = (&'a String, &'a Vec<PlannedRun>)>) {
     for (name, planned) in plans {
-        for w in crate::spec::design::warnings(planned) {
+        for w in crate::experiment::design::warnings(planned) {
             crate::util::progress::note(&format!("warning: {name}: {w}"));
         }
     }
@@ -900,7 +900,11 @@ fn check_inputs<'a>(runs: impl Iterator<Item = &'a PlannedRun>) -> Result<()> {
             }
             plan::Params::Train(c) if c.dataset == "cifar10" => {
                 let dir = c.data_dir.as_ref().map_or_else(
-                    || crate::spec::data::default_dir(crate::spec::data::Dataset::Cifar10),
+                    || {
+                        crate::experiment::data::default_dir(
+                            crate::experiment::data::Dataset::Cifar10,
+                        )
+                    },
                     PathBuf::from,
                 );
                 if dir.is_dir() && seen.insert(dir.display().to_string()) {
@@ -1293,11 +1297,11 @@ fn execute(x: Job<'_>, runs: &[PlannedRun], launcher: Launcher, phase: &str) -> 
 /// A manifest's `tuned_in`: the name of an experiment of the project
 /// with a `tune:` section; what is wrong, if anything.
 fn check_tuned_in(name: &str) -> std::result::Result<(), String> {
-    if !crate::spec::manifest::plain_name(name) {
+    if !crate::experiment::manifest::plain_name(name) {
         return Err("not an experiment's name (letters, digits, - and _)".into());
     }
-    let path = crate::spec::manifest::locate(name).map_err(|e| e.to_string())?;
-    let tuner = crate::spec::manifest::load(&path, &[]).map_err(|e| e.to_string())?;
+    let path = crate::experiment::manifest::locate(name).map_err(|e| e.to_string())?;
+    let tuner = crate::experiment::manifest::load(&path, &[]).map_err(|e| e.to_string())?;
     match tuner.tune {
         Some(_) => Ok(()),
         None => Err(format!("{} has no `tune:` section", path.display())),
@@ -1314,7 +1318,7 @@ fn check_specs(
     let points: Vec<_> = runs.iter().map(|r| r.point.clone()).collect();
     if let Some(spec) = &m.tune {
         tune::check(spec, backend, &points).map_err(|(key, message)| {
-            crate::spec::errors::DriverError::Manifest {
+            crate::experiment::errors::DriverError::Manifest {
                 path: path.to_path_buf(),
                 key,
                 message,
@@ -1324,7 +1328,7 @@ fn check_specs(
     if let Some(name) = &m.tuned_in
         && let Err(e) = check_tuned_in(name)
     {
-        return Err(crate::spec::errors::DriverError::Manifest {
+        return Err(crate::experiment::errors::DriverError::Manifest {
             path: path.to_path_buf(),
             key: "tuned_in".into(),
             message: format!("`{name}`: {e}"),
@@ -1345,7 +1349,7 @@ fn check_specs(
         .iter()
         .find(|k| k.as_str() == "run_id" || metrics::columns().any(|c| c == k.as_str()))
     {
-        return Err(crate::spec::errors::DriverError::Manifest {
+        return Err(crate::experiment::errors::DriverError::Manifest {
             path: path.to_path_buf(),
             key: format!("grid.{k}"),
             message: format!("`{k}` is a column runs.csv already has; a grid key must not be one"),
@@ -1353,7 +1357,7 @@ fn check_specs(
         .into());
     }
     // the paper's numbers are read at plan time, so a bad path fails now
-    table::load_paper(&m.table).map_err(|e| crate::spec::errors::DriverError::Manifest {
+    table::load_paper(&m.table).map_err(|e| crate::experiment::errors::DriverError::Manifest {
         path: path.to_path_buf(),
         key: "table.paper.file".into(),
         message: format!("{e:#}"),
@@ -1363,7 +1367,7 @@ fn check_specs(
         .and(figure.unwrap_or(Ok(())))
         .and(claims::check_specs(&m.claims, &m.table, &points))
         .map_err(|(key, message)| {
-            crate::spec::errors::DriverError::Manifest {
+            crate::experiment::errors::DriverError::Manifest {
                 path: path.to_path_buf(),
                 key,
                 message,

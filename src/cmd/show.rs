@@ -5,7 +5,7 @@ use clap::Args;
 
 use yaml_serde::Value;
 
-use crate::spec::manifest;
+use crate::experiment::manifest;
 
 /// Options of `repro show`.
 #[derive(Debug, Args)]
@@ -32,7 +32,7 @@ pub(crate) fn show(args: &ShowArgs) -> Result<()> {
     let mut tree = tree;
     let mut header = format!("# {} resolved", path.display());
     if let (Some(scale), Value::Mapping(map)) = (&args.scale, &mut tree) {
-        let (params, grid) = crate::spec::plan::at_scale(&m, scale)?;
+        let (params, grid) = crate::experiment::plan::at_scale(&m, scale)?;
         map.insert("params".into(), Value::Mapping(params));
         map.insert(
             "grid".into(),
@@ -44,7 +44,7 @@ pub(crate) fn show(args: &ShowArgs) -> Result<()> {
         );
         map.remove("scales");
         // the titles as that scale's tables and figures show them
-        let titled = crate::spec::plan::titled(&m, scale)?;
+        let titled = crate::experiment::plan::titled(&m, scale)?;
         map.insert("title".into(), Value::String(titled.title));
         if let (Some(t), Some(Value::Mapping(figure))) =
             (titled.figure.and_then(|f| f.title), map.get_mut("figure"))

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 
+use crate::experiment::manifest::{self, Backend};
+use crate::experiment::plan::{self, PlannedRun};
 use crate::records::freshness::{self, Freshness};
 use crate::records::results::{self, RunRecord};
 use crate::records::results_dir::{Provenance, ResultsDir};
 use crate::report::recorded::PlanChoice;
-use crate::spec::manifest::{self, Backend};
-use crate::spec::plan::{self, PlannedRun};
 
 /// Which plan recorded runs are held against, in `repro status`, `repro
 /// table` and `repro plot`: the manifest at a scale, with overrides, for
@@ -120,7 +120,7 @@ fn check(path: &Path, args: &StatusArgs) -> Result<Checked> {
         None => likely_scale(&m, backend, &recorded),
     };
     if !m.scales.contains_key(&scale) {
-        return Err(crate::spec::errors::DriverError::UnknownScale {
+        return Err(crate::experiment::errors::DriverError::UnknownScale {
             experiment: m.name.clone(),
             scale,
             available: m.scales.keys().cloned().collect::<Vec<_>>().join(", "),

@@ -11,15 +11,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::experiment::manifest::{self, Backend};
+use crate::experiment::plan::{self, Params};
 use crate::records::results_dir::Entry;
-use crate::spec::manifest::{self, Backend};
-use crate::spec::plan::{self, Params};
 
 /// Options of `repro submit`.
 #[derive(Debug, Args)]
 pub(crate) struct SubmitArgs {
     /// Experiment name (see `repro list`) or path to a manifest.
-    #[arg(default_value = crate::spec::project::DEFAULT_EXPERIMENT)]
+    #[arg(default_value = crate::experiment::project::DEFAULT_EXPERIMENT)]
     pub experiment: String,
     /// The scale (default: the manifest's `default_scale`, else smoke).
     #[arg(long)]
@@ -312,7 +312,7 @@ impl Script<'_> {
         let (args, out) = (self.args, self.out);
         let cwd = std::env::current_dir().context("no working directory")?;
         let root =
-            std::fs::canonicalize(cwd.join(crate::spec::project::root().unwrap_or_default()))
+            std::fs::canonicalize(cwd.join(crate::experiment::project::root().unwrap_or_default()))
                 .unwrap_or(cwd);
         let chunks_dir = out.join(Entry::Chunks.name());
         let (time, why) = self.time();
@@ -476,7 +476,7 @@ fn plan_submission(args: &SubmitArgs) -> Result<Submission> {
     let grid = plan::expand(&m, &scale, m.backend)?;
     // a job started with srun shapes each node's interface: say it now,
     // not when the job runs
-    let shaped = m.shaping != crate::spec::condition::ShapingMode::None
+    let shaped = m.shaping != crate::experiment::condition::ShapingMode::None
         && grid.iter().chain(&tuning).any(|r| r.network.is_some());
     if shaped && args.interface.is_none() && args.launcher == JobLauncher::Srun {
         return Err(crate::launch::net::NetError::NoInterface.into());
@@ -511,7 +511,7 @@ fn plan_submission(args: &SubmitArgs) -> Result<Submission> {
     };
     let out = match &args.out {
         Some(o) => o.clone(),
-        None => crate::spec::project::new_run_dir(&m.name, &scale),
+        None => crate::experiment::project::new_run_dir(&m.name, &scale),
     };
     let out = if out.is_absolute() {
         out
@@ -541,7 +541,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<()> {
     check_script_values(args, &sub.out)?;
     if args.out.is_none() && !args.dry_run {
         // made with mkdir: two submissions in one second get two
-        let dir = crate::spec::project::claim_run_dir(&sub.m.name, &sub.scale)?;
+        let dir = crate::experiment::project::claim_run_dir(&sub.m.name, &sub.scale)?;
         sub.out = std::fs::canonicalize(&dir).unwrap_or(dir);
     }
     let script = |res: &Resources, chunks: Option<usize>| {

@@ -71,8 +71,8 @@ pub(crate) fn table(args: &TableArgs) -> Result<()> {
 /// rows changed.
 fn rejudge_dir(
     dir: &std::path::Path,
-    plan: &[crate::spec::plan::PlannedRun],
-    health: &crate::spec::manifest::HealthSpec,
+    plan: &[crate::experiment::plan::PlannedRun],
+    health: &crate::experiment::manifest::HealthSpec,
 ) -> Result<usize> {
     let csv = dir.join(Entry::Runs.name());
     let recorded =

@@ -7,9 +7,9 @@
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
+use crate::experiment::data::Dataset;
+use crate::experiment::manifest::Backend;
 use crate::report::plot::ImageFormat;
-use crate::spec::data::Dataset;
-use crate::spec::manifest::Backend;
 
 impl ValueEnum for Backend {
     fn value_variants<'a>() -> &'a [Self] {

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::experiment::{manifest, project};
 use crate::records::results_dir::ResultsDir;
 use crate::report::recorded::{self, PlanChoice, Recorded};
 use crate::report::verify::{self, Answer, Check};
-use crate::spec::{manifest, project};
 
 /// Options of `repro verify`.
 #[derive(Debug, Args)]

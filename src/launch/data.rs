@@ -19,7 +19,7 @@ use anyhow::{Context, Result, bail};
 use md5::{Digest, Md5};
 use sha2::Sha256;
 
-use crate::spec::data::{
+use crate::experiment::data::{
     Dataset, EPSILON_LIKE, EPSILON_LIKE_FILE, EPSILON_TRAIN_FILE, Generated, Known, known,
 };
 
@@ -306,7 +306,7 @@ fn fetch_file(d: &Download, path: &Path) -> Result<()> {
 /// Writes every generated data set that `runs` read and that is missing
 /// (`dry_run`: says which it would write).
 pub(crate) fn prepare<'a>(
-    runs: impl IntoIterator<Item = &'a crate::spec::plan::PlannedRun>,
+    runs: impl IntoIterator<Item = &'a crate::experiment::plan::PlannedRun>,
     dry_run: bool,
 ) -> Result<()> {
     // written as the invoking user under sudo, as a download is
@@ -315,10 +315,10 @@ pub(crate) fn prepare<'a>(
 }
 
 /// [`prepare`] with this process's own rights.
-fn prepare_as_is(runs: Vec<&crate::spec::plan::PlannedRun>, dry_run: bool) -> Result<()> {
+fn prepare_as_is(runs: Vec<&crate::experiment::plan::PlannedRun>, dry_run: bool) -> Result<()> {
     let mut done = std::collections::BTreeSet::new();
     for r in runs {
-        let crate::spec::plan::Params::Sim(p) = &r.params else {
+        let crate::experiment::plan::Params::Sim(p) = &r.params else {
             continue;
         };
         let Some(path) = p.data.as_deref().map(Path::new) else {
@@ -358,8 +358,8 @@ fn prepare_as_is(runs: Vec<&crate::spec::plan::PlannedRun>, dry_run: bool) -> Re
 /// regular file's name and bytes, in name order; each path once per
 /// process); data generated from the run's parameters is `generated`, and
 /// data that is not there yet is `missing`.
-pub(crate) fn identity(params: &crate::spec::plan::Params) -> (String, String) {
-    use crate::spec::plan::Params;
+pub(crate) fn identity(params: &crate::experiment::plan::Params) -> (String, String) {
+    use crate::experiment::plan::Params;
     let (dataset, path) = match params {
         Params::Train(c) => {
             let dir = match (c.dataset.as_str(), &c.data_dir) {

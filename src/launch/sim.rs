@@ -16,8 +16,8 @@ use repro_runlog::{
     finite, write_record,
 };
 
+use crate::experiment::plan::{Params, PlannedRun, SimParams};
 use crate::launch::summary::{RunStatus, Summary};
-use crate::spec::plan::{Params, PlannedRun, SimParams};
 
 fn topology(p: &SimParams) -> Result<Topology> {
     Ok(Topology::by_name(&p.topology, p.workers)?)
@@ -258,7 +258,7 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
                 "file-order" => Split::FileOrder,
                 other => bail!(
                     "unknown split `{other}`; use one of {}",
-                    crate::spec::plan::SPLITS.join(", ")
+                    crate::experiment::plan::SPLITS.join(", ")
                 ),
             };
             let shards = data::split(&ds, n, split, p.seed)?;
@@ -271,7 +271,7 @@ fn objective(p: &SimParams) -> Result<Box<dyn Objective>> {
         }
         other => bail!(
             "unknown objective `{other}`; use one of {}",
-            crate::spec::plan::OBJECTIVES.join(", ")
+            crate::experiment::plan::OBJECTIVES.join(", ")
         ),
     })
 }
@@ -1248,7 +1248,7 @@ mod tests {
         .unwrap();
         let mut slow = planned("moniqua", 0.05);
         let yaml = yaml_serde::from_str("{bandwidth: 1mbit, latency: 5ms}").unwrap();
-        slow.network = crate::spec::condition::Condition::from_yaml(&yaml, None).unwrap();
+        slow.network = crate::experiment::condition::Condition::from_yaml(&yaml, None).unwrap();
         let shaped = execute(
             &slow,
             "x",
@@ -1267,8 +1267,8 @@ mod tests {
             unreachable!()
         };
         assert_ne!(
-            crate::spec::plan::run_id("sim", p, None),
-            crate::spec::plan::run_id("sim", p, slow.network.as_ref())
+            crate::experiment::plan::run_id("sim", p, None),
+            crate::experiment::plan::run_id("sim", p, slow.network.as_ref())
         );
     }
 

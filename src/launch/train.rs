@@ -15,11 +15,11 @@ use repro_runlog::{Invocation, TrainConfig, read_log};
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::condition::{Condition, ShapingMode};
+use crate::experiment::manifest::Backend;
+use crate::experiment::plan::{Params, PlannedRun};
 use crate::launch::net::{Exec, Fabric, HostNet, HostShaping, NetError, QdiscStats};
 use crate::launch::summary::{RunStatus, Summary};
-use crate::spec::condition::{Condition, ShapingMode};
-use crate::spec::manifest::Backend;
-use crate::spec::plan::{Params, PlannedRun};
 
 /// How to build `repro` and the trainer beside it (what `bash ci/main.sh`
 /// runs, after `source ~/.cache/repro/env.sh` for libtorch).
@@ -1348,7 +1348,7 @@ mod tests {
                 ..TrainConfig::default()
             }),
             network: Some(
-                crate::spec::condition::Condition::from_yaml(
+                crate::experiment::condition::Condition::from_yaml(
                     &yaml_serde::from_str("{bandwidth: 100mbit, latency: 1ms}").unwrap(),
                     None,
                 )

@@ -10,12 +10,12 @@ use std::path::Path;
 use anyhow::Result;
 use repro_runlog::Invocation;
 
+use crate::experiment::manifest::{self, Backend};
+use crate::experiment::plan::PlannedRun;
 use crate::launch::summary::RunStatus;
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
 use crate::records::results_dir::{BuildStamp, Provenance, ResultsDir};
-use crate::spec::manifest::{self, Backend};
-use crate::spec::plan::PlannedRun;
 
 /// A planned run's state in the results directory.
 #[derive(Debug, Clone, PartialEq, Eq)]

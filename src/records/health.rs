@@ -10,10 +10,10 @@
 
 use std::collections::BTreeMap;
 
+use crate::experiment::manifest::HealthSpec;
+use crate::experiment::plan::Params;
 use crate::launch::summary::RunStatus;
 use crate::records::metrics::Cell;
-use crate::spec::manifest::HealthSpec;
-use crate::spec::plan::Params;
 
 /// Whether a run is a valid result, as runs.csv's `health` column says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -447,7 +447,7 @@ fn percent(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::plan::SimParams;
+    use crate::experiment::plan::SimParams;
     use repro_runlog::TrainConfig;
 
     fn trainer() -> Params {

@@ -481,9 +481,9 @@ mod tests {
     /// parameters (`theta`, `bits`), and a grid key must not be a column.
     #[test]
     fn no_column_is_named_like_a_parameter() {
-        use crate::spec::manifest::Backend;
+        use crate::experiment::manifest::Backend;
         for backend in [Backend::Sim, Backend::Mpi] {
-            for p in crate::spec::plan::parameter_names(backend) {
+            for p in crate::experiment::plan::parameter_names(backend) {
                 assert!(
                     !METRICS.contains(&p.as_str()),
                     "runs.csv column `{p}` is a {backend:?} parameter"

@@ -6,12 +6,12 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::experiment::condition::Condition;
+use crate::experiment::manifest::HealthSpec;
 use crate::launch::summary::{RunStatus, Summary};
 use crate::records::health::{self, Health};
 use crate::records::metrics::{Cell, From, METRICS, REGISTRY, columns};
 use crate::records::results_dir::Entry;
-use crate::spec::condition::Condition;
-use crate::spec::manifest::HealthSpec;
 
 /// One run's record: its id, its grid point and its typed metrics (a row
 /// of runs.csv). Built from the run's Summary, which is read from its logs
@@ -71,7 +71,7 @@ impl RunRecord {
 
     /// The record of a run refused at plan time for the `memory_mb` it
     /// would need.
-    pub(crate) fn refused(run: &crate::spec::plan::PlannedRun, memory_mb: f64) -> RunRecord {
+    pub(crate) fn refused(run: &crate::experiment::plan::PlannedRun, memory_mb: f64) -> RunRecord {
         let mut metrics = BTreeMap::from([
             (
                 "status".into(),
@@ -101,7 +101,11 @@ impl RunRecord {
 
     /// The record with its `health` judged from its other cells by the one
     /// rule ([`health::judge`]).
-    pub(crate) fn judged(mut self, params: &crate::spec::plan::Params, spec: &HealthSpec) -> Self {
+    pub(crate) fn judged(
+        mut self,
+        params: &crate::experiment::plan::Params,
+        spec: &HealthSpec,
+    ) -> Self {
         let verdict = health::judge(params, &self.metrics, spec);
         self.metrics
             .insert("health".into(), Cell::Text(verdict.health.text().into()));
@@ -147,7 +151,7 @@ impl RunRecord {
         mut self,
         experiment: &str,
         scale: &str,
-        run: &crate::spec::plan::PlannedRun,
+        run: &crate::experiment::plan::PlannedRun,
     ) -> Self {
         let (dataset, checksum) = crate::launch::data::identity(&run.params);
         for (k, v) in [
@@ -155,7 +159,10 @@ impl RunRecord {
             ("scale", scale.to_string()),
             ("data_source", dataset),
             ("data_checksum", checksum),
-            ("params", crate::spec::plan::canonical_params(&run.params)),
+            (
+                "params",
+                crate::experiment::plan::canonical_params(&run.params),
+            ),
         ] {
             self.metrics.insert(k.to_string(), Cell::Text(v));
         }
@@ -163,7 +170,7 @@ impl RunRecord {
     }
 
     /// The record of a run this invocation did not finish (interrupted).
-    pub(crate) fn not_run(run: &crate::spec::plan::PlannedRun) -> RunRecord {
+    pub(crate) fn not_run(run: &crate::experiment::plan::PlannedRun) -> RunRecord {
         RunRecord {
             run_id: run.id.clone(),
             point: run.point.clone(),
@@ -178,7 +185,7 @@ impl RunRecord {
     /// writes them, or `status: failed` without one. The one place a
     /// summary's fields get their column names.
     pub(crate) fn of(
-        run: &crate::spec::plan::PlannedRun,
+        run: &crate::experiment::plan::PlannedRun,
         summary: Result<&Summary, String>,
     ) -> RunRecord {
         let mut metrics: BTreeMap<String, Cell> = match summary {
@@ -260,7 +267,7 @@ pub(crate) fn check_identity(
 /// of that plan reads.
 pub(crate) fn planned(
     rows: &[RunRecord],
-    plan: &[crate::spec::plan::PlannedRun],
+    plan: &[crate::experiment::plan::PlannedRun],
     health: &HealthSpec,
 ) -> Vec<RunRecord> {
     let ids: std::collections::HashSet<&str> = plan.iter().map(|p| p.id.as_str()).collect();
@@ -320,10 +327,10 @@ pub(crate) fn with_first_losses(
 /// were): what runs.csv holds.
 pub(crate) fn judged(
     rows: Vec<RunRecord>,
-    plan: &[crate::spec::plan::PlannedRun],
+    plan: &[crate::experiment::plan::PlannedRun],
     health: &HealthSpec,
 ) -> Vec<RunRecord> {
-    let by_id: HashMap<&str, &crate::spec::plan::PlannedRun> =
+    let by_id: HashMap<&str, &crate::experiment::plan::PlannedRun> =
         plan.iter().map(|p| (p.id.as_str(), p)).collect();
     rows.into_iter()
         .map(|r| match by_id.get(r.run_id.as_str()) {
@@ -427,7 +434,7 @@ pub(crate) struct Merged {
 pub(crate) fn merge(
     previous: Vec<RunRecord>,
     new: Vec<RunRecord>,
-    plan: &[crate::spec::plan::PlannedRun],
+    plan: &[crate::experiment::plan::PlannedRun],
 ) -> Merged {
     let mut m = Merged {
         kept: previous.len(),

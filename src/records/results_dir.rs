@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::spec::manifest::Backend;
+use crate::experiment::manifest::Backend;
 
 /// The name of the provenance file in a results directory.
 pub(crate) const PROVENANCE: &str = "provenance.json";

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
+use crate::experiment::manifest::{ClaimSpec, TableSpec};
+use crate::experiment::plan::{self, SEED_KEY};
 use crate::records::curves::{CurvePoint, RunCurve};
 use crate::records::health::{
     Counted, Health, Kind as HealthKind, Premise, counts_text, premise_text,
@@ -19,8 +21,6 @@ use crate::records::results::{RunRecord, csv_text};
 use crate::report::stats::{self, Difference};
 use crate::report::table::{number, short};
 use crate::report::tune::TuningRecord;
-use crate::spec::manifest::{ClaimSpec, TableSpec};
-use crate::spec::plan::{self, SEED_KEY};
 
 /// What a claim says, resolved from its spec.
 #[derive(Debug, Clone, PartialEq)]
@@ -1932,7 +1932,7 @@ mod tests {
     /// A search over `runs` (tuning runs with a `config` key) by
     /// validation accuracy, as claims read a recorded one.
     fn searched(runs: Vec<RunRecord>) -> TuningRecord {
-        let spec: crate::spec::manifest::TuneSpec = yaml_serde::from_str(
+        let spec: crate::experiment::manifest::TuneSpec = yaml_serde::from_str(
             "{metric: val_accuracy, budget: 3, seeds: [100, 101], validation: 0.1, space: {}}",
         )
         .unwrap();

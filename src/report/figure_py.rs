@@ -9,9 +9,9 @@
 
 use serde_json::{Value, json};
 
+use crate::experiment::manifest::{FigureKind, FigureSpec};
 use crate::records::metrics::{self, Range};
 use crate::report::plot::Panel;
-use crate::spec::manifest::{FigureKind, FigureSpec};
 
 /// The script's Python, with `@SPEC@` replaced by the figure's JSON.
 const TEMPLATE: &str = include_str!("assets/figure.py");

@@ -6,13 +6,13 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::experiment::manifest;
 use crate::records::curves;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
 use crate::records::results::RunRecord;
 use crate::records::results_dir::Entry;
 use crate::report::plot::{self, ImageFormat};
 use crate::report::{claims, table};
-use crate::spec::manifest;
 
 /// Writes the table in three formats (printing the Markdown), the claims
 /// and the figure, from the plan's run records (and its tuning runs, for

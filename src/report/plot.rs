@@ -8,9 +8,9 @@ use anyhow::{Context, Result, bail};
 use plotters::prelude::*;
 use polars::prelude::{DataFrame, DataType, Expr, LazyFrame, col, len, lit};
 
+use crate::experiment::manifest::FigureSpec;
 use crate::records::frames::{self, CurvesFrame, RunsFrame};
 use crate::records::metrics::CURVE_METRICS;
-use crate::spec::manifest::FigureSpec;
 
 /// One line of a panel.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,7 +125,7 @@ pub(crate) fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (Stri
     };
     grid("figure.series", &spec.series)?;
     match spec.kind {
-        crate::spec::manifest::FigureKind::Curves => {
+        crate::experiment::manifest::FigureKind::Curves => {
             if let Some(p) = &spec.panels {
                 grid("figure.panels", p)?;
             }
@@ -135,14 +135,14 @@ pub(crate) fn check_spec(spec: &FigureSpec, keys: &[String]) -> Result<(), (Stri
             }
             one_of("figure.y", &spec.y, &CURVE_METRICS)?;
         }
-        crate::spec::manifest::FigureKind::Sweep => {
+        crate::experiment::manifest::FigureKind::Sweep => {
             grid("figure.panels", spec.panels.as_deref().unwrap_or("network"))?;
             one_of("figure.y", &spec.y, &crate::records::metrics::METRICS)?;
             if let Some(b) = &spec.bound {
                 one_of("figure.bound", b, &crate::records::metrics::METRICS)?;
             }
         }
-        crate::spec::manifest::FigureKind::Scaling => {
+        crate::experiment::manifest::FigureKind::Scaling => {
             if let Some(p) = &spec.panels {
                 grid("figure.panels", p)?;
             }
@@ -828,8 +828,11 @@ pub(crate) fn scaled(mut panel: Panel, factor: f64) -> Panel {
 /// MPI ranks' seconds are wall-clock time; the simulator's and the
 /// in-process backend's are a virtual clock (measured compute, modelled
 /// network), and an axis saying "wall-clock" there would be false.
-pub(crate) fn on_clock_of(mut panel: Panel, backend: crate::spec::manifest::Backend) -> Panel {
-    use crate::spec::manifest::Backend;
+pub(crate) fn on_clock_of(
+    mut panel: Panel,
+    backend: crate::experiment::manifest::Backend,
+) -> Panel {
+    use crate::experiment::manifest::Backend;
     let wall = axis_label("wall_s");
     let clock = match backend {
         Backend::Mpi => return panel,
@@ -1038,7 +1041,9 @@ fn draw<DB: DrawingBackend>(
         let log_y = spec.log_y && y_min > 0.0 && y_max >= 10.0 * y_min;
         let log_x = panel.log_x && x_min > 0.0 && x_max >= 10.0 * x_min;
         let (x_min, x_max) = match spec.x_range {
-            Some([lo, hi]) if lo < hi && spec.kind == crate::spec::manifest::FigureKind::Curves => {
+            Some([lo, hi])
+                if lo < hi && spec.kind == crate::experiment::manifest::FigureKind::Curves =>
+            {
                 (lo, hi)
             }
             _ => (x_min, x_max),
@@ -1453,10 +1458,10 @@ fn legend_corner(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::manifest::FigureKind;
     use crate::records::curves::tests::log;
     use crate::records::curves::{curve, write_curves_csv};
     use crate::records::results::RunRecord;
-    use crate::spec::manifest::FigureKind;
     use std::collections::BTreeMap;
 
     #[test]
@@ -1672,9 +1677,9 @@ mod tests {
 
     #[test]
     fn sweeps_make_a_panel_per_fixed_latency_and_bandwidth() {
+        use crate::experiment::condition::Condition;
         use crate::records::metrics::Cell;
         use crate::records::results::condition_cells;
-        use crate::spec::condition::Condition;
 
         let row = |alg: &str, net: &str, seed: &str, t: f64, bound: f64| RunRecord {
             run_id: format!("{alg}{net}{seed}"),
@@ -2019,7 +2024,7 @@ mod tests {
 
     #[test]
     fn time_axes_name_the_clock_of_the_backend() {
-        use crate::spec::manifest::Backend;
+        use crate::experiment::manifest::Backend;
         let panel = Panel {
             title: String::new(),
             x_label: axis_label("wall_s"),

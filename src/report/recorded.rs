@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
+use crate::experiment::manifest::{self, Backend};
 use crate::records::results::{self, RunRecord};
 use crate::records::results_dir::ResultsDir;
-use crate::spec::manifest::{self, Backend};
 
 /// Which plan recorded runs are held against: the manifest at a scale,
 /// with overrides, for a backend (as `repro run` planned them). Recorded
@@ -48,7 +48,7 @@ pub(crate) struct Recorded {
     /// provenance.json records, else the manifest's.
     pub backend: Backend,
     /// Each planned run, with its parameters.
-    pub plan: Vec<crate::spec::plan::PlannedRun>,
+    pub plan: Vec<crate::experiment::plan::PlannedRun>,
 }
 
 /// [`planned_results`], with the scale read and the plan.
@@ -85,7 +85,7 @@ pub(crate) fn recorded(
         .or_else(|| dir.recorded_backend())
         .unwrap_or(m.backend);
     if crate::report::subset::restricts(&plan.overrides) {
-        let points: Vec<_> = crate::spec::plan::expand(&m, &scale, backend)?
+        let points: Vec<_> = crate::experiment::plan::expand(&m, &scale, backend)?
             .into_iter()
             .map(|r| r.point)
             .collect();
@@ -108,7 +108,7 @@ pub(crate) fn recorded(
         ));
     }
     Ok(Recorded {
-        manifest: crate::spec::plan::titled(&m, &scale)?,
+        manifest: crate::experiment::plan::titled(&m, &scale)?,
         out,
         rows: planned,
         scale,

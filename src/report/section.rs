@@ -13,14 +13,14 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use crate::experiment::manifest::{Backend, Manifest};
+use crate::experiment::plan::{CONFIG_KEY, SEED_KEY};
 use crate::records::frames::RunsFrame;
 use crate::records::health::{Health, counts_text};
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
 use crate::records::results_dir::Entry;
 use crate::report::{claims, outputs, table, tune};
-use crate::spec::manifest::{Backend, Manifest};
-use crate::spec::plan::{CONFIG_KEY, SEED_KEY};
 
 /// The line that opens experiment `name`'s generated section.
 pub(crate) fn begin(name: &str) -> String {
@@ -87,9 +87,12 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         } else if let Some(name) = m
             .tuned_in
             .as_ref()
-            .filter(|n| crate::spec::manifest::plain_name(n))
+            .filter(|n| crate::experiment::manifest::plain_name(n))
         {
-            let tuner = crate::spec::manifest::load(&crate::spec::manifest::locate(name)?, &[])?;
+            let tuner = crate::experiment::manifest::load(
+                &crate::experiment::manifest::locate(name)?,
+                &[],
+            )?;
             if let Some(spec) = &tuner.tune {
                 s.push_str(&tuning_and_claims(m, spec, &verdicts, Some(name)));
             }
@@ -120,8 +123,8 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
 /// the metric the tuning chose on beside the ones its claims test, and
 /// which claims the protocol decides (protocol-sensitive).
 fn tuning_and_claims(
-    m: &crate::spec::manifest::Manifest,
-    spec: &crate::spec::manifest::TuneSpec,
+    m: &crate::experiment::manifest::Manifest,
+    spec: &crate::experiment::manifest::TuneSpec,
     verdicts: &[claims::Verdict],
     tuned_in: Option<&str>,
 ) -> String {
@@ -180,8 +183,8 @@ fn tuning_and_claims(
 /// the sweep missed the choice).
 fn against_sweep(
     m: &Manifest,
-    spec: &crate::spec::manifest::TuneSpec,
-    w: &crate::spec::manifest::CompareWith,
+    spec: &crate::experiment::manifest::TuneSpec,
+    w: &crate::experiment::manifest::CompareWith,
     selection: &tune::Selection,
     rows: &[RunRecord],
 ) -> Result<String> {

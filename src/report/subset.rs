@@ -6,8 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::spec::manifest::Manifest;
-use crate::spec::plan;
+use crate::experiment::manifest::Manifest;
+use crate::experiment::plan;
 
 /// The grid keys `overrides` restrict (`grid.method=[...]`).
 fn restricted(overrides: &[String]) -> Vec<String> {

@@ -8,13 +8,13 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use polars::prelude::{DataFrame, DataType, Expr, col, len, lit};
 
+use crate::experiment::manifest::TableSpec;
+use crate::experiment::plan::SEED_KEY;
 use crate::launch::summary::RunStatus;
 use crate::records::frames::{self, RunsFrame};
 use crate::records::health::{Health, Premise, counts_text, premise_text};
 use crate::records::metrics::METRICS;
 use crate::records::results::{csv_rows, csv_text};
-use crate::spec::manifest::TableSpec;
-use crate::spec::plan::SEED_KEY;
 
 /// Checks `spec` against the runs' grid `keys` before anything runs:
 /// the value and extra columns are run metrics, and the row, column and
@@ -132,7 +132,7 @@ pub(crate) fn load_paper(spec: &TableSpec) -> Result<Option<PaperRows>> {
             p.file.escape_default()
         );
     }
-    let path = crate::spec::project::root()
+    let path = crate::experiment::project::root()
         .map(|r| r.join(file))
         .unwrap_or_else(|_| file.to_path_buf());
     crate::util::sudo::check_readable(&path).map_err(anyhow::Error::msg)?;
@@ -538,11 +538,11 @@ impl<'a> Groups<'a> {
     /// paper's text beside each that has one.
     fn extras(&self) -> Result<BTreeMap<Vec<String>, Vec<ExtraCell>>> {
         let df = &self.runs.df;
-        let of = |e: &crate::spec::manifest::ExtraColumn| {
+        let of = |e: &crate::experiment::manifest::ExtraColumn| {
             let v = frames::number(df, &e.value);
             let mut keep = frames::valid().and(v.clone().is_finite());
             for (k, want) in &e.select {
-                keep = keep.and(frames::key(df, k).eq(lit(crate::spec::plan::text(want))));
+                keep = keep.and(frames::key(df, k).eq(lit(crate::experiment::plan::text(want))));
             }
             (v * lit(factor(e.scale, &e.value))).filter(keep)
         };
@@ -685,7 +685,7 @@ impl<'a> Groups<'a> {
         self.spec
             .rows
             .iter()
-            .map(|k| reference.get(k).map(crate::spec::plan::text))
+            .map(|k| reference.get(k).map(crate::experiment::plan::text))
             .collect()
     }
 
@@ -1336,7 +1336,7 @@ mod tests {
     }
 
     /// A table of `final_loss` with a row per algorithm.
-    fn by_algorithm(extra: Vec<crate::spec::manifest::ExtraColumn>) -> TableSpec {
+    fn by_algorithm(extra: Vec<crate::experiment::manifest::ExtraColumn>) -> TableSpec {
         TableSpec {
             rows: vec!["algorithm".into()],
             cols: None,
@@ -1390,7 +1390,7 @@ mod tests {
         insta::assert_snapshot!("table_latex", table.latex());
         insta::assert_snapshot!("table_csv", table.csv().unwrap());
         // an extra column over the runs of one setting only
-        let seed0 = by_algorithm(vec![crate::spec::manifest::ExtraColumn {
+        let seed0 = by_algorithm(vec![crate::experiment::manifest::ExtraColumn {
             value: "final_loss".into(),
             label: "seed 0".into(),
             paper: None,
@@ -1437,7 +1437,7 @@ mod tests {
             r.metrics
                 .insert("bytes".into(), Cell::parse("bytes", bytes).unwrap());
         }
-        let spec = by_algorithm(vec![crate::spec::manifest::ExtraColumn {
+        let spec = by_algorithm(vec![crate::experiment::manifest::ExtraColumn {
             value: "bytes".into(),
             label: "bytes / allreduce".into(),
             paper: None,
@@ -1450,7 +1450,7 @@ mod tests {
         assert_eq!(t.rows[0][2], "1.000");
         assert_eq!(t.rows[1][2], "0.02500");
         let missing = TableSpec {
-            extra: vec![crate::spec::manifest::ExtraColumn {
+            extra: vec![crate::experiment::manifest::ExtraColumn {
                 relative_to: Some([("algorithm".to_string(), "none".to_string())].into()),
                 ..spec.extra[0].clone()
             }],

@@ -11,13 +11,13 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 use yaml_serde::{Mapping, Value};
 
+use crate::experiment::manifest::{Axis, AxisScale, Backend, HealthSpec, Manifest, TuneSpec};
+use crate::experiment::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 use crate::records::health::{Health, counts_text};
 use crate::records::metrics::{Kind, METRICS, kind};
 use crate::records::results::{RunRecord, csv_text};
 use crate::records::results_dir::Entry;
 use crate::report::table::{number, short};
-use crate::spec::manifest::{Axis, AxisScale, Backend, HealthSpec, Manifest, TuneSpec};
-use crate::spec::plan::{self, CONFIG_KEY, Config, Limits, PlannedRun, SEED_KEY};
 
 /// The configurations method `method` is tried in (a config's label is
 /// its `key=value` pairs): with a range in its space, `budget` points
@@ -309,7 +309,7 @@ fn check_confirm(
                 format!("`{}` has no search space to compare", w.method),
             );
         }
-        if !crate::spec::manifest::plain_name(&w.experiment) {
+        if !crate::experiment::manifest::plain_name(&w.experiment) {
             return err(
                 "compare_with.experiment",
                 format!(
@@ -393,7 +393,7 @@ pub(crate) fn tuning_runs(
     scale: &str,
     backend: Backend,
     limits: Limits,
-) -> Result<Vec<PlannedRun>, crate::spec::errors::DriverError> {
+) -> Result<Vec<PlannedRun>, crate::experiment::errors::DriverError> {
     let runs = plan::expand_configured(m, scale, backend, limits, Some(&spec.seeds), &|p| {
         Some(configs(spec, p.get(&spec.key).map_or("", String::as_str)))
     })?;

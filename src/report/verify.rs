@@ -114,7 +114,7 @@ pub(crate) struct Check {
 }
 
 /// A cell's label: "method=moniqua, bits=1".
-fn label(spec: &crate::spec::manifest::TableSpec, row: &[String], col: &str) -> String {
+fn label(spec: &crate::experiment::manifest::TableSpec, row: &[String], col: &str) -> String {
     let mut parts: Vec<String> = spec
         .rows
         .iter()

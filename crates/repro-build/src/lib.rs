@@ -259,7 +259,7 @@ mod tests {
             "src/records/results.rs",
             "src/records/metrics.rs",
             "src/cmd/run.rs",
-            "src/spec/plan.rs",
+            "src/experiment/plan.rs",
             "src/reporting.rs",
             "Cargo.lock",
         ] {

@@ -14,7 +14,7 @@ pub(crate) mod probe;
 
 use thiserror::Error;
 
-use crate::spec::condition::{Condition, RateQdisc, TcpCongestion};
+use crate::experiment::condition::{Condition, RateQdisc, TcpCongestion};
 
 pub(crate) use exec::{DryRun, Exec, System};
 pub(crate) use hosts::{HostShaping, NodeCondition, NodeOwner};

@@ -851,7 +851,7 @@ mod tests {
             bandwidth_bps: bw,
             latency_s,
             qdisc,
-            tcp: crate::spec::condition::TcpCongestion::Cubic,
+            tcp: crate::experiment::condition::TcpCongestion::Cubic,
             label: "test".into(),
         }
     }

@@ -7,14 +7,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::experiment::manifest::Manifest;
+use crate::experiment::plan::PlannedRun;
 use crate::launch::summary::RunStatus;
 use crate::records::curves::CurvePoint;
 use crate::records::metrics::{self, Cell, Kind};
 use crate::records::results::RunRecord;
 use crate::records::results_dir::Entry;
 use crate::records::results_dir::ResultsDir;
-use crate::spec::manifest::Manifest;
-use crate::spec::plan::PlannedRun;
 
 pub(crate) mod mlflow;
 pub(crate) mod tensorboard;
@@ -150,7 +150,7 @@ fn run(
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let resolved = planned
-        .map(|p| crate::spec::plan::canonical_params(&p.params))
+        .map(|p| crate::experiment::plan::canonical_params(&p.params))
         .or_else(|| r.metrics.get("params").map(|c| c.text().to_string()))
         .and_then(|json| serde_json::from_str::<serde_json::Value>(&json).ok());
     if let Some(serde_json::Value::Object(fields)) = resolved {

@@ -7,9 +7,9 @@ use yaml_serde::{Mapping, Value};
 
 use repro_runlog::{Knobs, Theta, TrainConfig};
 
-use crate::spec::condition::Condition;
-use crate::spec::errors::DriverError;
-use crate::spec::manifest::{self, Backend, Manifest};
+use crate::experiment::condition::Condition;
+use crate::experiment::errors::DriverError;
+use crate::experiment::manifest::{self, Backend, Manifest};
 
 /// The simulator's objectives (`objective`).
 pub(crate) const OBJECTIVES: [&str; 4] = ["quadratic", "theorem1", "logistic", "least-squares"];
@@ -148,7 +148,7 @@ pub(crate) struct PlannedRun {
 /// (claims, and a table's differences to its reference row).
 pub(crate) const SEED_KEY: &str = "seed";
 
-pub(crate) use crate::spec::manifest::text;
+pub(crate) use crate::experiment::manifest::text;
 
 /// The version of the run-id scheme. Bump it when a parameter's meaning or
 /// a default changes, so an old id never names a different run.
@@ -335,7 +335,7 @@ pub(crate) fn expand_configured(
             max: limits.max_runs,
         });
     }
-    let cases: Vec<&crate::spec::manifest::Case> = manifest
+    let cases: Vec<&crate::experiment::manifest::Case> = manifest
         .cases
         .iter()
         .filter(|c| c.scales.is_empty() || c.scales.iter().any(|s| s == scale))
@@ -724,7 +724,7 @@ fn cartesian(grid: &BTreeMap<String, Vec<Value>>) -> Vec<Vec<(String, Value)>> {
 fn resolve(
     point: Vec<(String, Value)>,
     base: &Mapping,
-    cases: &[&crate::spec::manifest::Case],
+    cases: &[&crate::experiment::manifest::Case],
     labels: &[String],
     config: Option<&Config>,
     backend: Backend,
@@ -800,7 +800,7 @@ fn resolve(
 fn merged_params(
     point: &[(String, Value)],
     base: &Mapping,
-    cases: &[&crate::spec::manifest::Case],
+    cases: &[&crate::experiment::manifest::Case],
     config: Option<&Config>,
 ) -> Mapping {
     let mut map: Mapping = base.clone();
@@ -1100,7 +1100,7 @@ fn train_ranges(r: &Ranges<'_>, c: &TrainConfig) -> Result<(), DriverError> {
     if let Some(dir) = &c.data_dir
         && std::fs::symlink_metadata(dir).is_ok()
     {
-        crate::spec::data::check_data_path(std::path::Path::new(dir), true)
+        crate::experiment::data::check_data_path(std::path::Path::new(dir), true)
             .map_err(|m| r.bad("data_dir", m))?;
     }
     Ok(())
@@ -1143,8 +1143,8 @@ fn sim_choices(r: &Ranges<'_>, p: &SimParams) -> Result<(), DriverError> {
         let file = std::path::Path::new(path);
         // a set `repro data fetch` knows: generated, or asked for
         // before the first run (`data_cmd::prepare`)
-        if file.exists() || crate::spec::data::known(file).is_none() {
-            crate::spec::data::check_data_path(file, false).map_err(|m| r.bad("data", m))?;
+        if file.exists() || crate::experiment::data::known(file).is_none() {
+            crate::experiment::data::check_data_path(file, false).map_err(|m| r.bad("data", m))?;
         }
     }
     Ok(())
@@ -1240,7 +1240,7 @@ mod title_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::manifest::{Backend, TableSpec};
+    use crate::experiment::manifest::{Backend, TableSpec};
 
     fn manifest() -> Manifest {
         Manifest {
@@ -1248,7 +1248,7 @@ mod tests {
             title: "t".into(),
             source: "s".into(),
             backend: Backend::Sim,
-            shaping: crate::spec::condition::ShapingMode::Auto,
+            shaping: crate::experiment::condition::ShapingMode::Auto,
             figure: None,
             claims: Vec::new(),
             tune: None,

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::spec::errors::DriverError;
+use crate::experiment::errors::DriverError;
 
 /// The experiment `repro run` and `repro verify` take when none is named.
 pub(crate) const DEFAULT_EXPERIMENT: &str = "quickstart";

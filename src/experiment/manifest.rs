@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use yaml_serde::{Mapping, Value};
 
-use crate::spec::condition::ShapingMode;
-use crate::spec::errors::DriverError;
+use crate::experiment::condition::ShapingMode;
+use crate::experiment::errors::DriverError;
 
 /// Which machinery runs the experiment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -246,7 +246,7 @@ impl Manifest {
 
     /// Where this manifest's results at `scale` go without `--out`.
     pub(crate) fn default_out(&self, scale: &str) -> PathBuf {
-        crate::spec::project::default_out(&self.name, scale, self.committed_scale())
+        crate::experiment::project::default_out(&self.name, scale, self.committed_scale())
     }
 
     /// The hash of the resolved manifest at `scale` for `backend`: runs
@@ -704,7 +704,7 @@ pub(crate) fn plain_name(name: &str) -> bool {
 }
 
 /// Finds an experiment by name in the project's `experiments/` (see
-/// [`crate::spec::project::root`]), or takes a path to a YAML file.
+/// [`crate::experiment::project::root`]), or takes a path to a YAML file.
 pub(crate) fn locate(name: &str) -> Result<PathBuf, DriverError> {
     let direct = Path::new(name);
     if name.ends_with(".yaml") || name.ends_with(".yml") || name.contains('/') {
@@ -722,7 +722,7 @@ pub(crate) fn locate(name: &str) -> Result<PathBuf, DriverError> {
 
 /// The project's experiments directory.
 pub(crate) fn experiments_dir() -> Result<PathBuf, DriverError> {
-    Ok(crate::spec::project::root()?.join("experiments"))
+    Ok(crate::experiment::project::root()?.join("experiments"))
 }
 
 /// Every manifest in [`experiments_dir`], sorted by path.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use repro_algos::AlgorithmSpec;
 use repro_runlog::{Knobs, TrainConfig};
 
-use crate::spec::plan::{Params, PlannedRun};
+use crate::experiment::plan::{Params, PlannedRun};
 
 /// The plan's design warnings, each once with the number of runs it
 /// concerns, in a stable order.
@@ -106,7 +106,7 @@ fn unbounded_moniqua(run: &PlannedRun) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::condition::Condition;
+    use crate::experiment::condition::Condition;
 
     fn trainer(algorithm: &str, knobs: Knobs, network: Option<Condition>) -> PlannedRun {
         PlannedRun {
