@@ -385,8 +385,13 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
         if stem == "mod" || stem == "lib" || stem == "main" {
             stem = dir;
         }
-        let defined = items.entry(stem.to_string()).or_default();
-        defined.insert(stem.to_string());
+        // a folder module's files are its own parts too: its mod.rs
+        // imports each (`use part::*`), and `tests.rs` holds its tests
+        let folder = f.rsplit_once('/').map(|(d, _)| format!("{d}/mod.rs"));
+        let part_of = folder
+            .filter(|m| files.contains(m) && stem != dir)
+            .map(|_| dir.to_string());
+        let mut found = BTreeSet::from([stem.to_string()]);
         let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();
         for line in text.lines() {
             for key in [
@@ -401,10 +406,17 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
                         .take_while(|c| c.is_alphanumeric() || *c == '_')
                         .collect();
                     if !name.is_empty() {
-                        defined.insert(name);
+                        found.insert(name);
                     }
                 }
             }
+        }
+        items
+            .entry(stem.to_string())
+            .or_default()
+            .extend(found.iter().cloned());
+        if let Some(dir) = part_of {
+            items.entry(dir).or_default().extend(found);
         }
         items
             .entry(dir.to_string())

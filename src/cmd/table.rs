@@ -92,7 +92,7 @@ fn rejudge_dir(
         .filter(|(a, b)| written(a) != written(b))
         .count();
     if changed > 0 {
-        crate::cmd::run::write_runs(dir, &judged)?;
+        crate::records::frames::write_runs(dir, &judged)?;
         crate::util::progress::note(&format!(
             "re-judged: {changed} of {} rows of {} have their health written by this build's rule",
             judged.len(),

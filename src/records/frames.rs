@@ -23,7 +23,8 @@ use polars_io::parquet::write::{KeyValueMetadata, ParquetWriter};
 
 use crate::records::curves::{CurvePoint, RunCurve};
 use crate::records::metrics::{self, Cell, Kind, kind};
-use crate::records::results::RunRecord;
+use crate::records::results::{self, RunRecord};
+use crate::records::results_dir::Entry;
 
 /// One column from its cells, with the inferred type.
 fn column(name: &str, cells: &[Option<&str>]) -> Column {
@@ -567,6 +568,17 @@ pub(crate) fn read_parquet(path: &Path) -> Result<DataFrame> {
     ParquetReader::new(file)
         .finish()
         .with_context(|| format!("{} is not a readable Parquet file", path.display()))
+}
+
+/// Writes every run of a results directory, `merged`, as its runs.csv and
+/// runs.parquet.
+pub(crate) fn write_runs(out: &Path, merged: &[RunRecord]) -> Result<()> {
+    results::write_csv(&out.join(Entry::Runs.name()), merged)?;
+    write_parquet(
+        &out.join(Entry::RunsParquet.name()),
+        RunsFrame::new(merged)?.export()?,
+        metadata(merged),
+    )
 }
 
 #[cfg(test)]
