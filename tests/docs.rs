@@ -612,3 +612,55 @@ fn documents_name_only_what_exists() {
     }
     assert!(found.is_empty(), "{}", found.join("\n"));
 }
+
+/// The `unsafe` blocks of `text` (a Rust file): the keyword followed by a
+/// brace, outside comments.
+fn unsafe_blocks(text: &str) -> usize {
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .map(|code| code.matches("unsafe {").count())
+        .sum()
+}
+
+/// ARCHITECTURE.md's "Unsafe code, by file" lists every file of the
+/// workspace with an `unsafe` block and their number, and nothing else.
+#[test]
+fn every_unsafe_block_is_listed_by_file() {
+    assert_eq!(
+        unsafe_blocks("let a = unsafe { f() };\n// unsafe { no }\n"),
+        1
+    );
+    let (files, _) = repository_paths();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let found: BTreeMap<String, usize> = files
+        .iter()
+        .filter(|f| f.ends_with(".rs") && (f.starts_with("src/") || f.starts_with("crates/")))
+        .map(|f| {
+            (
+                f.clone(),
+                unsafe_blocks(&std::fs::read_to_string(root.join(f)).unwrap()),
+            )
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    let doc = read("ARCHITECTURE.md");
+    let section = doc
+        .split("## Unsafe code, by file")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a section \"Unsafe code, by file\"");
+    let section = section.split("\n## ").next().unwrap_or_default();
+    let listed: BTreeMap<String, usize> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- `"))
+        .filter_map(|l| {
+            let (path, rest) = l.split_once("`: ")?;
+            let n = rest.split_whitespace().next()?.parse().ok()?;
+            Some((path.to_string(), n))
+        })
+        .collect();
+    assert!(!found.is_empty());
+    assert_eq!(
+        listed, found,
+        "ARCHITECTURE.md lists these, the code has those"
+    );
+}

@@ -23,6 +23,7 @@ const STEP: &str = "\"schedule\":\"step\"";
 /// alone in a debug build on this 2-core machine on 2026-12-07: 13 to 46 s
 /// a test, and a peak of 14.5 GB used (PQASGD's eight ResNet110 ranks).
 fn rehearse(manifest: &str, point: &[&str], header: &[&str]) {
+    let _serial = common::serial();
     let data = temp_out(&format!("cifar10-like-{manifest}"));
     let o = repro_cmd(&[
         "data",

@@ -157,10 +157,10 @@ mod tests {
             into.push('\n');
         }
         assert!(
-            judged.contains("\tsrc/report/claims.rs\n")
+            judged.contains("\tsrc/report/claims/mod.rs\n")
                 && judged.contains("\tsrc/records/health.rs\n")
         );
-        assert!(kept.contains("\tsrc/cmd/run.rs\n") && kept.contains("\tCargo.lock\n"));
+        assert!(kept.contains("\tsrc/cmd/run/mod.rs\n") && kept.contains("\tCargo.lock\n"));
         assert!(kept.contains("\tcrates/repro-codec/src/moniqua.rs\n"));
         let id = git(&["hash-object", "--stdin"], kept.as_bytes());
         assert_eq!(String::from_utf8(id).unwrap().trim(), b.code);
