@@ -133,12 +133,30 @@ fn version_source(version: &str) -> Option<&str> {
     rest.split([',', ';', ')']).next()
 }
 
-/// TERM to the process group, then KILL after a grace period.
+/// TERM to the process group, then KILL if any of it is still there after
+/// a grace period of 3 s, polled every 50 ms: a group that is gone ends
+/// the wait. (`kill(1)`, not `libc::kill`: the driver keeps its `unsafe`
+/// to the blocks ARCHITECTURE.md lists.)
 fn terminate_group(pgid: u32) {
     let group = format!("-{pgid}");
-    let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
-    std::thread::sleep(Duration::from_secs(3));
-    let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+    let signal = |sig: &str| {
+        Command::new("kill")
+            .args([sig, "--", &group])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if !signal("-TERM") {
+        return;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while std::time::Instant::now() < deadline {
+        if !signal("-0") {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal("-KILL");
 }
 
 /// Ranks a run launches (`workers: 0` in a config means 8, the paper's).

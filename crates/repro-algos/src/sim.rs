@@ -264,122 +264,18 @@ impl<'o> Simulator<'o> {
     /// update, the next frame's codes), then every worker's block `b + 1`,
     /// so the block's dither tables, shared by all workers, are computed
     /// once per thread and stay in cache with the block's step.
-    // Long on purpose: the phases of one iteration on every thread (send, exchange,
-    // receive or blocks, the report) share the lanes' borrows.
     pub fn step(&mut self) -> Result<StepReport, AlgoError> {
         let n = self.lanes.len();
         let k = self.k;
-        let objective = self.objective;
-        let (lr, sgd) = (self.cfg.lr, self.cfg.sgd);
-        let topology = &self.topology;
         let (losses, received) = if self.fused {
-            // consumed here: should this step fail, the next one sends afresh
-            if !std::mem::replace(&mut self.present, false) {
-                let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
-                    self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
-                par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
-                    lane.worker.send(k, &[], frame)
-                })?;
-            }
-            // the next iteration's frames are encoded right after this one,
-            // while the model is in cache, unless theta is about to change
-            let presend = self.cfg.theta_warmup != Some(k + 1);
-            let frames = &self.frames;
-            // a thread steps its workers in order: while one mixes (compute
-            // bound), the next one's model, which its gradient would otherwise
-            // wait for, comes in from memory
-            let models: Vec<Prefetch> = self
-                .lanes
-                .iter()
-                .map(|l| Prefetch::of(l.worker.model()))
-                .collect();
-            let pass = Pass {
-                k,
-                objective,
-                separable: objective.separable().filter(|_| self.block > 0),
-                block: self.block,
-                lr,
-                sgd,
-                topology,
-                frames,
-                models: &models,
-                presend,
-            };
-            // each thread a contiguous group of workers, stepped in order
-            let threads = self
-                .pool
-                .as_deref()
-                .map_or(1, rayon::ThreadPool::current_num_threads);
-            let per = n.div_ceil(threads).max(1);
-            let mut groups: Vec<&mut [Lane]> = self.lanes.chunks_mut(per).collect();
-            let both = par_map(self.pool.as_deref(), &mut groups, |g, group| {
-                pass.group(g * per, group)
-            })?;
-            both.into_iter().flatten().unzip()
+            self.fused_pass()?
         } else {
-            let losses = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
-                let x = lane.worker.model();
-                let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.delta);
-                sgd.step_in_place(lr, x, &mut lane.delta, &mut lane.momentum);
-                Ok(loss)
-            })?;
-            let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
-                self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
-            par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
-                lane.worker.send(k, &lane.delta, frame)
-            })?;
-            drop(pairs);
-            let frames = &self.frames;
-            let received = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
-                let inbox = inbox(lane.worker.pattern(), i, topology, frames);
-                lane.worker.receive(k, &lane.delta, &inbox)
-            })?;
-            (losses, received)
+            self.unfused_pass()?
         };
-        let mut egress = vec![0u64; n];
-        let mut slowest = self.cfg.compute_s;
-        for (i, out) in egress.iter_mut().enumerate() {
-            let frame = self.frames[i].len() as u64;
-            let (bytes, hops) = match self.lanes[i].worker.pattern() {
-                Pattern::Gossip => (frame * self.topology.neighbours(i).len() as u64, 1.0),
-                Pattern::AllReduce => (
-                    (2 * (n as u64 - 1) * frame).div_ceil(n as u64),
-                    2.0 * (n as f64 - 1.0),
-                ),
-                Pattern::AllGather => ((n as u64 - 1) * frame, n as f64 - 1.0),
-            };
-            // a worker that sent nothing this iteration spends no time on the network
-            let hops = if bytes == 0 { 0.0 } else { hops };
-            *out = bytes;
-            if let Some(net) = self.cfg.network {
-                let t = bytes as f64 * 8.0 / net.bandwidth_bps + net.latency_s * hops;
-                slowest = slowest.max(t.max(self.cfg.compute_s));
-            }
-        }
+        let (egress, slowest) = self.egress();
         let verified = received.iter().map(|r| r.verified).sum();
         let mismatched: u64 = received.iter().map(|r| r.mismatched).sum();
-        if self.cfg.theta_warmup == Some(k + 1) {
-            let max_step = self
-                .lanes
-                .iter()
-                .filter_map(|l| l.worker.max_step())
-                .fold(0.0f32, f32::max);
-            let rho = self.topology.spectrum().rho;
-            for lane in &mut self.lanes {
-                lane.worker.set_auto_theta(max_step, n, rho)?;
-            }
-        }
-        if let Some(growth) = self.cfg.theta_growth
-            && mismatched > 0
-        {
-            for lane in &mut self.lanes {
-                if let Some(theta) = lane.worker.theta() {
-                    lane.worker.set_theta(theta * growth)?;
-                }
-            }
-        }
-        let theta_changed = self.cfg.theta_warmup == Some(k + 1)
-            || (self.cfg.theta_growth.is_some() && mismatched > 0);
+        let theta_changed = self.adjust_theta(mismatched)?;
         self.present = self.fused && !theta_changed && self.lanes.iter().all(|l| l.next_sent);
         if self.present {
             for (lane, frame) in self.lanes.iter_mut().zip(&mut self.frames) {
@@ -401,6 +297,137 @@ impl<'o> Simulator<'o> {
             theta: self.lanes.first().and_then(|l| l.worker.theta()),
             modulus: self.lanes.first().and_then(|l| l.worker.modulus()),
         })
+    }
+
+    /// The fused iteration: every worker sends (unless last iteration
+    /// encoded its frame already), then each thread steps its contiguous
+    /// group of workers, gradient, step and receive in one pass. Each
+    /// worker's loss and what it received.
+    fn fused_pass(&mut self) -> Result<(Vec<f64>, Vec<Received>), AlgoError> {
+        let k = self.k;
+        // consumed here: should this step fail, the next one sends afresh
+        if !std::mem::replace(&mut self.present, false) {
+            let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
+                self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
+            par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
+                lane.worker.send(k, &[], frame)
+            })?;
+        }
+        // a thread steps its workers in order: while one mixes (compute
+        // bound), the next one's model, which its gradient would otherwise
+        // wait for, comes in from memory
+        let models: Vec<Prefetch> = self
+            .lanes
+            .iter()
+            .map(|l| Prefetch::of(l.worker.model()))
+            .collect();
+        let pass = Pass {
+            k,
+            objective: self.objective,
+            separable: self.objective.separable().filter(|_| self.block > 0),
+            block: self.block,
+            lr: self.cfg.lr,
+            sgd: self.cfg.sgd,
+            topology: &self.topology,
+            frames: &self.frames,
+            models: &models,
+            // the next iteration's frames are encoded right after this
+            // one, while the model is in cache, unless theta is about to
+            // change
+            presend: self.cfg.theta_warmup != Some(k + 1),
+        };
+        let threads = self
+            .pool
+            .as_deref()
+            .map_or(1, rayon::ThreadPool::current_num_threads);
+        let per = self.lanes.len().div_ceil(threads).max(1);
+        let mut groups: Vec<&mut [Lane]> = self.lanes.chunks_mut(per).collect();
+        let both = par_map(self.pool.as_deref(), &mut groups, |g, group| {
+            pass.group(g * per, group)
+        })?;
+        Ok(both.into_iter().flatten().unzip())
+    }
+
+    /// The three phases one after another on every worker: gradient and
+    /// step, send, receive. Each worker's loss and what it received.
+    fn unfused_pass(&mut self) -> Result<(Vec<f64>, Vec<Received>), AlgoError> {
+        let (k, objective) = (self.k, self.objective);
+        let (lr, sgd) = (self.cfg.lr, self.cfg.sgd);
+        let losses = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
+            let x = lane.worker.model();
+            let loss = objective.gradient(i, x, &mut lane.rng, &mut lane.delta);
+            sgd.step_in_place(lr, x, &mut lane.delta, &mut lane.momentum);
+            Ok(loss)
+        })?;
+        let mut pairs: Vec<(&mut Lane, &mut Vec<u8>)> =
+            self.lanes.iter_mut().zip(self.frames.iter_mut()).collect();
+        par_map(self.pool.as_deref(), &mut pairs, |_, (lane, frame)| {
+            lane.worker.send(k, &lane.delta, frame)
+        })?;
+        drop(pairs);
+        let (topology, frames) = (&self.topology, &self.frames);
+        let received = par_map(self.pool.as_deref(), &mut self.lanes, |i, lane| {
+            let inbox = inbox(lane.worker.pattern(), i, topology, frames);
+            lane.worker.receive(k, &lane.delta, &inbox)
+        })?;
+        Ok((losses, received))
+    }
+
+    /// Each worker's bytes on the wire this iteration, by its pattern, and
+    /// the iteration's time: the slowest worker's compute or network time.
+    fn egress(&self) -> (Vec<u64>, f64) {
+        let n = self.lanes.len();
+        let mut egress = vec![0u64; n];
+        let mut slowest = self.cfg.compute_s;
+        for (i, out) in egress.iter_mut().enumerate() {
+            let frame = self.frames[i].len() as u64;
+            let (bytes, hops) = match self.lanes[i].worker.pattern() {
+                Pattern::Gossip => (frame * self.topology.neighbours(i).len() as u64, 1.0),
+                Pattern::AllReduce => (
+                    (2 * (n as u64 - 1) * frame).div_ceil(n as u64),
+                    2.0 * (n as f64 - 1.0),
+                ),
+                Pattern::AllGather => ((n as u64 - 1) * frame, n as f64 - 1.0),
+            };
+            // a worker that sent nothing this iteration spends no time on the network
+            let hops = if bytes == 0 { 0.0 } else { hops };
+            *out = bytes;
+            if let Some(net) = self.cfg.network {
+                let t = bytes as f64 * 8.0 / net.bandwidth_bps + net.latency_s * hops;
+                slowest = slowest.max(t.max(self.cfg.compute_s));
+            }
+        }
+        (egress, slowest)
+    }
+
+    /// Theta after this iteration: set from the gradient at the end of
+    /// the warm-up, grown when a recovery failed (`theta_growth`).
+    /// Whether it changed (the frames encoded ahead are then stale).
+    fn adjust_theta(&mut self, mismatched: u64) -> Result<bool, AlgoError> {
+        let k = self.k;
+        let n = self.lanes.len();
+        if self.cfg.theta_warmup == Some(k + 1) {
+            let max_step = self
+                .lanes
+                .iter()
+                .filter_map(|l| l.worker.max_step())
+                .fold(0.0f32, f32::max);
+            let rho = self.topology.spectrum().rho;
+            for lane in &mut self.lanes {
+                lane.worker.set_auto_theta(max_step, n, rho)?;
+            }
+        }
+        if let Some(growth) = self.cfg.theta_growth
+            && mismatched > 0
+        {
+            for lane in &mut self.lanes {
+                if let Some(theta) = lane.worker.theta() {
+                    lane.worker.set_theta(theta * growth)?;
+                }
+            }
+        }
+        Ok(self.cfg.theta_warmup == Some(k + 1)
+            || (self.cfg.theta_growth.is_some() && mismatched > 0))
     }
 
     /// Sets how many threads the phases may use (at least 1). Results do not

@@ -199,9 +199,7 @@ impl Topology {
     /// The slack matrix `gamma W + (1 - gamma) I` (Moniqua's Theorem 3,
     /// CHOCO's and DeepSqueeze's consensus step size).
     pub fn slack(&self, gamma: f64) -> Result<Self, TopologyError> {
-        if !(gamma > 0.0 && gamma <= 1.0) {
-            return Err(TopologyError::InvalidGamma { gamma });
-        }
+        let gamma = check_gamma(gamma)?;
         let neighbours: Vec<Vec<(usize, f64)>> = self
             .neighbours
             .iter()
@@ -319,6 +317,16 @@ pub fn halving_doubling_rounds(n: usize) -> u32 {
     }
     let p = 1usize << n.ilog2();
     2 * p.ilog2() + if p == n { 0 } else { 2 }
+}
+
+/// A consensus step size `gamma`, checked: in (0, 1]. The one check for
+/// the slack matrix and every gossip algorithm's step (CHOCO, DeepSqueeze).
+pub fn check_gamma(gamma: f64) -> Result<f64, TopologyError> {
+    if gamma > 0.0 && gamma <= 1.0 {
+        Ok(gamma)
+    } else {
+        Err(TopologyError::InvalidGamma { gamma })
+    }
 }
 
 #[cfg(test)]

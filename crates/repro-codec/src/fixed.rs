@@ -14,7 +14,6 @@
 
 use crate::dither::Dither;
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
-use crate::moniqua::{check_len, non_finite_error};
 use crate::pack::{pack, packed_len, unpack};
 use crate::{CodecError, ConfigError};
 
@@ -114,13 +113,8 @@ impl FixedCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<FixedEncoded, CodecError> {
-        let len = frame::value_count(x.len())?;
-        if let Some(own) = own.as_deref() {
-            check_len("dequantized output buffer", x.len(), own.len())?;
-        }
-        if x.iter().any(|v| !v.is_finite()) {
-            return Err(non_finite_error(x));
-        }
+        let len = frame::encode_preamble(x, own.as_deref(), "dequantized output buffer")?;
+        frame::check_finite(x)?;
         let dither = self.dither(iteration, sender);
         let mut saturated = 0;
         let codes: Vec<u32> = x

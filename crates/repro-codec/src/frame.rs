@@ -22,7 +22,7 @@
 
 use std::borrow::Cow;
 
-use crate::FrameError;
+use crate::{CodecError, FrameError};
 
 /// Magic bytes that open every frame.
 pub const MAGIC: [u8; 2] = *b"MQ";
@@ -257,6 +257,51 @@ pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
         // bucket is the count kept
         Kind::Sparse => crate::pack::packed_len(bucket, bits) + 4 * bucket,
     }
+}
+
+/// What every codec's encode checks first: the frame's value count, and,
+/// where the caller asks for the values the receivers will decode (`own`),
+/// a buffer of the input's length (`what` names it in the error).
+pub(crate) fn encode_preamble(
+    x: &[f32],
+    own: Option<&[f32]>,
+    what: &'static str,
+) -> Result<u32, CodecError> {
+    let len = value_count(x.len())?;
+    if let Some(own) = own {
+        check_len(what, x.len(), own.len())?;
+    }
+    Ok(len)
+}
+
+/// `Ok` where every value of `x` is finite, else the error that counts
+/// them and names the first.
+pub(crate) fn check_finite(x: &[f32]) -> Result<(), CodecError> {
+    if x.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(non_finite_error(x))
+    }
+}
+
+/// `expected` values where `what` has `got`: an error.
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), CodecError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(CodecError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// The error for an input with non-finite values (the slow path of a failed encode).
+pub(crate) fn non_finite_error(x: &[f32]) -> CodecError {
+    let count = x.iter().filter(|v| !v.is_finite()).count();
+    let first = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
+    CodecError::NonFinite { count, first }
 }
 
 /// The header's value count for `len` values: a frame holds at most

@@ -17,7 +17,7 @@
 use std::fmt;
 
 use crate::dither::{Dither, SHARED_STREAM};
-use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
+use crate::frame::{self, Compression, Expect, FrameHeader, Kind, check_len};
 use crate::kernels::{self, MixTarget, ModParams};
 use crate::modulo::{BTheta, circle_delta, modulus_for};
 use crate::pack::packed_len;
@@ -285,7 +285,7 @@ impl MoniquaCodec {
     /// Why an encode rejected `x` (the slow path).
     fn rejected_error(&self, x: &[f32]) -> CodecError {
         if x.iter().any(|v| !v.is_finite()) {
-            return non_finite_error(x);
+            return frame::non_finite_error(x);
         }
         let limit = self.max_abs();
         let count = x
@@ -327,10 +327,7 @@ impl MoniquaCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = frame::value_count(x.len())?;
-        if let Some(own) = own.as_deref() {
-            check_len("local biased term buffer", x.len(), own.len())?;
-        }
+        let len = frame::encode_preamble(x, own.as_deref(), "local biased term buffer")?;
         let body_start = frame::begin_frame(out, packed_len(x.len(), self.bits));
         let params = self.params(self.dither(iteration, sender), self.hash);
         let k = kernels::moniqua_encode(&params, x, own, &mut out[body_start..]);
@@ -740,25 +737,6 @@ fn verify(sent: Option<u64>, recovered: Option<u64>) -> Verification {
         (Some(_), _) => Verification::Mismatch,
         (None, _) => Verification::Unchecked,
     }
-}
-
-pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), CodecError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(CodecError::LengthMismatch {
-            what,
-            expected,
-            got,
-        })
-    }
-}
-
-/// The error for an input with non-finite values (the slow path of a failed encode).
-pub(crate) fn non_finite_error(x: &[f32]) -> CodecError {
-    let count = x.iter().filter(|v| !v.is_finite()).count();
-    let first = x.iter().position(|v| !v.is_finite()).unwrap_or(0);
-    CodecError::NonFinite { count, first }
 }
 
 #[cfg(test)]

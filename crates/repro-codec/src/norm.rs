@@ -9,7 +9,7 @@
 
 use crate::dither::Dither;
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
-use crate::moniqua::{Encoded, check_len, non_finite_error};
+use crate::moniqua::Encoded;
 use crate::pack::{pack, packed_len, unpack};
 use crate::{CodecError, ConfigError};
 
@@ -100,13 +100,8 @@ impl NormCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = frame::value_count(v.len())?;
-        if let Some(own) = own.as_deref() {
-            check_len("dequantized output buffer", v.len(), own.len())?;
-        }
-        if v.iter().any(|x| !x.is_finite()) {
-            return Err(non_finite_error(v));
-        }
+        let len = frame::encode_preamble(v, own.as_deref(), "dequantized output buffer")?;
+        frame::check_finite(v)?;
         let bucket = self.cfg.bucket;
         let nb = v.len().div_ceil(bucket);
         let start = frame::begin_frame(out, 4 * nb + packed_len(v.len(), self.bits));

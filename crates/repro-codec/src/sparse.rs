@@ -17,7 +17,7 @@
 
 use crate::dither::mix64;
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind, index_bits};
-use crate::moniqua::{Encoded, check_len, non_finite_error};
+use crate::moniqua::Encoded;
 use crate::pack::{pack, packed_len, unpack};
 use crate::{CodecError, ConfigError};
 
@@ -156,13 +156,8 @@ impl SparseCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = frame::value_count(v.len())?;
-        if let Some(own) = own.as_deref() {
-            check_len("dequantized output buffer", v.len(), own.len())?;
-        }
-        if v.iter().any(|x| !x.is_finite()) {
-            return Err(non_finite_error(v));
-        }
+        let len = frame::encode_preamble(v, own.as_deref(), "dequantized output buffer")?;
+        frame::check_finite(v)?;
         let idx = self.select(v, iteration, sender);
         let k = idx.len();
         let factor = self.factor(v.len());

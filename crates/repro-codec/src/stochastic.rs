@@ -8,7 +8,7 @@
 use crate::dither::Dither;
 use crate::frame::{self, Compression, Expect, FrameHeader, Kind};
 use crate::kernels::{self, BucketParams};
-use crate::moniqua::{Encoded, check_len, non_finite_error};
+use crate::moniqua::Encoded;
 use crate::pack::packed_len;
 use crate::{CodecError, ConfigError};
 
@@ -88,15 +88,12 @@ impl StochasticCodec {
         own: Option<&mut [f32]>,
         out: &mut Vec<u8>,
     ) -> Result<Encoded, CodecError> {
-        let len = frame::value_count(x.len())?;
-        if let Some(own) = own.as_deref() {
-            check_len("dequantized output buffer", x.len(), own.len())?;
-        }
+        let len = frame::encode_preamble(x, own.as_deref(), "dequantized output buffer")?;
         let nb = x.len().div_ceil(self.bucket);
         let body_start = frame::begin_frame(out, 4 * nb + packed_len(x.len(), self.bits));
         let (scales, codes) = out[body_start..].split_at_mut(4 * nb);
         if kernels::bucket_scales(self.bucket, x, scales) > 0 {
-            return Err(non_finite_error(x));
+            return Err(frame::non_finite_error(x));
         }
         let params = BucketParams {
             bits: self.bits,

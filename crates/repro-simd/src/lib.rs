@@ -130,18 +130,34 @@ fn detect() -> Level {
     Level::Baseline
 }
 
-/// The level the codec uses: the detected one, capped by `REPRO_CODEC_SIMD`.
+/// The cap `REPRO_CODEC_SIMD` sets: none (the top level) where unset,
+/// `None` for a value that is no level.
+fn cap_of(asked: Option<&str>) -> Option<Level> {
+    match asked {
+        None | Some("avx512") => Some(Level::Avx512),
+        Some("avx2") => Some(Level::Avx2),
+        Some("baseline") => Some(Level::Baseline),
+        Some(_) => None,
+    }
+}
+
+/// The level the codec uses: the detected one, capped by `REPRO_CODEC_SIMD`
+/// (an unknown value is said on standard error, and caps nothing).
 pub fn level() -> Level {
     match LEVEL.load(Ordering::Relaxed) {
         1 => Level::Baseline,
         2 => Level::Avx2,
         3 => Level::Avx512,
         _ => {
-            let cap = match std::env::var("REPRO_CODEC_SIMD").as_deref() {
-                Ok("baseline") => Level::Baseline,
-                Ok("avx2") => Level::Avx2,
-                _ => Level::Avx512,
-            };
+            let asked = std::env::var("REPRO_CODEC_SIMD");
+            let cap = cap_of(asked.as_deref().ok()).unwrap_or_else(|| {
+                // said once (the level is kept): an unknown cap is no cap
+                eprintln!(
+                    "warning: REPRO_CODEC_SIMD={} is no level (baseline, avx2, avx512): not capped",
+                    asked.as_deref().unwrap_or_default()
+                );
+                Level::Avx512
+            });
             let l = detected().min(cap);
             LEVEL.store(l as u8, Ordering::Relaxed);
             l
@@ -200,4 +216,20 @@ pub fn levels() -> Vec<Level> {
         .into_iter()
         .filter(|&l| l <= detected())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `REPRO_CODEC_SIMD` caps at a level it names, caps nothing unset,
+    /// and a value that is no level is told apart (and warned of).
+    #[test]
+    fn the_cap_is_a_level_or_unknown() {
+        assert_eq!(cap_of(None), Some(Level::Avx512));
+        assert_eq!(cap_of(Some("avx2")), Some(Level::Avx2));
+        assert_eq!(cap_of(Some("baseline")), Some(Level::Baseline));
+        assert_eq!(cap_of(Some("AVX2")), None);
+        assert_eq!(cap_of(Some("sse")), None);
+    }
 }

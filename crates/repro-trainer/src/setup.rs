@@ -36,6 +36,10 @@ pub enum TrainError {
     Torch(#[from] tch::TchError),
     #[error("could not write the run log")]
     Log(#[from] std::io::Error),
+    /// The asynchronous loop's compute thread ended by a panic (its message
+    /// is on standard error): a bug, not a bad config.
+    #[error("the compute thread panicked (its message is above): a bug in the trainer")]
+    ComputeThread,
 }
 
 /// Deterministic synthetic images (1x28x28, 10 classes): a per-class pattern

@@ -203,9 +203,7 @@ pub fn train_async<T: Transport>(
         let outcome = gossiped.and_then(|early| match early {
             // the compute thread stopped (diverged or failed) while serving
             Some(status) => Ok(status),
-            None => finished_rx
-                .recv()
-                .unwrap_or_else(|_| Err(TrainError::Config("the compute thread died".into()))),
+            None => finished_rx.recv().unwrap_or(Err(TrainError::ComputeThread)),
         });
         let result = match outcome {
             // every rank gets here: the collective for the averaged model

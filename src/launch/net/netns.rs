@@ -303,113 +303,132 @@ fn ms(seconds: f64) -> f64 {
 /// latency by netem where `netem` (else nothing: the transport injects it).
 /// One definition for the ranks' namespaces, the probes and a cluster's
 /// nodes without netem.
-// Long on purpose: the `tc` commands of every qdisc kind in one place, so the
-// ranks' namespaces, the probes and a cluster's nodes run the same ones.
 pub(crate) fn rate_commands(
     ns: Option<&str>,
     dev: &str,
     condition: &Condition,
     netem: bool,
 ) -> Vec<Vec<String>> {
-    let base = |object: &str| -> Vec<String> {
-        let mut v = argv(&["tc"]);
-        if let Some(ns) = ns {
-            v.extend(argv(&["-n", ns]));
-        }
-        v.extend(argv(&[object, "replace", "dev", dev]));
-        v
-    };
-    let tc = |rest: &[&str]| -> Vec<String> {
-        let mut v = base("qdisc");
-        v.extend(rest.iter().map(|s| (*s).to_string()));
-        v
-    };
+    let tc = Tc { ns, dev };
     let delay = (netem && condition.latency_s > 0.0)
         .then(|| format!("{}us", (condition.latency_s * 1e6).round() as u64));
-    let mut out = Vec::new();
+    let delay = delay.as_deref();
     match (condition.bandwidth_bps, condition.qdisc) {
-        (Some(bps), RateQdisc::Tbf) => {
-            let rate = format!("{}bit", bps as u64);
-            let burst = burst_bytes(bps).to_string();
-            let limit = limit_bytes(bps).to_string();
-            let tbf = ["tbf", "rate", &rate, "burst", &burst, "limit", &limit];
-            match &delay {
-                // netem at the root, the token bucket as its child
-                Some(d) => {
-                    out.push(tc(&[
-                        "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
-                    ]));
-                    let mut child = vec!["parent", "1:1", "handle", "10:"];
-                    child.extend_from_slice(&tbf);
-                    out.push(tc(&child));
-                }
-                None => {
-                    let mut root = vec!["root", "handle", "1:"];
-                    root.extend_from_slice(&tbf);
-                    out.push(tc(&root));
-                }
-            }
+        (Some(bps), RateQdisc::Tbf) => tbf_commands(&tc, bps, delay),
+        (Some(bps), RateQdisc::Htb) => htb_commands(&tc, bps, delay),
+        (Some(bps), RateQdisc::HtbAck) => htb_ack_commands(&tc, bps, delay),
+        (None, _) => delay
+            .map(|d| {
+                tc.qdisc(&[
+                    "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
+                ])
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// `tc` on one device, in a namespace or the current one.
+struct Tc<'a> {
+    ns: Option<&'a str>,
+    dev: &'a str,
+}
+
+impl Tc<'_> {
+    /// `tc [-n NS] OBJECT replace dev DEV REST...`.
+    fn command(&self, object: &str, rest: &[&str]) -> Vec<String> {
+        let mut v = argv(&["tc"]);
+        if let Some(ns) = self.ns {
+            v.extend(argv(&["-n", ns]));
         }
-        (Some(bps), RateQdisc::Htb) => {
-            let rate = format!("{}bit", bps as u64);
-            let burst = burst_bytes(bps).to_string();
-            out.push(tc(&["root", "handle", "1:", "htb", "default", "1"]));
-            let mut class = base("class");
-            class.extend(argv(&[
+        v.extend(argv(&[object, "replace", "dev", self.dev]));
+        v.extend(argv(rest));
+        v
+    }
+
+    fn qdisc(&self, rest: &[&str]) -> Vec<String> {
+        self.command("qdisc", rest)
+    }
+}
+
+/// A token bucket at `bps`; with a `delay`, netem at the root and the
+/// bucket as its child.
+fn tbf_commands(tc: &Tc<'_>, bps: f64, delay: Option<&str>) -> Vec<Vec<String>> {
+    let rate = format!("{}bit", bps as u64);
+    let burst = burst_bytes(bps).to_string();
+    let limit = limit_bytes(bps).to_string();
+    let tbf = ["tbf", "rate", &rate, "burst", &burst, "limit", &limit];
+    match delay {
+        Some(d) => vec![
+            tc.qdisc(&[
+                "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
+            ]),
+            tc.qdisc(&[&["parent", "1:1", "handle", "10:"][..], &tbf].concat()),
+        ],
+        None => vec![tc.qdisc(&[&["root", "handle", "1:"][..], &tbf].concat())],
+    }
+}
+
+/// One htb class at `bps`; with a `delay`, netem as its leaf.
+fn htb_commands(tc: &Tc<'_>, bps: f64, delay: Option<&str>) -> Vec<Vec<String>> {
+    let rate = format!("{}bit", bps as u64);
+    let burst = burst_bytes(bps).to_string();
+    let mut out = vec![
+        tc.qdisc(&["root", "handle", "1:", "htb", "default", "1"]),
+        tc.command(
+            "class",
+            &[
                 "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate, "burst",
                 &burst, "cburst", &burst, "quantum", "1514",
-            ]));
-            out.push(class);
-            if let Some(d) = &delay {
-                out.push(tc(&[
-                    "parent", "1:1", "handle", "10:", "netem", "delay", d, "limit", "100000",
-                ]));
-            }
-        }
-        (Some(bps), RateQdisc::HtbAck) => {
-            // one rate for everything the rank sends, pure ACKs (IP
-            // packets under 64 bytes) first: the ACKs of incoming data do
-            // not wait behind outgoing data in the queue
-            let rate = format!("{}bit", bps as u64);
-            let half = format!("{}bit", (bps / 2.0) as u64);
-            let burst = burst_bytes(bps).to_string();
-            let class = |parent: &str, id: &str, r: &str, prio: &str| -> Vec<String> {
-                let mut v = base("class");
-                v.extend(argv(&[
-                    "parent", parent, "classid", id, "htb", "rate", r, "ceil", &rate, "burst",
-                    &burst, "cburst", &burst, "quantum", "1514", "prio", prio,
-                ]));
-                v
-            };
-            out.push(tc(&["root", "handle", "1:", "htb", "default", "20"]));
-            out.push(class("1:", "1:1", &rate, "0"));
-            out.push(class("1:1", "1:10", &half, "0"));
-            out.push(class("1:1", "1:20", &half, "1"));
-            let mut filter = base("filter");
-            filter.extend(argv(&[
+            ],
+        ),
+    ];
+    if let Some(d) = delay {
+        out.push(tc.qdisc(&[
+            "parent", "1:1", "handle", "10:", "netem", "delay", d, "limit", "100000",
+        ]));
+    }
+    out
+}
+
+/// One rate for everything the rank sends, pure ACKs (IP packets under 64
+/// bytes) first: the ACKs of incoming data do not wait behind outgoing
+/// data in the queue. Each class's leaf is netem with a `delay`, else a
+/// byte FIFO.
+fn htb_ack_commands(tc: &Tc<'_>, bps: f64, delay: Option<&str>) -> Vec<Vec<String>> {
+    let rate = format!("{}bit", bps as u64);
+    let half = format!("{}bit", (bps / 2.0) as u64);
+    let burst = burst_bytes(bps).to_string();
+    let class = |parent: &str, id: &str, r: &str, prio: &str| {
+        tc.command(
+            "class",
+            &[
+                "parent", parent, "classid", id, "htb", "rate", r, "ceil", &rate, "burst", &burst,
+                "cburst", &burst, "quantum", "1514", "prio", prio,
+            ],
+        )
+    };
+    let mut out = vec![
+        tc.qdisc(&["root", "handle", "1:", "htb", "default", "20"]),
+        class("1:", "1:1", &rate, "0"),
+        class("1:1", "1:10", &half, "0"),
+        class("1:1", "1:20", &half, "1"),
+        tc.command(
+            "filter",
+            &[
                 "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match", "ip", "protocol",
                 "6", "0xff", "match", "u16", "0x0000", "0xffc0", "at", "2", "flowid", "1:10",
-            ]));
-            out.push(filter);
-            let limit = limit_bytes(bps).to_string();
-            for (parent, handle) in [("1:10", "10:"), ("1:20", "20:")] {
-                match &delay {
-                    Some(d) => out.push(tc(&[
-                        "parent", parent, "handle", handle, "netem", "delay", d, "limit", "100000",
-                    ])),
-                    None => out.push(tc(&[
-                        "parent", parent, "handle", handle, "bfifo", "limit", &limit,
-                    ])),
-                }
-            }
-        }
-        (None, _) => {
-            if let Some(d) = &delay {
-                out.push(tc(&[
-                    "root", "handle", "1:", "netem", "delay", d, "limit", "100000",
-                ]));
-            }
-        }
+            ],
+        ),
+    ];
+    let limit = limit_bytes(bps).to_string();
+    for (parent, handle) in [("1:10", "10:"), ("1:20", "20:")] {
+        out.push(match delay {
+            Some(d) => tc.qdisc(&[
+                "parent", parent, "handle", handle, "netem", "delay", d, "limit", "100000",
+            ]),
+            None => tc.qdisc(&["parent", parent, "handle", handle, "bfifo", "limit", &limit]),
+        });
     }
     out
 }

@@ -29,11 +29,7 @@ impl DeepSqueeze {
         gamma: f64,
         x0: &[f32],
     ) -> Result<Self, AlgoError> {
-        if !(gamma > 0.0 && gamma <= 1.0) {
-            return Err(AlgoError::Invalid(format!(
-                "DeepSqueeze's gamma must be in (0, 1], got {gamma}"
-            )));
-        }
+        let gamma = crate::topology::check_gamma(gamma)?;
         Ok(Self {
             row: Row::of(topology, rank),
             x: crate::flat::model_copy(x0),

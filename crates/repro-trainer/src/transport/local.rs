@@ -37,7 +37,7 @@ use std::time::Instant;
 
 use repro_algos::sim::Network;
 
-use super::{Tag, Transport, TransportError, check_ranks, ring_all_reduce};
+use super::{Tag, Transport, TransportError, ring_all_reduce};
 
 /// The tag of `exchange`'s frames.
 const UNTAGGED: i32 = 0;
@@ -235,10 +235,6 @@ impl LocalTransport {
         };
     }
 
-    fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
-        check_ranks(ranks, self.size)
-    }
-
     fn post(&mut self, to: usize, tag: i32, frame: &[u8]) -> Result<(), TransportError> {
         let (bps, latency) = self
             .network
@@ -292,8 +288,8 @@ impl Transport for LocalTransport {
         frame: &[u8],
         from: &[usize],
     ) -> Result<Vec<Vec<u8>>, TransportError> {
-        self.check(to)?;
-        self.check(from)?;
+        self.check_peers(to)?;
+        self.check_peers(from)?;
         self.pause();
         for &j in to {
             self.post(j, UNTAGGED, frame)?;
@@ -327,7 +323,7 @@ impl Transport for LocalTransport {
     }
 
     fn send_tagged(&mut self, to: usize, tag: Tag, frame: &[u8]) -> Result<(), TransportError> {
-        self.check(&[to])?;
+        self.check_peers(&[to])?;
         self.pause();
         let posted = self.post(to, tag.code(), frame);
         self.resume();
@@ -335,7 +331,7 @@ impl Transport for LocalTransport {
     }
 
     fn receive_tagged(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, TransportError> {
-        self.check(&[from])?;
+        self.check_peers(&[from])?;
         self.pause();
         let frame = self.take(from, tag.code())?;
         self.resume();

@@ -37,6 +37,12 @@ pub trait Transport {
     fn rank(&self) -> usize;
     /// Number of workers.
     fn size(&self) -> usize;
+
+    /// `Ok` where every rank of `ranks` is one of this transport's: the
+    /// one peer check of every transport.
+    fn check_peers(&self, ranks: &[usize]) -> Result<(), TransportError> {
+        check_ranks(ranks, self.size())
+    }
     /// Sends `frame` to every rank in `to` and receives one frame from every
     /// rank in `from`, returned in the order of `from`. Sends are
     /// non-blocking, so any pattern of neighbours completes.

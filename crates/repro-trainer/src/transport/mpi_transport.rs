@@ -4,7 +4,7 @@ use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
-use super::{Tag, Transport, TransportError, check_ranks, ring_all_reduce};
+use super::{Tag, Transport, TransportError, ring_all_reduce};
 
 /// Frames between MPI ranks of `MPI_COMM_WORLD`. Owns the MPI environment:
 /// MPI is finalized when it is dropped.
@@ -78,10 +78,6 @@ impl MpiTransport {
             std::thread::sleep(latency);
         }
     }
-
-    fn check(&self, ranks: &[usize]) -> Result<(), TransportError> {
-        check_ranks(ranks, self.size())
-    }
 }
 
 /// The tag of `exchange`'s frames (MPI's default).
@@ -132,8 +128,8 @@ impl Transport for MpiTransport {
         frame: &[u8],
         from: &[usize],
     ) -> Result<Vec<Vec<u8>>, TransportError> {
-        self.check(to)?;
-        self.check(from)?;
+        self.check_peers(to)?;
+        self.check_peers(from)?;
         self.bytes_sent += (frame.len() * to.len()) as u64;
         let world = &self.world;
         let mut received = Vec::with_capacity(from.len());
@@ -181,7 +177,7 @@ impl Transport for MpiTransport {
     }
 
     fn send_tagged(&mut self, to: usize, tag: Tag, frame: &[u8]) -> Result<(), TransportError> {
-        self.check(&[to])?;
+        self.check_peers(&[to])?;
         self.bytes_sent += frame.len() as u64;
         self.world
             .process_at_rank(to as i32)
@@ -190,7 +186,7 @@ impl Transport for MpiTransport {
     }
 
     fn receive_tagged(&mut self, from: usize, tag: Tag) -> Result<Vec<u8>, TransportError> {
-        self.check(&[from])?;
+        self.check_peers(&[from])?;
         let (data, _status) = self
             .world
             .process_at_rank(from as i32)
