@@ -12,6 +12,16 @@ use common::{
     skipped, temp_out, train_binary, wait_for_trainer,
 };
 
+/// `repro ARGS` is refused: exit code 1, and standard error holds `said`
+/// (a clear message, not a panic or a usage dump). Returns standard error.
+fn refused(args: &[&str], said: &str) -> String {
+    let o = repro(args);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+    assert!(err.contains(said), "{args:?} said: {err}");
+    err
+}
+
 #[test]
 fn theorem1_reproduces_in_the_simulator() {
     let out = temp_out("theorem1");
@@ -391,41 +401,44 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     );
     assert!(text.contains(" net node down --interface eth0"), "{text}");
     // runs at once would shape the same interfaces: refused before any run
-    let o = repro(&[
-        "run",
-        "figure1",
-        "--hostfile",
-        hf,
-        "--interface",
-        "eth0",
-        "--jobs",
-        "2",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("pass --jobs 1"));
+    refused(
+        &[
+            "run",
+            "figure1",
+            "--hostfile",
+            hf,
+            "--interface",
+            "eth0",
+            "--jobs",
+            "2",
+        ],
+        "pass --jobs 1",
+    );
     // no interface: refused, saying which flag to pass
-    let o = repro(&[
-        "run",
-        "figure1",
-        "--scale",
-        "paper",
-        "--dry-run",
-        "--launcher",
-        "srun",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--interface"));
-    let o = repro(&[
-        "run",
-        "table2",
-        "--scale",
-        "paper",
-        "--dry-run",
-        "--hostfile",
-        "/nonexistent/h",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("hostfile /nonexistent/h not found"));
+    refused(
+        &[
+            "run",
+            "figure1",
+            "--scale",
+            "paper",
+            "--dry-run",
+            "--launcher",
+            "srun",
+        ],
+        "--interface",
+    );
+    refused(
+        &[
+            "run",
+            "table2",
+            "--scale",
+            "paper",
+            "--dry-run",
+            "--hostfile",
+            "/nonexistent/h",
+        ],
+        "hostfile /nonexistent/h not found",
+    );
 }
 
 /// Every shipped manifest parses and expands at every scale it declares, and
@@ -666,10 +679,7 @@ fn bad_input_is_a_clear_error_with_exit_code_1() {
             "unknown field `colour`",
         ),
     ] {
-        let o = repro(&args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(needle), "{args:?}: {err}");
+        refused(&args, needle);
     }
     assert_eq!(repro(&["frobnicate"]).status.code(), Some(2));
 }
@@ -924,12 +934,9 @@ fn local_backend_models_the_network_with_a_virtual_clock() {
         plan(&["run", "figure1", "--set", "backend=local", "--dry-run"])
     );
     // the asynchronous algorithms need real threads and time
-    let o = repro(&["run", "figure2b", "--backend", "local", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("mpi backend only"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["run", "figure2b", "--backend", "local", "--dry-run"],
+        "mpi backend only",
     );
 }
 
@@ -2010,15 +2017,16 @@ fn a_tuned_experiment_chooses_on_validation_and_reports_on_fresh_seeds() {
     assert_eq!(ids(&arr), ids(&out));
     let _ = std::fs::remove_dir_all(&arr);
     // a manifest that would choose on the test set is refused at plan time
-    let o = repro(&[
-        "run",
-        "tune-smoke",
-        "--set",
-        "tune.metric=avg_test_accuracy",
-        "--dry-run",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("tune.metric"));
+    refused(
+        &[
+            "run",
+            "tune-smoke",
+            "--set",
+            "tune.metric=avg_test_accuracy",
+            "--dry-run",
+        ],
+        "tune.metric",
+    );
     let _ = std::fs::remove_dir_all(&out);
 }
 
@@ -2227,10 +2235,10 @@ figure: {{ x: epoch, also_x: [bytes], y: subopt, series: algorithm, log_y: true 
         ("params.decay_a=0", "decay_a > 0"),
         ("params.x0=ones", "unknown x0"),
     ] {
-        let o = repro(&["run", manifest.to_str().unwrap(), "--set", set, "--dry-run"]);
-        assert_eq!(o.status.code(), Some(1), "{set}");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains(says), "{set}: {err}");
+        refused(
+            &["run", manifest.to_str().unwrap(), "--set", set, "--dry-run"],
+            says,
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -2960,12 +2968,9 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
         "{script}"
     );
     // a shaped experiment names the nodes' interface, at submit time
-    let o = repro(&["submit", "figure1", "--scale", "paper", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("needs `--interface IFACE`"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["submit", "figure1", "--scale", "paper", "--dry-run"],
+        "needs `--interface IFACE`",
     );
     // no total estimate: every run's timeout, and a warning past 7 days
     let o = repro(&[
@@ -3009,12 +3014,9 @@ fn a_submitted_script_asks_for_what_the_plan_needs() {
     let o = repro(&["submit", "smoke", "--dry-run"]);
     assert_eq!(o.status.code(), Some(1));
     // --resume needs a directory `repro submit` wrote
-    let o = repro(&["submit", "--resume", "/nonexistent-run-dir"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("has no readable submit.sbatch"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["submit", "--resume", "/nonexistent-run-dir"],
+        "has no readable submit.sbatch",
     );
 }
 
@@ -3068,26 +3070,20 @@ fn theorem2_theta_comes_from_the_gradient_without_gamma() {
         (theorem2 - 0.5 * step).abs() <= 1e-5 * theorem2,
         "theorem2 {theorem2}, theorem3-step {step}"
     );
-    let o = repro(&[
-        "run",
-        "smoke",
-        "--set",
-        "params.theta=theorem2",
-        "--dry-run",
-    ]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("`theta: theorem2` tracks"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &[
+            "run",
+            "smoke",
+            "--set",
+            "params.theta=theorem2",
+            "--dry-run",
+        ],
+        "`theta: theorem2` tracks",
     );
     // the old name says what the value is called now
-    let o = repro(&["run", "smoke", "--set", "params.theta=auto", "--dry-run"]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&o.stderr).contains("is now `theta: theorem3-step`"),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
+    refused(
+        &["run", "smoke", "--set", "params.theta=auto", "--dry-run"],
+        "is now `theta: theorem3-step`",
     );
     let _ = std::fs::remove_dir_all(&out);
 }
