@@ -571,12 +571,11 @@ fn long_functions_are_few_and_say_why() {
 fn crate_edges() -> BTreeSet<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut manifests = vec![("repro".to_string(), root.join("Cargo.toml"))];
-    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
-        let toml = e.path().join("Cargo.toml");
-        if toml.is_file() {
-            manifests.push((e.file_name().to_string_lossy().into_owned(), toml));
-        }
-    }
+    manifests.extend(
+        crates()
+            .into_iter()
+            .map(|(name, src)| (name, src.with_file_name("Cargo.toml"))),
+    );
     let names: BTreeSet<String> = manifests.iter().map(|(n, _)| n.clone()).collect();
     let mut edges = BTreeSet::new();
     for (name, toml) in &manifests {

@@ -164,16 +164,39 @@ fn cells_of(r: &Recorded) -> Result<Vec<(String, CellStats, stats::Seeded)>> {
 /// table's units, else 5% of the record's mean; and with `verify.spread`
 /// at least that multiple of the record's standard deviation across seeds.
 fn margin(r: &Recorded, record: Option<Sample>) -> f64 {
-    let spec = &r.manifest.table;
-    let mean = record.and_then(|s| s.mean);
-    let base = if let Some(m) = r.manifest.verify.margin {
-        m
-    } else if crate::records::metrics::is_accuracy(&spec.value) {
-        0.01 * table::factor(spec.scale, &spec.value)
-    } else {
-        0.05 * mean.filter(|m| m.is_finite()).unwrap_or(0.0).abs()
+    let base = match Base::of(r) {
+        Base::Manifest(m) => m,
+        Base::OnePoint(factor) => 0.01 * factor,
+        Base::ShareOfMean => {
+            let mean = record.and_then(|s| s.mean);
+            0.05 * mean.filter(|m| m.is_finite()).unwrap_or(0.0).abs()
+        }
     };
     widened(base, r.manifest.verify.spread, record)
+}
+
+/// Where a cell's margin starts: the one rule [`margin`] computes and
+/// [`margin_rule`] says.
+enum Base {
+    /// The manifest's `verify.margin`.
+    Manifest(f64),
+    /// One point of an accuracy, in the table's units (its factor).
+    OnePoint(f64),
+    /// 5% of the record's mean.
+    ShareOfMean,
+}
+
+impl Base {
+    fn of(r: &Recorded) -> Base {
+        let spec = &r.manifest.table;
+        if let Some(m) = r.manifest.verify.margin {
+            Base::Manifest(m)
+        } else if crate::records::metrics::is_accuracy(&spec.value) {
+            Base::OnePoint(table::factor(spec.scale, &spec.value))
+        } else {
+            Base::ShareOfMean
+        }
+    }
 }
 
 /// `base`, or `spread` times the record's standard deviation across seeds
@@ -188,13 +211,10 @@ fn widened(base: f64, spread: Option<f64>, record: Option<Sample>) -> f64 {
 
 /// How the margins were set, in words, for the report's header.
 fn margin_rule(r: &Recorded) -> String {
-    let spec = &r.manifest.table;
-    let base = match r.manifest.verify.margin {
-        Some(m) => format!("±{} (the manifest's `verify.margin`)", table::number(m)),
-        None if crate::records::metrics::is_accuracy(&spec.value) => {
-            "±1 point of accuracy".to_string()
-        }
-        None => "±5% of the record's mean".to_string(),
+    let base = match Base::of(r) {
+        Base::Manifest(m) => format!("±{} (the manifest's `verify.margin`)", table::number(m)),
+        Base::OnePoint(_) => "±1 point of accuracy".to_string(),
+        Base::ShareOfMean => "±5% of the record's mean".to_string(),
     };
     match r.manifest.verify.spread {
         Some(k) => format!(
