@@ -171,6 +171,30 @@ impl FixedCodec {
     }
 }
 
+crate::codec::impl_codec!(FixedCodec);
+
+/// Its row's codecs in [`frame::KINDS`]: 1, 2 and 8 bits on steps 0.1 and
+/// 1, and the header's own bits and step.
+pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
+    let mut settings: Vec<(u32, f32)> = [1, 2, 8]
+        .into_iter()
+        .flat_map(|bits| [0.1, 1.0].map(|step| (bits, step)))
+        .collect();
+    settings.extend(h.map(|h| (u32::from(h.bits), h.modulus)));
+    settings
+        .into_iter()
+        .filter_map(|(bits, step)| {
+            let cfg = FixedConfig {
+                bits,
+                step,
+                compression: Compression::None,
+            };
+            FixedCodec::new(&cfg, 0).ok()
+        })
+        .map(|c| Box::new(c) as Box<dyn crate::Codec>)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,26 +37,164 @@ const FLAG_HASH: u8 = 1;
 const FLAG_ZSTD: u8 = 2;
 const KNOWN_FLAGS: u8 = FLAG_HASH | FLAG_ZSTD;
 
-/// What the body holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
+/// Declares [`Kind`] and [`KINDS`] from one row per kind, so a kind's
+/// number, name, bit widths, bucket rule, body length and codecs are
+/// written once: `Kind::from_u8`, `Kind::name`, the header checks and
+/// `raw_body_len` read the row.
+macro_rules! kinds {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal {
+            name: $name:literal,
+            bits: $bits:expr,
+            bucket: $bucket:expr,
+            body: $body:expr,
+            check: $check:expr,
+            codecs: $codecs:expr $(,)?
+        }
+    )*) => {
+        /// What the body holds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Kind {
+            $( $(#[$doc])* $variant = $code, )*
+        }
+
+        /// Every kind's layout, one row each, in the order of their numbers.
+        pub const KINDS: &[Layout] = &[
+            $( Layout {
+                kind: Kind::$variant,
+                name: $name,
+                bits: $bits,
+                needs_bucket: $bucket,
+                body_len: $body,
+                check: $check,
+                codecs: $codecs,
+            }, )*
+        ];
+    };
+}
+
+/// How one kind's frames are laid out and checked.
+#[derive(Debug)]
+pub struct Layout {
+    pub kind: Kind,
+    /// A short lowercase name.
+    pub name: &'static str,
+    /// The bit widths a header of this kind may carry.
+    pub bits: std::ops::RangeInclusive<u8>,
+    /// Whether the header's bucket field must be at least 1.
+    pub needs_bucket: bool,
+    /// Body length before compression, from the header's `bits`, `len`
+    /// and `bucket`.
+    pub body_len: fn(u32, usize, usize) -> usize,
+    /// Whatever else a header of this kind must satisfy (`bits`, `len`,
+    /// `bucket`).
+    pub check: fn(u8, u32, u32) -> Result<(), FrameError>,
+    /// Codecs that read this kind, configured from a header where one is
+    /// given (so a decode gets past the header checks), else a spread of
+    /// settings: the fuzz target decodes with each, the property tests
+    /// round-trip through each. Moniqua's codec, which decodes against the
+    /// receiver's model, has its own tests and none here.
+    pub codecs: fn(Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>>,
+}
+
+fn no_check(_: u8, _: u32, _: u32) -> Result<(), FrameError> {
+    Ok(())
+}
+
+fn scaled_body(bits: u32, len: usize, bucket: usize) -> usize {
+    4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits)
+}
+
+kinds! {
     /// Full precision: `len` little-endian f32.
-    F32 = 0,
+    F32 = 0 {
+        name: "f32",
+        bits: 32..=32,
+        bucket: false,
+        body: |_, len, _| 4 * len,
+        check: no_check,
+        codecs: crate::full::codecs,
+    }
     /// Moniqua: `len` codes of `bits` bits, the low bits of `floor(x 2^b / B + u)`.
-    Moniqua = 1,
+    Moniqua = 1 {
+        name: "moniqua",
+        bits: 1..=8,
+        bucket: false,
+        body: |bits, len, _| crate::pack::packed_len(len, bits),
+        check: no_check,
+        codecs: |_| Vec::new(),
+    }
     /// Baseline stochastic rounding: `ceil(len / bucket)` f32 scales, then `len` codes.
-    Stochastic = 2,
+    Stochastic = 2 {
+        name: "stochastic",
+        bits: 1..=8,
+        bucket: true,
+        body: scaled_body,
+        check: no_check,
+        codecs: crate::stochastic::codecs,
+    }
     /// Norm-scaled sign + level codes (QSGD, TernGrad): `ceil(len / bucket)`
     /// f32 norms, then `len` codes; the header's parameter field holds `s`.
-    Norm = 3,
+    /// Bits: a sign and up to 15 bits of level (QSGD's s <= 32767).
+    Norm = 3 {
+        name: "norm",
+        bits: 2..=16,
+        bucket: true,
+        body: scaled_body,
+        check: no_check,
+        codecs: crate::norm::codecs,
+    }
     /// A sparsifier's output (top-k, random-k): the header's bucket field
     /// holds the count `k` kept, the body `k` strictly increasing indices
     /// of [`index_bits`]`(len)` bits each, then their `k` f32 values. The
     /// other `len - k` values are zero.
-    Sparse = 4,
+    Sparse = 4 {
+        name: "sparse",
+        bits: 1..=32,
+        bucket: false,
+        // bucket is the count kept
+        body: |bits, _, kept| crate::pack::packed_len(kept, bits) + 4 * kept,
+        check: check_sparse,
+        codecs: crate::sparse::codecs,
+    }
     /// The fixed-precision quantizer: `len` codes of `bits` bits on the grid
     /// `(k + 1/2) d`; the header's parameter field holds the step `d`.
-    Fixed = 5,
+    Fixed = 5 {
+        name: "fixed",
+        bits: 1..=8,
+        bucket: false,
+        body: |bits, len, _| crate::pack::packed_len(len, bits),
+        check: no_check,
+        codecs: crate::fixed::codecs,
+    }
+}
+
+// Each kind's number is its row: checked as the crate compiles.
+const _: () = {
+    let mut i = 0;
+    while i < KINDS.len() {
+        assert!(
+            KINDS[i].kind as usize == i,
+            "a kind's number is its row in KINDS"
+        );
+        i += 1;
+    }
+};
+
+/// A sparse header's bits are those of an index into `len`, and it keeps
+/// at most `len` values.
+fn check_sparse(bits: u8, len: u32, kept: u32) -> Result<(), FrameError> {
+    if u32::from(bits) != index_bits(len as usize) {
+        return Err(FrameError::BadBits {
+            bits,
+            kind: Kind::Sparse.name(),
+        });
+    }
+    if kept > len {
+        return Err(FrameError::SparseCount { kept, len });
+    }
+    Ok(())
 }
 
 /// Bits of one index into `len` values: enough for `len - 1`, at least 1.
@@ -65,28 +203,21 @@ pub fn index_bits(len: usize) -> u32 {
 }
 
 impl Kind {
+    /// Its row of [`KINDS`].
+    pub fn layout(self) -> &'static Layout {
+        &KINDS[self as usize]
+    }
+
     fn from_u8(v: u8) -> Result<Self, FrameError> {
-        match v {
-            0 => Ok(Kind::F32),
-            1 => Ok(Kind::Moniqua),
-            2 => Ok(Kind::Stochastic),
-            3 => Ok(Kind::Norm),
-            4 => Ok(Kind::Sparse),
-            5 => Ok(Kind::Fixed),
-            found => Err(FrameError::UnknownKind { found }),
-        }
+        KINDS
+            .get(usize::from(v))
+            .map(|l| l.kind)
+            .ok_or(FrameError::UnknownKind { found: v })
     }
 
     /// A short lowercase name.
     pub fn name(self) -> &'static str {
-        match self {
-            Kind::F32 => "f32",
-            Kind::Moniqua => "moniqua",
-            Kind::Stochastic => "stochastic",
-            Kind::Norm => "norm",
-            Kind::Sparse => "sparse",
-            Kind::Fixed => "fixed",
-        }
+        self.layout().name
     }
 }
 
@@ -189,14 +320,8 @@ impl FrameHeader {
         }
         let kind = Kind::from_u8(h[3])?;
         let bits = h[4];
-        let bits_ok = match kind {
-            Kind::F32 => bits == 32,
-            Kind::Moniqua | Kind::Stochastic | Kind::Fixed => (1..=8).contains(&bits),
-            // a sign and up to 15 bits of level (QSGD's s <= 32767)
-            Kind::Norm => (2..=16).contains(&bits),
-            // checked against len below
-            Kind::Sparse => (1..=32).contains(&bits),
-        };
+        let layout = kind.layout();
+        let bits_ok = layout.bits.contains(&bits);
         if !bits_ok {
             return Err(FrameError::BadBits {
                 bits,
@@ -216,20 +341,10 @@ impl FrameHeader {
             return Err(FrameError::TooLong { len, max: max_len });
         }
         let bucket = u32_at(12);
-        if matches!(kind, Kind::Stochastic | Kind::Norm) && bucket == 0 {
+        if layout.needs_bucket && bucket == 0 {
             return Err(FrameError::ZeroBucket);
         }
-        if kind == Kind::Sparse {
-            if u32::from(bits) != index_bits(len as usize) {
-                return Err(FrameError::BadBits {
-                    bits,
-                    kind: kind.name(),
-                });
-            }
-            if bucket > len {
-                return Err(FrameError::SparseCount { kept: bucket, len });
-            }
-        }
+        (layout.check)(bits, len, bucket)?;
         let hash = u64_at(36);
         Ok(FrameHeader {
             kind,
@@ -248,15 +363,7 @@ impl FrameHeader {
 
 /// Body length before compression.
 pub fn raw_body_len(kind: Kind, bits: u32, len: usize, bucket: usize) -> usize {
-    match kind {
-        Kind::F32 => 4 * len,
-        Kind::Moniqua | Kind::Fixed => crate::pack::packed_len(len, bits),
-        Kind::Stochastic | Kind::Norm => {
-            4 * len.div_ceil(bucket.max(1)) + crate::pack::packed_len(len, bits)
-        }
-        // bucket is the count kept
-        Kind::Sparse => crate::pack::packed_len(bucket, bits) + 4 * bucket,
-    }
+    (kind.layout().body_len)(bits, len, bucket)
 }
 
 /// What every codec's encode checks first: the frame's value count, and,

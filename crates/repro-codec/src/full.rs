@@ -127,6 +127,37 @@ impl FullPrecision {
     }
 }
 
+impl crate::Codec for FullPrecision {
+    fn frame_len(&self, len: usize) -> usize {
+        FullPrecision::frame_len(self, len)
+    }
+
+    fn encode_frame(
+        &self,
+        x: &[f32],
+        iteration: u64,
+        sender: u32,
+        own: Option<&mut [f32]>,
+        out: &mut Vec<u8>,
+    ) -> Result<(), CodecError> {
+        frame::encode_preamble(x, own.as_deref(), "own output buffer")?;
+        self.encode(x, iteration, sender, out)?;
+        if let Some(own) = own {
+            own.copy_from_slice(x);
+        }
+        Ok(())
+    }
+
+    fn decode_frame(&self, bytes: &[u8], out: &mut [f32]) -> Result<FrameHeader, CodecError> {
+        self.decode(bytes, out)
+    }
+}
+
+/// Its row's codec in [`frame::KINDS`]: f32 values, not entropy-coded.
+pub(crate) fn codecs(_: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
+    vec![Box::new(FullPrecision::default())]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,7 @@
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod chunk;
+mod codec;
 mod dither;
 mod errors;
 mod fixed;
@@ -55,10 +56,11 @@ mod sparse;
 pub use repro_simd as simd;
 mod stochastic;
 
+pub use codec::Codec;
 pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};
 pub use errors::{CodecError, ConfigError, FrameError};
 pub use fixed::{FixedCodec, FixedConfig, FixedEncoded};
-pub use frame::{Compression, FrameHeader, Kind};
+pub use frame::{Compression, FrameHeader, KINDS, Kind, Layout};
 pub use full::FullPrecision;
 pub use kernels::MixTarget;
 pub use modulo::{BTheta, centred_mod, circle_delta, modulus_for};

@@ -211,6 +211,36 @@ impl NormCodec {
     }
 }
 
+crate::codec::impl_codec!(NormCodec);
+
+/// Its row's codecs in [`frame::KINDS`]: TernGrad and QSGD with levels from
+/// 1 to 32767 and buckets of 1 to 1024 values, and the header's own levels
+/// (its parameter field) and bucket.
+pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
+    let mut settings = vec![
+        NormConfig::qsgd(1, 1),
+        NormConfig::qsgd(127, 7),
+        NormConfig::terngrad(1024),
+        NormConfig::qsgd(255, 64),
+        NormConfig::qsgd(32_767, 7),
+    ];
+    if let Some(h) = h
+        && h.modulus >= 1.0
+        && h.modulus <= 32_767.0
+    {
+        settings.push(NormConfig::qsgd(h.modulus as u32, h.bucket as usize));
+        settings.push(NormConfig {
+            norm: Norm::Linf,
+            ..NormConfig::qsgd(h.modulus as u32, h.bucket as usize)
+        });
+    }
+    settings
+        .iter()
+        .filter_map(|cfg| NormCodec::new(cfg, 0).ok())
+        .map(|c| Box::new(c) as Box<dyn crate::Codec>)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -236,6 +236,34 @@ impl SparseCodec {
     }
 }
 
+crate::codec::impl_codec!(SparseCodec);
+
+/// Its row's codecs in [`frame::KINDS`]: top-k of 1 and 3 values (biased),
+/// random-k of a half (unbiased) and of all values, and top-k of the
+/// header's count.
+pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
+    let mut settings = vec![
+        (Select::Top, Keep::Count(1), false),
+        (Select::Top, Keep::Count(3), false),
+        (Select::Random, Keep::Fraction(0.5), true),
+        (Select::Random, Keep::Fraction(1.0), false),
+    ];
+    settings.extend(h.map(|h| (Select::Top, Keep::Count(h.bucket.max(1)), false)));
+    settings
+        .into_iter()
+        .filter_map(|(select, keep, unbiased)| {
+            let cfg = SparseConfig {
+                select,
+                keep,
+                unbiased,
+                compression: Compression::None,
+            };
+            SparseCodec::new(&cfg, 0).ok()
+        })
+        .map(|c| Box::new(c) as Box<dyn crate::Codec>)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

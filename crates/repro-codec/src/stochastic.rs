@@ -147,6 +147,30 @@ impl StochasticCodec {
     }
 }
 
+crate::codec::impl_codec!(StochasticCodec);
+
+/// Its row's codecs in [`frame::KINDS`]: 1, 2 and 8 bits with buckets of 1,
+/// 7 and 1024 values, and the header's own setting.
+pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
+    let mut settings: Vec<(u32, usize)> = [1, 2, 8]
+        .into_iter()
+        .flat_map(|bits| [1, 7, 1024].map(|bucket| (bits, bucket)))
+        .collect();
+    settings.extend(h.map(|h| (u32::from(h.bits), h.bucket as usize)));
+    settings
+        .into_iter()
+        .filter_map(|(bits, bucket)| {
+            let cfg = StochasticConfig {
+                bits,
+                bucket,
+                compression: Compression::None,
+            };
+            StochasticCodec::new(&cfg, 0).ok()
+        })
+        .map(|c| Box::new(c) as Box<dyn crate::Codec>)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -209,7 +209,8 @@ proptest! {
     /// still parse, but lie about lengths, kinds, flags or scales.
     #[test]
     fn corrupted_frames_never_panic(
-        kind in 0usize..4,
+        kind in 0usize..repro_codec::KINDS.len(),
+        which in any::<prop::sample::Index>(),
         n in 0usize..300,
         zstd in any::<bool>(),
         edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
@@ -219,20 +220,19 @@ proptest! {
         let x: Vec<f32> = (0..n).map(|i| (i as f32 * 0.1).cos()).collect();
         let compression = if zstd { Compression::Zstd { level: 1 } } else { Compression::None };
         let mut frame = Vec::new();
-        match kind {
-            0 => { FullPrecision { compression }.encode(&x, 0, 0, &mut frame).unwrap(); }
-            1 => {
-                let cfg = MoniquaConfig { bits: 3, compression, ..MoniquaConfig::default() };
+        // every registered codec's frames, and Moniqua's and the
+        // entropy-coded ones, which the registry's codecs do not write
+        let codecs = (repro_codec::KINDS[kind].codecs)(None);
+        if zstd || codecs.is_empty() {
+            let cfg = MoniquaConfig { bits: 3, compression, ..MoniquaConfig::default() };
+            if kind % 2 == 0 {
+                FullPrecision { compression }.encode(&x, 0, 0, &mut frame).unwrap();
+            } else {
                 MoniquaCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
             }
-            2 => {
-                let cfg = StochasticConfig { bits: 5, bucket: 7, compression };
-                StochasticCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
-            }
-            _ => {
-                let cfg = repro_codec::NormConfig { compression, ..repro_codec::NormConfig::terngrad(7) };
-                repro_codec::NormCodec::new(&cfg, 0).unwrap().encode(&x, 0, 0, None, &mut frame).unwrap();
-            }
+        } else {
+            let codec = &codecs[which.index(codecs.len())];
+            prop_assume!(codec.encode_frame(&x, 0, 0, None, &mut frame).is_ok());
         }
         for (at, byte) in edits {
             let i = at.index(frame.len());
@@ -517,20 +517,14 @@ fn encoding_into_a_dirty_buffer_writes_every_byte() {
             check(&|out| {
                 m.encode(&x, 3, 1, None, out).unwrap();
             });
-            let cfg = StochasticConfig {
-                bits,
-                bucket: 10,
-                compression: Compression::None,
-            };
-            let s = StochasticCodec::new(&cfg, 1).unwrap();
-            check(&|out| {
-                s.encode(&x, 3, 1, None, out).unwrap();
-            });
         }
-        let n = repro_codec::NormCodec::new(&repro_codec::NormConfig::qsgd(5, 33), 1).unwrap();
-        check(&|out| {
-            n.encode(&x, 3, 1, None, out).unwrap();
-        });
+        for layout in repro_codec::KINDS {
+            for codec in (layout.codecs)(None) {
+                if codec.encode_frame(&x, 3, 1, None, &mut Vec::new()).is_ok() {
+                    check(&|out| codec.encode_frame(&x, 3, 1, None, out).unwrap());
+                }
+            }
+        }
         check(&|out| {
             FullPrecision::default().encode(&x, 3, 1, out).unwrap();
         });
@@ -541,4 +535,35 @@ fn encoding_into_a_dirty_buffer_writes_every_byte() {
             z.encode(&x, 3, 1, out).unwrap();
         });
     }
+}
+
+/// Every codec [`repro_codec::KINDS`] registers decodes what it encodes to
+/// the values it reported (`own`), in a frame of exactly its `frame_len`,
+/// which is the header plus the row's body length: the sizes the
+/// algorithms' footprint and the byte tables count are the frames sent.
+#[test]
+fn every_registered_codec_round_trips_at_its_frame_len() {
+    let mut tried = 0;
+    for layout in repro_codec::KINDS {
+        for codec in (layout.codecs)(None) {
+            for len in [1usize, 5, 64, 1000, 3001] {
+                let x: Vec<f32> = (0..len).map(|i| ((i as f32) * 0.37).sin() * 3.0).collect();
+                let (mut frame, mut own, mut back) = (Vec::new(), vec![0f32; len], vec![0f32; len]);
+                codec
+                    .encode_frame(&x, 4, 2, Some(&mut own), &mut frame)
+                    .unwrap_or_else(|e| panic!("{codec:?} at {len}: {e}"));
+                let header = codec.decode_frame(&frame, &mut back).unwrap();
+                assert_eq!(header.kind, layout.kind, "{codec:?}");
+                assert_eq!(back, own, "{codec:?} at {len}");
+                assert_eq!(frame.len(), codec.frame_len(len), "{codec:?} at {len}");
+                assert_eq!(
+                    frame.len(),
+                    repro_codec::frame::HEADER_LEN + header.raw_body_len(),
+                    "{codec:?} at {len}"
+                );
+                tried += 1;
+            }
+        }
+    }
+    assert!(tried >= 5 * 20, "{tried} encodings");
 }
