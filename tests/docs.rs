@@ -664,3 +664,24 @@ fn every_unsafe_block_is_listed_by_file() {
         "ARCHITECTURE.md lists these, the code has those"
     );
 }
+
+/// The compressor table of docs/convex.md has a row for every compressor
+/// the `compressor` knob names, and none for a name it does not.
+#[test]
+fn every_compressor_has_a_row_in_the_convex_guide() {
+    let guide = read("docs/convex.md");
+    let section = guide
+        .split("\n## ")
+        .find(|s| s.starts_with("Compressors"))
+        .expect("docs/convex.md has a section `## Compressors`");
+    let rows: BTreeSet<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+        .filter(|name| *name != "compressor")
+        .collect();
+    let names: BTreeSet<&str> = repro_runlog::CompressorKind::ALL
+        .iter()
+        .map(|c| c.name())
+        .collect();
+    assert_eq!(rows, names, "docs/convex.md's compressor table");
+}

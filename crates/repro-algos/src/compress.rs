@@ -5,9 +5,12 @@
 //! randomized quantizer.
 
 use repro_codec::{
-    CodecError, FixedCodec, FixedConfig, FullPrecision, NormCodec, NormConfig, SparseCodec,
-    SparseConfig, StochasticCodec, StochasticConfig,
+    Codec, CodecError, FixedCodec, FixedConfig, FullPrecision, Keep, NormCodec, NormConfig, Select,
+    SparseCodec, SparseConfig, StochasticCodec, StochasticConfig,
 };
+use repro_runlog::{CompressorKind, Knobs};
+
+use std::sync::Arc;
 
 use crate::AlgoError;
 
@@ -39,16 +42,87 @@ pub enum CompressorSpec {
     },
 }
 
+/// The `compressor` knob's compressor, checked (a sparsifier's own checks:
+/// top-k unbiased, a fraction out of range), at plan time.
+impl CompressorSpec {
+    /// The compressor the `compressor` knob names, with its settings from
+    /// the knobs (`levels`: QSGD's, from `qsgd_levels`). `from_name` checks
+    /// it by building it where the algorithm uses it: the driver builds
+    /// every run's spec at plan time, so a bad setting is an error naming
+    /// the knob before anything runs.
+    pub fn from_knobs(k: &Knobs, levels: u32) -> Result<CompressorSpec, AlgoError> {
+        let q = match k.compressor {
+            CompressorKind::Stochastic => CompressorSpec::Stochastic(StochasticConfig {
+                bits: k.bits,
+                bucket: k.bucket,
+                ..StochasticConfig::default()
+            }),
+            CompressorKind::Qsgd if k.biased => {
+                let (d, s) = (k.bucket as f64, f64::from(levels));
+                let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
+                CompressorSpec::Scaled {
+                    inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket))),
+                    factor: (1.0 / tau) as f32,
+                }
+            }
+            CompressorKind::Qsgd => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
+            CompressorKind::TopK | CompressorKind::RandomK => CompressorSpec::Sparse(sparse(k)?),
+            CompressorKind::Full => CompressorSpec::Full,
+            CompressorKind::Fixed => CompressorSpec::Fixed(repro_codec::FixedConfig {
+                bits: k.bits,
+                step: k.grid_step as f32,
+                compression: repro_codec::Compression::None,
+            }),
+        };
+        Ok(q)
+    }
+}
+
+/// The sparsifiers' settings: `k` values or a `fraction` of them, exactly
+/// one; `biased` picks random-k's form.
+fn sparse(k: &Knobs) -> Result<SparseConfig, AlgoError> {
+    let keep = match (k.k, k.fraction) {
+        (n @ 1.., 0.0) => Keep::Count(u32::try_from(n).map_err(|_| {
+            AlgoError::Invalid(format!(
+                "`k` is {n}, above the 2^32 - 1 values a frame holds"
+            ))
+        })?),
+        (0, f) if f != 0.0 => Keep::Fraction(f),
+        _ => {
+            return Err(AlgoError::Invalid(format!(
+                "compressor `{}` keeps `k` values or a `fraction` of them: set exactly one (k = {}, fraction = {})",
+                k.compressor, k.k, k.fraction
+            )));
+        }
+    };
+    Ok(SparseConfig {
+        select: if k.compressor == CompressorKind::TopK {
+            Select::Top
+        } else {
+            Select::Random
+        },
+        keep,
+        unbiased: !k.biased,
+        compression: repro_codec::Compression::None,
+    })
+}
+
 /// A built compressor for one worker.
 #[derive(Debug, Clone)]
 pub enum Compressor {
+    /// f32 values (D-PSGD's fast path reads it).
     Full(FullPrecision),
-    Stochastic(StochasticCodec),
-    Grid { step: f32, seed: u64 },
-    Fixed(FixedCodec),
-    Norm(NormCodec),
-    Sparse(SparseCodec),
-    Scaled { inner: Box<Compressor>, factor: f32 },
+    /// A codec of repro-codec's: every compressor with a frame kind of its
+    /// own.
+    Coded(Arc<dyn Codec>),
+    Grid {
+        step: f32,
+        seed: u64,
+    },
+    Scaled {
+        inner: Box<Compressor>,
+        factor: f32,
+    },
 }
 
 impl Compressor {
@@ -63,7 +137,7 @@ impl Compressor {
         Ok(match spec {
             CompressorSpec::Full => Compressor::Full(FullPrecision::default()),
             CompressorSpec::Stochastic(cfg) => {
-                Compressor::Stochastic(StochasticCodec::new(cfg, seed)?)
+                Compressor::Coded(Arc::new(StochasticCodec::new(cfg, seed)?))
             }
             CompressorSpec::Grid { step } => {
                 if !(*step > 0.0 && step.is_finite()) {
@@ -73,9 +147,11 @@ impl Compressor {
                 }
                 Compressor::Grid { step: *step, seed }
             }
-            CompressorSpec::Fixed(cfg) => Compressor::Fixed(FixedCodec::new(cfg, seed)?),
-            CompressorSpec::Norm(cfg) => Compressor::Norm(NormCodec::new(cfg, seed)?),
-            CompressorSpec::Sparse(cfg) => Compressor::Sparse(SparseCodec::new(cfg, seed)?),
+            CompressorSpec::Fixed(cfg) => Compressor::Coded(Arc::new(FixedCodec::new(cfg, seed)?)),
+            CompressorSpec::Norm(cfg) => Compressor::Coded(Arc::new(NormCodec::new(cfg, seed)?)),
+            CompressorSpec::Sparse(cfg) => {
+                Compressor::Coded(Arc::new(SparseCodec::new(cfg, seed)?))
+            }
             CompressorSpec::Scaled { inner, factor } => {
                 if !(*factor > 0.0 && factor.is_finite()) {
                     return Err(AlgoError::Invalid(format!(
@@ -88,6 +164,16 @@ impl Compressor {
                 }
             }
         })
+    }
+
+    /// Bytes of one frame of `len` values, before entropy coding.
+    pub fn frame_len(&self, len: usize) -> usize {
+        match self {
+            Compressor::Full(f) => f.frame_len(len),
+            Compressor::Coded(c) => c.frame_len(len),
+            Compressor::Grid { .. } => FullPrecision::default().frame_len(len),
+            Compressor::Scaled { inner, .. } => inner.frame_len(len),
+        }
     }
 
     /// Compresses `v` into a frame in `out`; `own` receives `C(v)` as the
@@ -107,9 +193,7 @@ impl Compressor {
                     own.copy_from_slice(v);
                 }
             }
-            Compressor::Stochastic(c) => {
-                c.encode(v, k, sender, own, out)?;
-            }
+            Compressor::Coded(c) => c.encode_frame(v, k, sender, own, out)?,
             Compressor::Grid { step, seed } => {
                 let dither = repro_codec::Dither::new(*seed, 1 + u64::from(sender), k);
                 let q: Vec<f32> = v
@@ -121,15 +205,6 @@ impl Compressor {
                 if let Some(own) = own {
                     own.copy_from_slice(&q);
                 }
-            }
-            Compressor::Fixed(c) => {
-                c.encode(v, k, sender, own, out)?;
-            }
-            Compressor::Norm(c) => {
-                c.encode(v, k, sender, own, out)?;
-            }
-            Compressor::Sparse(c) => {
-                c.encode(v, k, sender, own, out)?;
             }
             Compressor::Scaled { inner, factor } => {
                 let mut own = own;
@@ -146,11 +221,8 @@ impl Compressor {
     pub fn decode(&self, bytes: &[u8], out: &mut [f32]) -> Result<(), CodecError> {
         match self {
             Compressor::Full(f) => f.decode(bytes, out).map(drop),
-            Compressor::Stochastic(c) => c.decode(bytes, out).map(drop),
+            Compressor::Coded(c) => c.decode_frame(bytes, out).map(drop),
             Compressor::Grid { .. } => FullPrecision::default().decode(bytes, out).map(drop),
-            Compressor::Fixed(c) => c.decode(bytes, out).map(drop),
-            Compressor::Norm(c) => c.decode(bytes, out).map(drop),
-            Compressor::Sparse(c) => c.decode(bytes, out).map(drop),
             Compressor::Scaled { inner, factor } => {
                 inner.decode(bytes, out)?;
                 out.iter_mut().for_each(|o| *o *= *factor);

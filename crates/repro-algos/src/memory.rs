@@ -12,9 +12,8 @@
 //! against the resident memory a real run reaches.
 
 use crate::algos::AlgorithmSpec;
-use crate::compress::CompressorSpec;
-use repro_codec::Keep;
-use repro_codec::frame::{HEADER_LEN, Kind, index_bits, raw_body_len};
+use crate::compress::{Compressor, CompressorSpec};
+use repro_codec::frame::{HEADER_LEN, Kind, raw_body_len};
 
 /// Bytes a simulated run holds, by part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -64,32 +63,12 @@ pub struct Shape {
     pub objective: u64,
 }
 
-/// Bytes of a frame of `d` values through `c` (uncompressed: zstd, where
-/// a frame asks for it, only shrinks it).
+/// Bytes of a frame of `d` values through `c`, as its codec sizes it
+/// (uncompressed: zstd, where a frame asks for it, only shrinks it). A spec
+/// `from_name` returned always builds (it built it); one that does not
+/// sends nothing.
 fn compressor_frame(c: &CompressorSpec, d: usize) -> u64 {
-    let bytes = match c {
-        CompressorSpec::Full | CompressorSpec::Grid { .. } => {
-            HEADER_LEN + raw_body_len(Kind::F32, 32, d, 0)
-        }
-        CompressorSpec::Stochastic(cfg) => {
-            HEADER_LEN + raw_body_len(Kind::Stochastic, cfg.bits, d, cfg.bucket)
-        }
-        CompressorSpec::Fixed(cfg) => HEADER_LEN + raw_body_len(Kind::Fixed, cfg.bits, d, 0),
-        CompressorSpec::Norm(cfg) => {
-            // a sign and the level's bits
-            let bits = 1 + (32 - cfg.levels.leading_zeros());
-            HEADER_LEN + raw_body_len(Kind::Norm, bits, d, cfg.bucket)
-        }
-        CompressorSpec::Sparse(cfg) => {
-            let k = match cfg.keep {
-                Keep::Count(k) => (k as usize).min(d),
-                Keep::Fraction(f) => ((f * d as f64).ceil() as usize).clamp(1, d.max(1)),
-            };
-            HEADER_LEN + raw_body_len(Kind::Sparse, index_bits(d), d, k)
-        }
-        CompressorSpec::Scaled { inner, .. } => return compressor_frame(inner, d),
-    };
-    bytes as u64
+    Compressor::new(c, 0).map_or(0, |c| c.frame_len(d) as u64)
 }
 
 impl AlgorithmSpec {
@@ -124,21 +103,12 @@ impl AlgorithmSpec {
     /// Bytes of one frame of a model of `d` coordinates.
     pub fn frame_bytes(&self, d: usize) -> u64 {
         match self {
-            AlgorithmSpec::AllReduce | AlgorithmSpec::DPsgd | AlgorithmSpec::D2 { .. } => {
-                compressor_frame(&CompressorSpec::Full, d)
-            }
             AlgorithmSpec::Moniqua { codec, .. } | AlgorithmSpec::MoniquaD2 { codec, .. } => {
                 // the packed codes (the hash is in the header)
                 (HEADER_LEN + raw_body_len(Kind::Moniqua, codec.bits, d, 0)) as u64
             }
-            AlgorithmSpec::Naive(c)
-            | AlgorithmSpec::Dcd(c)
-            | AlgorithmSpec::Ecd(c)
-            | AlgorithmSpec::QuantizedGradient(c)
-            | AlgorithmSpec::Choco { compressor: c, .. }
-            | AlgorithmSpec::DeepSqueeze { compressor: c, .. }
-            | AlgorithmSpec::Periodic { compressor: c, .. } => compressor_frame(c, d),
-            AlgorithmSpec::Rotating { .. } => compressor_frame(&CompressorSpec::Full, d),
+            // the rest send f32 values or through their compressor
+            spec => compressor_frame(spec.compressor().unwrap_or(&CompressorSpec::Full), d),
         }
     }
 

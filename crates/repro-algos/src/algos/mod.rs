@@ -22,9 +22,7 @@ pub use moniqua::Moniqua;
 pub use periodic::Periodic;
 pub use rotating::Rotating;
 
-use repro_codec::{
-    Keep, MoniquaCodec, MoniquaConfig, NormConfig, Select, SparseConfig, StochasticConfig,
-};
+use repro_codec::{MoniquaCodec, MoniquaConfig, NormConfig};
 pub use repro_runlog::{CompressorKind, Knobs, Theta};
 
 use crate::algorithm::Worker;
@@ -368,76 +366,12 @@ pub const ALGORITHM_NAMES: [&str; REGISTRY.len()] = {
 /// [`crate::AsyncSimulator`] and the trainer in its two-thread loop.
 pub const ASYNC_ALGORITHM_NAMES: [&str; 2] = ["ad-psgd", "moniqua-ad-psgd"];
 
-/// The `compressor` knob's compressor, checked (a sparsifier's own checks:
-/// top-k unbiased, a fraction out of range), at plan time.
-fn compressor(k: &Knobs, levels: u32) -> Result<CompressorSpec, AlgoError> {
-    let q = match k.compressor {
-        CompressorKind::Stochastic => CompressorSpec::Stochastic(StochasticConfig {
-            bits: k.bits,
-            bucket: k.bucket,
-            ..StochasticConfig::default()
-        }),
-        CompressorKind::Qsgd if k.biased => {
-            let (d, s) = (k.bucket as f64, f64::from(levels));
-            let tau = 1.0 + (d / (s * s)).min(d.sqrt() / s);
-            CompressorSpec::Scaled {
-                inner: Box::new(CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket))),
-                factor: (1.0 / tau) as f32,
-            }
-        }
-        CompressorKind::Qsgd => CompressorSpec::Norm(NormConfig::qsgd(levels, k.bucket)),
-        CompressorKind::TopK | CompressorKind::RandomK => CompressorSpec::Sparse(sparse(k)?),
-        CompressorKind::Full => CompressorSpec::Full,
-        CompressorKind::Fixed => CompressorSpec::Fixed(repro_codec::FixedConfig {
-            bits: k.bits,
-            step: k.grid_step as f32,
-            compression: repro_codec::Compression::None,
-        }),
-    };
-    if let CompressorSpec::Sparse(cfg) = &q {
-        repro_codec::SparseCodec::new(cfg, 0)?;
-    }
-    if let CompressorSpec::Fixed(cfg) = &q {
-        repro_codec::FixedCodec::new(cfg, 0)?;
-    }
-    Ok(q)
-}
-
-/// The sparsifiers' settings: `k` values or a `fraction` of them, exactly
-/// one; `biased` picks random-k's form.
-fn sparse(k: &Knobs) -> Result<SparseConfig, AlgoError> {
-    let keep = match (k.k, k.fraction) {
-        (n @ 1.., 0.0) => Keep::Count(u32::try_from(n).map_err(|_| {
-            AlgoError::Invalid(format!(
-                "`k` is {n}, above the 2^32 - 1 values a frame holds"
-            ))
-        })?),
-        (0, f) if f != 0.0 => Keep::Fraction(f),
-        _ => {
-            return Err(AlgoError::Invalid(format!(
-                "compressor `{}` keeps `k` values or a `fraction` of them: set exactly one (k = {}, fraction = {})",
-                k.compressor, k.k, k.fraction
-            )));
-        }
-    };
-    Ok(SparseConfig {
-        select: if k.compressor == CompressorKind::TopK {
-            Select::Top
-        } else {
-            Select::Random
-        },
-        keep,
-        unbiased: !k.biased,
-        compression: repro_codec::Compression::None,
-    })
-}
-
 impl AlgorithmSpec {
     /// The algorithm called `name` with the given knobs.
     pub fn from_name(name: &str, k: &Knobs) -> Result<Self, AlgoError> {
         let moniqua = moniqua_config(k)?;
         let levels = qsgd_levels(k)?;
-        let compressor = compressor(k, levels)?;
+        let compressor = CompressorSpec::from_knobs(k, levels)?;
         if !(k.compressor_scale >= 0.0 && k.compressor_scale.is_finite()) {
             return Err(AlgoError::Invalid(format!(
                 "compressor_scale must be positive (1: none, 0: auto), got {}",
@@ -451,24 +385,50 @@ impl AlgorithmSpec {
             )));
         };
         let scaled = entry.scaling.apply(&compressor, k.compressor_scale)?;
-        Ok((entry.spec)(Parts {
+        let spec = (entry.spec)(Parts {
             knobs: k,
             moniqua,
             levels,
             compressor,
             scaled,
-        }))
+        });
+        if let Some(c) = spec.compressor() {
+            Compressor::new(c, 0)?;
+        }
+        Ok(spec)
+    }
+
+    /// The baseline compressor its frames go through; `None` where it
+    /// sends f32 values or Moniqua's codes.
+    pub fn compressor(&self) -> Option<&CompressorSpec> {
+        match self {
+            AlgorithmSpec::Naive(c)
+            | AlgorithmSpec::Dcd(c)
+            | AlgorithmSpec::Ecd(c)
+            | AlgorithmSpec::QuantizedGradient(c)
+            | AlgorithmSpec::Choco { compressor: c, .. }
+            | AlgorithmSpec::DeepSqueeze { compressor: c, .. }
+            | AlgorithmSpec::Periodic { compressor: c, .. } => Some(c),
+            AlgorithmSpec::AllReduce
+            | AlgorithmSpec::DPsgd
+            | AlgorithmSpec::D2 { .. }
+            | AlgorithmSpec::Moniqua { .. }
+            | AlgorithmSpec::MoniquaD2 { .. }
+            | AlgorithmSpec::Rotating { .. } => None,
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use repro_codec::{Keep, Select};
 
     /// The compressor called `name`.
     fn kind(name: &str) -> CompressorKind {
         CompressorKind::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|c| c.name() == name)
             .unwrap()
     }
