@@ -43,10 +43,30 @@ fn module(root: &Path, file: &Path) -> String {
     parts.join("::")
 }
 
-/// The text of `file` without its test module (which every file keeps last).
+/// Whether `file` is a test module of its own: a `tests.rs` (declared
+/// `#[cfg(test)] mod tests;`) or a file in a `tests` folder under it.
+fn is_test_file(file: &Path) -> bool {
+    file.file_name().is_some_and(|n| n == "tests.rs")
+        || file
+            .parent()
+            .is_some_and(|d| d.components().any(|c| c.as_os_str() == "tests"))
+            && file.components().any(|c| c.as_os_str() == "src")
+}
+
+/// Where `text`, the text of `file`, starts its test code: a test file is
+/// all test code; another file's test module comes last.
+fn test_code_at(file: &Path, text: &str) -> Option<usize> {
+    if is_test_file(file) {
+        Some(0)
+    } else {
+        text.find("#[cfg(test)]\nmod ")
+    }
+}
+
+/// The text of `file` without its test code.
 fn code(file: &Path) -> String {
     let text = std::fs::read_to_string(file).unwrap();
-    match text.find("#[cfg(test)]\nmod ") {
+    match test_code_at(file, &text) {
         Some(at) => text[..at].to_string(),
         None => text,
     }
@@ -359,7 +379,7 @@ fn only_the_record_checks_read_the_committed_results() {
     }
     for f in &sources {
         let text = std::fs::read_to_string(f).unwrap();
-        if let Some(at) = text.find("#[cfg(test)]\nmod ") {
+        if let Some(at) = test_code_at(f, &text) {
             report(f, text[..at].lines().count(), &text[at..]);
         }
     }
@@ -543,8 +563,7 @@ fn long_functions_are_few_and_say_why() {
     let mut unexplained = Vec::new();
     for root in &roots {
         for f in files(root) {
-            let text = std::fs::read_to_string(&f).unwrap();
-            for (name, line, length, why) in functions(&text) {
+            for (name, line, length, why) in functions(&code(&f)) {
                 if length > LONG {
                     let at = format!("{}:{line} {name} ({length} lines)", f.display());
                     if !why {
@@ -632,4 +651,29 @@ fn the_crate_diagram_draws_every_workspace_edge() {
         .map(|(a, b)| format!("{a} ──> {b}"))
         .collect();
     assert!(missing.is_empty(), "not drawn: {}", missing.join(", "));
+}
+
+/// The most lines a file of code (not a test module of its own) may have:
+/// past it, a file holds several jobs and becomes a folder of them.
+const MOST_LINES: usize = 800;
+
+/// No file of code in `src/` or a crate's `src/` is over [`MOST_LINES`]
+/// lines (its inline test module counted: a long one moves to `tests.rs`).
+#[test]
+fn no_file_of_code_is_over_800_lines() {
+    let mut roots = vec![src()];
+    roots.extend(crates().into_iter().map(|(_, src)| src));
+    let mut over = Vec::new();
+    let mut seen = 0;
+    for root in &roots {
+        for f in files(root).into_iter().filter(|f| !is_test_file(f)) {
+            let lines = std::fs::read_to_string(&f).unwrap().lines().count();
+            seen += 1;
+            if lines > MOST_LINES {
+                over.push(format!("{} ({lines} lines)", f.display()));
+            }
+        }
+    }
+    assert!(seen > 100, "{seen} files");
+    assert!(over.is_empty(), "files over {MOST_LINES} lines: {over:?}");
 }

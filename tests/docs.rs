@@ -387,9 +387,14 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
         }
         // a folder module's files are its own parts too: its mod.rs
         // imports each (`use part::*`), and `tests.rs` holds its tests
-        let folder = f.rsplit_once('/').map(|(d, _)| format!("{d}/mod.rs"));
-        let part_of = folder
-            .filter(|m| files.contains(m) && stem != dir)
+        // (the folder's module file is `dir/mod.rs` or `dir.rs` beside it)
+        let part_of = f
+            .rsplit_once('/')
+            .filter(|(d, _)| {
+                stem != dir
+                    && (files.contains(&format!("{d}/mod.rs"))
+                        || files.contains(&format!("{d}.rs")))
+            })
             .map(|_| dir.to_string());
         let mut found = BTreeSet::from([stem.to_string()]);
         let text = std::fs::read_to_string(root.join(f)).unwrap_or_default();

@@ -188,3 +188,32 @@ fn reproduction_sections_are_what_the_tool_generates() {
         "only {checked} generated sections in REPRODUCTION.md"
     );
 }
+
+/// Every results/*/figure.py is the template (src/report/assets/figure.py)
+/// with a figure's data in place of `@SPEC@`; .gitattributes marks them
+/// generated. A hand edit, or a template change the records were not
+/// redrawn after, fails here. The data is JSON (`true`, `false` and `null`
+/// are defined as Python names before it).
+#[test]
+fn committed_figure_scripts_are_the_template_around_their_data() {
+    let template = read("src/report/assets/figure.py");
+    let (before, after) = template
+        .split_once("@SPEC@")
+        .expect("the template holds @SPEC@");
+    let mut checked = 0;
+    for name in shipped() {
+        let path = format!("results/{name}/figure.py");
+        if !Path::new(env!("CARGO_MANIFEST_DIR")).join(&path).exists() {
+            continue;
+        }
+        let text = read(&path);
+        let data = text
+            .strip_prefix(before)
+            .and_then(|t| t.strip_suffix(after))
+            .unwrap_or_else(|| panic!("{path} is not the template around its data"));
+        serde_json::from_str::<serde_json::Value>(data)
+            .unwrap_or_else(|e| panic!("{path}: its data is not JSON: {e}"));
+        checked += 1;
+    }
+    assert!(checked >= 5, "{checked} scripts under results/");
+}

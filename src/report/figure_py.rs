@@ -104,38 +104,3 @@ pub(crate) fn script(title: &str, spec: &FigureSpec, panels: &[Panel], factor: f
         &format!("{head},\n  \"panels\": [\n{panels_text}\n  ]\n}}"),
     )
 }
-
-#[cfg(test)]
-mod committed {
-    use super::TEMPLATE;
-
-    /// Every results/*/figure.py is the template with a figure's data in
-    /// place of `@SPEC@` (.gitattributes marks them generated): a hand
-    /// edit, or a template change the records were not redrawn after,
-    /// fails here. The data is JSON (`true`, `false` and `null` are
-    /// defined as Python names before it).
-    #[test]
-    fn committed_scripts_are_the_template_around_their_data() {
-        let (before, after) = TEMPLATE
-            .split_once("@SPEC@")
-            .expect("the template holds @SPEC@");
-        let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results");
-        let mut checked = 0;
-        for entry in std::fs::read_dir(&results).unwrap() {
-            let path = entry.unwrap().path().join("figure.py");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let data = text
-                .strip_prefix(before)
-                .and_then(|t| t.strip_suffix(after))
-                .unwrap_or_else(|| {
-                    panic!("{} is not the template around its data", path.display())
-                });
-            serde_json::from_str::<serde_json::Value>(data)
-                .unwrap_or_else(|e| panic!("{}: its data is not JSON: {e}", path.display()));
-            checked += 1;
-        }
-        assert!(checked >= 5, "{checked} scripts under results/");
-    }
-}

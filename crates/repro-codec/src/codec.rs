@@ -1,5 +1,5 @@
 //! The one interface the baselines' compressors share: what the
-//! algorithms' `Compressor` calls, and what [`crate::frame::KINDS`] lists
+//! algorithms' `Compressor` calls, and what the crate's `CODECS` lists
 //! for the fuzz target and the property tests. Moniqua's codec is not one:
 //! it decodes against the receiver's own model.
 

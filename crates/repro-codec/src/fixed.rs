@@ -173,7 +173,7 @@ impl FixedCodec {
 
 crate::codec::impl_codec!(FixedCodec);
 
-/// Its row's codecs in [`frame::KINDS`]: 1, 2 and 8 bits on steps 0.1 and
+/// Its codecs in [`crate::CODECS`]: 1, 2 and 8 bits on steps 0.1 and
 /// 1, and the header's own bits and step.
 pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
     let mut settings: Vec<(u32, f32)> = [1, 2, 8]

@@ -38,8 +38,8 @@ const FLAG_ZSTD: u8 = 2;
 const KNOWN_FLAGS: u8 = FLAG_HASH | FLAG_ZSTD;
 
 /// Declares [`Kind`] and [`KINDS`] from one row per kind, so a kind's
-/// number, name, bit widths, bucket rule, body length and codecs are
-/// written once: `Kind::from_u8`, `Kind::name`, the header checks and
+/// number, name, bit widths, bucket rule and body length are written
+/// once: `Kind::from_u8`, `Kind::name`, the header checks and
 /// `raw_body_len` read the row.
 macro_rules! kinds {
     ($(
@@ -50,7 +50,6 @@ macro_rules! kinds {
             bucket: $bucket:expr,
             body: $body:expr,
             check: $check:expr,
-            codecs: $codecs:expr $(,)?
         }
     )*) => {
         /// What the body holds.
@@ -68,7 +67,6 @@ macro_rules! kinds {
                 needs_bucket: $bucket,
                 body_len: $body,
                 check: $check,
-                codecs: $codecs,
             }, )*
         ];
     };
@@ -90,12 +88,6 @@ pub struct Layout {
     /// Whatever else a header of this kind must satisfy (`bits`, `len`,
     /// `bucket`).
     pub check: fn(u8, u32, u32) -> Result<(), FrameError>,
-    /// Codecs that read this kind, configured from a header where one is
-    /// given (so a decode gets past the header checks), else a spread of
-    /// settings: the fuzz target decodes with each, the property tests
-    /// round-trip through each. Moniqua's codec, which decodes against the
-    /// receiver's model, has its own tests and none here.
-    pub codecs: fn(Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>>,
 }
 
 fn no_check(_: u8, _: u32, _: u32) -> Result<(), FrameError> {
@@ -114,7 +106,6 @@ kinds! {
         bucket: false,
         body: |_, len, _| 4 * len,
         check: no_check,
-        codecs: crate::full::codecs,
     }
     /// Moniqua: `len` codes of `bits` bits, the low bits of `floor(x 2^b / B + u)`.
     Moniqua = 1 {
@@ -123,7 +114,6 @@ kinds! {
         bucket: false,
         body: |bits, len, _| crate::pack::packed_len(len, bits),
         check: no_check,
-        codecs: |_| Vec::new(),
     }
     /// Baseline stochastic rounding: `ceil(len / bucket)` f32 scales, then `len` codes.
     Stochastic = 2 {
@@ -132,7 +122,6 @@ kinds! {
         bucket: true,
         body: scaled_body,
         check: no_check,
-        codecs: crate::stochastic::codecs,
     }
     /// Norm-scaled sign + level codes (QSGD, TernGrad): `ceil(len / bucket)`
     /// f32 norms, then `len` codes; the header's parameter field holds `s`.
@@ -143,7 +132,6 @@ kinds! {
         bucket: true,
         body: scaled_body,
         check: no_check,
-        codecs: crate::norm::codecs,
     }
     /// A sparsifier's output (top-k, random-k): the header's bucket field
     /// holds the count `k` kept, the body `k` strictly increasing indices
@@ -156,7 +144,6 @@ kinds! {
         // bucket is the count kept
         body: |bits, _, kept| crate::pack::packed_len(kept, bits) + 4 * kept,
         check: check_sparse,
-        codecs: crate::sparse::codecs,
     }
     /// The fixed-precision quantizer: `len` codes of `bits` bits on the grid
     /// `(k + 1/2) d`; the header's parameter field holds the step `d`.
@@ -166,7 +153,6 @@ kinds! {
         bucket: false,
         body: |bits, len, _| crate::pack::packed_len(len, bits),
         check: no_check,
-        codecs: crate::fixed::codecs,
     }
 }
 

@@ -153,7 +153,7 @@ impl crate::Codec for FullPrecision {
     }
 }
 
-/// Its row's codec in [`frame::KINDS`]: f32 values, not entropy-coded.
+/// Its codec in [`crate::CODECS`]: f32 values, not entropy-coded.
 pub(crate) fn codecs(_: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
     vec![Box::new(FullPrecision::default())]
 }

@@ -3,11 +3,11 @@
 //! fuzzer runs, and a change to the codec's API cannot leave the target
 //! behind unbuilt.
 
-use crate::frame::{FrameHeader, KINDS, read_frame};
-use crate::{DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding};
+use crate::frame::{FrameHeader, read_frame};
+use crate::{CODECS, DecodeTarget, FullPrecision, MoniquaCodec, MoniquaConfig, Rounding};
 
 /// Decodes `data` as Moniqua's frame at every bit width and with every
-/// codec [`KINDS`] lists: no input may
+/// codec [`CODECS`] lists: no input may
 /// panic or read out of bounds, and a frame that decodes as full precision
 /// must re-encode to the same values.
 pub fn frame_decode(data: &[u8]) {
@@ -19,10 +19,9 @@ pub fn frame_decode(data: &[u8]) {
     for bits in 1..=8 {
         decode_moniqua(data, bits, &local, &mut out);
     }
-    // every other kind's codecs, from its row: a new kind is fuzzed once
-    // it is registered
-    for layout in KINDS {
-        for codec in (layout.codecs)(header.as_ref()) {
+    // every other kind's codecs: a new kind is fuzzed once it is registered
+    for (_, codecs) in CODECS {
+        for codec in codecs(header.as_ref()) {
             let _ = codec.decode_frame(data, &mut out);
         }
     }

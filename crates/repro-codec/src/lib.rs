@@ -61,6 +61,22 @@ pub use dither::{DITHER_CHUNK, Dither, SHARED_STREAM};
 pub use errors::{CodecError, ConfigError, FrameError};
 pub use fixed::{FixedCodec, FixedConfig, FixedEncoded};
 pub use frame::{Compression, FrameHeader, KINDS, Kind, Layout};
+
+/// Codecs that read a kind's frames, one row per kind but Moniqua's (whose
+/// codec decodes against the receiver's model and has tests of its own).
+/// Each lists settings of its codec, and given a header, the header's own
+/// (so a decode gets past the header checks): the fuzz target decodes with
+/// every one, and the property tests round-trip through every one.
+pub type Codecs = fn(Option<&FrameHeader>) -> Vec<Box<dyn Codec>>;
+
+/// Every compressor's codecs, by the kind it writes.
+pub const CODECS: &[(Kind, Codecs)] = &[
+    (Kind::F32, full::codecs),
+    (Kind::Stochastic, stochastic::codecs),
+    (Kind::Norm, norm::codecs),
+    (Kind::Sparse, sparse::codecs),
+    (Kind::Fixed, fixed::codecs),
+];
 pub use full::FullPrecision;
 pub use kernels::MixTarget;
 pub use modulo::{BTheta, centred_mod, circle_delta, modulus_for};

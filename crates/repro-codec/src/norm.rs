@@ -213,7 +213,7 @@ impl NormCodec {
 
 crate::codec::impl_codec!(NormCodec);
 
-/// Its row's codecs in [`frame::KINDS`]: TernGrad and QSGD with levels from
+/// Its codecs in [`crate::CODECS`]: TernGrad and QSGD with levels from
 /// 1 to 32767 and buckets of 1 to 1024 values, and the header's own levels
 /// (its parameter field) and bucket.
 pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {

@@ -238,7 +238,7 @@ impl SparseCodec {
 
 crate::codec::impl_codec!(SparseCodec);
 
-/// Its row's codecs in [`frame::KINDS`]: top-k of 1 and 3 values (biased),
+/// Its codecs in [`crate::CODECS`]: top-k of 1 and 3 values (biased),
 /// random-k of a half (unbiased) and of all values, and top-k of the
 /// header's count.
 pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {

@@ -149,7 +149,7 @@ impl StochasticCodec {
 
 crate::codec::impl_codec!(StochasticCodec);
 
-/// Its row's codecs in [`frame::KINDS`]: 1, 2 and 8 bits with buckets of 1,
+/// Its codecs in [`crate::CODECS`]: 1, 2 and 8 bits with buckets of 1,
 /// 7 and 1024 values, and the header's own setting.
 pub(crate) fn codecs(h: Option<&FrameHeader>) -> Vec<Box<dyn crate::Codec>> {
     let mut settings: Vec<(u32, usize)> = [1, 2, 8]
