@@ -407,7 +407,7 @@ fn only_cmd_names_clap() {
 }
 
 /// The most non-test functions over [`LONG`] lines the workspace keeps.
-const MOST_LONG: usize = 6;
+const MOST_LONG: usize = 4;
 /// A function longer than this many lines says why, in a comment above it
 /// that starts `// Long on purpose:`.
 const LONG: usize = 80;

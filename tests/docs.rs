@@ -387,13 +387,15 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
         }
         // a folder module's files are its own parts too: its mod.rs
         // imports each (`use part::*`), and `tests.rs` holds its tests
-        // (the folder's module file is `dir/mod.rs` or `dir.rs` beside it)
+        // (the folder's module file is `dir/mod.rs`, `dir/main.rs` or
+        // `dir.rs` beside it)
         let part_of = f
             .rsplit_once('/')
             .filter(|(d, _)| {
                 stem != dir
-                    && (files.contains(&format!("{d}/mod.rs"))
-                        || files.contains(&format!("{d}.rs")))
+                    && [format!("{d}/mod.rs"), format!("{d}/main.rs"), format!("{d}.rs")]
+                        .iter()
+                        .any(|m| files.contains(m))
             })
             .map(|_| dir.to_string());
         let mut found = BTreeSet::from([stem.to_string()]);

@@ -207,6 +207,10 @@ fn man(args: &ManArgs) -> anyhow::Result<()> {
 pub fn main() -> ExitCode {
     crate::util::signals::default_sigpipe();
     let cli = Cli::parse();
+    if let Err(e) = repro_codec::simd::check_cap_env() {
+        eprintln!("error: {}", crate::util::text::terminal(&e));
+        return ExitCode::from(1);
+    }
     if let Some(dir) = &cli.project
         && let Err(e) = crate::experiment::project::set(dir)
     {

@@ -141,6 +141,23 @@ fn cap_of(asked: Option<&str>) -> Option<Level> {
     }
 }
 
+/// `REPRO_CODEC_SIMD` unset or a level, else the error that names the
+/// accepted values. The driver and the trainer refuse to start on an
+/// error, so a mistyped cap never runs uncapped.
+pub fn check_cap_env() -> Result<(), String> {
+    check_cap(std::env::var("REPRO_CODEC_SIMD").ok().as_deref())
+}
+
+fn check_cap(asked: Option<&str>) -> Result<(), String> {
+    match cap_of(asked) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "REPRO_CODEC_SIMD={:?} is not a SIMD level: set it to baseline, avx2 or avx512, or unset it",
+            asked.unwrap_or_default()
+        )),
+    }
+}
+
 /// The level the codec uses: the detected one, capped by `REPRO_CODEC_SIMD`
 /// (an unknown value is said on standard error, and caps nothing).
 pub fn level() -> Level {
@@ -231,5 +248,12 @@ mod tests {
         assert_eq!(cap_of(Some("baseline")), Some(Level::Baseline));
         assert_eq!(cap_of(Some("AVX2")), None);
         assert_eq!(cap_of(Some("sse")), None);
+        assert_eq!(check_cap(Some("avx2")), Ok(()));
+        assert_eq!(check_cap(None), Ok(()));
+        let e = check_cap(Some("AVX2")).unwrap_err();
+        assert!(
+            e.contains("\"AVX2\"") && e.contains("baseline, avx2 or avx512"),
+            "{e}"
+        );
     }
 }

@@ -164,6 +164,10 @@ fn main() -> ExitCode {
         println!("{}", repro_trainer::torch_report());
         return ExitCode::SUCCESS;
     }
+    if let Err(e) = repro_codec::simd::check_cap_env() {
+        eprintln!("repro-train: {e}");
+        return ExitCode::from(2);
+    }
     let (Some(config), Some(log_dir)) = (arg(&args, "--config"), arg(&args, "--log-dir")) else {
         eprintln!("usage: repro-train [--in-process N] --config RUN.json --log-dir DIR");
         return ExitCode::from(2);
