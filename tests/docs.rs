@@ -393,9 +393,13 @@ fn rust_items(files: &[String]) -> BTreeMap<String, BTreeSet<String>> {
             .rsplit_once('/')
             .filter(|(d, _)| {
                 stem != dir
-                    && [format!("{d}/mod.rs"), format!("{d}/main.rs"), format!("{d}.rs")]
-                        .iter()
-                        .any(|m| files.contains(m))
+                    && [
+                        format!("{d}/mod.rs"),
+                        format!("{d}/main.rs"),
+                        format!("{d}.rs"),
+                    ]
+                    .iter()
+                    .any(|m| files.contains(m))
             })
             .map(|_| dir.to_string());
         let mut found = BTreeSet::from([stem.to_string()]);

@@ -216,6 +216,32 @@ fn weight_of(weights: &[(usize, f64)], worker: usize, from: usize) -> Result<f32
         .map_err(|_| AlgoError::NotNeighbour { worker, from })
 }
 
+/// What a compressing gossip worker starts from: its row of the mixing
+/// matrix, its own copy of the model and its compressor. D-PSGD's (naive),
+/// DCD's, ECD's, CHOCO's and DeepSqueeze's constructors each take these
+/// from [`Gossip::new`] and add their own state.
+#[derive(Debug)]
+pub(crate) struct Gossip {
+    pub row: Row,
+    pub x: Vec<f32>,
+    pub compressor: crate::compress::Compressor,
+}
+
+impl Gossip {
+    pub(crate) fn new(
+        rank: usize,
+        topology: &Topology,
+        compressor: crate::compress::Compressor,
+        x0: &[f32],
+    ) -> Self {
+        Self {
+            row: Row::of(topology, rank),
+            x: crate::flat::model_copy(x0),
+            compressor,
+        }
+    }
+}
+
 /// A gossip worker's row of the mixing matrix: its rank, `W_ii`, and
 /// `(j, W_ij)` for its neighbours in rank order (the order of their frames,
 /// and of what a worker keeps per neighbour). Every gossip worker but

@@ -9,7 +9,7 @@
 //! `s_i`), which is what lets 1024 workers of a million coordinates fit
 //! in 24 GB.
 
-use crate::algorithm::{Received, Row, Worker, axpy, check_len};
+use crate::algorithm::{Gossip, Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
@@ -34,9 +34,10 @@ impl Choco {
         x0: &[f32],
     ) -> Result<Self, AlgoError> {
         let gamma = crate::topology::check_gamma(gamma)?;
+        let Gossip { row, x, compressor } = Gossip::new(rank, topology, compressor, x0);
         Ok(Self {
-            row: Row::of(topology, rank),
-            x: crate::flat::model_copy(x0),
+            row,
+            x,
             compressor,
             gamma: gamma as f32,
             x_hat: vec![0.0; x0.len()],

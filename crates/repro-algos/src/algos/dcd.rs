@@ -5,7 +5,7 @@
 //! the replicas stay exact. It diverges when `C` is too coarse: the difference
 //! is not small relative to the quantization error.
 
-use crate::algorithm::{Received, Row, Worker, axpy, check_len};
+use crate::algorithm::{Gossip, Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
@@ -24,9 +24,9 @@ pub struct Dcd {
 
 impl Dcd {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
-        let row = Row::of(topology, rank);
+        let Gossip { row, x, compressor } = Gossip::new(rank, topology, compressor, x0);
         Self {
-            x: crate::flat::model_copy(x0),
+            x,
             compressor,
             replicas: vec![x0.to_vec(); row.weights.len()],
             row,

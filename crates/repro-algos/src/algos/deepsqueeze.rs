@@ -3,7 +3,7 @@
 //! `x_i <- x_half + gamma sum_j (W - I)_ij c_j`. One extra vector, the error
 //! memory `e_i`.
 
-use crate::algorithm::{Received, Row, Worker, axpy, check_len};
+use crate::algorithm::{Gossip, Received, Row, Worker, axpy, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
@@ -30,9 +30,10 @@ impl DeepSqueeze {
         x0: &[f32],
     ) -> Result<Self, AlgoError> {
         let gamma = crate::topology::check_gamma(gamma)?;
+        let Gossip { row, x, compressor } = Gossip::new(rank, topology, compressor, x0);
         Ok(Self {
-            row: Row::of(topology, rank),
-            x: crate::flat::model_copy(x0),
+            row,
+            x,
             compressor,
             gamma: gamma as f32,
             error: vec![0.0; x0.len()],

@@ -13,7 +13,7 @@
 
 use repro_codec::{DitherTable, FullPrecision, Prefetch};
 
-use crate::algorithm::{Blockwise, Received, Row, Worker, axpy, block_views, check_len};
+use crate::algorithm::{Blockwise, Gossip, Received, Row, Worker, axpy, block_views, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology, scratch};
 
@@ -28,11 +28,8 @@ pub struct NaiveQuantized {
 
 impl NaiveQuantized {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
-        Self {
-            row: Row::of(topology, rank),
-            x: crate::flat::model_copy(x0),
-            compressor,
-        }
+        let Gossip { row, x, compressor } = Gossip::new(rank, topology, compressor, x0);
+        Self { row, x, compressor }
     }
 }
 

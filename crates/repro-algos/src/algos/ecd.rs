@@ -14,7 +14,7 @@
 //! `lossless_ecd_is_d_psgd_over_thousands_of_iterations`). The models and
 //! the frames stay f32.
 
-use crate::algorithm::{Received, Row, Worker, check_len};
+use crate::algorithm::{Gossip, Received, Row, Worker, check_len};
 use crate::compress::Compressor;
 use crate::{AlgoError, Topology};
 
@@ -37,10 +37,10 @@ pub struct Ecd {
 
 impl Ecd {
     pub fn new(rank: usize, topology: &Topology, compressor: Compressor, x0: &[f32]) -> Self {
-        let row = Row::of(topology, rank);
+        let Gossip { row, x, compressor } = Gossip::new(rank, topology, compressor, x0);
         let start: Vec<f64> = x0.iter().map(|&v| f64::from(v)).collect();
         Self {
-            x: crate::flat::model_copy(x0),
+            x,
             compressor,
             estimates: vec![start.clone(); row.weights.len()],
             own_estimate: start,
