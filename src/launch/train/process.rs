@@ -4,12 +4,27 @@
 
 use super::*;
 
-/// TERM to the process group, then KILL if any of it is still there after
-/// a grace period of 3 s, polled every 50 ms: a group that is gone ends
-/// the wait. (`kill(1)`, not `libc::kill`: the driver keeps its `unsafe`
-/// to the blocks ARCHITECTURE.md lists.)
-pub(super) fn terminate_group(pgid: u32) {
-    let group = format!("-{pgid}");
+/// How a job's process group ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ended {
+    /// It was gone before the TERM.
+    Gone,
+    /// TERM ended it within the grace period.
+    Term,
+    /// It outlived the grace period: KILL.
+    Kill,
+}
+
+/// The grace period between TERM and KILL.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// TERM to the process group led by `leader`, then KILL if any of it is
+/// still there after [`GRACE`], polled every 50 ms: the wait ends as soon
+/// as the group is gone (the leader reaped as it ends, so a dead leader
+/// does not hold it). `kill(1)`, not `libc::kill`: the driver keeps its
+/// `unsafe` to the blocks ARCHITECTURE.md lists.
+pub(super) fn terminate_group(leader: &mut std::process::Child) -> Ended {
+    let group = format!("-{}", leader.id());
     let signal = |sig: &str| {
         Command::new("kill")
             .args([sig, "--", &group])
@@ -18,16 +33,18 @@ pub(super) fn terminate_group(pgid: u32) {
             .is_ok_and(|s| s.success())
     };
     if !signal("-TERM") {
-        return;
+        return Ended::Gone;
     }
-    let deadline = std::time::Instant::now() + Duration::from_secs(3);
-    while std::time::Instant::now() < deadline {
+    let deadline = Instant::now() + GRACE;
+    while Instant::now() < deadline {
+        let _ = leader.try_wait();
         if !signal("-0") {
-            return;
+            return Ended::Term;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     signal("-KILL");
+    Ended::Kill
 }
 
 /// Starts the job in its own process group, its stdout discarded and its
@@ -109,7 +126,7 @@ pub(super) fn wait(
             None
         };
         if let Some(why) = stop {
-            terminate_group(child.id());
+            terminate_group(child);
             let _ = child.wait();
             bail!(why);
         }
@@ -149,4 +166,41 @@ pub(super) fn rank_logs(
         return Err(failed(None));
     }
     Ok(readable)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    fn group(script: &str) -> std::process::Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    /// A group that ends on TERM is ended by it, its leader reaped; one
+    /// that ignores TERM (its children too) is killed after the grace
+    /// period; a group already gone is said so.
+    #[test]
+    fn a_group_ends_by_term_or_else_by_kill() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut polite = group("sleep 30 & wait");
+        assert_eq!(terminate_group(&mut polite), Ended::Term);
+        let status = polite.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+
+        let mut stubborn = group("trap '' TERM; while :; do sleep 0.1; done");
+        // the trap is set before the TERM arrives
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(terminate_group(&mut stubborn), Ended::Kill);
+        let status = stubborn.wait().unwrap();
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
+
+        let mut gone = group("exit 0");
+        gone.wait().unwrap();
+        assert_eq!(terminate_group(&mut gone), Ended::Gone);
+    }
 }
