@@ -585,9 +585,9 @@ fn long_functions_are_few_and_say_why() {
     );
 }
 
-/// The workspace's crates each depends on (normal and build
-/// dependencies), from their Cargo.toml files: `repro` is the driver.
-fn crate_edges() -> BTreeSet<(String, String)> {
+/// Every dependency (normal and build) of each of the workspace's crates,
+/// from their Cargo.toml files: `repro` is the driver.
+fn dependencies() -> BTreeSet<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut manifests = vec![("repro".to_string(), root.join("Cargo.toml"))];
     manifests.extend(
@@ -595,7 +595,6 @@ fn crate_edges() -> BTreeSet<(String, String)> {
             .into_iter()
             .map(|(name, src)| (name, src.with_file_name("Cargo.toml"))),
     );
-    let names: BTreeSet<String> = manifests.iter().map(|(n, _)| n.clone()).collect();
     let mut edges = BTreeSet::new();
     for (name, toml) in &manifests {
         let text = std::fs::read_to_string(toml).unwrap();
@@ -609,12 +608,42 @@ fn crate_edges() -> BTreeSet<(String, String)> {
                 continue;
             }
             let dep = line.split(['.', ' ', '=']).next().unwrap_or_default();
-            if dep != name && names.contains(dep) {
+            if !dep.is_empty() && !dep.starts_with('#') && dep != name {
                 edges.insert((name.clone(), dep.to_string()));
             }
         }
     }
     edges
+}
+
+/// The workspace's crates each depends on.
+fn crate_edges() -> BTreeSet<(String, String)> {
+    let mut names: BTreeSet<String> = crates().into_iter().map(|(n, _)| n).collect();
+    names.insert("repro".into());
+    dependencies()
+        .into_iter()
+        .filter(|(_, dep)| names.contains(dep))
+        .collect()
+}
+
+/// Only the trainer links libtorch or MPI: the driver, the codec, the
+/// algorithms and the rest build and run on a machine without either, and
+/// the driver starts the trainer as a program, never as a library.
+#[test]
+fn only_the_trainer_links_torch_or_mpi() {
+    let all = dependencies();
+    assert!(
+        all.contains(&("repro-trainer".into(), "tch".into())),
+        "the check reads the trainer's dependencies: {all:?}"
+    );
+    let wrong: Vec<_> = all
+        .iter()
+        .filter(|(krate, dep)| {
+            krate != "repro-trainer"
+                && ["tch", "torch-sys", "mpi", "repro-trainer"].contains(&dep.as_str())
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:?}");
 }
 
 /// ARCHITECTURE.md's crate diagram draws every dependency between the

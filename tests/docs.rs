@@ -696,3 +696,86 @@ fn every_compressor_has_a_row_in_the_convex_guide() {
         .collect();
     assert_eq!(rows, names, "docs/convex.md's compressor table");
 }
+
+/// The names of every test function of the workspace: a `fn` whose
+/// attributes include `#[test]` (proptest's cases too).
+fn test_names() -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut dirs = vec![root.join("src"), root.join("tests")];
+    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        dirs.push(e.path().join("src"));
+        dirs.push(e.path().join("tests"));
+    }
+    let mut names = BTreeSet::new();
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&p).unwrap();
+            let mut attributed = false;
+            for line in text.lines().map(str::trim) {
+                if line == "#[test]" {
+                    attributed = true;
+                } else if attributed && let Some(rest) = line.strip_prefix("fn ") {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    names.insert(name);
+                    attributed = false;
+                } else if !(line.starts_with("#[") || line.starts_with("//")) {
+                    attributed = false;
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Every invariant ARCHITECTURE.md states names a test that keeps it
+/// true (a test function, as `module::name`, or a CI script that runs the
+/// check); `documents_name_only_what_exists` checks that the names exist.
+#[test]
+fn every_invariant_names_its_test() {
+    let doc = read("ARCHITECTURE.md");
+    let section = doc
+        .split("\n## ")
+        .find(|s| s.starts_with("Invariants"))
+        .expect("ARCHITECTURE.md has a section `## Invariants`");
+    let tests = test_names();
+    assert!(tests.len() > 400, "{} tests found", tests.len());
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section.lines().skip(1) {
+        if let Some(rest) = line.strip_prefix("- ") {
+            bullets.push(rest.to_string());
+        } else if let Some(last) = bullets.last_mut() {
+            last.push(' ');
+            last.push_str(line.trim());
+        }
+    }
+    assert!(bullets.len() >= 20, "{} invariants", bullets.len());
+    let untested: Vec<String> = bullets
+        .iter()
+        .filter(|b| {
+            !quoted(b).iter().any(|q| {
+                let last = q.rsplit("::").next().unwrap_or(q);
+                tests.contains(last) || (q.starts_with("ci/") && q.ends_with(".sh"))
+            })
+        })
+        .map(|b| b.chars().take(70).collect())
+        .collect();
+    assert!(
+        untested.is_empty(),
+        "invariants that name no test:\n{}",
+        untested.join("\n")
+    );
+}
