@@ -118,7 +118,7 @@ pack() {
     cp experiments/gpu-check.yaml "$dir/experiments/"
     cp ci/gpu-check.sh ci/gpu_step_bench.py ci/gpu_check_summary.py "$dir/ci/"
     # the step reference checks its models' sizes against this table
-    cp crates/repro-runlog/src/lib.rs "$dir/crates/repro-runlog/src/"
+    cp crates/repro-runlog/src/models.rs "$dir/crates/repro-runlog/src/"
     {
       echo "bundle of ci/gpu-check.sh, packed $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
       echo "commit $(git rev-parse HEAD)"

@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def model_parameters():
     """MODEL_PARAMETERS from the runlog crate: {(model, dataset): count}."""
-    src = (ROOT / "crates/repro-runlog/src/lib.rs").read_text()
+    src = (ROOT / "crates/repro-runlog/src/models.rs").read_text()
     table = src.split("pub const MODEL_PARAMETERS", 1)[1].split("];", 1)[0]
     rows = re.findall(r'\("([\w-]+)", "([\w-]+)", ([\d_]+)\)', table)
     return {(m, d): int(c.replace("_", "")) for m, d, c in rows}
