@@ -149,15 +149,9 @@ impl Blockwise for NaiveQuantized {
         next: Option<&mut Vec<u8>>,
     ) -> Result<bool, AlgoError> {
         // quantized frames, and compressed ones, are decoded whole
-        let Some(full) = self.full() else {
+        let (Some(full), Some(_)) = (self.full(), self.bodies(inbox)?) else {
             return Ok(false);
         };
-        for &(from, bytes) in inbox {
-            self.row.weight(from)?;
-            if full.body(bytes, self.x.len())?.is_none() {
-                return Ok(false);
-            }
-        }
         if let Some(next) = next
             && !full.begin(next, self.x.len())
         {

@@ -365,17 +365,14 @@ impl Moniqua {
     ) -> Result<Received, AlgoError> {
         let own = self.own.as_deref().unwrap_or_default();
         check_len("local biased term", self.x.len(), own.len())?;
-        let mut total = 0.0f32;
-        for &(from, _) in inbox {
-            total += self.row.weight(from)?;
-        }
+        let neighbours = self.neighbours(inbox)?;
+        let total: f32 = neighbours.iter().fold(0.0, |t, &(_, w)| t + w);
         scratch::with_vectors(self.x.len(), |[acc, decoded]| {
             for (a, &o) in acc.iter_mut().zip(own) {
                 *a = -total * o;
             }
             let mut received = Received::default();
-            for &(from, bytes) in inbox {
-                let w = self.row.weight(from)?;
+            for &(bytes, w) in &neighbours {
                 let d = self
                     .codec
                     .decode(bytes, &self.x, DecodeTarget::Out(decoded))?;
