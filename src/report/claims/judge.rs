@@ -259,43 +259,98 @@ pub(super) fn time_to(
         .map(|(r, p)| (r.run_id.as_str(), p.as_slice()))
         .collect();
     let side = |runs: &[&RunRecord]| reach_side(c, runs, &by_id, reach);
-    let ((a, ca), (b, cb)) = (side(mine), side(theirs));
-    two_samples(c, v, (&a, &b), true, |d, level| {
+    let ((a, ra), (b, rb)) = (side(mine), side(theirs));
+    let censored = ra.iter().chain(&rb).any(|r| !r);
+    // the rank tests beside the t-test only where every time is real
+    two_samples(c, v, (&a, &b), !censored, |d, level| {
         let (lo, hi) = d.interval(level);
-        // a run that never got there took longer than recorded: the
-        // claim stands only if the method's times are all real, and
-        // falls only if the baseline's are
-        let outcome = if hi < 0.0 && ca == 0 {
+        let outcome = if hi < 0.0 {
             Outcome::Supported
-        } else if lo > 0.0 && cb == 0 {
+        } else if lo > 0.0 {
             Outcome::Contradicted
         } else {
             Outcome::NotSupported
         };
         (d.p_two_sided(), outcome)
     });
-    for (name, n, of) in [(&c.method, ca, a.values.len()), (&base, cb, b.values.len())] {
-        if n > 0 {
+    if censored {
+        censored_times(c, v, (&a, &ra), (&b, &rb));
+    }
+    for (name, reached) in [(&c.method, &ra), (&base, &rb)] {
+        let k = reached.iter().filter(|r| **r).count();
+        add_note(
+            &mut v.note,
+            &format!("{name} reached it in {k} of {} runs", reached.len()),
+        );
+    }
+}
+
+/// A `faster_to` claim where some run never reached the target: its time
+/// is censored at the run's end, so the t-test's interval is a bound, not
+/// a test. The log-rank test decides over reached and censored runs
+/// alike (unpaired); leaving out one seed at a time says if it is fragile.
+fn censored_times(c: &Claim<'_>, v: &mut Verdict, a: (&Side, &[bool]), b: (&Side, &[bool])) {
+    let timed = |(s, reached): (&Side, &[bool])| -> Vec<(String, stats::Timed)> {
+        s.values
+            .iter()
+            .zip(reached)
+            .map(|((seed, at), &reached)| (seed.clone(), stats::Timed { at: *at, reached }))
+            .collect()
+    };
+    let (ta, tb) = (timed(a), timed(b));
+    let level = c.spec.level;
+    let decide = |ta: &[(String, stats::Timed)], tb: &[(String, stats::Timed)]| {
+        let plain = |t: &[(String, stats::Timed)]| t.iter().map(|(_, x)| *x).collect::<Vec<_>>();
+        stats::log_rank(&plain(ta), &plain(tb)).map(|lr| {
+            let outcome = match (stats::below(lr.p, level), lr.a_sooner()) {
+                (false, _) => Outcome::NotSupported,
+                (true, true) => Outcome::Supported,
+                (true, false) => Outcome::Contradicted,
+            };
+            (lr.p, outcome)
+        })
+    };
+    v.test = "log-rank".into();
+    v.rank = None;
+    v.permutation = None;
+    match decide(&ta, &tb) {
+        Some((p, outcome)) => {
+            v.p = Some(p);
+            v.outcome = outcome;
+            let seeds: std::collections::BTreeSet<&String> =
+                ta.iter().chain(&tb).map(|(s, _)| s).collect();
+            v.fragile = Some(seeds.into_iter().any(|seed| {
+                let drop = |t: &[(String, stats::Timed)]| -> Vec<(String, stats::Timed)> {
+                    t.iter().filter(|(s, _)| s != seed).cloned().collect()
+                };
+                decide(&drop(&ta), &drop(&tb)).map(|(_, o)| o) != Some(outcome)
+            }));
             add_note(
                 &mut v.note,
-                &format!("{name}: {n} of {of} runs never reached it (counted at their last point)"),
+                "times censored at a run's end where it never reached the target: the log-rank test decides; the t interval is a bound",
             );
+        }
+        None => {
+            v.p = None;
+            v.outcome = Outcome::NotSupported;
+            v.fragile = None;
+            add_note(&mut v.note, "no run reached the target: nothing to time");
         }
     }
 }
 
 /// One side of a `faster_to` claim: each run's x at the target (`by_id`:
-/// its smoothed curve), and how many never reached it (counted at their
-/// last point, a lower bound). A failed run counts by its curve
+/// its smoothed curve), and beside each value whether the run reached it
+/// (one that never did counts at its last point: censored there). A failed run counts by its curve
 /// (intention to treat); one that did not test the method is left out.
 pub(super) fn reach_side(
     c: &Claim<'_>,
     runs: &[&RunRecord],
     by_id: &BTreeMap<&str, &[CurvePoint]>,
     reach: &TimeTo<'_>,
-) -> (Side, usize) {
+) -> (Side, Vec<bool>) {
     let mut s = Side::default();
-    let mut censored = 0;
+    let mut reached = Vec::new();
     for r in runs {
         match r.health() {
             Some(h) if h.kind() == HealthKind::NotTested => {
@@ -313,15 +368,18 @@ pub(super) fn reach_side(
         let points = by_id.get(r.run_id.as_str()).copied().unwrap_or(&[]);
         let points = crate::report::plot::smoothed(points, reach.smooth);
         match crate::records::curves::first_reach(&points, reach.target, c.higher, reach.by) {
-            Ok(x) => s.values.push((seed_of(r), x)),
-            Err(Some(x)) => {
-                censored += 1;
+            Ok(x) => {
                 s.values.push((seed_of(r), x));
+                reached.push(true);
+            }
+            Err(Some(x)) => {
+                s.values.push((seed_of(r), x));
+                reached.push(false);
             }
             Err(None) => *s.left_out.entry("without a curve".into()).or_default() += 1,
         }
     }
-    (s, censored)
+    (s, reached)
 }
 
 /// Fills `v` from a two-sample comparison of `a` (the method) and `b`;

@@ -322,3 +322,40 @@ fn exact_tests_of_counts() {
     assert!(close(fisher_greater(2, 3, 0, 3), 0.2, 1e-12));
     assert!(close(fisher_greater(0, 3, 3, 3), 1.0, 1e-12));
 }
+
+/// The log-rank test by hand on two tiny samples: a's events at 1 and 2,
+/// b's at 3 and 4. At t=1 four at risk, E = 1/2, V = 1/4; at t=2 three,
+/// E = 1/3, V = 2/9; then a has none at risk. O = 2, E = 5/6, V = 17/36:
+/// chi-square 2.882, p 0.0896 (what R's survdiff gives).
+#[test]
+fn the_log_rank_test_counts_events_at_risk() {
+    let t = |at: f64, reached: bool| Timed { at, reached };
+    let lr = log_rank(&[t(1.0, true), t(2.0, true)], &[t(3.0, true), t(4.0, true)]).unwrap();
+    assert_eq!(lr.observed, 2.0);
+    assert!((lr.expected - 5.0 / 6.0).abs() < 1e-12, "{lr:?}");
+    let chi2 = (lr.observed - lr.expected).powi(2) / (17.0 / 36.0);
+    assert!((chi2 - 2.882).abs() < 1e-3, "{chi2}");
+    assert!((lr.p - 0.0896).abs() < 1e-3, "{lr:?}");
+    assert!(lr.a_sooner());
+    // b censored after a's last event: the same test (a has none at risk)
+    let late = log_rank(
+        &[t(1.0, true), t(2.0, true)],
+        &[t(2.5, false), t(2.5, false)],
+    )
+    .unwrap();
+    assert!((late.p - lr.p).abs() < 1e-12, "{late:?}");
+    // censored early, a run is at risk no more: fewer of b at risk at t=1
+    // and 2 (E = 2/3 + 1/2, V = 2/9 + 1/4), weaker evidence, p 0.225
+    let early = log_rank(
+        &[t(1.0, true), t(2.0, true)],
+        &[t(0.5, false), t(3.0, true)],
+    )
+    .unwrap();
+    assert!((early.expected - 7.0 / 6.0).abs() < 1e-12, "{early:?}");
+    assert!((early.p - 0.2252).abs() < 1e-3, "{early:?}");
+    // swapped sides: the same p, the other direction
+    let back = log_rank(&[t(3.0, true), t(4.0, true)], &[t(1.0, true), t(2.0, true)]).unwrap();
+    assert!((back.p - lr.p).abs() < 1e-12 && !back.a_sooner());
+    // nobody reached it: nothing to test
+    assert!(log_rank(&[t(5.0, false)], &[t(5.0, false)]).is_none());
+}
