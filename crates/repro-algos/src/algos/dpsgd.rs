@@ -101,15 +101,22 @@ impl NaiveQuantized {
         let Some(full) = self.full() else {
             return Ok(None);
         };
-        let mut neighbours = Vec::with_capacity(inbox.len());
-        for &(from, bytes) in inbox {
-            let w = self.row.weight(from)?;
-            match full.body(bytes, self.x.len())? {
-                Some(body) => neighbours.push((w, body)),
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(neighbours))
+        inbox
+            .iter()
+            .map(|&(from, bytes)| self.body(full, from, bytes))
+            .collect()
+    }
+
+    /// `(W_ij, j's f32 body)` for one frame of full precision, uncompressed;
+    /// `None` for another frame.
+    fn body<'a>(
+        &self,
+        full: FullPrecision,
+        from: usize,
+        bytes: &'a [u8],
+    ) -> Result<Option<(f32, &'a [u8])>, AlgoError> {
+        let w = self.row.weight(from)?;
+        Ok(full.body(bytes, self.x.len())?.map(|body| (w, body)))
     }
 }
 
@@ -149,9 +156,15 @@ impl Blockwise for NaiveQuantized {
         next: Option<&mut Vec<u8>>,
     ) -> Result<bool, AlgoError> {
         // quantized frames, and compressed ones, are decoded whole
-        let (Some(full), Some(_)) = (self.full(), self.bodies(inbox)?) else {
+        let Some(full) = self.full() else {
             return Ok(false);
         };
+        // the frames' check of `bodies`, without collecting them
+        for &(from, bytes) in inbox {
+            if self.body(full, from, bytes)?.is_none() {
+                return Ok(false);
+            }
+        }
         if let Some(next) = next
             && !full.begin(next, self.x.len())
         {
