@@ -698,43 +698,24 @@ fn every_compressor_has_a_row_in_the_convex_guide() {
 }
 
 /// The names of every test function of the workspace: a `fn` whose
-/// attributes include `#[test]` (proptest's cases too).
+/// attributes include `#[test]` (proptest's cases too), in any Rust file
+/// of [`repository_paths`].
 fn test_names() -> BTreeSet<String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut dirs = vec![root.join("src"), root.join("tests")];
-    for e in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
-        dirs.push(e.path().join("src"));
-        dirs.push(e.path().join("tests"));
-    }
     let mut names = BTreeSet::new();
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-                continue;
-            }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&p).unwrap();
-            let mut attributed = false;
-            for line in text.lines().map(str::trim) {
-                if line == "#[test]" {
-                    attributed = true;
-                } else if attributed && let Some(rest) = line.strip_prefix("fn ") {
-                    let name: String = rest
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    names.insert(name);
-                    attributed = false;
-                } else if !(line.starts_with("#[") || line.starts_with("//")) {
-                    attributed = false;
-                }
+    for f in repository_paths().0.iter().filter(|f| f.ends_with(".rs")) {
+        let mut attributed = false;
+        for line in read(f).lines().map(str::trim) {
+            if line == "#[test]" {
+                attributed = true;
+            } else if attributed && let Some(rest) = line.strip_prefix("fn ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(name);
+                attributed = false;
+            } else if !(line.starts_with("#[") || line.starts_with("//")) {
+                attributed = false;
             }
         }
     }
