@@ -286,6 +286,9 @@ pub struct Eval {
     pub test_loss: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_accuracy: Option<f64>,
+    /// The averaged model on the test set: rank 0's evaluation alone in
+    /// trainer runs (the averaged model is the same on every rank), absent
+    /// on the other ranks and at AD-PSGD's intermediate evaluations.
     pub avg_test_loss: Option<f64>,
     pub avg_test_accuracy: Option<f64>,
     /// `mean_i |x_i - x_bar|^2` over the workers (Koloskova et al.'s
@@ -308,7 +311,7 @@ pub struct Eval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wrapped: Option<u64>,
     /// The averaged model on the held-out validation images (runs with
-    /// `validation` > 0).
+    /// `validation` > 0), rank 0's evaluation alone as for `avg_test_loss`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub val_loss: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

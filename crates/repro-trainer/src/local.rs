@@ -78,6 +78,25 @@ impl Setup {
         ))
     }
 
+    /// The averaged model `avg` on the test images and the validation split:
+    /// rank 0 alone evaluates it (it is the same model on every rank), the
+    /// others report `None` for both. Leaves `avg` in the tensors on rank 0.
+    pub(crate) fn evaluate_average(
+        &self,
+        avg: &[f32],
+        samples: usize,
+        rng: &mut Rng,
+    ) -> Result<AverageScores, TrainError> {
+        if self.rank != 0 {
+            return Ok(AverageScores::default());
+        }
+        let test = self.evaluate(avg, samples, rng)?;
+        Ok(AverageScores {
+            test: Some(test),
+            valid: self.validate(rng),
+        })
+    }
+
     /// Loss and accuracy of the model now in the tensors on every held-out
     /// validation image (seen as test images are: no augmentation); `None`
     /// without them.
@@ -85,6 +104,14 @@ impl Setup {
         let valid = self.data.valid.as_ref()?;
         Some(score(&*self.model, valid, &self.data, 0, rng, self.device))
     }
+}
+
+/// The averaged model's (loss, accuracy) on the test images and on the
+/// validation split, as rank 0 measured them; `None` on the other ranks.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct AverageScores {
+    pub(crate) test: Option<(f64, f64)>,
+    pub(crate) valid: Option<(f64, f64)>,
 }
 
 /// Loss and accuracy on the first `samples` images of `set` (0: all),

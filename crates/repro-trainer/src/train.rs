@@ -268,9 +268,9 @@ impl<'c, W: Write> SyncRank<'c, W> {
         Ok(Some(r))
     }
 
-    /// The evaluation after `iteration` steps: this rank's model and the
-    /// averaged one on the test images, the consensus, Moniqua's recovery
-    /// and the validation split.
+    /// The evaluation after `iteration` steps: this rank's model on the
+    /// test images, the consensus, Moniqua's recovery, and on rank 0 the
+    /// averaged model on the test images and the validation split.
     fn eval<T: Transport>(
         &mut self,
         t: &mut T,
@@ -282,8 +282,7 @@ impl<'c, W: Write> SyncRank<'c, W> {
         let (test_loss, test_accuracy) = s.evaluate(x, samples, &mut self.rng)?;
         let recovery = check_recovery(t, &*self.worker, &self.neighbours, iteration)?;
         let (avg, consensus) = average(t, x)?;
-        let (avg_loss, avg_accuracy) = s.evaluate(&avg, samples, &mut self.rng)?;
-        let valid = s.validate(&mut self.rng);
+        let scores = s.evaluate_average(&avg, samples, &mut self.rng)?;
         s.scatter(x)?;
         Ok(Eval {
             iteration,
@@ -291,15 +290,15 @@ impl<'c, W: Write> SyncRank<'c, W> {
             wall_s: now(t, &s.started),
             test_loss: Some(test_loss),
             test_accuracy: Some(test_accuracy),
-            avg_test_loss: Some(avg_loss),
-            avg_test_accuracy: Some(avg_accuracy),
+            avg_test_loss: scores.test.map(|v| v.0),
+            avg_test_accuracy: scores.test.map(|v| v.1),
             consensus_distance: finite(consensus.distance),
             max_deviation: finite(consensus.max_deviation),
             model_norm: finite(norm(&avg)),
             recovered: recovery.map(|r| r.coordinates),
             wrapped: recovery.map(|r| r.beyond_bound),
-            val_loss: valid.map(|v| v.0),
-            val_accuracy: valid.map(|v| v.1),
+            val_loss: scores.valid.map(|v| v.0),
+            val_accuracy: scores.valid.map(|v| v.1),
             objective: None,
             subopt: None,
         })

@@ -401,8 +401,8 @@ fn compute(
 }
 
 /// The final evaluation, once every rank has finished: this rank's model
-/// and the averaged one on the test images, the consensus and the
-/// validation split.
+/// on the test images, the consensus, and on rank 0 the averaged model on
+/// the test images and the validation split.
 fn final_eval(
     cfg: &TrainConfig,
     s: &Setup,
@@ -414,21 +414,20 @@ fn final_eval(
     let x = shared.x().clone();
     let mut rng = Rng::new(cfg.seed, 900 + s.rank as u64);
     let (test_loss, test_accuracy) = s.evaluate(&x, cfg.eval_samples, &mut rng)?;
-    let (avg_loss, avg_accuracy) = s.evaluate(&f.avg, cfg.eval_samples, &mut rng)?;
-    let valid = s.validate(&mut rng);
+    let scores = s.evaluate_average(&f.avg, cfg.eval_samples, &mut rng)?;
     Ok(Eval {
         iteration: done,
         epoch,
         wall_s: s.started.elapsed().as_secs_f64(),
         test_loss: Some(test_loss),
         test_accuracy: Some(test_accuracy),
-        avg_test_loss: Some(avg_loss),
-        avg_test_accuracy: Some(avg_accuracy),
+        avg_test_loss: scores.test.map(|v| v.0),
+        avg_test_accuracy: scores.test.map(|v| v.1),
         consensus_distance: finite(f.consensus.distance),
         max_deviation: finite(f.consensus.max_deviation),
         model_norm: finite(norm(&f.avg)),
-        val_loss: valid.map(|v| v.0),
-        val_accuracy: valid.map(|v| v.1),
+        val_loss: scores.valid.map(|v| v.0),
+        val_accuracy: scores.valid.map(|v| v.1),
         ..Eval::default()
     })
 }
