@@ -63,8 +63,10 @@ fn run_logs(raw: &Path, id: &str) -> Result<Vec<Log>> {
 }
 
 /// One logged point of one rank: (iteration, wall_s, value, epoch, and
-/// the number of its steps done by then).
-type RankPoint = (u64, f64, f64, f64, u64);
+/// the number of its steps done by then). The value is `None` where the
+/// rank logged the point without the metric (the averaged model's scores,
+/// which rank 0 alone measures).
+type RankPoint = (u64, f64, Option<f64>, f64, u64);
 
 /// A rank's running total of bytes sent: `(iteration, bytes through it)`
 /// for each of its steps, in order.
@@ -87,8 +89,9 @@ fn sent_before(through: &[(u64, f64)], done: u64) -> f64 {
 }
 
 /// Averages the ranks' points iteration by iteration (only the iterations
-/// every rank logged). Time counts from the start of each rank's first step
-/// (start-up and data loading left out), the slowest rank's.
+/// every rank logged, the value over the ranks that measured it, at least
+/// one). Time counts from the start of each rank's first step (start-up
+/// and data loading left out), the slowest rank's.
 fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<CurvePoint> {
     #[derive(Default)]
     struct Sum {
@@ -97,6 +100,7 @@ fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<C
         epoch: f64,
         bytes: f64,
         ranks: usize,
+        valued: usize,
     }
     let mut by_iter: BTreeMap<u64, Sum> = BTreeMap::new();
     for log in logs {
@@ -109,7 +113,10 @@ fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<C
             let sent = sent_before(&through, steps);
             let e = by_iter.entry(iteration).or_default();
             e.wall_s = e.wall_s.max(wall_s - t0);
-            e.value += value;
+            if let Some(v) = value {
+                e.value += v;
+                e.valued += 1;
+            }
             e.epoch = epoch;
             e.bytes += sent;
             e.ranks += 1;
@@ -117,12 +124,12 @@ fn average_ranks(logs: &[Log], points: impl Fn(&Log) -> Vec<RankPoint>) -> Vec<C
     }
     by_iter
         .into_iter()
-        .filter(|(_, v)| v.ranks == logs.len())
+        .filter(|(_, v)| v.ranks == logs.len() && v.valued > 0)
         .map(|(iteration, s)| CurvePoint {
             iteration,
             epoch: s.epoch,
             wall_s: s.wall_s,
-            value: s.value / s.ranks as f64,
+            value: s.value / s.valued as f64,
             bytes: Some(s.bytes / s.ranks as f64),
         })
         .collect()
@@ -138,7 +145,7 @@ pub(crate) fn curve(logs: &[Log]) -> Vec<CurvePoint> {
                 (
                     s.iteration,
                     s.wall_s,
-                    s.train_loss,
+                    Some(s.train_loss),
                     s.epoch,
                     s.iteration + 1,
                 )
@@ -149,8 +156,9 @@ pub(crate) fn curve(logs: &[Log]) -> Vec<CurvePoint> {
 
 /// One run's curve of `y` (one of `metrics::CURVE_METRICS`): [`curve`] for the
 /// training loss; for an evaluation metric, the ranks' evaluations averaged
-/// at each evaluated iteration (the averaged model's are the same on every
-/// rank), at the time of the slowest rank.
+/// at each iteration every rank evaluated, over the ranks that measured it
+/// (rank 0 alone scores the averaged model, the same on every rank), at
+/// the time of the slowest rank.
 pub(crate) fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     let pick = match metric(y).and_then(|m| m.curve) {
         Some(Curve::TrainLoss) => return Ok(curve(logs)),
@@ -160,7 +168,7 @@ pub(crate) fn curve_of(logs: &[Log], y: &str) -> Result<Vec<CurvePoint>> {
     Ok(average_ranks(logs, |log| {
         log.evals
             .iter()
-            .filter_map(|e| Some((e.iteration, e.wall_s, pick(e)?, e.epoch, e.iteration)))
+            .map(|e| (e.iteration, e.wall_s, pick(e), e.epoch, e.iteration))
             .collect()
     }))
 }
@@ -332,6 +340,22 @@ pub(crate) mod tests {
         let c = curve_of(&[a.clone(), b.clone()], "avg_test_loss").unwrap();
         assert_eq!(c.len(), 1);
         assert!((c[0].value - 0.8).abs() < 1e-12);
+        // rank 0 alone scores the averaged model: its value is the point's,
+        // at the slowest rank's time; an iteration a rank did not evaluate
+        // at all has no point
+        b.evals = vec![eval(1, 4.0, None), eval(2, 3.0, None)];
+        b.evals[1].wall_s = 5.0;
+        let c = curve_of(&[a.clone(), b.clone()], "avg_test_loss").unwrap();
+        assert_eq!(c.len(), 1);
+        assert_eq!(c[0].iteration, 2);
+        assert!((c[0].wall_s - 4.99).abs() < 1e-9, "{c:?}");
+        assert!((c[0].value - 0.8).abs() < 1e-12);
+        b.evals.pop();
+        assert!(
+            curve_of(&[a.clone(), b], "avg_test_loss")
+                .unwrap()
+                .is_empty()
+        );
         assert!(curve_of(&[a], "accuracy").is_err());
     }
 }
