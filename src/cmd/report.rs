@@ -10,7 +10,7 @@ use crate::cmd::status;
 use crate::records::results_dir::ResultsDir;
 use crate::report::html::write_report;
 use crate::report::recorded::{planned_results, read_scale};
-use crate::report::section;
+use crate::report::{repeats, section};
 
 /// Options of `repro report`.
 #[derive(Debug, Args)]
@@ -65,7 +65,12 @@ fn markdown(args: &ReportArgs, experiment: &str) -> Result<()> {
         scale: &scale,
         backend: args.plan.backend.unwrap_or(m.backend),
     };
-    let text = section::section(&m, &src, &rows)?;
+    let mut repeated = Vec::new();
+    for dir in repeats::dirs(&out)? {
+        let (_, _, rows) = planned_results(experiment, &Some(dir.clone()), &args.plan.choice())?;
+        repeated.push(repeats::Repeat { dir, rows });
+    }
+    let text = section::section(&m, &src, &rows, &repeated)?;
     match &args.into {
         None => print!("{text}"),
         Some(file) => {

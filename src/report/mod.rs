@@ -10,6 +10,7 @@ pub(crate) mod html;
 pub(crate) mod outputs;
 pub(crate) mod plot;
 pub(crate) mod recorded;
+pub(crate) mod repeats;
 pub(crate) mod section;
 pub mod stats;
 pub(crate) mod subset;

@@ -20,7 +20,7 @@ use crate::records::health::{Health, counts_text};
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
 use crate::records::results_dir::Entry;
-use crate::report::{claims, outputs, table, tune};
+use crate::report::{claims, outputs, repeats, table, tune};
 
 /// The line that opens experiment `name`'s generated section.
 pub(crate) fn begin(name: &str) -> String {
@@ -42,7 +42,12 @@ pub(crate) struct Source<'a> {
 
 /// Experiment `m`'s section from `rows`, the recorded runs of its plan
 /// (judged), in `src.out`; between its markers, ending in a newline.
-pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Result<String> {
+pub(crate) fn section(
+    m: &Manifest,
+    src: &Source<'_>,
+    rows: &[RunRecord],
+    repeated: &[repeats::Repeat],
+) -> Result<String> {
     if rows.is_empty() {
         bail!(
             "{} holds no run of the plan of `{}`: nothing to report",
@@ -82,6 +87,20 @@ pub(crate) fn section(m: &Manifest, src: &Source<'_>, rows: &[RunRecord]) -> Res
         )?;
         s.push_str("\n**Claims.** ");
         s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
+        if !repeated.is_empty() {
+            let mut each = Vec::new();
+            for r in repeated {
+                each.push(claims::evaluate(
+                    &m.claims,
+                    &m.table,
+                    &r.rows,
+                    None,
+                    &mut |metric| outputs::run_curves(&r.dir, &r.rows, metric).map(|(c, _)| c),
+                    m.figure.as_ref().map_or(1, |f| f.smooth),
+                )?);
+            }
+            s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
+        }
         if let Some(spec) = &m.tune {
             s.push_str(&tuning_and_claims(m, spec, &verdicts, None));
         } else if let Some(name) = m
