@@ -77,45 +77,7 @@ pub(crate) fn section(
     s.push_str("\n**Runs that are not valid results.** ");
     s.push_str(&findings(rows));
     if !m.claims.is_empty() {
-        let verdicts = claims::evaluate(
-            &m.claims,
-            &m.table,
-            rows,
-            tune::recorded_tuning(m, src.scale, src.backend, src.out)?.as_ref(),
-            &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
-            m.figure.as_ref().map_or(1, |f| f.smooth),
-        )?;
-        s.push_str("\n**Claims.** ");
-        s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
-        if !repeated.is_empty() {
-            let mut each = Vec::new();
-            for r in repeated {
-                each.push(claims::evaluate(
-                    &m.claims,
-                    &m.table,
-                    &r.rows,
-                    None,
-                    &mut |metric| outputs::run_curves(&r.dir, &r.rows, metric).map(|(c, _)| c),
-                    m.figure.as_ref().map_or(1, |f| f.smooth),
-                )?);
-            }
-            s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
-        }
-        if let Some(spec) = &m.tune {
-            s.push_str(&tuning_and_claims(m, spec, &verdicts, None));
-        } else if let Some(name) = m
-            .tuned_in
-            .as_ref()
-            .filter(|n| crate::experiment::manifest::plain_name(n))
-        {
-            let tuner = crate::experiment::manifest::load(
-                &crate::experiment::manifest::locate(name)?,
-                &[],
-            )?;
-            if let Some(spec) = &tuner.tune {
-                s.push_str(&tuning_and_claims(m, spec, &verdicts, Some(name)));
-            }
-        }
+        s.push_str(&claims_part(m, src, rows, repeated)?);
     }
     if let Some(spec) = &m.tune {
         let csv = src
@@ -135,6 +97,55 @@ pub(crate) fn section(
         }
     }
     s.push_str(&format!("\n{}\n", end(&m.name)));
+    Ok(s)
+}
+
+/// The claims with their tests, what the tuning says of them, and how
+/// often each held over the repeats (`repeated`, where any).
+fn claims_part(
+    m: &Manifest,
+    src: &Source<'_>,
+    rows: &[RunRecord],
+    repeated: &[repeats::Repeat],
+) -> Result<String> {
+    let mut s = String::new();
+    let verdicts = claims::evaluate(
+        &m.claims,
+        &m.table,
+        rows,
+        tune::recorded_tuning(m, src.scale, src.backend, src.out)?.as_ref(),
+        &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
+        m.figure.as_ref().map_or(1, |f| f.smooth),
+    )?;
+    s.push_str("\n**Claims.** ");
+    s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
+    if !repeated.is_empty() {
+        let mut each = Vec::new();
+        for r in repeated {
+            each.push(claims::evaluate(
+                &m.claims,
+                &m.table,
+                &r.rows,
+                None,
+                &mut |metric| outputs::run_curves(&r.dir, &r.rows, metric).map(|(c, _)| c),
+                m.figure.as_ref().map_or(1, |f| f.smooth),
+            )?);
+        }
+        s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
+    }
+    if let Some(spec) = &m.tune {
+        s.push_str(&tuning_and_claims(m, spec, &verdicts, None));
+    } else if let Some(name) = m
+        .tuned_in
+        .as_ref()
+        .filter(|n| crate::experiment::manifest::plain_name(n))
+    {
+        let tuner =
+            crate::experiment::manifest::load(&crate::experiment::manifest::locate(name)?, &[])?;
+        if let Some(spec) = &tuner.tune {
+            s.push_str(&tuning_and_claims(m, spec, &verdicts, Some(name)));
+        }
+    }
     Ok(s)
 }
 
