@@ -109,28 +109,15 @@ fn claims_part(
     repeated: &[repeats::Repeat],
 ) -> Result<String> {
     let mut s = String::new();
-    let verdicts = claims::evaluate(
-        &m.claims,
-        &m.table,
-        rows,
-        tune::recorded_tuning(m, src.scale, src.backend, src.out)?.as_ref(),
-        &mut |metric| outputs::run_curves(src.out, rows, metric).map(|(c, _)| c),
-        m.figure.as_ref().map_or(1, |f| f.smooth),
-    )?;
+    let tuning = tune::recorded_tuning(m, src.scale, src.backend, src.out)?;
+    let verdicts = judge(m, src.out, rows, tuning.as_ref())?;
     s.push_str("\n**Claims.** ");
     s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
     if !repeated.is_empty() {
-        let mut each = Vec::new();
-        for r in repeated {
-            each.push(claims::evaluate(
-                &m.claims,
-                &m.table,
-                &r.rows,
-                None,
-                &mut |metric| outputs::run_curves(&r.dir, &r.rows, metric).map(|(c, _)| c),
-                m.figure.as_ref().map_or(1, |f| f.smooth),
-            )?);
-        }
+        let each = repeated
+            .iter()
+            .map(|r| judge(m, &r.dir, &r.rows, None))
+            .collect::<Result<Vec<_>>>()?;
         s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
     }
     if let Some(spec) = &m.tune {
@@ -147,6 +134,24 @@ fn claims_part(
         }
     }
     Ok(s)
+}
+
+/// The manifest's claims tested on `rows`, the recorded runs in `out`
+/// (their curves read from there), with the tuning's runs where given.
+fn judge(
+    m: &Manifest,
+    out: &Path,
+    rows: &[RunRecord],
+    tuning: Option<&tune::TuningRecord>,
+) -> Result<Vec<claims::Verdict>> {
+    claims::evaluate(
+        &m.claims,
+        &m.table,
+        rows,
+        tuning,
+        &mut |metric| outputs::run_curves(out, rows, metric).map(|(c, _)| c),
+        m.figure.as_ref().map_or(1, |f| f.smooth),
+    )
 }
 
 /// What a tuned experiment's section says of its claims and its tuning:
