@@ -24,11 +24,11 @@ fn paper_scale_dry_runs_print_the_cluster_launch() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    // the tuning's first look (twelve configurations of each of seven
+    // the tuning's first look (twelve configurations of each of eight
     // methods at two bit widths, on two seeds, as at cpu scale), then
     // three seeds of the grid
-    assert!(text.contains("tuning: 336 runs"), "{text}");
-    assert!(text.contains("the grid's 66 runs"), "{text}");
+    assert!(text.contains("tuning: 384 runs"), "{text}");
+    assert!(text.contains("the grid's 72 runs"), "{text}");
     for p in [
         "model=\"resnet20\"",
         "dataset=\"cifar10\"",
