@@ -110,13 +110,13 @@ fn claims_part(
 ) -> Result<String> {
     let mut s = String::new();
     let tuning = tune::recorded_tuning(m, src.scale, src.backend, src.out)?;
-    let verdicts = judge(m, src.out, rows, tuning.as_ref())?;
+    let verdicts = outputs::verdicts(m, src.out, rows, tuning.as_ref())?;
     s.push_str("\n**Claims.** ");
     s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
     if !repeated.is_empty() {
         let each = repeated
             .iter()
-            .map(|r| judge(m, &r.dir, &r.rows, None))
+            .map(|r| outputs::verdicts(m, &r.dir, &r.rows, None))
             .collect::<Result<Vec<_>>>()?;
         s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
     }
@@ -134,24 +134,6 @@ fn claims_part(
         }
     }
     Ok(s)
-}
-
-/// The manifest's claims tested on `rows`, the recorded runs in `out`
-/// (their curves read from there), with the tuning's runs where given.
-fn judge(
-    m: &Manifest,
-    out: &Path,
-    rows: &[RunRecord],
-    tuning: Option<&tune::TuningRecord>,
-) -> Result<Vec<claims::Verdict>> {
-    claims::evaluate(
-        &m.claims,
-        &m.table,
-        rows,
-        tuning,
-        &mut |metric| outputs::run_curves(out, rows, metric).map(|(c, _)| c),
-        m.figure.as_ref().map_or(1, |f| f.smooth),
-    )
 }
 
 /// What a tuned experiment's section says of its claims and its tuning:
