@@ -68,7 +68,7 @@ fn markdown(args: &ReportArgs, experiment: &str) -> Result<()> {
     let mut repeated = Vec::new();
     for dir in repeats::dirs(&out)? {
         let (_, _, rows) = planned_results(experiment, &Some(dir.clone()), &args.plan.choice())?;
-        repeated.push(repeats::Repeat { dir, rows });
+        repeated.push(repeats::Repeat::judged(&m, dir, rows)?);
     }
     let text = section::section(&m, &src, &rows, &repeated)?;
     match &args.into {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::experiment::manifest::Manifest;
 use crate::records::metrics::Cell;
 use crate::records::results::RunRecord;
 use crate::records::results_dir::Entry;
@@ -17,10 +18,29 @@ use crate::report::claims::{Outcome, Verdict, holds_after_holm};
 /// The folder of a results directory that holds its repeats.
 pub(crate) const REPEATS: &str = "repeats";
 
-/// One repeat: its directory and its recorded runs of the plan, judged.
+/// One repeat: its directory, its recorded runs of the plan (health
+/// judged) and the verdicts of the experiment's claims on them, in the
+/// manifest's order.
 pub(crate) struct Repeat {
     pub dir: PathBuf,
     pub rows: Vec<RunRecord>,
+    pub verdicts: Vec<Verdict>,
+}
+
+impl Repeat {
+    /// The repeat in `dir`, its claims judged as the record's are.
+    pub(crate) fn judged(m: &Manifest, dir: PathBuf, rows: Vec<RunRecord>) -> Result<Repeat> {
+        let verdicts = if m.claims.is_empty() {
+            Vec::new()
+        } else {
+            crate::report::outputs::verdicts(m, &dir, &rows, None)?
+        };
+        Ok(Repeat {
+            dir,
+            rows,
+            verdicts,
+        })
+    }
 }
 
 /// The results directories under `out/repeats/` (those with a runs.csv),
@@ -53,13 +73,12 @@ fn sources<'a>(rows: impl Iterator<Item = &'a RunRecord>) -> BTreeSet<String> {
 
 /// The paragraph on repeated runs: each claim's verdict in the record and
 /// in each repeat, and how often it was supported, at its level and after
-/// Holm's adjustment within each run. `record` and each of `each` are the
-/// verdicts of the same claims, in order.
+/// Holm's adjustment within each run. `record` and each repeat's
+/// verdicts are those of the same claims, in order.
 pub(crate) fn paragraph(
     record: &[Verdict],
     record_rows: &[RunRecord],
     repeats: &[Repeat],
-    each: &[Vec<Verdict>],
 ) -> String {
     let names: Vec<String> = repeats
         .iter()
@@ -98,7 +117,7 @@ pub(crate) fn paragraph(
     );
     let mut unstable = 0;
     for (i, v) in record.iter().enumerate() {
-        let others: Vec<&Verdict> = each.iter().filter_map(|vs| vs.get(i)).collect();
+        let others: Vec<&Verdict> = repeats.iter().filter_map(|r| r.verdicts.get(i)).collect();
         let all: Vec<&Verdict> = std::iter::once(v).chain(others.iter().copied()).collect();
         let supported = all
             .iter()
@@ -165,7 +184,7 @@ mod tests {
             verdict("a is faster", Outcome::Supported, 0.001),
             verdict("b is faster", Outcome::Supported, 0.01),
         ];
-        let each = vec![
+        let each = [
             vec![
                 verdict("a is faster", Outcome::Supported, 0.002),
                 verdict("b is faster", Outcome::Contradicted, 0.9),
@@ -176,17 +195,18 @@ mod tests {
                 verdict("b is faster", Outcome::Supported, 0.07),
             ],
         ];
-        let repeats = vec![
-            Repeat {
-                dir: PathBuf::from("r/repeats/2"),
-                rows: Vec::new(),
-            },
-            Repeat {
-                dir: PathBuf::from("r/repeats/3"),
-                rows: Vec::new(),
-            },
-        ];
-        let text = paragraph(&record, &[], &repeats, &each);
+        let repeats = |take: usize| -> Vec<Repeat> {
+            ["2", "3"]
+                .iter()
+                .zip(&each)
+                .map(|(k, vs)| Repeat {
+                    dir: PathBuf::from("r/repeats").join(k),
+                    rows: Vec::new(),
+                    verdicts: vs[..take].to_vec(),
+                })
+                .collect()
+        };
+        let text = paragraph(&record, &[], &repeats(2));
         assert!(text.contains("ran 2 more times (builds not recorded; `repeats/`: 2, 3)"));
         assert!(
             text.contains(
@@ -198,12 +218,7 @@ mod tests {
         ));
         assert!(text.contains("1 claim was supported in some runs and not in others: unstable"));
         // the same verdicts everywhere: nothing unstable
-        let same = paragraph(
-            &record[..1],
-            &[],
-            &repeats,
-            &[each[0][..1].to_vec(), each[1][..1].to_vec()],
-        );
+        let same = paragraph(&record[..1], &[], &repeats(1));
         assert!(same.contains("Every claim got the same verdict in every run."));
     }
 

@@ -114,11 +114,7 @@ fn claims_part(
     s.push_str("\n**Claims.** ");
     s.push_str(&without_heading(&claims::markdown(&m.title, &verdicts)));
     if !repeated.is_empty() {
-        let each = repeated
-            .iter()
-            .map(|r| outputs::verdicts(m, &r.dir, &r.rows, None))
-            .collect::<Result<Vec<_>>>()?;
-        s.push_str(&repeats::paragraph(&verdicts, rows, repeated, &each));
+        s.push_str(&repeats::paragraph(&verdicts, rows, repeated));
     }
     if let Some(spec) = &m.tune {
         s.push_str(&tuning_and_claims(m, spec, &verdicts, None));
