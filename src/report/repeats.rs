@@ -30,11 +30,7 @@ pub(crate) struct Repeat {
 impl Repeat {
     /// The repeat in `dir`, its claims judged as the record's are.
     pub(crate) fn judged(m: &Manifest, dir: PathBuf, rows: Vec<RunRecord>) -> Result<Repeat> {
-        let verdicts = if m.claims.is_empty() {
-            Vec::new()
-        } else {
-            crate::report::outputs::verdicts(m, &dir, &rows, None)?
-        };
+        let verdicts = crate::report::outputs::verdicts(m, &dir, &rows, None)?;
         Ok(Repeat {
             dir,
             rows,
